@@ -1,0 +1,53 @@
+"""insdel: insertion and deletion tests of feature attributions for regression models.
+
+Implements Hama, Mase & Owen, *Deletion and Insertion Tests in Regression Models*. The conventions
+(target x, reference r, signed attributions explaining f(x) - f(r), insertion from r to x, deletion
+from x to r, ABC normalised per feature) are restated in the README.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .adapter import Model, as_model
+from .areas import abc, auc, aul
+from .curves import TraceResult, curves, orderings, trace
+from .evaluation import Evaluation, evaluate, random_orderings
+from .hybrid import hybrid
+
+__version__ = "0.1.0"
+
+# Heavier parts load on first use: ``insdel.anchored_decomposition`` imports insdel.decomposition.
+_LAZY = {
+    "anchored_decomposition": "insdel.decomposition",
+    "batch_decomposition": "insdel.decomposition",
+    "expected_last_position": "insdel.decomposition",
+    "attribute": "insdel.attribution",
+    "policies": "insdel.policies",
+    "datasets": "insdel.datasets",
+    "models": "insdel.models",
+    "plotting": "insdel.plotting",
+    "experiments": "insdel.experiments",
+    "decomposition": "insdel.decomposition",
+    "attribution": "insdel.attribution",
+}
+
+
+def __getattr__(name: str):
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'insdel' has no attribute {name!r}")
+    module = importlib.import_module(mod)
+    value = module if mod.rsplit(".", 1)[-1] == name else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = [
+    "Model", "as_model", "abc", "auc", "aul", "curves", "orderings", "trace", "TraceResult",
+    "Evaluation", "evaluate", "random_orderings", "hybrid", *_LAZY,
+]

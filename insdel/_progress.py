@@ -1,0 +1,36 @@
+"""Progress bars (tqdm) that stay quiet in tests and pipes unless asked for."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+
+class _NullBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def set_postfix_str(self, s: str) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def progress_bar(total: int, desc: str, unit: str = "it", enable: bool | None = None,
+                 auto: bool = True):
+    """A tqdm bar; ``enable=None`` shows it only for long work (``auto``) on a terminal.
+
+    ``INSDEL_PROGRESS=0`` or ``1`` in the environment forces it off or on.
+    """
+    env = os.environ.get("INSDEL_PROGRESS")
+    if env is not None:
+        enable = env not in ("0", "false", "False", "")
+    if enable is None:
+        enable = auto and sys.stderr.isatty()
+    if not enable:
+        yield _NullBar()
+        return
+    from tqdm.auto import tqdm
+
+    with tqdm(total=total, desc=desc, unit=unit, leave=False, dynamic_ncols=True) as bar:
+        yield bar

@@ -1,0 +1,355 @@
+"""The batched insertion/deletion curve engine (conventions: *Curves*).
+
+For an ordering pi and S_k = {pi(1), ..., pi(k)}:
+
+* insertion ``y_k = f(hybrid(x, r, S_k))``, from f(r) to f(x);
+* deletion ``z_k = f(hybrid(x, r, complement(S_k)))``, from f(x) to f(r).
+
+How the work is laid out (all pairs, all orderings, both modes at once):
+
+1. Every point of every curve is a set of features taken from x. Features with ``x_j == r_j`` do not
+   change the point, so each set is reduced to its *canonical* form ``S ∩ D`` with
+   ``D = {j : x_j != r_j}``. Two curve points of one pair with the same canonical set are the same
+   point and are evaluated once; the end points f(r) (set ∅) and f(x) (set D) are shared by all
+   orderings and both modes of a pair.
+2. A numba kernel walks every ordering once, keeping the canonical set as packed uint64 words and a
+   Zobrist hash of it, and assigns each curve point the index of its distinct row (hash collisions are
+   resolved by comparing the words, so deduplication is exact).
+3. Distinct rows are written straight into the model's input dtype by a second numba kernel, one batch
+   at a time, evaluated by the model adapter, and gathered back into the curves.
+
+Pairs are processed in chunks so that at most ``chunk_size`` curve points are indexed at once and at
+most ``batch_size`` hybrid rows exist at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numba as nb
+import numpy as np
+
+from ._progress import progress_bar
+from ._validation import as_float_array, check_mode, check_pairs
+from .adapter import as_model
+from .hybrid import build_rows, masks_to_words, n_words
+
+__all__ = ["curves", "orderings", "trace", "TraceResult", "DEFAULT_CHUNK_SIZE"]
+
+DEFAULT_CHUNK_SIZE = 1 << 21  # curve points indexed per chunk of pairs
+MODES = ("insertion", "deletion")
+
+_ZOBRIST_SEED = 0x1D5E1
+_zobrist_cache: dict[int, np.ndarray] = {}
+
+
+def _zobrist(n: int) -> np.ndarray:
+    z = _zobrist_cache.get(n)
+    if z is None:
+        rng = np.random.default_rng(_ZOBRIST_SEED)
+        z = rng.integers(1, np.iinfo(np.uint64).max, size=n, dtype=np.uint64, endpoint=True)
+        _zobrist_cache[n] = z
+    return z
+
+
+def orderings(A) -> np.ndarray:
+    """Feature orderings of attributions: decreasing *signed* value, ties broken by feature index.
+
+    Parameters
+    ----------
+    A : array_like, shape (..., n)
+
+    Returns
+    -------
+    ndarray of int64, shape (..., n)
+        ``order[..., k]`` is the feature moved at step k + 1.
+    """
+    A = as_float_array("A", A, ndim=tuple(range(1, 8)))
+    return np.argsort(-A, axis=-1, kind="stable").astype(np.int64)
+
+
+@nb.njit(cache=True, nogil=True)
+def _lookup_insert(words_buf, hash_buf, base, count, table, cur, h):  # pragma: no cover
+    """Find the canonical set ``cur`` (hash h) among this pair's rows; insert it if new."""
+    T = table.shape[0]
+    W = cur.shape[0]
+    slot = np.int64(h & np.uint64(T - 1))
+    while True:
+        e = table[slot]
+        if e == 0:
+            u = count[0]
+            table[slot] = u + 1
+            for w in range(W):
+                words_buf[base + u, w] = cur[w]
+            hash_buf[base + u] = h
+            count[0] = u + 1
+            return u
+        u = e - 1
+        if hash_buf[base + u] == h:
+            same = True
+            for w in range(W):
+                if words_buf[base + u, w] != cur[w]:
+                    same = False
+                    break
+            if same:
+                return u
+        slot = (slot + 1) & (T - 1)
+
+
+@nb.njit(parallel=True, cache=True, nogil=True)
+def _index_kernel(orders, diff_words, zob, do_ins, do_del, cap, words_buf, hash_buf, counts,
+                  idx):  # pragma: no cover - numba
+    """Assign every curve point of every pair its distinct-row index (local to the pair)."""
+    B, K, n = orders.shape
+    W = diff_words.shape[1]
+    T = 1
+    while T < 2 * cap:
+        T *= 2
+    for b in nb.prange(B):
+        base = b * cap
+        table = np.zeros(T, dtype=np.int64)
+        count = np.zeros(1, dtype=np.int64)
+        cur = np.zeros(W, dtype=np.uint64)
+        # end points: the empty set -> f(r), the full difference set D -> f(x)
+        id_r = _lookup_insert(words_buf, hash_buf, base, count, table, cur, np.uint64(0))
+        hD = np.uint64(0)
+        for j in range(n):
+            if (diff_words[b, j >> 6] >> np.uint64(j & 63)) & np.uint64(1):
+                hD ^= zob[j]
+        for w in range(W):
+            cur[w] = diff_words[b, w]
+        id_x = _lookup_insert(words_buf, hash_buf, base, count, table, cur, hD)
+        m = 0
+        if do_ins:
+            for k in range(K):
+                for w in range(W):
+                    cur[w] = 0
+                h = np.uint64(0)
+                idx[b, k, m, 0] = id_r
+                for s in range(1, n):
+                    j = orders[b, k, s - 1]
+                    bit = np.uint64(1) << np.uint64(j & 63)
+                    if diff_words[b, j >> 6] & bit:
+                        cur[j >> 6] |= bit
+                        h ^= zob[j]
+                    idx[b, k, m, s] = _lookup_insert(words_buf, hash_buf, base, count, table, cur, h)
+                idx[b, k, m, n] = id_x
+            m += 1
+        if do_del:
+            for k in range(K):
+                for w in range(W):
+                    cur[w] = diff_words[b, w]
+                h = hD
+                idx[b, k, m, 0] = id_x
+                for s in range(1, n):
+                    j = orders[b, k, s - 1]
+                    bit = np.uint64(1) << np.uint64(j & 63)
+                    if diff_words[b, j >> 6] & bit:
+                        cur[j >> 6] &= ~bit
+                        h ^= zob[j]
+                    idx[b, k, m, s] = _lookup_insert(words_buf, hash_buf, base, count, table, cur, h)
+                idx[b, k, m, n] = id_r
+        counts[b] = count[0]
+
+
+@nb.njit(cache=True, nogil=True)
+def _compact_kernel(words_buf, cap, counts, offsets, out_words, out_pair, idx):  # pragma: no cover
+    B = counts.shape[0]
+    W = words_buf.shape[1]
+    for b in range(B):
+        off = offsets[b]
+        for u in range(counts[b]):
+            for w in range(W):
+                out_words[off + u, w] = words_buf[b * cap + u, w]
+            out_pair[off + u] = b
+        for k in range(idx.shape[1]):
+            for m in range(idx.shape[2]):
+                for s in range(idx.shape[3]):
+                    idx[b, k, m, s] += off
+
+
+@dataclass
+class TraceResult:
+    """Curves of B pairs under K orderings, with the bookkeeping an experiment reports.
+
+    Attributes
+    ----------
+    curves : dict
+        mode -> array (B, K, n + 1).
+    fx, fr : ndarray (B,)
+        f(x) and f(r) per pair (each evaluated once).
+    n_points : int
+        Curve points requested (B * K * modes * (n + 1)).
+    n_unique : int
+        Distinct points evaluated by the model (the physical minimum for these curves).
+    """
+
+    curves: dict
+    fx: np.ndarray
+    fr: np.ndarray
+    n_points: int = 0
+    n_unique: int = 0
+    timings: dict = field(default_factory=dict)
+
+
+def _check_orders(orders: np.ndarray, B: int, n: int, check_perm: bool = True) -> np.ndarray:
+    o = np.asarray(orders)
+    if o.ndim == 2:
+        o = o[:, None, :]
+    if o.ndim != 3 or o.shape[0] != B or o.shape[2] != n:
+        raise ValueError(f"orders must have shape (B, n) or (B, K, n) = ({B}, K, {n}); got {o.shape}.")
+    if not np.issubdtype(o.dtype, np.integer):
+        raise TypeError(f"orders must be integers; got dtype {o.dtype}.")
+    o = o.astype(np.int64)
+    if not check_perm:
+        return np.ascontiguousarray(o)
+    srt = np.sort(o, axis=-1)
+    bad = (srt != np.arange(n)).any(axis=-1)
+    if bad.any():
+        b, k = np.argwhere(bad)[0]
+        raise ValueError(
+            f"orders[{b}, {k}] is not a permutation of 0..{n - 1}: {o[b, k].tolist()[:20]}"
+        )
+    return np.ascontiguousarray(o)
+
+
+def trace(f, X, R, orders, modes=MODES, *, batch_size: int | None = None,
+          chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None,
+          validate: bool = True) -> TraceResult:
+    """Trace insertion and/or deletion curves of every pair under every given ordering.
+
+    Parameters
+    ----------
+    f : model
+        Anything :func:`insdel.as_model` accepts.
+    X, R : array_like (B, n)
+        Targets and references (a 1-D R is one reference for all targets).
+    orders : array_like of int, (B, n) or (B, K, n)
+        Orderings (``orders[b, k, s]`` is the feature moved at step s + 1).
+    modes : sequence of {"insertion", "deletion"}
+    batch_size : int, optional
+        Rows per model call.
+    chunk_size : int
+        Maximum number of curve points indexed at once (bounds memory).
+    progress : bool, optional
+        Show a progress bar (default: only on long runs in a terminal).
+
+    Returns
+    -------
+    TraceResult
+    """
+    import time
+
+    model = as_model(f, batch_size=batch_size)
+    if validate:
+        X, R = check_pairs(X, R)
+    B, n = X.shape
+    modes = tuple(check_mode(m) for m in modes)
+    if not modes:
+        raise ValueError("modes must name at least one of 'insertion', 'deletion'.")
+    orders = _check_orders(orders, B, n, check_perm=validate)
+    K = orders.shape[1]
+    do_ins, do_del = "insertion" in modes, "deletion" in modes
+    M = int(do_ins) + int(do_del)
+    W = n_words(n)
+    zob = _zobrist(n)
+    Xd = np.ascontiguousarray(X, dtype=model.dtype)
+    Rd = np.ascontiguousarray(R, dtype=model.dtype)
+    diff_words = masks_to_words(X != R)
+
+    per_pair = K * M * (n + 1)
+    cap = 2 + K * M * max(n - 1, 0)
+    chunk_pairs = max(1, int(chunk_size) // max(per_pair, 1))
+    out = {m: np.empty((B, K, n + 1)) for m in modes}
+    fx = np.empty(B)
+    fr = np.empty(B)
+    n_unique = 0
+    t_index = t_model = 0.0
+    bs = model.batch_size
+    starts = range(0, B, chunk_pairs)
+    total_points = B * per_pair
+    show = progress if progress is not None else None
+    with progress_bar(total=B, desc="curves", unit="pair", enable=show,
+                      auto=total_points > 5_000_000) as bar:
+        for b0 in starts:
+            b1 = min(b0 + chunk_pairs, B)
+            Bc = b1 - b0
+            t0 = time.perf_counter()
+            words_buf = np.empty((Bc * cap, W), dtype=np.uint64)
+            hash_buf = np.empty(Bc * cap, dtype=np.uint64)
+            counts = np.empty(Bc, dtype=np.int64)
+            idx = np.empty((Bc, K, M, n + 1), dtype=np.int64)
+            _index_kernel(orders[b0:b1], diff_words[b0:b1], zob, do_ins, do_del, cap, words_buf,
+                          hash_buf, counts, idx)
+            offsets = np.zeros(Bc, dtype=np.int64)
+            np.cumsum(counts[:-1], out=offsets[1:])
+            U = int(counts.sum())
+            uwords = np.empty((U, W), dtype=np.uint64)
+            upair = np.empty(U, dtype=np.int64)
+            _compact_kernel(words_buf, cap, counts, offsets, uwords, upair, idx)
+            del words_buf, hash_buf
+            values = np.empty(U)
+            rows = np.empty((min(bs, U), n), dtype=model.dtype)
+            t_index += time.perf_counter() - t0
+            for s0 in range(0, U, bs):
+                s1 = min(s0 + bs, U)
+                t0 = time.perf_counter()
+                buf = build_rows(Xd[b0:b1], Rd[b0:b1], upair[s0:s1], uwords[s0:s1],
+                                 out=rows[: s1 - s0])
+                t1 = time.perf_counter()
+                values[s0:s1] = model(buf)
+                t_model += time.perf_counter() - t1
+                t_index += t1 - t0
+            t0 = time.perf_counter()
+            for mi, m in enumerate(modes):
+                out[m][b0:b1] = values[idx[:, :, mi, :]]
+            fr[b0:b1] = values[offsets]  # local id 0 is the empty set
+            first = modes[0]
+            fx[b0:b1] = out[first][b0:b1, 0, n if first == "insertion" else 0]
+            n_unique += U
+            t_index += time.perf_counter() - t0
+            bar.update(Bc)
+    return TraceResult(curves=out, fx=fx, fr=fr, n_points=total_points, n_unique=n_unique,
+                       timings={"bookkeeping_s": t_index, "model_s": t_model})
+
+
+def curves(f, X, R, A, mode: str = "insertion", *, batch_size: int | None = None,
+           chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None) -> np.ndarray:
+    """Insertion or deletion curves for B pairs ordered by their attributions.
+
+    Parameters
+    ----------
+    f : torch.nn.Module, estimator with ``predict``, or callable
+        The model (see :func:`insdel.as_model`).
+    X : array_like, shape (B, n)
+        Targets x (the points being explained).
+    R : array_like, shape (B, n) or (n,)
+        References r.
+    A : array_like, shape (B, n) or (B, K, n)
+        Attributions explaining f(x) - f(r); features are moved in decreasing signed order
+        (ties by feature index). K orderings per pair give K curves per pair.
+    mode : {"insertion", "deletion"}
+        Insertion starts at f(r) and ends at f(x); deletion starts at f(x) and ends at f(r).
+    batch_size : int, optional
+        Rows per model call.
+    chunk_size : int
+        Curve points indexed at once (memory bound).
+    progress : bool, optional
+        Progress bar on long runs.
+
+    Returns
+    -------
+    ndarray of float64, shape (B, n + 1) or (B, K, n + 1)
+    """
+    check_mode(mode)
+    X, R = check_pairs(X, R)
+    A = as_float_array("A", A, ndim=(2, 3))
+    if A.shape[0] != X.shape[0] or A.shape[-1] != X.shape[1]:
+        raise ValueError(
+            f"A must have shape (B, n) or (B, K, n) with (B, n) = {X.shape}; got {A.shape}."
+        )
+    res = trace(f, X, R, orderings(A), modes=(mode,), batch_size=batch_size,
+                chunk_size=chunk_size, progress=progress, validate=False)
+    c = res.curves[mode]
+    return c[:, 0, :] if A.ndim == 2 else c
+

@@ -1,0 +1,230 @@
+"""``evaluate``: insertion and deletion ABCs of several attribution methods on the same pairs.
+
+All methods, the seeded ``random`` row and ``n_random`` further random orderings of every pair are
+traced in a single pass of the curve engine, so shared points (the end points, common prefixes of
+similar orderings) are evaluated once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ._validation import as_float_array, check_mode, check_pairs
+from .areas import abc as _abc
+from .curves import DEFAULT_CHUNK_SIZE, orderings, trace
+
+__all__ = ["evaluate", "Evaluation", "summarize", "to_markdown", "random_orderings"]
+
+AUTO_DIFFERENCES = (("kernel_shap", "integrated_gradients"), ("exact_shapley", "integrated_gradients"))
+
+
+def random_orderings(B: int, K: int, n: int, seed: int = 0) -> np.ndarray:
+    """K seeded uniformly random orderings per pair, shape (B, K, n)."""
+    rng = np.random.default_rng(seed)
+    return np.argsort(rng.random((B, K, n)), axis=-1, kind="stable").astype(np.int64)
+
+
+@dataclass
+class Evaluation:
+    """Result of :func:`evaluate`.
+
+    Attributes
+    ----------
+    methods : list of str
+        Method names in the order of the curves' second axis (``random`` last).
+    modes : tuple of str
+    curves : dict
+        mode -> array (B, n_methods, n + 1).
+    random_curves : dict
+        mode -> array (B, n_random, n + 1): further random orderings (for plots and the empirical
+        mean under random orderings).
+    fx, fr : ndarray (B,)
+        f(x) and f(r) of each pair.
+    abc : pandas.DataFrame
+        Long table with columns ``pair, method, mode, abc``.
+    random_abc : dict
+        mode -> array (B, n_random) of the ABCs of the further random orderings.
+    normalize : bool
+        Whether areas are per feature (divided by n), as in the paper's tables.
+    stats : dict
+        Compute used: curve points, distinct model evaluations, seconds.
+    """
+
+    methods: list
+    modes: tuple
+    curves: dict
+    random_curves: dict
+    fx: np.ndarray
+    fr: np.ndarray
+    abc: pd.DataFrame
+    random_abc: dict
+    normalize: bool
+    orders: np.ndarray | None = None
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def n_pairs(self) -> int:
+        return int(self.fx.shape[0])
+
+    def abc_array(self, method: str, mode: str = "insertion") -> np.ndarray:
+        """ABCs of one method and mode, shape (B,)."""
+        if method not in self.methods:
+            raise KeyError(f"unknown method {method!r}; known: {self.methods}.")
+        check_mode(mode)
+        if mode not in self.modes:
+            raise KeyError(f"mode {mode!r} was not evaluated; evaluated: {self.modes}.")
+        k = self.methods.index(method)
+        return _abc(self.curves[mode][:, k, :], mode=mode, normalize=self.normalize)
+
+    def wide(self) -> pd.DataFrame:
+        """ABCs as a wide table: one row per pair, one column per (mode, method)."""
+        return self.abc.pivot_table(index="pair", columns=["mode", "method"], values="abc")
+
+    def summary(self, differences: Sequence[tuple[str, str]] | None | str = "auto") -> pd.DataFrame:
+        """Mean and standard error of the ABC per mode and method (paper Tables 1-3 layout).
+
+        Parameters
+        ----------
+        differences : list of (method_a, method_b), "auto" or None
+            Paired-difference rows ``a - b`` (mean and standard error of the per-pair difference).
+            "auto" adds Kernel SHAP (or exact Shapley) minus integrated gradients when both are there.
+        """
+        return summarize(self.abc, differences=differences, methods=self.methods)
+
+    def to_markdown(self, differences="auto", digits: int = 3) -> str:
+        """The summary as a Markdown table (paper layout)."""
+        return to_markdown(self.summary(differences), digits=digits)
+
+    def random_mean(self, mode: str = "insertion") -> np.ndarray:
+        """Per-pair empirical mean ABC over the ``n_random`` random orderings, shape (B,)."""
+        return self.random_abc[mode].mean(axis=1)
+
+
+def summarize(abc: pd.DataFrame, differences="auto", methods: Sequence[str] | None = None
+              ) -> pd.DataFrame:
+    """Paper-style summary of a long ABC table (columns pair, method, mode, abc)."""
+    if methods is None:
+        methods = list(dict.fromkeys(abc["method"]))
+    present = set(methods)
+    if differences == "auto":
+        differences = [d for d in AUTO_DIFFERENCES if d[0] in present and d[1] in present][:1]
+    differences = list(differences or [])
+    for a, b in differences:
+        for m in (a, b):
+            if m not in present:
+                raise ValueError(f"difference {a!r} - {b!r}: unknown method {m!r}; known: {methods}.")
+    rows = []
+    for mode in [m for m in ("insertion", "deletion") if m in set(abc["mode"])]:
+        sub = abc[abc["mode"] == mode]
+        wide = sub.pivot(index="pair", columns="method", values="abc")
+        for m in methods:
+            v = wide[m].to_numpy()
+            rows.append(_row(mode, m, v, kind="method"))
+        for a, b in differences:
+            v = (wide[a] - wide[b]).to_numpy()
+            rows.append(_row(mode, f"{a} - {b}", v, kind="difference"))
+    return pd.DataFrame(rows, columns=["mode", "method", "mean", "std_error", "n", "kind"])
+
+
+def _row(mode: str, method: str, v: np.ndarray, kind: str) -> dict:
+    n = len(v)
+    se = float(np.std(v, ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+    return {"mode": mode, "method": method, "mean": float(np.mean(v)), "std_error": se, "n": n,
+            "kind": kind}
+
+
+def to_markdown(summary: pd.DataFrame, digits: int = 3) -> str:
+    """Render a summary DataFrame as a Markdown table (no extra dependency)."""
+    head = "| Test mode | Method | Mean | Std. error |\n|---|---|---:|---:|"
+    lines = [head]
+    last = None
+    for r in summary.itertuples(index=False):
+        mode = r.mode.capitalize() if r.mode != last else ""
+        last = r.mode
+        lines.append(f"| {mode} | {r.method} | {r.mean:.{digits}f} | {r.std_error:.{digits}f} |")
+    return "\n".join(lines)
+
+
+def evaluate(f, X, R, attributions: Mapping[str, np.ndarray], modes: Iterable[str] = (
+        "insertion", "deletion"), n_random: int = 20, seed: int = 0, normalize: bool = True, *,
+        add_random: bool = True, batch_size: int | None = None,
+        chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None) -> Evaluation:
+    """Insertion/deletion ABCs for several attribution methods on the same pairs (x, r).
+
+    Parameters
+    ----------
+    f : model
+        torch module, estimator with ``predict`` or callable (see :func:`insdel.as_model`).
+    X : array_like (B, n)
+        Targets.
+    R : array_like (B, n) or (n,)
+        References (from a policy).
+    attributions : mapping name -> array (B, n)
+        Attributions explaining f(x) - f(r) (signed; larger means "raises f").
+    modes : iterable of {"insertion", "deletion"}
+    n_random : int, default 20
+        Further random orderings per pair kept for plots and the empirical random-order mean.
+    seed : int
+        Seed of the random orderings.
+    normalize : bool, default True
+        Per-feature areas (ABC / n) as in the paper's tables.
+    add_random : bool, default True
+        Add the ``random`` method (one seeded random ordering per pair, the paper's Random row).
+        It is not added when ``attributions`` already holds a method called ``random``.
+
+    Returns
+    -------
+    Evaluation
+    """
+    import time
+
+    modes = tuple(dict.fromkeys(check_mode(m) for m in modes))
+    if not modes:
+        raise ValueError("modes must name at least one of 'insertion', 'deletion'.")
+    X, R = check_pairs(X, R)
+    B, n = X.shape
+    if not isinstance(attributions, Mapping):
+        raise TypeError("attributions must be a mapping name -> array (B, n).")
+    if n_random < 0:
+        raise ValueError(f"n_random must be >= 0; got {n_random}.")
+    methods = list(attributions)
+    orders = []
+    for name in methods:
+        A = as_float_array(f"attributions[{name!r}]", attributions[name], ndim=(2,))
+        if A.shape != (B, n):
+            raise ValueError(f"attributions[{name!r}] must have shape (B, n) = {(B, n)}; got {A.shape}.")
+        orders.append(orderings(A))
+    rand = random_orderings(B, 1 + n_random, n, seed=seed)
+    if add_random and "random" not in attributions:
+        methods.append("random")
+        orders.append(rand[:, 0, :])
+    if not methods:
+        raise ValueError("attributions is empty and add_random is False: nothing to evaluate.")
+    all_orders = np.concatenate([np.stack(orders, axis=1), rand[:, 1:, :]], axis=1)
+    t0 = time.perf_counter()
+    res = trace(f, X, R, all_orders, modes=modes, batch_size=batch_size, chunk_size=chunk_size,
+                progress=progress, validate=False)
+    elapsed = time.perf_counter() - t0
+    Km = len(methods)
+    curves = {m: res.curves[m][:, :Km, :] for m in modes}
+    random_curves = {m: res.curves[m][:, Km:, :] for m in modes}
+    frames = []
+    for m in modes:
+        a = _abc(curves[m], mode=m, normalize=normalize)  # (B, Km)
+        frames.append(pd.DataFrame({
+            "pair": np.repeat(np.arange(B), Km),
+            "method": np.tile(np.array(methods, dtype=object), B),
+            "mode": m,
+            "abc": a.reshape(-1),
+        }))
+    abc_df = pd.concat(frames, ignore_index=True)
+    random_abc = {m: _abc(random_curves[m], mode=m, normalize=normalize) for m in modes}
+    stats = {"curve_points": res.n_points, "model_evaluations": res.n_unique,
+             "seconds": elapsed, **res.timings}
+    return Evaluation(methods=methods, modes=modes, curves=curves, random_curves=random_curves,
+                      fx=res.fx, fr=res.fr, abc=abc_df, random_abc=random_abc,
+                      normalize=normalize, orders=all_orders[:, :Km, :], stats=stats)
