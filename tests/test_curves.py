@@ -1,0 +1,339 @@
+"""The curve engine, areas and evaluate(): conventions, paper §3.1-3.2, equivalences, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import insdel
+from insdel.areas import abc, auc, aul
+from insdel.curves import orderings, trace
+
+# ---------------------------------------------------------------- reference implementation
+
+
+def brute_curve(f, x, r, order, mode):
+    """The definition, one point at a time (conventions: Curves)."""
+    n = len(x)
+    pts = []
+    for k in range(n + 1):
+        S = np.zeros(n, bool)
+        S[list(order[:k])] = True
+        u = S if mode == "insertion" else ~S
+        pts.append(np.where(u, x, r))
+    return f(np.array(pts))
+
+
+def smooth_f(seed: int, n: int):
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(n, 5))
+    v = rng.normal(size=5)
+    c = rng.normal(size=n)
+
+    def f(Z):
+        Z = np.asarray(Z, dtype=np.float64)
+        return np.tanh(Z @ W) @ v + Z @ c + 0.3 * Z[:, 0] * Z[:, -1]
+
+    return f
+
+
+pairs = st.integers(min_value=1, max_value=9).flatmap(
+    lambda n: st.tuples(st.just(n), st.integers(0, 2**31 - 1), st.integers(1, 6), st.integers(1, 4))
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(pairs)
+def test_engine_matches_definition(args):
+    n, seed, B, K = args
+    rng = np.random.default_rng(seed)
+    f = smooth_f(seed, n)
+    X = rng.normal(size=(B, n))
+    R = rng.normal(size=(B, n))
+    # some equal features and ties in the attributions
+    eq = rng.random((B, n)) < 0.25
+    R[eq] = X[eq]
+    A = rng.integers(-2, 3, size=(B, K, n)).astype(float)
+    res = trace(f, X, R, orderings(A), modes=("insertion", "deletion"))
+    o = orderings(A)
+    for b in range(B):
+        for k in range(K):
+            for mode in ("insertion", "deletion"):
+                ref = brute_curve(f, X[b], R[b], o[b, k], mode)
+                np.testing.assert_allclose(res.curves[mode][b, k], ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(res.fx, f(X))
+    np.testing.assert_allclose(res.fr, f(R))
+    assert res.n_unique <= B * (2 + K * 2 * max(n - 1, 0))
+
+
+def test_end_points_and_ordering_convention():
+    rng = np.random.default_rng(1)
+    n, B = 5, 7
+    f = smooth_f(3, n)
+    X, R = rng.normal(size=(B, n)), rng.normal(size=(B, n))
+    A = rng.normal(size=(B, n))
+    ins = insdel.curves(f, X, R, A, mode="insertion")
+    dele = insdel.curves(f, X, R, A, mode="deletion")
+    assert ins.shape == dele.shape == (B, n + 1)
+    np.testing.assert_allclose(ins[:, 0], f(R))
+    np.testing.assert_allclose(ins[:, -1], f(X))
+    np.testing.assert_allclose(dele[:, 0], f(X))
+    np.testing.assert_allclose(dele[:, -1], f(R))
+    # decreasing *signed* attribution, ties by feature index
+    assert orderings(np.array([0.5, -3.0, 2.0, 0.5])).tolist() == [2, 0, 3, 1]
+
+
+def test_normalize_is_trapezoid_minus_line():
+    rng = np.random.default_rng(2)
+    c = rng.normal(size=(4, 3, 9))
+    n = c.shape[-1] - 1
+    grid = np.linspace(0, 1, n + 1)
+    trap = np.trapezoid(c, grid, axis=-1)
+    line = (c[..., 0] + c[..., -1]) / 2
+    np.testing.assert_allclose(abc(c, "insertion", normalize=True), trap - line, atol=1e-12)
+    np.testing.assert_allclose(abc(c, "insertion", normalize=False) / n, trap - line, atol=1e-12)
+    np.testing.assert_allclose(abc(c, "deletion", normalize=True), line - trap, atol=1e-12)
+    np.testing.assert_allclose(auc(c), c.sum(-1))
+    np.testing.assert_allclose(aul(c), (n + 1) / 2 * (c[..., 0] + c[..., -1]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 8), st.integers(0, 10_000))
+def test_symmetry_swap_start_and_end(n, seed):
+    """Paper §3.1: from r to x with pi equals from x to r with pi reversed."""
+    rng = np.random.default_rng(seed)
+    f = smooth_f(seed, n)
+    X, R = rng.normal(size=(3, n)), rng.normal(size=(3, n))
+    o = np.argsort(rng.random((3, n)), axis=1)
+    fwd = trace(f, X, R, o)
+    bwd = trace(f, R, X, o[:, ::-1].copy())
+    for mode in ("insertion", "deletion"):
+        a = abc(fwd.curves[mode], mode)
+        b = abc(bwd.curves[mode], mode)
+        np.testing.assert_allclose(a, b, atol=1e-10)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 10), st.integers(0, 10_000))
+def test_additive_eq4_and_insertion_equals_deletion(n, seed):
+    rng = np.random.default_rng(seed)
+    coef = rng.normal(size=(3, n))
+
+    def f(Z):  # additive: f_j(z) = a z + b z^2 + c sin z
+        return (coef[0] * Z + coef[1] * Z**2 + coef[2] * np.sin(Z)).sum(1) + 1.5
+
+    def fj(z):
+        return coef[0] * z + coef[1] * z**2 + coef[2] * np.sin(z)
+
+    X, R = rng.normal(size=(4, n)), rng.normal(size=(4, n))
+    A = rng.normal(size=(4, n))
+    ins = insdel.curves(f, X, R, A, "insertion")
+    dele = insdel.curves(f, X, R, A, "deletion")
+    o = orderings(A)
+    pos = np.empty_like(o)
+    np.put_along_axis(pos, o, np.arange(1, n + 1)[None, :].repeat(4, 0), axis=1)
+    eq4 = (((n + 1) / 2 - pos) * (fj(X) - fj(R))).sum(1)  # eq. (4), insertion from r to x
+    np.testing.assert_allclose(abc(ins, "insertion", normalize=False), eq4, atol=1e-9)
+    np.testing.assert_allclose(abc(dele, "deletion"), abc(ins, "insertion"), atol=1e-9)
+
+
+def test_k_orderings_equal_separate_calls():
+    rng = np.random.default_rng(4)
+    n, B, K = 6, 5, 4
+    f = smooth_f(5, n)
+    X, R = rng.normal(size=(B, n)), rng.normal(size=(B, n))
+    A = rng.normal(size=(B, K, n))
+    both = insdel.curves(f, X, R, A, "deletion")
+    assert both.shape == (B, K, n + 1)
+    for k in range(K):
+        np.testing.assert_array_equal(both[:, k], insdel.curves(f, X, R, A[:, k], "deletion"))
+
+
+def test_end_points_evaluated_once_per_pair():
+    rng = np.random.default_rng(6)
+    n, B, K = 5, 4, 6
+    seen = []
+
+    def f(Z):
+        seen.append(Z.copy())
+        return Z.sum(1)
+
+    X, R = rng.normal(size=(B, n)), rng.normal(size=(B, n))
+    A = rng.normal(size=(B, K, n))
+    trace(f, X, R, orderings(A), modes=("insertion", "deletion"))
+    rows = np.concatenate(seen)
+    for b in range(B):
+        assert (rows == X[b]).all(1).sum() == 1
+        assert (rows == R[b]).all(1).sum() == 1
+    # every evaluated row of a pair is distinct
+    assert len(np.unique(rows, axis=0)) == len(rows)
+
+
+def test_three_model_kinds_agree():
+    torch.manual_seed(0)
+    n = 7
+    net = torch.nn.Sequential(torch.nn.Linear(n, 16), torch.nn.PReLU(), torch.nn.Dropout(0.3),
+                              torch.nn.Linear(16, 1)).double()
+
+    def call(Z):
+        with torch.no_grad():
+            return net(torch.from_numpy(Z)).numpy()[:, 0]
+
+    class Est:
+        def predict(self, Z):
+            return call(Z)
+
+    rng = np.random.default_rng(7)
+    X, R, A = rng.normal(size=(9, n)), rng.normal(size=(9, n)), rng.normal(size=(9, n))
+    net.train()  # the adapter must switch dropout off
+    c1 = insdel.curves(net, X, R, A)
+    c2 = insdel.curves(Est(), X, R, A)
+    c3 = insdel.curves(call, X, R, A)
+    np.testing.assert_allclose(c1, c2, rtol=1e-12)
+    np.testing.assert_allclose(c1, c3, rtol=1e-12)
+    # float32 modules are evaluated in float32
+    net32 = net.float()
+    c4 = insdel.curves(net32, X, R, A)
+    np.testing.assert_allclose(c1, c4, rtol=1e-4, atol=1e-5)
+
+
+def test_chunking_and_batching_do_not_change_results():
+    rng = np.random.default_rng(8)
+    n, B = 10, 23
+    f = smooth_f(9, n)
+    X, R, A = rng.normal(size=(B, n)), rng.normal(size=(B, n)), rng.normal(size=(B, 3, n))
+    ref = insdel.curves(f, X, R, A)
+    small = insdel.curves(f, X, R, A, batch_size=7, chunk_size=50)
+    # BLAS may round differently with other batch shapes: equal to float64 precision
+    np.testing.assert_allclose(ref, small, rtol=1e-13, atol=1e-13)
+
+
+def test_many_features_use_several_words():
+    rng = np.random.default_rng(10)
+    n, B = 130, 3
+    w = rng.normal(size=n)
+
+    def f(Z):
+        return np.tanh(Z @ w) + Z[:, 0] * Z[:, 129]
+
+    X, R, A = rng.normal(size=(B, n)), rng.normal(size=(B, n)), rng.normal(size=(B, n))
+    c = insdel.curves(f, X, R, A, "deletion")
+    o = orderings(A)
+    for b in range(B):
+        np.testing.assert_allclose(c[b], brute_curve(f, X[b], R[b], o[b], "deletion"))
+
+
+def test_hybrid_masks_and_bitmasks():
+    x = np.array([1.0, 2.0, 3.0])
+    r = np.array([-1.0, -2.0, -3.0])
+    assert insdel.hybrid(x, r, 0b101).tolist() == [1.0, -2.0, 3.0]
+    np.testing.assert_array_equal(insdel.hybrid(x, r, np.array([True, False, True])),
+                                  [1.0, -2.0, 3.0])
+    allm = insdel.hybrid(x, r, np.arange(8))
+    assert allm.shape == (8, 3)
+    X = np.stack([x, 2 * x])
+    R = np.stack([r, 2 * r])
+    per_pair = insdel.hybrid(X, R, np.array([1, 2]))
+    np.testing.assert_array_equal(per_pair, [[1, -2, -3], [-2, 4, -6]])
+    outer = insdel.hybrid(X, R, np.array([0, 7, 4]))
+    assert outer.shape == (2, 3, 3)
+    np.testing.assert_array_equal(outer[1, 1], 2 * x)
+    with pytest.raises(ValueError, match="out of range"):
+        insdel.hybrid(x, r, 8)
+
+
+def test_evaluate_summary_and_random():
+    rng = np.random.default_rng(11)
+    n, B = 6, 40
+    w = rng.normal(size=n)
+
+    def f(Z):
+        return Z @ w
+
+    X, R = rng.normal(size=(B, n)), rng.normal(size=(B, n))
+    good = w * (X - R)
+    ev = insdel.evaluate(f, X, R, {"good": good, "bad": -good}, n_random=5, seed=3)
+    assert ev.methods == ["good", "bad", "random"]
+    s = ev.summary(differences=[("good", "bad")])
+    ins = s[(s["mode"] == "insertion")].set_index("method")
+    assert ins.loc["good", "mean"] > 0 > ins.loc["bad", "mean"]
+    diff = ins.loc["good - bad"]
+    v = ev.abc_array("good") - ev.abc_array("bad")
+    assert diff["mean"] == pytest.approx(v.mean())
+    assert diff["std_error"] == pytest.approx(v.std(ddof=1) / np.sqrt(B))
+    assert ev.random_curves["insertion"].shape == (B, 5, n + 1)
+    # same seed, same random row
+    ev2 = insdel.evaluate(f, X, R, {"good": good, "bad": -good}, n_random=5, seed=3)
+    np.testing.assert_array_equal(ev.abc["abc"], ev2.abc["abc"])
+    assert "| Insertion | good |" in ev.to_markdown()
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def _ok():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+
+
+def lin(Z):
+    return Z.sum(1)
+
+
+@pytest.mark.parametrize("which", ["X", "R", "A"])
+def test_nan_and_inf_named(which):
+    X, R, A = _ok()
+    arrs = {"X": X, "R": R, "A": A}
+    arrs[which][2, 1] = np.nan
+    with pytest.raises(ValueError, match=rf"{which} contains non-finite.*row\(s\): 2.*feature\(s\) 1"):
+        insdel.curves(lin, arrs["X"], arrs["R"], arrs["A"])
+    arrs[which][2, 1] = np.inf
+    with pytest.raises(ValueError, match="inf"):
+        insdel.curves(lin, arrs["X"], arrs["R"], arrs["A"])
+
+
+def test_shape_errors():
+    X, R, A = _ok()
+    with pytest.raises(ValueError, match="same shape"):
+        insdel.curves(lin, X, R[:3], A)
+    with pytest.raises(ValueError, match="A must have shape"):
+        insdel.curves(lin, X, R, A[:, :2])
+    with pytest.raises(ValueError, match="B = 0"):
+        insdel.curves(lin, X[:0], R[:0], A[:0])
+    with pytest.raises(ValueError, match="n = 0"):
+        insdel.curves(lin, X[:, :0], R[:, :0], A[:, :0])
+    with pytest.raises(ValueError, match="mode must be"):
+        insdel.curves(lin, X, R, A, mode="insert")
+    with pytest.raises(ValueError, match="not a permutation"):
+        trace(lin, X, R, np.array([[0, 0, 1]] * 4))
+
+
+def test_model_output_errors():
+    X, R, A = _ok()
+    with pytest.raises(ValueError, match=r"shape \(B,\) or \(B, 1\)"):
+        insdel.curves(lambda Z: np.zeros((len(Z), 2)), X, R, A)
+
+    def bad(Z):
+        y = Z.sum(1)
+        y[1] = np.nan
+        return y
+
+    with pytest.raises(ValueError, match=r"non-finite values for 1 input row\(s\) \(rows 1"):
+        insdel.curves(bad, X, R, A)
+    with pytest.raises(TypeError, match="torch.nn.Module"):
+        insdel.curves(42, X, R, A)
+
+
+def test_evaluate_errors():
+    X, R, A = _ok()
+    with pytest.raises(ValueError, match=r"attributions\['m'\] must have shape"):
+        insdel.evaluate(lin, X, R, {"m": A[:2]})
+    with pytest.raises(ValueError, match=r"attributions\['m'\] contains non-finite"):
+        A2 = A.copy()
+        A2[0, 0] = np.nan
+        insdel.evaluate(lin, X, R, {"m": A2})
+    with pytest.raises(ValueError, match="unknown method"):
+        insdel.evaluate(lin, X, R, {"m": A}).summary(differences=[("m", "zz")])
