@@ -1,0 +1,13 @@
+"""The curves benchmark runs on tiny sizes so it never rots (timings are not asserted)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_bench_curves_tiny():
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "curves.py"), "--tiny"],
+                         capture_output=True, text=True, timeout=300, check=True).stdout
+    assert "ratio (a)/(c)" in out and "ratio (b)/(a)" in out
