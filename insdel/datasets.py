@@ -1,0 +1,457 @@
+"""Data sets: a registry of recipes (``data_recipes/``) that yields model-ready, split, scaled data.
+
+The paper's experiments (§5, Appendix A.2 and A.4) use two public regression data sets; insdel
+rebuilds both from a user's own copy of the files, and ships simulators shaped like them so that
+everything runs without a download:
+
+============== ======== ===================================================================
+name           needs    what
+============== ======== ===================================================================
+bangalore      path=    Kaggle's Bangalore.csv: 38 features (Area, bedrooms + 36 binary)
+dielectron     path=    CERN's dielectron.csv: 16 features (Q1, Q2 binary ±1), target M
+dielectron_sim -        simulated dielectron events, same columns (the default everywhere)
+housing_sim    -        simulated Bangalore-like housing data, same columns
+diabetes       -        scikit-learn's diabetes data (real; 'sex' binary 1/2)
+============== ======== ===================================================================
+
+:func:`load` runs a recipe, splits 80/20 with a seeded permutation, fits the scaling on the
+training split (z-scores for the recipe's continuous features; the Bangalore amenities stay 0/1)
+and returns a :class:`Dataset`. ``insdel datasets list`` and
+``insdel datasets prepare NAME --out DIR`` do the same on the command line (parquet + JSON).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._validation import check_finite
+
+__all__ = ["Dataset", "Scaler", "load", "names", "list_datasets", "register", "describe",
+           "prepare", "load_prepared", "register_cli", "TEST_FRACTION"]
+
+#: Share of the rows held out as the test split (paper §5: 80 % train, 20 % test).
+TEST_FRACTION = 0.2
+
+_BUILTIN = {
+    "dielectron_sim": "insdel.data_recipes.dielectron_sim",
+    "housing_sim": "insdel.data_recipes.housing_sim",
+    "dielectron": "insdel.data_recipes.dielectron",
+    "bangalore": "insdel.data_recipes.bangalore",
+    "diabetes": "insdel.data_recipes.diabetes",
+}
+_CUSTOM: dict[str, Callable[..., Any]] = {}
+
+
+class Scaler:
+    """Per-feature affine scaling ``z = (x - mean_) / scale_`` (identity on unscaled features).
+
+    Parameters
+    ----------
+    mean_, scale_ : array-like, shape (n,)
+        Centre and scale of each feature (0 and 1 for features that are not standardised).
+    """
+
+    def __init__(self, mean_, scale_):
+        self.mean_ = np.asarray(mean_, dtype=np.float64).copy()
+        self.scale_ = np.asarray(scale_, dtype=np.float64).copy()
+        if self.mean_.shape != self.scale_.shape or self.mean_.ndim != 1:
+            raise ValueError(f"mean_ and scale_ must be 1-D of equal length; got "
+                             f"{self.mean_.shape} and {self.scale_.shape}.")
+        if np.any(~np.isfinite(self.scale_) | (self.scale_ <= 0)):
+            raise ValueError("scale_ must be positive and finite.")
+
+    @classmethod
+    def fit(cls, X: np.ndarray, standardize: np.ndarray) -> Scaler:
+        """z-scores (population standard deviation) for the columns flagged in ``standardize``."""
+        X = np.asarray(X, dtype=np.float64)
+        mean = np.where(standardize, X.mean(axis=0), 0.0)
+        sd = X.std(axis=0)
+        scale = np.where(standardize & (sd > 0), sd, 1.0)
+        return cls(mean, scale)
+
+    @property
+    def n_features(self) -> int:
+        return int(self.mean_.shape[0])
+
+    def _check(self, X) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        if X.shape[-1] != self.n_features:
+            raise ValueError(f"X has {X.shape[-1]} features; the scaler was fitted on "
+                             f"{self.n_features}.")
+        return X
+
+    def transform(self, X) -> np.ndarray:
+        """Raw units -> model-input units."""
+        return (self._check(X) - self.mean_) / self.scale_
+
+    def inverse_transform(self, Z) -> np.ndarray:
+        """Model-input units -> raw units."""
+        return self._check(Z) * self.scale_ + self.mean_
+
+    def to_dict(self) -> dict[str, list[float]]:
+        return {"mean": self.mean_.tolist(), "scale": self.scale_.tolist()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Scaler:
+        return cls(d["mean"], d["scale"])
+
+    def __repr__(self) -> str:
+        return f"Scaler(n_features={self.n_features})"
+
+
+@dataclass
+class Dataset:
+    """A split, scaled regression data set.
+
+    Attributes
+    ----------
+    name : str
+        Recipe name.
+    X_train, X_test : ndarray (N, n), float64
+        Features in model-input (scaled) units.
+    y_train, y_test : ndarray (N,), float64
+        Target in model units (raw target / ``target_scale``).
+    feature_names : list of str
+    target_name : str
+    binary_mask : ndarray (n,), bool
+        Binary features (paper §4).
+    binary_levels : ndarray (n, 2)
+        The two levels (lo, hi) of each binary feature in model-input units; NaN rows for
+        continuous features.
+    raw_binary_levels : ndarray (n, 2)
+        The same levels in raw units (e.g. (-1, 1) for the charges, (0, 1) for amenities).
+    scaler : Scaler
+        The fitted feature scaling (``transform`` raw -> model units).
+    target_scale : float or None
+        Divisor of the raw target (Bangalore: 1e7 INR), None if the target is raw.
+    description : str
+    info : dict
+        Provenance and counts (rows read, dropped, file hash, simulator options, seed).
+    train_index, test_index : ndarray
+        Rows of the recipe's cleaned table in each split.
+    """
+
+    name: str
+    X_train: np.ndarray
+    X_test: np.ndarray
+    y_train: np.ndarray
+    y_test: np.ndarray
+    feature_names: list[str]
+    target_name: str
+    binary_mask: np.ndarray
+    binary_levels: np.ndarray
+    raw_binary_levels: np.ndarray
+    scaler: Scaler
+    target_scale: float | None = None
+    description: str = ""
+    info: dict[str, Any] = field(default_factory=dict)
+    train_index: np.ndarray | None = None
+    test_index: np.ndarray | None = None
+
+    @property
+    def n_features(self) -> int:
+        return len(self.feature_names)
+
+    @property
+    def binary_indices(self) -> np.ndarray:
+        return np.flatnonzero(self.binary_mask)
+
+    def raw_features(self, split: str = "test") -> np.ndarray:
+        """Features of a split in raw units."""
+        return self.scaler.inverse_transform(self._split(split)[0])
+
+    def raw_target(self, y: np.ndarray | None = None, split: str = "test") -> np.ndarray:
+        """Target (or predictions ``y`` in model units) back in raw units."""
+        y = self._split(split)[1] if y is None else np.asarray(y, dtype=np.float64)
+        return y * self.target_scale if self.target_scale else y.copy()
+
+    def _split(self, split: str) -> tuple[np.ndarray, np.ndarray]:
+        if split == "train":
+            return self.X_train, self.y_train
+        if split == "test":
+            return self.X_test, self.y_test
+        raise ValueError(f"split must be 'train' or 'test'; got {split!r}.")
+
+    def metadata(self) -> dict[str, Any]:
+        """JSON-ready description: names, binary features and levels, scaling, sizes, provenance."""
+        def levels(a: np.ndarray) -> list:
+            return [None if np.isnan(r[0]) else [float(r[0]), float(r[1])] for r in a]
+
+        return {
+            "name": self.name,
+            "feature_names": list(self.feature_names),
+            "target_name": self.target_name,
+            "n_features": self.n_features,
+            "n_train": int(self.X_train.shape[0]),
+            "n_test": int(self.X_test.shape[0]),
+            "binary_mask": [bool(b) for b in self.binary_mask],
+            "binary_levels": levels(self.binary_levels),
+            "raw_binary_levels": levels(self.raw_binary_levels),
+            "scaler": self.scaler.to_dict(),
+            "target_scale": self.target_scale,
+            "description": self.description,
+            "info": _jsonable(self.info),
+        }
+
+    def __repr__(self) -> str:
+        return (f"Dataset({self.name!r}, n_features={self.n_features}, "
+                f"train={self.X_train.shape[0]}, test={self.X_test.shape[0]}, "
+                f"binary={int(self.binary_mask.sum())}, target={self.target_name!r})")
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating,)):
+        return float(obj)
+    if isinstance(obj, (np.bool_,)):
+        return bool(obj)
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    return obj
+
+
+def names() -> list[str]:
+    """Names of the available recipes (built-in, then registered ones)."""
+    return list(_BUILTIN) + [k for k in _CUSTOM if k not in _BUILTIN]
+
+
+list_datasets = names
+
+
+def register(name: str, build: Callable[..., Any]) -> None:
+    """Register a custom recipe: ``build(seed=..., **options)`` returning a
+    :class:`insdel.data_recipes._base.RawData`."""
+    if not callable(build):
+        raise TypeError(f"build must be callable; got {type(build).__name__}.")
+    if name in _BUILTIN:
+        raise ValueError(f"{name!r} is a built-in recipe; choose another name.")
+    _CUSTOM[name] = build
+
+
+def _recipe(name: str):
+    if name in _CUSTOM:
+        return None, _CUSTOM[name]
+    if name not in _BUILTIN:
+        raise KeyError(f"unknown data set {name!r}; available: {', '.join(names())}.")
+    mod = importlib.import_module(_BUILTIN[name])
+    return mod, mod.build
+
+
+def describe(name: str) -> str:
+    """One line about recipe ``name``."""
+    mod, _ = _recipe(name)
+    return getattr(mod, "SUMMARY", "custom recipe") if mod is not None else "custom recipe"
+
+
+def _split_index(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    if n < 2:
+        raise ValueError(f"need at least 2 rows to split into train and test; got {n}.")
+    n_test = min(max(math.ceil(TEST_FRACTION * n), 1), n - 1)
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 8020]))
+    perm = rng.permutation(n)
+    return np.sort(perm[n_test:]), np.sort(perm[:n_test])
+
+
+def load(name: str, *, seed: int = 0, **options) -> Dataset:
+    """Build data set ``name``: run its recipe, split 80/20 (seeded), fit the scaling on train.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`names` (``"dielectron_sim"``, ``"housing_sim"``, ``"dielectron"``,
+        ``"bangalore"``, ``"diabetes"`` or a registered recipe).
+    seed : int
+        Seed of the simulators and of the split.
+    **options
+        Recipe options: ``path=`` (the user's CSV) for ``bangalore`` and ``dielectron``;
+        ``n_events=`` (default 100,000) for ``dielectron_sim``; ``n_samples=`` (default 1,951)
+        for ``housing_sim``.
+
+    Returns
+    -------
+    Dataset
+
+    Examples
+    --------
+    >>> ds = load("dielectron_sim", n_events=2000)
+    >>> ds.X_train.shape, ds.binary_mask.sum()
+    ((1600, 16), 2)
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an integer; got {seed!r}.")
+    _, build = _recipe(name)
+    try:
+        raw = build(seed=int(seed), **options)
+    except TypeError as exc:
+        if "unexpected keyword" in str(exc):
+            raise TypeError(f"data set {name!r}: {exc}") from None
+        raise
+    feats = list(raw.features.columns)
+    X = raw.features.to_numpy(dtype=np.float64)
+    y = np.asarray(raw.target, dtype=np.float64)
+    check_finite(f"{name} features", X, feature_names=feats)
+    check_finite(f"{name} target", y)
+    n = len(feats)
+    unknown = [c for c in list(raw.binary_levels) + list(raw.standardize) if c not in feats]
+    if unknown:
+        raise ValueError(f"recipe {name!r} names unknown feature(s) {unknown}.")
+    bmask = np.array([c in raw.binary_levels for c in feats])
+    std = np.array([c in raw.standardize for c in feats])
+    raw_lv = np.full((n, 2), np.nan)
+    for j, c in enumerate(feats):
+        if bmask[j]:
+            raw_lv[j] = sorted(float(v) for v in raw.binary_levels[c])
+    tr, te = _split_index(X.shape[0], seed)
+    scaler = Scaler.fit(X[tr], std)
+    Xs = scaler.transform(X)
+    lv = np.where(bmask[:, None], (raw_lv - scaler.mean_[:, None]) / scaler.scale_[:, None],
+                  np.nan)
+    ts = raw.target_scale
+    ym = y / ts if ts else y
+    info = {**raw.info, "seed": int(seed), "options": _jsonable(dict(options))}
+    return Dataset(
+        name=name, X_train=np.ascontiguousarray(Xs[tr]), X_test=np.ascontiguousarray(Xs[te]),
+        y_train=ym[tr].copy(), y_test=ym[te].copy(), feature_names=feats,
+        target_name=raw.target_name, binary_mask=bmask, binary_levels=lv,
+        raw_binary_levels=raw_lv, scaler=scaler, target_scale=float(ts) if ts else None,
+        description=raw.description, info=info, train_index=tr, test_index=te,
+    )
+
+
+# ---------------------------------------------------------------- files on disk
+
+
+def prepare(name: str, out: str | os.PathLike, *, seed: int = 0, **options) -> Path:
+    """Write data set ``name`` to ``out``: ``train.parquet``, ``test.parquet`` (features in model
+    units and the target) and ``metadata.json``. Files are written atomically.
+
+    Returns
+    -------
+    pathlib.Path
+        The output folder.
+    """
+    from ._checkpoint import atomic_write, atomic_write_text
+
+    ds = load(name, seed=seed, **options)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for split, (X, y) in (("train", (ds.X_train, ds.y_train)), ("test", (ds.X_test, ds.y_test))):
+        df = pd.DataFrame(X, columns=ds.feature_names)
+        df[ds.target_name] = y
+        with atomic_write(out / f"{split}.parquet", suffix=".parquet") as tmp:
+            df.to_parquet(tmp, index=False)
+    meta = ds.metadata()
+    atomic_write_text(out / "metadata.json", json.dumps(meta, indent=2) + "\n")
+    return out
+
+
+def load_prepared(folder: str | os.PathLike) -> Dataset:
+    """Read a folder written by :func:`prepare` back into a :class:`Dataset`."""
+    folder = Path(folder)
+    mpath = folder / "metadata.json"
+    if not mpath.is_file():
+        raise FileNotFoundError(f"{folder} has no metadata.json (write it with "
+                                f"`insdel datasets prepare`).")
+    meta = json.loads(mpath.read_text())
+    feats = meta["feature_names"]
+    arrays = {}
+    for split in ("train", "test"):
+        df = pd.read_parquet(folder / f"{split}.parquet")
+        arrays[split] = (df[feats].to_numpy(np.float64), df[meta["target_name"]].to_numpy(np.float64))
+
+    def levels(rows):
+        return np.array([[np.nan, np.nan] if r is None else r for r in rows], dtype=np.float64)
+
+    return Dataset(
+        name=meta["name"], X_train=arrays["train"][0], X_test=arrays["test"][0],
+        y_train=arrays["train"][1], y_test=arrays["test"][1], feature_names=feats,
+        target_name=meta["target_name"], binary_mask=np.array(meta["binary_mask"], dtype=bool),
+        binary_levels=levels(meta["binary_levels"]),
+        raw_binary_levels=levels(meta["raw_binary_levels"]),
+        scaler=Scaler.from_dict(meta["scaler"]), target_scale=meta["target_scale"],
+        description=meta["description"], info=meta.get("info", {}),
+    )
+
+
+# ---------------------------------------------------------------- command line
+
+
+def _parse_value(text: str):
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    return text
+
+
+def _parse_options(items: Sequence[str] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items or ():
+        if "=" not in item:
+            raise ValueError(f"--option expects KEY=VALUE; got {item!r}.")
+        k, v = item.split("=", 1)
+        out[k.strip()] = _parse_value(v.strip())
+    return out
+
+
+def _cmd_list(args) -> int:
+    for n in names():
+        mod, _ = _recipe(n)
+        needs = "embedded" if mod is None or getattr(mod, "EMBEDDED", False) else "needs --path"
+        print(f"{n:16s} {needs:13s} {describe(n)}")
+    return 0
+
+
+def _cmd_prepare(args) -> int:
+    options = _parse_options(args.option)
+    if args.path is not None:
+        options["path"] = args.path
+    out = prepare(args.name, args.out, seed=args.seed, **options)
+    meta = json.loads((out / "metadata.json").read_text())
+    print(f"{args.name}: {meta['n_train']} train / {meta['n_test']} test rows, "
+          f"{meta['n_features']} features ({sum(meta['binary_mask'])} binary) -> {out}")
+    print(meta["description"])
+    return 0
+
+
+def register_cli(subparsers) -> None:
+    """Add ``insdel datasets list`` and ``insdel datasets prepare NAME --out DIR``."""
+    p = subparsers.add_parser("datasets", help="list or prepare data sets",
+                              description="Data recipes: list them or write one to disk.")
+    sub = p.add_subparsers(dest="datasets_command", metavar="ACTION")
+    pl = sub.add_parser("list", help="list the available data sets")
+    pl.set_defaults(func=_cmd_list)
+    pp = sub.add_parser("prepare", help="write a data set as parquet + metadata.json",
+                        description="Run a recipe, split 80/20, scale, and write train.parquet, "
+                                    "test.parquet and metadata.json to --out.")
+    pp.add_argument("name", help="data set name (see `insdel datasets list`)")
+    pp.add_argument("--out", required=True, help="output folder")
+    pp.add_argument("--path", default=None, help="your copy of the public CSV (real data sets)")
+    pp.add_argument("--seed", type=int, default=0, help="seed of the split and simulators")
+    pp.add_argument("--option", action="append", metavar="KEY=VALUE",
+                    help="recipe option, e.g. --option n_events=20000 (repeatable)")
+    pp.set_defaults(func=_cmd_prepare)
+
+    def _help(args) -> int:
+        p.print_help()
+        return 2
+
+    p.set_defaults(func=_help)

@@ -1,0 +1,179 @@
+"""The paper's MLP (Appendix A.2/A.4): structure, presets, training, Optuna search, save/load."""
+
+from __future__ import annotations
+
+import time
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from insdel import as_model, datasets, models
+
+matplotlib.use("Agg")
+
+
+@pytest.fixture(scope="module")
+def cern_small():
+    return datasets.load("dielectron_sim", n_events=5000, seed=0)
+
+
+@pytest.fixture(scope="module")
+def housing_tiny():
+    return datasets.load("housing_sim", n_samples=240, seed=1)
+
+
+@pytest.fixture(scope="module")
+def trained(cern_small):
+    # a smaller cousin of quick_cern, so the test stays fast on a loaded 2-core machine
+    params = {"preset": "quick_cern", "hidden": [64, 64], "batch_size": 64}
+    return models.train_mlp(cern_small, params, seed=0, max_epochs=10, num_threads=1)
+
+
+def test_mlp_structure():
+    m = models.MLP(16, [32, 8, 4], dropout=0.2)
+    kinds = [type(x) for x in m.net]
+    assert kinds == [nn.Linear, nn.PReLU, nn.Dropout] * 3 + [nn.Linear]
+    assert all(d.p == 0.2 for d in m.net if isinstance(d, nn.Dropout))
+    assert len({id(a) for a in m.net if isinstance(a, nn.PReLU)}) == 3
+    assert m(torch.zeros(5, 16)).shape == (5,)
+    assert as_model(m)(np.zeros((7, 16))).shape == (7,)
+
+
+def test_paper_presets():
+    b, c = models.preset("paper_bangalore"), models.preset("paper_cern")
+    assert b["hidden"] == [333, 465, 86, 234] and b["dropout"] == 0.10031
+    assert b["lr"] == 1.7389e-2 and b["huber_delta"] == 1.0
+    assert c["hidden"] == [509, 421, 65, 368, 122, 477] and c["dropout"] == 0.11604
+    assert c["lr"] == 1.9163e-4 and c["huber_delta"] == 1.0
+    for name in ("quick_cern", "quick_housing"):
+        p = models.preset(name)
+        assert {"hidden", "dropout", "lr", "huber_delta", "batch_size", "max_epochs",
+                "patience"} <= set(p)
+    models.preset("paper_cern")["hidden"].append(1)  # a copy: the preset is unchanged
+    assert models.PRESETS["paper_cern"]["hidden"] == [509, 421, 65, 368, 122, 477]
+    with pytest.raises(KeyError, match="unknown model preset 'nope'"):
+        models.preset("nope")
+
+
+def test_training_lowers_the_loss_and_fits(trained, cern_small):
+    model, met = trained
+    hist = met["history"]["val_loss"]
+    assert hist[-1] < 0.5 * hist[0]
+    assert met["history"]["train_loss"][-1] < met["history"]["train_loss"][0]
+    assert met["test"]["r2"] > 0.9, met["test"]
+    assert met["best_epoch"] >= 1 and met["epochs"] <= 10
+    for split in ("train", "val", "test"):
+        assert set(met[split]) == {"huber", "rmse", "r2"}
+    # metrics agree with the model's predictions
+    pred = as_model(model)(cern_small.X_test)
+    np.testing.assert_allclose(models.regression_metrics(cern_small.y_test, pred)["r2"],
+                               met["test"]["r2"])
+    assert not model.training
+
+
+def test_training_is_seeded_and_leaves_global_rng_alone(housing_tiny):
+    state, threads = torch.get_rng_state(), torch.get_num_threads()
+    m1, _ = models.train_mlp(housing_tiny, "quick_housing", seed=3, max_epochs=3, num_threads=1)
+    assert torch.equal(state, torch.get_rng_state())
+    assert torch.get_num_threads() == threads
+    m2, _ = models.train_mlp(housing_tiny, "quick_housing", seed=3, max_epochs=3, num_threads=1)
+    m3, _ = models.train_mlp(housing_tiny, "quick_housing", seed=4, max_epochs=3, num_threads=1)
+    X = housing_tiny.X_test
+    np.testing.assert_array_equal(as_model(m1)(X), as_model(m2)(X))
+    assert not np.array_equal(as_model(m1)(X), as_model(m3)(X))
+
+
+def test_params_forms_and_errors(housing_tiny):
+    _, met = models.train_mlp(housing_tiny, {"hidden": [8], "dropout": 0.0, "lr": 1e-2},
+                              max_epochs=2)
+    assert met["params"]["hidden"] == [8] and met["epochs"] == 2
+    _, met = models.train_mlp(housing_tiny, {"preset": "quick_housing", "hidden": [4, 4]},
+                              max_epochs=1)
+    assert met["params"]["hidden"] == [4, 4] and met["params"]["batch_size"] == 64
+    with pytest.raises(ValueError, match="unknown key"):
+        models.train_mlp(housing_tiny, {"hidden": [8], "dropout": 0, "lr": 1, "lr_rate": 2})
+    with pytest.raises(ValueError, match="needs 'lr'"):
+        models.train_mlp(housing_tiny, {"hidden": [8], "dropout": 0})
+    with pytest.raises(ValueError, match="dropout"):
+        models.train_mlp(housing_tiny, {"hidden": [8], "dropout": 1.5, "lr": 1e-3})
+    with pytest.raises(TypeError, match="params must be"):
+        models.train_mlp(housing_tiny, 3)
+    with pytest.raises(TypeError, match="X_train"):
+        models.train_mlp(object(), "quick_cern")
+
+
+def test_save_load_identical_predictions(trained, cern_small, tmp_path):
+    model, met = trained
+    path = models.save_model(model, tmp_path / "m.pt", dataset=cern_small,
+                             params=met["params"], metrics=met)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.pt"]  # no temporary file left
+    loaded, meta = models.load_model(path, dataset=cern_small)
+    X = cern_small.X_test
+    np.testing.assert_array_equal(as_model(model)(X), as_model(loaded)(X))
+    assert meta["params"]["hidden"] == [64, 64]
+    assert meta["metrics"]["test"]["r2"] == met["test"]["r2"]
+    assert meta["dataset"]["feature_names"] == cern_small.feature_names
+    np.testing.assert_array_equal(meta["dataset"]["scaler"]["mean"], cern_small.scaler.mean_)
+    assert meta["dataset"]["binary_mask"] == cern_small.binary_mask.tolist()
+    other = datasets.load("dielectron_sim", n_events=3000, seed=9)
+    with pytest.raises(ValueError, match="different feature scaling"):
+        models.load_model(path, dataset=other)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        models.load_model(tmp_path / "missing.pt")
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(ValueError, match="not a model saved"):
+        models.load_model(bad)
+
+
+def test_plot_predictions(trained, cern_small):
+    import matplotlib.pyplot as plt
+
+    model, _ = trained
+    ax = models.plot_predictions(model, cern_small)
+    assert "R²" in ax.get_title() and ax.get_xlabel() == "true M"
+    assert len(ax.collections[0].get_offsets()) == len(cern_small.y_test)
+    plt.close(ax.figure)
+
+
+def test_tune_three_trials_interrupted_and_resumed(housing_tiny, tmp_path):
+    import optuna
+
+    storage = tmp_path / "search.sqlite3"
+
+    def interrupt(study, trial):
+        raise KeyboardInterrupt
+
+    kw = {"storage": storage, "study_name": "t", "seed": 0, "max_layers": 2, "max_units": 16,
+          "max_epochs": 3, "patience": 2, "batch_size": 64, "num_threads": 1}
+    with pytest.raises(KeyboardInterrupt):
+        models.tune_mlp(housing_tiny, 3, callbacks=[interrupt], **kw)
+    study = optuna.load_study(study_name="t", storage=f"sqlite:///{storage}")
+    assert len(study.trials) == 1
+    best = models.tune_mlp(housing_tiny, 3, **kw)
+    study = optuna.load_study(study_name="t", storage=f"sqlite:///{storage}")
+    assert len(study.trials) == 3 and best["n_trials"] == 3
+    # the resumed search did not repeat the first proposal
+    assert study.trials[0].params != study.trials[1].params
+    assert 1 <= len(best["hidden"]) <= 2 and all(8 <= h <= 16 for h in best["hidden"])
+    assert 0 <= best["dropout"] <= 0.5 and 1e-5 <= best["lr"] <= 1e-1
+    # nothing left to do: a third call returns the same best params without new trials
+    again = models.tune_mlp(housing_tiny, 3, **kw)
+    assert again["hidden"] == best["hidden"] and again["n_trials"] == 3
+    # the result trains directly
+    _, met = models.train_mlp(housing_tiny, best, max_epochs=1, num_threads=1)
+    assert np.isfinite(met["test"]["huber"])
+
+
+@pytest.mark.slow
+def test_quick_cern_budget_on_20000_events():
+    """The README's main job: quick_cern on 20,000 simulated events, test R² > 0.9 in ~30 s."""
+    ds = datasets.load("dielectron_sim", n_events=20000)
+    t0 = time.perf_counter()
+    _, met = models.train_mlp(ds, "quick_cern", num_threads=1)
+    seconds = time.perf_counter() - t0
+    assert met["test"]["r2"] > 0.9
+    assert seconds < 60, seconds
