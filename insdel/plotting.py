@@ -1,0 +1,485 @@
+"""Figures of insertion and deletion tests (paper §5: Figures 2 and 4-12).
+
+Every helper draws on a matplotlib ``Axes`` (a new figure when ``ax`` is None) and returns the axes
+or, for multi-panel helpers, the figure. Nothing here calls ``show`` or picks a backend; scripts that
+run without a display should call ``matplotlib.use("Agg")`` themselves (the ``insdel`` CLI does).
+
+One pair (Figures 2, 5, 6, 8, 11)
+    :func:`plot_curves` (one mode, any curves), :func:`plot_pair` (insertion and deletion panels of
+    one pair of an :class:`insdel.Evaluation`), :func:`plot_image_curves` (curves next to the image
+    of an attribution, for image-like inputs).
+Many pairs (Figures 4, 7, 9, 10, 12)
+    :func:`abc_histogram`, :func:`abc_scatter` (one method against another, with the 45-degree
+    line), :func:`random_abc_histogram`, :func:`insertion_deletion_scatter` (coloured by the sign
+    of f(r) - f(x)), :func:`abc_bars` (mean ABC and standard error per method and mode), and the
+    composites :func:`figure4` and :func:`insertion_deletion_figure`.
+
+Conventions (``docs/conventions.md``): x is the target, r the reference; the insertion curve runs
+from f(r) to f(x), the deletion curve from f(x) to f(r); ABC is the signed area between the curve
+and the straight line joining its end points (positive above the line for insertion, below it for
+deletion), reported per feature (divided by n) when the evaluation was normalised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ._validation import as_float_array, check_mode
+from .areas import abc as _abc
+
+__all__ = [
+    "plot_curves", "plot_pair", "plot_image_curves", "abc_histogram", "abc_scatter",
+    "random_abc_histogram", "insertion_deletion_scatter", "abc_bars", "figure4",
+    "insertion_deletion_figure", "METHOD_LABELS",
+]
+
+#: Display names of the attribution methods (the paper's table labels).
+METHOD_LABELS = {
+    "kernel_shap": "Kernel SHAP",
+    "exact_shapley": "Kernel SHAP (exact)",
+    "integrated_gradients": "Integrated Gradients",
+    "deeplift": "DeepLIFT",
+    "vanilla_grad": "Vanilla Grad",
+    "input_x_gradient": "Input×Gradient",
+    "lime": "LIME",
+    "random": "Random",
+}
+
+# colours: positive / negative signed area; f(r) > f(x) (purple) / f(r) < f(x) (green) as in Fig. 9
+_POS, _NEG = "#2c7fb8", "#e6550d"
+_PURPLE, _GREEN = "#7b3294", "#1b9e77"
+_MODE_COLOURS = {"insertion": "#2c7fb8", "deletion": "#d95f02"}
+
+
+def _label(method: str) -> str:
+    if " - " in method:
+        a, b = method.split(" - ", 1)
+        return f"{_label(a)} − {_label(b)}"
+    return METHOD_LABELS.get(method, method)
+
+
+def _new_axes(ax, figsize=(5.0, 3.8)):
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return ax
+
+
+def _new_figure(nrows: int, ncols: int, figsize):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(nrows, ncols, figsize=figsize, layout="constrained", squeeze=False)
+    return fig, axes
+
+
+def _unit(normalize: bool | None) -> str:
+    return " (per feature)" if normalize else ""
+
+
+# --------------------------------------------------------------------------------------------------
+# one pair
+# --------------------------------------------------------------------------------------------------
+def plot_curves(curves: Mapping[str, np.ndarray] | np.ndarray, mode: str = "insertion", *,
+                random_curves: np.ndarray | None = None, shade: str | None = "auto",
+                ax=None, title: str | None = None, normalize: bool = True,
+                ylabel: str = "f(hybrid)", legend: bool = True):
+    """Insertion or deletion curves of one pair, the straight line and the shaded signed area.
+
+    Draws each curve ``c_0 .. c_n`` against the number k of features moved, the straight line
+    from ``c_0`` to ``c_n`` (dashed), the signed area between one curve and that line (blue where it
+    counts positively towards ABC, orange where negatively; paper Figure 2) and, in grey, curves of
+    random orderings (Figures 5, 6, 8, 11). Legend entries carry each curve's ABC.
+
+    Parameters
+    ----------
+    curves : mapping name -> array (n + 1,), or one array (n + 1,)
+        Curves of the same pair and mode (insertion from f(r) to f(x), deletion from f(x) to f(r)).
+    mode : {"insertion", "deletion"}
+    random_curves : array (K, n + 1), optional
+        Curves of K random orderings of the same pair, drawn in grey.
+    shade : str, "auto" or None
+        Name of the curve whose signed area is shaded; "auto" shades the first one.
+    ax : matplotlib Axes, optional
+    title : str, optional
+    normalize : bool
+        Whether the ABCs in the legend are per feature (divided by n, paper tables).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    mode = check_mode(mode)
+    if not isinstance(curves, Mapping):
+        curves = {"curve": curves}
+    if not curves:
+        raise ValueError("curves is empty: give at least one curve.")
+    arrs = {}
+    for name, c in curves.items():
+        c = as_float_array(f"curves[{name!r}]", c, ndim=(1,))
+        if c.shape[0] < 2:
+            raise ValueError(f"curves[{name!r}] needs n + 1 >= 2 points; got {c.shape[0]}.")
+        arrs[name] = c
+    P = next(iter(arrs.values())).shape[0]
+    for name, c in arrs.items():
+        if c.shape[0] != P:
+            raise ValueError(f"curves[{name!r}] has {c.shape[0]} points; the first curve has {P}.")
+    ax = _new_axes(ax)
+    k = np.arange(P)
+    if random_curves is not None:
+        rc = as_float_array("random_curves", random_curves, ndim=(1, 2))
+        rc = rc[None, :] if rc.ndim == 1 else rc
+        if rc.shape[1] != P:
+            raise ValueError(f"random_curves must have {P} points per curve; got shape {rc.shape}.")
+        for i, c in enumerate(rc):
+            ax.plot(k, c, color="0.7", lw=0.7, alpha=0.7, zorder=1,
+                    label=f"random orders (K = {len(rc)})" if i == 0 else None)
+    first = next(iter(arrs.values()))
+    line = np.linspace(first[0], first[-1], P)
+    ax.plot(k, line, color="k", ls="--", lw=1.0, zorder=2, label="straight line")
+    if shade == "auto":
+        shade = next(iter(arrs))
+    if shade is not None:
+        if shade not in arrs:
+            raise KeyError(f"shade={shade!r} is not one of the curves {list(arrs)}.")
+        c = arrs[shade]
+        up = c >= line
+        good, bad = (up, ~up) if mode == "insertion" else (~up, up)
+        ax.fill_between(k, line, c, where=good, interpolate=True, color=_POS, alpha=0.25,
+                        lw=0, zorder=0)
+        ax.fill_between(k, line, c, where=bad, interpolate=True, color=_NEG, alpha=0.25,
+                        lw=0, zorder=0)
+    for i, (name, c) in enumerate(arrs.items()):
+        a = float(_abc(c, mode=mode, normalize=normalize))
+        ax.plot(k, c, marker="o", ms=3, lw=1.6, zorder=3 + i, color=f"C{i}",
+                label=f"{_label(name)} (ABC {a:.3g})")
+    ax.set_xlabel("features moved, k" + (" (r → x)" if mode == "insertion" else " (x → r)"))
+    ax.set_ylabel(ylabel)
+    ax.set_xlim(0, P - 1)
+    ax.set_title(title if title is not None else mode.capitalize())
+    if legend:
+        ax.legend(fontsize="x-small", loc="best")
+    return ax
+
+
+def plot_pair(ev, pair: int, methods: Sequence[str] | None = None,
+              modes: Sequence[str] | None = None, *, n_random: int = 20,
+              shade: str | None = "auto", axes=None, figsize=None, suptitle: str | None = None):
+    """Deletion and insertion curves of one pair of an evaluation (paper Figures 5, 6, 8, 11).
+
+    Parameters
+    ----------
+    ev : insdel.Evaluation
+    pair : int
+        Row of the pair in the evaluation.
+    methods : list of str, optional
+        Methods to draw (default: every evaluated method).
+    modes : list of str, optional
+        Panels, left to right (default: the evaluated modes, deletion first as in Figure 5).
+    n_random : int
+        Grey random-order curves per panel (at most the evaluation's ``n_random``).
+    shade : str, "auto" or None
+        Method whose signed area is shaded ("auto": the first of ``methods``).
+    axes : sequence of Axes, optional
+        One per mode.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    B = ev.n_pairs
+    if not 0 <= int(pair) < B:
+        raise IndexError(f"pair {pair} is out of range for an evaluation of {B} pairs.")
+    pair = int(pair)
+    methods = list(ev.methods if methods is None else methods)
+    for m in methods:
+        if m not in ev.methods:
+            raise KeyError(f"unknown method {m!r}; evaluated: {ev.methods}.")
+    if modes is None:
+        modes = [m for m in ("deletion", "insertion") if m in ev.modes]
+    modes = [check_mode(m) for m in modes]
+    if axes is None:
+        fig, ax_arr = _new_figure(1, len(modes), figsize or (5.2 * len(modes), 4.0))
+        axes = list(ax_arr[0])
+    else:
+        axes = list(np.atleast_1d(axes))
+        if len(axes) != len(modes):
+            raise ValueError(f"axes must hold one Axes per mode ({len(modes)}); got {len(axes)}.")
+        fig = axes[0].figure
+    for ax, mode in zip(axes, modes, strict=True):
+        if mode not in ev.modes:
+            raise KeyError(f"mode {mode!r} was not evaluated; evaluated: {ev.modes}.")
+        cur = {m: ev.curves[mode][pair, ev.methods.index(m)] for m in methods}
+        rc = ev.random_curves[mode][pair, :n_random] if n_random else None
+        if rc is not None and rc.shape[0] == 0:
+            rc = None
+        plot_curves(cur, mode, random_curves=rc, shade=shade, ax=ax, normalize=ev.normalize,
+                    title=f"{mode.capitalize()}, pair {pair}")
+    fig.suptitle(suptitle if suptitle is not None else
+                 f"f(x) = {ev.fx[pair]:.4g}, f(r) = {ev.fr[pair]:.4g}")
+    return fig
+
+
+def plot_image_curves(image: np.ndarray, attribution: np.ndarray, curves: Mapping[str, np.ndarray],
+                      mode: str = "deletion", *, figsize=(9.0, 3.6), **kwargs):
+    """Image-like inputs: the image, its attribution map and the insertion/deletion curves.
+
+    Parameters
+    ----------
+    image : array (H, W) or (H, W, 3)
+        The target x as an image (values in [0, 1] for RGB).
+    attribution : array (H, W) or (H, W, C)
+        Attribution per pixel (channels are summed, as in paper Figure 1).
+    curves : mapping name -> array (n + 1,)
+        Curves of this pair (n may be the number of pixels or of pixel groups).
+    mode : {"insertion", "deletion"}
+    **kwargs
+        Passed to :func:`plot_curves` (``random_curves``, ``shade``, ``normalize``...).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    img = np.asarray(image, dtype=float)
+    att = np.asarray(attribution, dtype=float)
+    if img.ndim not in (2, 3):
+        raise ValueError(f"image must be (H, W) or (H, W, 3); got shape {img.shape}.")
+    if att.ndim == 3:
+        att = att.sum(axis=-1)
+    if att.shape != img.shape[:2]:
+        raise ValueError(f"attribution must cover the image's {img.shape[:2]} pixels; got {att.shape}.")
+    fig, axes = _new_figure(1, 3, figsize)
+    axes[0, 0].imshow(img, cmap="gray" if img.ndim == 2 else None)
+    axes[0, 0].set_title("target x")
+    lim = float(np.max(np.abs(att))) or 1.0
+    im = axes[0, 1].imshow(att, cmap="RdBu_r", vmin=-lim, vmax=lim)
+    axes[0, 1].set_title("attribution")
+    fig.colorbar(im, ax=axes[0, 1], shrink=0.8)
+    for a in axes[0, :2]:
+        a.set_xticks([])
+        a.set_yticks([])
+        a.set_xlabel("")
+    plot_curves(curves, mode, ax=axes[0, 2], **kwargs)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------------
+# many pairs
+# --------------------------------------------------------------------------------------------------
+def _values(src, method: str | None, mode: str) -> np.ndarray:
+    if hasattr(src, "abc_array"):
+        if method is None:
+            raise ValueError("method is required when passing an Evaluation.")
+        return np.asarray(src.abc_array(method, mode))
+    return as_float_array("values", src, ndim=(1,))
+
+
+def abc_histogram(ev, method: str | None = None, mode: str = "insertion", *, ax=None,
+                  bins: int = 40, color: str | None = None):
+    """Histogram of one method's ABCs over pairs (paper Figure 4, left).
+
+    Parameters
+    ----------
+    ev : insdel.Evaluation or array (B,)
+        An evaluation (then ``method`` names the method) or the ABC values themselves.
+    method : str
+    mode : {"insertion", "deletion"}
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    mode = check_mode(mode)
+    v = _values(ev, method, mode)
+    ax = _new_axes(ax)
+    ax.hist(v, bins=bins, color=color or _MODE_COLOURS[mode], alpha=0.85)
+    ax.axvline(0.0, color="k", lw=0.8, ls=":")
+    ax.axvline(float(np.mean(v)), color="k", lw=1.2, label=f"mean {np.mean(v):.3g}")
+    name = _label(method) if method else "ABC"
+    ax.set_xlabel(f"{mode} ABC{_unit(getattr(ev, 'normalize', None))}")
+    ax.set_ylabel("number of pairs")
+    ax.set_title(f"{name}: {mode}")
+    ax.legend(fontsize="small")
+    return ax
+
+
+def abc_scatter(ev, method_x: str = "kernel_shap", method_y: str = "integrated_gradients",
+                mode: str = "insertion", *, ax=None, s: float = 8.0):
+    """ABC of one method against another, pair by pair, with the 45-degree line (Figures 4, 7).
+
+    Points below the line are pairs where ``method_x`` got the larger ABC.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    mode = check_mode(mode)
+    a, b = _values(ev, method_x, mode), _values(ev, method_y, mode)
+    ax = _new_axes(ax)
+    ax.scatter(a, b, s=s, alpha=0.6, color=_MODE_COLOURS[mode], edgecolor="none")
+    lo = float(min(a.min(), b.min()))
+    hi = float(max(a.max(), b.max()))
+    pad = 0.03 * (hi - lo or 1.0)
+    ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], color="k", lw=1.0, ls="--",
+            label="45° line")
+    ax.set_xlabel(f"{_label(method_x)} {mode} ABC")
+    ax.set_ylabel(f"{_label(method_y)} {mode} ABC")
+    ax.set_title(f"{mode.capitalize()}: {_label(method_y)} vs {_label(method_x)}")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.legend(fontsize="small", loc="upper left")
+    return ax
+
+
+def random_abc_histogram(ev, modes: Sequence[str] | None = None, *, ax=None, bins: int = 40,
+                         all_orderings: bool = True):
+    """Histograms of ABCs under random orderings, insertion and deletion overlaid (Figure 4, right).
+
+    Parameters
+    ----------
+    ev : insdel.Evaluation
+    modes : list of str, optional
+        Default: every evaluated mode.
+    all_orderings : bool
+        Pool the ``random`` method and all further random orderings of every pair (default); False
+        uses only the ``random`` method (one ordering per pair, the tables' Random row).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    modes = [check_mode(m) for m in (ev.modes if modes is None else modes)]
+    ax = _new_axes(ax)
+    for mode in modes:
+        parts = []
+        if "random" in ev.methods:
+            parts.append(ev.abc_array("random", mode))
+        if all_orderings and mode in ev.random_abc:
+            parts.append(np.asarray(ev.random_abc[mode]).reshape(-1))
+        if not parts:
+            raise ValueError("the evaluation has no random orderings (no 'random' method and "
+                             "n_random = 0).")
+        v = np.concatenate(parts)
+        ax.hist(v, bins=bins, alpha=0.55, color=_MODE_COLOURS[mode],
+                label=f"{mode} (mean {v.mean():.3g}, {v.size} orderings)")
+    ax.axvline(0.0, color="k", lw=0.8, ls=":")
+    ax.set_xlabel(f"ABC of random orderings{_unit(ev.normalize)}")
+    ax.set_ylabel("count")
+    ax.set_title("Random orderings")
+    ax.legend(fontsize="small")
+    return ax
+
+
+def insertion_deletion_scatter(ev, method: str = "kernel_shap", *, ax=None, s: float = 8.0):
+    """Deletion ABC against insertion ABC, coloured by the sign of f(r) - f(x) (Figures 9, 10, 12).
+
+    Purple: f(r) > f(x); green: f(r) < f(x) (paper Figure 9's colours; r is the paper's x′).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    for mode in ("insertion", "deletion"):
+        if mode not in ev.modes:
+            raise KeyError(f"the evaluation has no {mode} curves; evaluate both modes.")
+    ins, dele = ev.abc_array(method, "insertion"), ev.abc_array(method, "deletion")
+    up = ev.fr > ev.fx
+    ax = _new_axes(ax)
+    ax.scatter(ins[up], dele[up], s=s, alpha=0.6, color=_PURPLE, edgecolor="none",
+               label=f"f(r) > f(x) ({int(up.sum())})")
+    ax.scatter(ins[~up], dele[~up], s=s, alpha=0.6, color=_GREEN, edgecolor="none",
+               label=f"f(r) < f(x) ({int((~up).sum())})")
+    lo = float(min(ins.min(), dele.min()))
+    hi = float(max(ins.max(), dele.max()))
+    ax.plot([lo, hi], [lo, hi], color="k", lw=0.8, ls="--")
+    corr = float(np.corrcoef(ins, dele)[0, 1]) if len(ins) > 1 and ins.std() > 0 and dele.std() > 0 \
+        else float("nan")
+    ax.set_xlabel(f"insertion ABC{_unit(ev.normalize)}")
+    ax.set_ylabel(f"deletion ABC{_unit(ev.normalize)}")
+    ax.set_title(f"{_label(method)} (corr {corr:.3f})")
+    ax.legend(fontsize="small")
+    return ax
+
+
+def abc_bars(src, *, ax=None, methods: Sequence[str] | None = None, differences: bool = False):
+    """Bar chart of mean ABC ± one standard error per method, one bar group per mode.
+
+    Parameters
+    ----------
+    src : insdel.Evaluation or pandas.DataFrame
+        An evaluation, or a summary table (columns mode, method, mean, std_error[, kind]) such as
+        ``Evaluation.summary()`` or a run's ``summary.csv``.
+    methods : list of str, optional
+        Methods and their order (default: the summary's).
+    differences : bool
+        Also draw the paired-difference rows (e.g. Kernel SHAP − IG).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    summary = src.summary() if hasattr(src, "summary") else src
+    if not isinstance(summary, pd.DataFrame):
+        raise TypeError("src must be an Evaluation or a summary DataFrame.")
+    need = {"mode", "method", "mean", "std_error"}
+    if not need <= set(summary.columns):
+        raise ValueError(f"the summary needs columns {sorted(need)}; got {list(summary.columns)}.")
+    if not differences and "kind" in summary.columns:
+        summary = summary[summary["kind"] != "difference"]
+    if methods is None:
+        methods = list(dict.fromkeys(summary["method"]))
+    modes = list(dict.fromkeys(summary["mode"]))
+    ax = _new_axes(ax, figsize=(max(5.0, 0.9 * len(methods) + 2), 3.8))
+    width = 0.8 / max(len(modes), 1)
+    x = np.arange(len(methods))
+    for i, mode in enumerate(modes):
+        sub = summary[summary["mode"] == mode].set_index("method").reindex(methods)
+        ax.bar(x + (i - (len(modes) - 1) / 2) * width, sub["mean"].to_numpy(), width,
+               yerr=sub["std_error"].to_numpy(), capsize=3, label=mode,
+               color=_MODE_COLOURS.get(mode, f"C{i}"), alpha=0.85)
+    ax.axhline(0.0, color="k", lw=0.8)
+    ax.set_xticks(x)
+    ax.set_xticklabels([_label(m) for m in methods], rotation=30, ha="right")
+    ax.set_xlabel("attribution method")
+    ax.set_ylabel("mean ABC ± s.e.")
+    ax.set_title("Mean ABC per method")
+    ax.legend(fontsize="small")
+    return ax
+
+
+def figure4(ev, method: str = "kernel_shap", other: str = "integrated_gradients", *,
+            modes: Sequence[str] | None = None, figsize=None):
+    """Paper Figure 4 / 7: per mode, a histogram of ``method``'s ABCs, ``other`` against
+    ``method`` with the 45-degree line, and the ABCs of random orderings.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    modes = [check_mode(m) for m in (ev.modes if modes is None else modes)]
+    fig, axes = _new_figure(len(modes), 3, figsize or (14.0, 4.0 * len(modes)))
+    for i, mode in enumerate(modes):
+        abc_histogram(ev, method, mode, ax=axes[i, 0])
+        abc_scatter(ev, method, other, mode, ax=axes[i, 1])
+        random_abc_histogram(ev, [mode], ax=axes[i, 2])
+    return fig
+
+
+def insertion_deletion_figure(ev, methods: Sequence[str] = ("kernel_shap", "integrated_gradients"),
+                              *, figsize=None, suptitle: str | None = None):
+    """Paper Figures 9, 10, 12: deletion against insertion ABC, one panel per method.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    methods = [m for m in methods]
+    fig, axes = _new_figure(1, len(methods), figsize or (5.0 * len(methods), 4.4))
+    for ax, m in zip(axes[0], methods, strict=True):
+        insertion_deletion_scatter(ev, m, ax=ax)
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig

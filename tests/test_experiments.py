@@ -1,0 +1,254 @@
+"""The experiment runner on a tiny configuration: outputs, manifest, resume, CLI, configs."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from insdel import _checkpoint as ck  # noqa: E402
+from insdel import experiments as E  # noqa: E402
+
+TINY = """
+name = "tiny"
+seed = 3
+
+[data]
+recipe = "dielectron_sim"
+[data.options]
+n_events = 1000
+
+[model]
+preset = "quick_cern"
+max_epochs = 2
+
+[targets]
+n = 24
+
+[[policies]]
+spec = "cern_counterfactual"
+label = "counterfactual"
+params = { on_unmet = "relax" }
+
+[[policies]]
+spec = "average"
+
+[methods]
+names = ["kernel_shap", "integrated_gradients", "deeplift", "vanilla_grad", "input_x_gradient", "lime"]
+[methods.options.kernel_shap]
+n_samples = 64
+[methods.options.lime]
+n_samples = 64
+[methods.options.integrated_gradients]
+n_steps = 16
+
+[evaluation]
+n_random = 4
+chunk_size = 12
+
+[decomposition]
+n_pairs = 2
+chunk_size = 1
+
+[figures]
+dpi = 40
+"""
+
+DATA_SUFFIXES = (".parquet", ".npz", ".csv", ".md", ".png")
+
+
+@pytest.fixture(scope="module")
+def tiny_toml(tmp_path_factory) -> Path:
+    p = tmp_path_factory.mktemp("cfg") / "tiny.toml"
+    p.write_text(TINY)
+    return p
+
+
+@pytest.fixture(scope="module")
+def full_run(tiny_toml, tmp_path_factory):
+    out = tmp_path_factory.mktemp("full")
+    return E.run_experiment(tiny_toml, out)
+
+
+def _data_files(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.suffix in DATA_SUFFIXES and "checkpoints" not in p.parts}
+
+
+# -- configuration ---------------------------------------------------------------------------------
+def test_shipped_configs_load():
+    names = E.list_configs()
+    assert {"demo", "paper_cern", "paper_bangalore"} <= set(names)
+    for name in names:
+        for quick in (False, True):
+            cfg = E.load_config(name, quick=quick)
+            assert cfg["methods"]["names"] and cfg["policies"]
+    full = E.load_config("paper-cern")
+    quick = E.load_config("paper-cern", quick=True)
+    assert full["targets"]["n"] == 2000 and quick["targets"]["n"] < full["targets"]["n"]
+    assert full["methods"]["names"][0] == "exact_shapley"
+    assert [E._policy_label(p) for p in full["policies"]] == ["counterfactual", "one_to_one",
+                                                             "average"]
+
+
+def test_config_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not found"):
+        E.load_config("no_such_experiment")
+    with pytest.raises(ValueError, match="unknown top-level"):
+        E.load_config({"nam": "x", "model": {"preset": "quick_cern"}})
+    with pytest.raises(ValueError, match="targets.n"):
+        E.load_config({"model": {"preset": "q"}, "targets": {"n": 0}})
+    with pytest.raises(ValueError, match="exactly one"):
+        E.load_config({"model": {"preset": "q", "path": "m.pt"}})
+    with pytest.raises(ValueError, match="methods.options.lime"):
+        E.load_config({"model": {"preset": "q"}, "methods": {"names": ["deeplift"],
+                                                              "options": {"lime": {}}}})
+    with pytest.raises(ValueError, match="label"):
+        E.load_config({"model": {"preset": "q"}, "policies": [{"spec": "average"},
+                                                               {"spec": "average"}]})
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = \n")
+    with pytest.raises(ValueError, match="invalid TOML"):
+        E.load_config(bad)
+
+
+# -- atomic writes and checkpoints -----------------------------------------------------------------
+def test_npz_is_byte_reproducible_and_loadable(tmp_path):
+    arrays = {"a": np.arange(6.0).reshape(2, 3), "names": np.array(["x", "yy"])}
+    ck.save_npz(tmp_path / "1.npz", arrays)
+    ck.save_npz(tmp_path / "2.npz", arrays)
+    assert (tmp_path / "1.npz").read_bytes() == (tmp_path / "2.npz").read_bytes()
+    z = np.load(tmp_path / "1.npz", allow_pickle=False)
+    np.testing.assert_array_equal(z["a"], arrays["a"])
+    assert list(z["names"]) == ["x", "yy"]
+    assert all(i.date_time == (1980, 1, 1, 0, 0, 0)
+               for i in zipfile.ZipFile(tmp_path / "1.npz").infolist())
+
+
+def test_atomic_write_leaves_nothing_on_failure(tmp_path):
+    target = tmp_path / "f.txt"
+    ck.atomic_write_text(target, "old")
+    with pytest.raises(RuntimeError), ck.atomic_write(target) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("killed")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]
+
+
+def test_chunk_store_resume_and_key_change(tmp_path):
+    calls = []
+
+    def compute(i):
+        calls.append(i)
+        if i == 2 and len(calls) == 3:
+            raise KeyboardInterrupt
+        return np.full(3, float(i))
+
+    store = ck.ChunkStore(tmp_path / "s", "k1")
+    with pytest.raises(KeyboardInterrupt):
+        store.run(4, compute)
+    out = ck.ChunkStore(tmp_path / "s", "k1").run(4, compute)
+    assert calls == [0, 1, 2, 2, 3]
+    np.testing.assert_array_equal(np.concatenate(out), np.repeat(np.arange(4.0), 3))
+    calls.clear()
+    ck.ChunkStore(tmp_path / "s", "k2").run(2, compute)  # another config: recomputed
+    assert calls == [0, 1]
+
+
+# -- the runner ------------------------------------------------------------------------------------
+def test_outputs(full_run):
+    out = full_run.out
+    labels = ["counterfactual", "average"]
+    assert list(full_run.evaluations) == labels
+    for lab in labels:
+        for name in ("abc.parquet", "curves.npz", "attributions.npz", "summary.csv", "summary.md"):
+            assert (out / lab / name).is_file(), (lab, name)
+        df = pd.read_parquet(out / lab / "abc.parquet")
+        assert {"pair", "method", "mode", "abc", "fx", "fr", "target_index",
+                "reference_index"} <= set(df.columns)
+        s = pd.read_csv(out / lab / "summary.csv")
+        assert list(s.columns) == ["mode", "method", "mean", "std_error", "n", "kind"]
+        assert "kernel_shap - integrated_gradients" in set(s["method"])
+        assert set(s["method"]) >= set(full_run.config["methods"]["names"]) | {"random"}
+        assert "| Test mode | Method | Mean | Std. error |" in (out / lab / "summary.md").read_text()
+    dec = pd.read_parquet(out / "counterfactual" / "decomposition.parquet")
+    assert len(dec) == 2
+    assert (dec["best_abc_insertion"] >= dec["abc_insertion_kernel_shap"] - 1e-9).all()
+    diag = pd.read_csv(out / "diagnostics.csv", index_col=0)
+    assert list(diag.index) == labels
+    assert "mean_n_diff" in diag.columns and "corr_integrated_gradients" in diag.columns
+    text = (out / "summary.md").read_text()
+    assert "Table 4" in text and "Exact decomposition" in text
+    figs = sorted(p.name for p in (out / "figures").glob("*.png"))
+    assert len(figs) == len(full_run.figures) >= 6 * 2
+    assert all(p.read_bytes()[:4] == b"\x89PNG" for p in full_run.figures)
+
+
+def test_manifest_reports_compute(full_run):
+    m = json.loads((full_run.out / "manifest.json").read_text())
+    assert m["seed"] == 3 and m["name"] == "tiny" and m["policies"] == list(full_run.evaluations)
+    assert m["versions"]["numpy"] and m["versions"]["insdel"]
+    st = m["compute"]["stages"]
+    assert {"data", "model", "counterfactual/pairing", "counterfactual/curves",
+            "counterfactual/attributions/kernel_shap", "counterfactual/decomposition"} <= set(st)
+    assert all(v["seconds"] >= 0 for v in st.values())
+    assert st["counterfactual/attributions/kernel_shap"]["model_evaluations"] > 0
+    assert st["counterfactual/decomposition"]["model_evaluations"] > 0
+    assert m["compute"]["model_evaluations_total"] == sum(
+        v.get("model_evaluations", 0) for v in st.values())
+    for rel, digest in m["files"].items():
+        assert ck.sha256_file(full_run.out / rel) == digest
+
+
+def test_load_results_round_trip(full_run):
+    evs = E.load_results(full_run.out)
+    for lab, ev in full_run.evaluations.items():
+        again = evs[lab]
+        assert again.methods == ev.methods
+        pd.testing.assert_frame_equal(again.summary(), ev.summary())
+
+
+def test_resume_after_interruption_is_byte_identical(tiny_toml, full_run, tmp_path):
+    from insdel import cli
+
+    count = [0]
+
+    def interrupt():
+        count[0] += 1
+        if count[0] == 5:  # in the middle of the first policy's attributions
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        E.run_experiment(tiny_toml, tmp_path, _interrupt=interrupt)
+    assert not (tmp_path / "manifest.json").exists()
+    assert not list(tmp_path.rglob(".*.tmp"))
+    # started again with the same command line: resumes
+    assert cli.main(["run", str(tiny_toml), "--out", str(tmp_path), "--no-progress"]) == 0
+    a, b = _data_files(full_run.out), _data_files(tmp_path)
+    assert a.keys() == b.keys()
+    assert [k for k in a if a[k] != b[k]] == []
+    m = json.loads((tmp_path / "manifest.json").read_text())
+    assert m["compute"]["stages"]["counterfactual/attributions/kernel_shap"]["chunks_resumed"] > 0
+
+
+def test_cli_parsers():
+    from insdel import cli
+
+    p = cli.build_parser()
+    a = p.parse_args(["run", "x.toml", "--quick", "--out", "o"])
+    assert a.func is E._cli_run and a.quick and a.out == "o"
+    a = p.parse_args(["reproduce", "paper-cern", "--data", "d.csv", "--quick"])
+    assert a.func is E._cli_reproduce and a.experiment == "paper-cern" and a.data == "d.csv"
+    a = p.parse_args(["demo"])
+    assert a.func is E._cli_demo and a.out == "insdel-demo"
+    with pytest.raises(SystemExit):
+        p.parse_args(["reproduce", "paper-mars"])
+    assert cli.main(["reproduce", "paper-cern", "--data", "/no/such.csv"]) == 1

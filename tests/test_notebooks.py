@@ -1,0 +1,29 @@
+"""Execute the notebooks in notebooks/ on small sizes (INSDEL_NOTEBOOK_SMALL=1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+
+
+def test_the_three_notebooks_exist():
+    assert {p.stem for p in NOTEBOOKS} >= {"policy_comparison", "anchored_decomposition",
+                                           "binary_ig"}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_executes(path, monkeypatch, tmp_path):
+    monkeypatch.setenv("INSDEL_NOTEBOOK_SMALL", "1")
+    monkeypatch.setenv("INSDEL_PROGRESS", "0")
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()  # raises CellExecutionError naming the failing cell
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+              if o.get("output_type") == "error"]
+    assert not errors
