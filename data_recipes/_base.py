@@ -12,7 +12,6 @@ caught before a model is trained on it.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +20,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from insdel._checkpoint import sha256_file  # noqa: F401  (re-exported for the recipes)
 
 _MISSING_STRINGS = ("", "na", "nan", "n/a", "null", "none", "?")
 _MAX_LISTED = 5
@@ -59,15 +60,6 @@ class RawData:
     target_scale: float | None = None
     description: str = ""
     info: dict[str, Any] = field(default_factory=dict)
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    """SHA-256 of a file's bytes (recorded so that a run can name the exact input)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _row_list(rows: Sequence[int]) -> str:
