@@ -1,156 +1,228 @@
-"""Curve-engine speed: insdel against the per-pair loop and against the bare forward pass.
+"""Curve-engine speed: insdel against per-pair and per-point loops and against the bare forward pass.
 
-In one run, on the paper-shaped CERN MLP (16 inputs, hidden 509-421-65-368-122-477, PReLU, dropout,
-eval mode, float32) and B pairs whose features all differ (the counterfactual policy's situation):
+For each model and number of orderings K per pair, in one run, on B pairs whose features all differ
+(the CERN counterfactual policy's situation, paper §5.2), insertion and deletion curves:
 
-(a) insdel insertion + deletion curves (``insdel.trace`` with both modes),
-(b) the naive way: a Python loop over pairs that builds each pair's 2 (n + 1) points and calls the
-    model once per pair,
-(c) one bare forward pass of the model over a pre-built array holding exactly the distinct rows the
-    curves need (the physical limit: f must be evaluated there).
+(a) insdel: ``insdel.trace`` with both modes (one numba indexing pass, distinct rows only);
+(b) per-pair loop: a Python loop over pairs; for each pair all its 2 K (n + 1) curve points are built
+    with vectorised NumPy and the model is called once (what a careful user writes by hand);
+(p) per-point loop: one model call per curve point (the literal reading of the definition, conventions
+    *Curves*); timed on a subset of pairs and scaled to B (its cost per pair is constant);
+(c) bare forward pass: the model over a pre-built array of exactly the distinct rows the curves need
+    (the physical limit: f must be evaluated there, and nothing else is done).
 
-Prints the ratios (a)/(c) and (b)/(a). Correctness ((a) equals (b)) is checked before timing; times are
-medians over repeats, with numba compilation excluded (reported separately).
+K = 1 is one attribution method; K = 27 is the paper's experiment per pair: 7 attribution methods that
+largely agree (correlated orderings, so curves share prefixes) plus 20 random orderings. insdel evaluates
+each distinct point once (shared end points, shared prefixes); the loops do not.
 
-Usage: ``python bench/curves.py [--pairs 2000] [--repeats 3] [--orderings 1] [--tiny]``
+Ratios: (a)/(c) is insdel's overhead over the limit (target <= 1.25); (b)/(a) and (p)/(a) are speed-ups
+over the loops (target >= 20); (b)/(c) is the ceiling on *any* engine's speed-up over the per-pair loop
+(when the model's arithmetic dominates, no engine can beat (b) by more than (b)/(c)).
+
+Correctness ((a) equals (b) on the first 200 pairs and (p) on its subset; the number of distinct rows
+equals insdel's ``n_unique``) is checked before timing; the correctness calls double as the warm-up;
+times are medians over repeats; numba compilation is timed separately on a first tiny call.
+
+Usage: ``python bench/curves.py [--models cern bangalore cheap] [--orderings 1 27] [--pairs 2000]
+[--pairs-many 200] [--repeats 3] [--threads N] [--tiny]``
 """
 
 from __future__ import annotations
 
 import argparse
-import platform
-import statistics
+import math
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 
-import insdel
-from insdel.curves import trace
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-CERN_HIDDEN = [509, 421, 65, 368, 122, 477]
+from _common import (  # noqa: E402
+    fmt_s,
+    machine_line,
+    markdown_table,
+    method_orderings,
+    model_by_name,
+    model_features,
+    pairs,
+    time_call,
+)
+
+import insdel  # noqa: E402
+from insdel.curves import trace  # noqa: E402
+
+MODES = ("insertion", "deletion")
 
 
-def cern_mlp(n: int = 16, hidden=CERN_HIDDEN, dropout: float = 0.11604, seed: int = 0):
-    torch.manual_seed(seed)
-    layers: list[torch.nn.Module] = []
-    d = n
-    for h in hidden:
-        layers += [torch.nn.Linear(d, h), torch.nn.PReLU(), torch.nn.Dropout(dropout)]
-        d = h
-    layers.append(torch.nn.Linear(d, 1))
-    return torch.nn.Sequential(*layers).eval()
+def _forward(net, rows: np.ndarray) -> np.ndarray:
+    with torch.inference_mode():
+        return net(torch.from_numpy(rows))[:, 0].double().numpy()
 
 
-def naive_curves(net, X, R, orders):
-    """One model call per pair, its 2 (n + 1) points built in a Python loop (the usual script)."""
+def _step_masks(order_b: np.ndarray) -> np.ndarray:
+    """Insertion masks S_k (k = 0..n) of K orderings of one pair: bool (K, n + 1, n)."""
+    K, n = order_b.shape
+    rank = np.argsort(order_b, axis=-1)  # rank[k, j] = position of feature j (0-based)
+    return rank[:, None, :] < np.arange(n + 1)[None, :, None]
+
+
+def per_pair_loop(net, X, R, orders, modes=MODES):
+    """(b) One model call per pair over all its curve points, built with vectorised NumPy."""
     B, K, n = orders.shape
-    ins = np.empty((B, K, n + 1))
-    dele = np.empty((B, K, n + 1))
+    out = {m: np.empty((B, K, n + 1)) for m in modes}
     for b in range(B):
-        pts = []
+        S = _step_masks(orders[b])
+        masks = np.stack([S if m == "insertion" else ~S for m in modes], axis=1)  # (K, M, n+1, n)
+        pts = np.where(masks, X[b], R[b]).astype(np.float32).reshape(-1, n)
+        y = _forward(net, pts).reshape(K, len(modes), n + 1)
+        for mi, m in enumerate(modes):
+            out[m][b] = y[:, mi]
+    return out
+
+
+def per_point_loop(net, X, R, orders, modes=MODES):
+    """(p) One model call per curve point."""
+    B, K, n = orders.shape
+    out = {m: np.empty((B, K, n + 1)) for m in modes}
+    for b in range(B):
+        x, r = X[b].astype(np.float32), R[b].astype(np.float32)
         for k in range(K):
-            for mode in ("insertion", "deletion"):
+            for m in modes:
                 S = np.zeros(n, bool)
-                pts.append(np.where(S if mode == "insertion" else ~S, X[b], R[b]))
-                for s in range(n):
-                    S[orders[b, k, s]] = True
-                    pts.append(np.where(S if mode == "insertion" else ~S, X[b], R[b]))
-        with torch.no_grad():
-            y = net(torch.from_numpy(np.array(pts, dtype=np.float32)))[:, 0].double().numpy()
-        y = y.reshape(K, 2, n + 1)
-        ins[b], dele[b] = y[:, 0], y[:, 1]
-    return ins, dele
+                for s in range(n + 1):
+                    if s:
+                        S[orders[b, k, s - 1]] = True
+                    pt = np.where(S if m == "insertion" else ~S, x, r)
+                    with torch.inference_mode():
+                        out[m][b, k, s] = float(net(torch.from_numpy(pt[None, :]))[0, 0])
+    return out
 
 
-def distinct_rows(X, R, orders):
-    """The distinct hybrid rows the curves need, pre-built (not timed)."""
+def distinct_rows(X, R, orders, modes=MODES) -> np.ndarray:
+    """The distinct hybrid rows the curves need (canonical sets S ∩ D per pair), float32, not timed."""
     B, K, n = orders.shape
-    rows = []
-    for b in range(B):
-        seen = set()
-        for k in range(K):
-            S = np.zeros(n, bool)
-            sets = [S.copy(), ~S]
-            for s in range(n):
-                S[orders[b, k, s]] = True
-                sets += [S.copy(), ~S]
-            for u in sets:
-                key = (u & (X[b] != R[b])).tobytes()
-                if key not in seen:
-                    seen.add(key)
-                    rows.append(np.where(u, X[b], R[b]))
-    return np.array(rows, dtype=np.float32)
+    if n > 62:
+        raise ValueError("distinct_rows packs a set into one int64; n must be <= 62.")
+    D = X != R
+    S = np.stack([_step_masks(orders[b]) for b in range(B)])  # (B, K, n+1, n)
+    sets = np.concatenate([S if m == "insertion" else ~S for m in modes], axis=1)
+    sets &= D[:, None, None, :]
+    keys = (sets.astype(np.int64) << np.arange(n, dtype=np.int64)).sum(-1).reshape(B, -1)
+    pair = np.repeat(np.arange(B, dtype=np.int64), keys.shape[1])
+    uniq = np.unique(np.stack([pair, keys.ravel()], 1), axis=0)
+    mask = (uniq[:, 1:2] >> np.arange(n, dtype=np.int64)) & 1
+    return np.where(mask.astype(bool), X[uniq[:, 0]], R[uniq[:, 0]]).astype(np.float32)
 
 
-def median_time(fn, repeats):
-    ts = []
-    out = None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts), out
+def run_config(name: str, K: int, B: int, repeats: int, batch_size: int, point_budget: int,
+               check_pairs: int = 200, seed: int = 0) -> dict:
+    """Measure (a), (b), (p), (c) for one model and K; returns a dict of timings and counts."""
+    n = model_features(name)
+    net = model_by_name(name, n)
+    X, R = pairs(B, n, seed)
+    orders = (np.argsort(np.random.default_rng(seed + 1).random((B, 1, n)), axis=-1)
+              if K == 1 else method_orderings(B, n, 7, K - 7, seed=seed + 1))
+    model = insdel.as_model(net, batch_size=batch_size)
 
-
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--pairs", type=int, default=2000)
-    p.add_argument("--features", type=int, default=16)
-    p.add_argument("--orderings", type=int, default=1, help="orderings per pair (K)")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--batch-size", type=int, default=65536)
-    p.add_argument("--tiny", action="store_true", help="seconds-long smoke run")
-    a = p.parse_args(argv)
-    if a.tiny:
-        a.pairs, a.repeats = 20, 1
-        hidden = [32, 16]
-    else:
-        hidden = CERN_HIDDEN
-    n, B, K = a.features, a.pairs, a.orderings
-    net = cern_mlp(n, hidden)
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(B, n))
-    R = X + rng.normal(size=(B, n))  # every feature differs
-    orders = np.argsort(rng.random((B, K, n)), axis=-1)
-
-    t0 = time.perf_counter()
-    trace(net, X[:2], R[:2], orders[:2])  # numba compile (cached on disk after the first run)
-    compile_s = time.perf_counter() - t0
-
-    model = insdel.as_model(net, batch_size=a.batch_size)
+    # correctness first (these calls are also the warm-up)
     res = trace(model, X, R, orders)
-    ins_ref, del_ref = naive_curves(net, X, R, orders)
-    err = max(np.abs(res.curves["insertion"] - ins_ref).max(),
-              np.abs(res.curves["deletion"] - del_ref).max())
-    assert err < 1e-4, f"insdel and the naive loop disagree by {err}"
-    rows = distinct_rows(X, R, orders)
+    C = min(B, check_pairs)
+    loop = per_pair_loop(net, X[:C], R[:C], orders[:C])
+    err = max(float(np.abs(res.curves[m][:C] - loop[m]).max()) for m in MODES)
+    assert err < 1e-4, f"{name}, K={K}: insdel and the per-pair loop disagree by {err}"
+    P = max(1, min(B, math.ceil(point_budget / (K * 2 * (n + 1)))))
+    t0 = time.perf_counter()
+    pts = per_point_loop(net, X[:P], R[:P], orders[:P])
+    t_point = (time.perf_counter() - t0) * B / P
+    err_p = max(float(np.abs(res.curves[m][:P] - pts[m]).max()) for m in MODES)
+    assert err_p < 1e-4, f"{name}, K={K}: insdel and the per-point loop disagree by {err_p}"
+    rows = torch.from_numpy(distinct_rows(X, R, orders))
     assert len(rows) == res.n_unique, (len(rows), res.n_unique)
-    rows_t = torch.from_numpy(rows)
 
     def bare():
         with torch.inference_mode():
-            for s in range(0, len(rows_t), a.batch_size):
-                net(rows_t[s:s + a.batch_size])
+            return [net(rows[s:s + batch_size]).numpy() for s in range(0, len(rows), batch_size)]
 
-    t_bare, _ = median_time(bare, a.repeats)
-    t_insdel, _ = median_time(lambda: trace(model, X, R, orders), a.repeats)
-    t_naive, _ = median_time(lambda: naive_curves(net, X, R, orders), a.repeats)
+    bare()  # warm-up
+    t_bare, _ = time_call(bare, repeats, warmup=0)
+    t_ins, res = time_call(lambda: trace(model, X, R, orders), repeats, warmup=0)
+    t_loop, _ = time_call(lambda: per_pair_loop(net, X, R, orders), repeats, warmup=0)
+    t_abc, _ = time_call(lambda: [insdel.abc(res.curves[m], m) for m in MODES], repeats)
+    return {"model": name, "n": n, "K": K, "B": B, "points": res.n_points, "unique": res.n_unique,
+            "err": max(err, err_p), "insdel": t_ins, "loop": t_loop, "point": t_point,
+            "point_pairs": P, "bare": t_bare, "abc": t_abc,
+            "bookkeeping": res.timings.get("bookkeeping_s", float("nan")),
+            "model_s": res.timings.get("model_s", float("nan"))}
 
-    print(f"# curves bench: {platform.processor() or platform.machine()}, "
-          f"torch {torch.__version__}, threads {torch.get_num_threads()}")
-    print(f"pairs B = {B}, features n = {n}, orderings K = {K}, modes = insertion + deletion, "
-          f"MLP hidden = {hidden}")
-    print(f"curve points = {res.n_points}, distinct rows evaluated = {res.n_unique}, "
-          f"max |insdel - naive| = {err:.2e}, numba compile (first call) = {compile_s:.2f} s")
-    print("| what | median seconds |")
-    print("|---|---:|")
-    print(f"| (a) insdel trace | {t_insdel:.3f} |")
-    print(f"| (b) naive per-pair loop | {t_naive:.3f} |")
-    print(f"| (c) bare forward pass over distinct rows | {t_bare:.3f} |")
-    print(f"ratio (a)/(c) = {t_insdel / t_bare:.3f}   (target <= 1.25)")
-    print(f"ratio (b)/(a) = {t_naive / t_insdel:.2f}   (target >= 20)")
-    return {"insdel": t_insdel, "naive": t_naive, "bare": t_bare}
+
+def main(argv=None) -> list[dict]:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", nargs="+", default=["cern", "bangalore", "cheap"],
+                   choices=["cern", "bangalore", "cheap", "tiny"])
+    p.add_argument("--orderings", type=int, nargs="+", default=[1, 27],
+                   help="orderings per pair K (K > 1: 7 correlated 'methods' + K - 7 random)")
+    p.add_argument("--pairs", type=int, default=2000)
+    p.add_argument("--pairs-many", type=int, default=200,
+                   help="pairs for K > 1 on the paper-sized MLPs (their arithmetic dominates; "
+                        "the ratios do not depend on B)")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--batch-size", type=int, default=65536)
+    p.add_argument("--point-budget", type=int, default=3000,
+                   help="curve points the per-point loop evaluates (subset of pairs, scaled to B)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch threads for this run (default: torch's own default)")
+    p.add_argument("--tiny", action="store_true", help="seconds-long smoke run")
+    a = p.parse_args(argv)
+    if a.tiny:
+        a.models, a.orderings, a.pairs, a.pairs_many = ["tiny"], [1, 8], 20, 10
+        a.repeats, a.point_budget = 1, 200
+    if a.threads:
+        torch.set_num_threads(a.threads)
+
+    t0 = time.perf_counter()
+    trace(model_by_name("tiny", 16), *pairs(2, 16), np.tile(np.arange(16), (2, 1)))
+    compile_s = time.perf_counter() - t0
+
+    results = []
+    for name in a.models:
+        for K in a.orderings:
+            if K < 1 or (K > 1 and K < 8):
+                raise SystemExit(f"--orderings: K must be 1 or >= 8 (7 methods + random); got {K}.")
+            B = a.pairs if (K == 1 or name in ("cheap", "tiny")) else a.pairs_many
+            results.append(run_config(name, K, B, a.repeats, a.batch_size, a.point_budget))
+
+    print("## Curves: insdel vs per-pair loop, per-point loop and the bare forward pass")
+    print(machine_line())
+    print(f"# insertion + deletion, every feature differs, medians of {a.repeats} repeat(s); "
+          f"numba compile + first call {compile_s:.2f} s (excluded)")
+    rows = []
+    for r in results:
+        rows.append([r["model"], r["n"], r["K"], r["B"], r["points"], r["unique"],
+                     fmt_s(r["insdel"]), fmt_s(r["loop"]), fmt_s(r["point"]) + "*",
+                     fmt_s(r["bare"]), f"{r['insdel'] / r['bare']:.2f}",
+                     f"{r['loop'] / r['insdel']:.2f}", f"{r['point'] / r['insdel']:.0f}",
+                     f"{r['loop'] / r['bare']:.2f}", f"{r['err']:.1e}"])
+    print(markdown_table(
+        ["model", "n", "K", "pairs", "curve points", "distinct rows", "(a) insdel s",
+         "(b) per-pair loop s", "(p) per-point loop s", "(c) bare forward s", "(a)/(c)", "(b)/(a)",
+         "(p)/(a)", "(b)/(c) ceiling", "max err"], rows))
+    print("\\* (p) timed on the first pairs only (see below) and scaled to all pairs.")
+    print()
+    print("Where insdel's time goes (same runs; `trace` timings, areas by `insdel.abc`):")
+    rows = []
+    for r in results:
+        rows.append([r["model"], r["K"], r["B"], r["point_pairs"], fmt_s(r["bookkeeping"]),
+                     fmt_s(r["model_s"]), fmt_s(r["abc"]),
+                     f"{r['bookkeeping'] / max(r['bookkeeping'] + r['model_s'], 1e-12):.1%}"])
+    print(markdown_table(["model", "K", "pairs", "(p) pairs timed", "bookkeeping s", "model s",
+                          "abc (both modes) s", "bookkeeping share"], rows))
+    print()
+    print("Targets: (a)/(c) <= 1.25; (b)/(a) >= 20 and (p)/(a) >= 20. (b)/(c) bounds what any "
+          "engine can gain over the per-pair loop.")
+    return results
 
 
 if __name__ == "__main__":

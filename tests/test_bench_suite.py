@@ -1,0 +1,121 @@
+"""The benchmark suite: its helpers are right, and its scripts run on tiny sizes so they never rot.
+
+No timing is asserted anywhere: only that the scripts run, check their own correctness and print
+their tables, and that the baselines they time compute the same curves as insdel.
+"""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import insdel
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(BENCH))
+    try:
+        yield {name: importlib.import_module(name)
+               for name in ("_common", "curves", "peers", "run_all")}
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def test_paper_mlps_have_the_paper_shapes(bench):
+    c = bench["_common"]
+    import torch
+
+    cern, bang = c.cern_mlp(), c.bangalore_mlp()
+    lin = [m for m in cern if isinstance(m, torch.nn.Linear)]
+    assert [m.out_features for m in lin] == [509, 421, 65, 368, 122, 477, 1]
+    assert lin[0].in_features == 16 and not cern.training
+    lin = [m for m in bang if isinstance(m, torch.nn.Linear)]
+    assert [m.out_features for m in lin] == [333, 465, 86, 234, 1] and lin[0].in_features == 38
+    assert sum(isinstance(m, torch.nn.PReLU) for m in bang) == 4
+    assert next(cern.parameters()).dtype == torch.float32
+
+
+def test_method_orderings_are_permutations(bench):
+    o = bench["_common"].method_orderings(5, 9, 7, 3, seed=1)
+    assert o.shape == (5, 10, 9) and o.dtype == np.int64
+    assert (np.sort(o, axis=-1) == np.arange(9)).all()
+
+
+def test_baselines_match_insdel_and_distinct_rows_match_n_unique(bench):
+    c, cv = bench["_common"], bench["curves"]
+    net = c.model_by_name("tiny", 7)
+    X, R = c.pairs(6, 7, seed=3, all_differ=False)  # some x_j == r_j: canonical sets matter
+    orders = c.method_orderings(6, 7, 7, 2, seed=4)
+    res = insdel.trace(net, X, R, orders)
+    loop = cv.per_pair_loop(net, X, R, orders)
+    pts = cv.per_point_loop(net, X[:2], R[:2], orders[:2])
+    for m in ("insertion", "deletion"):
+        np.testing.assert_allclose(loop[m], res.curves[m], atol=1e-5)
+        np.testing.assert_allclose(pts[m], res.curves[m][:2], atol=1e-5)
+    assert len(cv.distinct_rows(X, R, orders)) == res.n_unique
+    res_d = insdel.trace(net, X, R, orders, modes=("deletion",))
+    assert len(cv.distinct_rows(X, R, orders, modes=("deletion",))) == res_d.n_unique
+
+
+def test_quantus_driven_with_per_pair_references_gives_insdel_deletion_curves(bench):
+    pytest.importorskip("quantus")
+    c, pe = bench["_common"], bench["peers"]
+    net = c.model_by_name("tiny", 6)
+    B, n = 10, 6
+    X, R = c.pairs(B, n, seed=5)
+    orders = np.argsort(np.random.default_rng(6).random((B, 1, n)), axis=-1)
+    A = pe.attributions_for(orders)
+    np.testing.assert_array_equal(insdel.orderings(A.astype(float)), orders)
+    ref = insdel.trace(net, X, R, orders, modes=("deletion",)).curves["deletion"][:, 0]
+    # batch of 4 does not divide 10: the reference offset must follow Quantus's batches
+    z = pe.quantus_pixel_flipping(net, X, R, A[:, 0], batch_size=4)
+    np.testing.assert_allclose(z, ref[:, 1:], atol=1e-5)
+    d = pe.quantus_region_perturbation(net, X, R, A[:, 0], batch_size=3)
+    np.testing.assert_allclose(d, ref[:, :1] - ref[:, 1:], atol=1e-5)
+
+
+def test_markdown_helpers(bench):
+    c, ra = bench["_common"], bench["run_all"]
+    t = c.markdown_table(["a", "b"], [[1, 2]])
+    assert t.splitlines() == ["| a | b |", "| --- | ---: |", "| 1 | 2 |"]
+    doc = ra.normalise_markdown("## Title\n# machine\ntext\n" + t + "\nafter")
+    lines = doc.splitlines()
+    assert lines[0] == "### Title" and lines[1] == "" and lines[2] == "> machine"
+    assert lines[lines.index("| a | b |") - 1] == "" and lines[-2] == "" and lines[-1] == "after"
+    info = c.machine_info()
+    for key in ("cpu", "logical cores", "torch", "numpy", "date"):
+        assert info[key]
+
+
+def test_run_all_tiny_writes_results(tmp_path):
+    """peers, scaling and shapley_budget run once on tiny sizes through run_all (curves has its own
+    test in test_bench_curves.py; the other engineers' scripts have theirs)."""
+    out = tmp_path / "RESULTS.md"
+    p = subprocess.run([sys.executable, str(BENCH / "run_all.py"), "--tiny", "--only", "peers",
+                        "scaling", "shapley_budget", "--output", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    doc = out.read_text()
+    for needle in ("## Machine", "## bench/peers.py", "## bench/scaling.py",
+                   "## bench/shapley_budget.py", "(q64)/(a)", "bookkeeping share", "(k)/(a)",
+                   "smoke-test sizes"):
+        assert needle in doc, needle
+    assert "FAILED" not in doc
+
+
+@pytest.mark.slow
+def test_run_all_tiny_every_script(tmp_path):
+    out = tmp_path / "RESULTS.md"
+    p = subprocess.run([sys.executable, str(BENCH / "run_all.py"), "--tiny", "--output", str(out)],
+                       capture_output=True, text=True, timeout=1200)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "FAILED" not in out.read_text()
