@@ -43,6 +43,8 @@ SCRIPTS: list[tuple[str, str, list[str], bool, str]] = [
      "integrated gradients (500 steps) vs captum; time per point of every method"),
     ("policies", "policies.py", [], False,
      "counterfactual reference selection on pools of 2,000 and 10,000"),
+    ("paper_cost", "paper_cost.py", [], False,
+     "per-unit costs of the full paper-cern run (per pair, per epoch) and the extrapolated total"),
 ]
 
 
