@@ -94,7 +94,9 @@ class LinearTanh:
     """A NumPy model ``f(x) = tanh(x @ w + b) + 0.1 x @ v``: cheap, smooth and non-additive.
 
     Used for the large scaling sizes, where a torch MLP would make every row cost the same and hide
-    where the engine's own time goes.
+    where the engine's own time goes. The products use ``np.einsum`` (no BLAS): multithreaded
+    OpenBLAS leaves worker threads spinning after each call, and on a small machine they slow the
+    next parallel numba kernel several-fold, which would measure that contention, not insdel.
     """
 
     def __init__(self, n: int, seed: int = 0):
@@ -105,7 +107,7 @@ class LinearTanh:
         self.__name__ = f"LinearTanh(n={n})"
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
-        return np.tanh(X @ self.w + self.b) + 0.1 * (X @ self.v)
+        return np.tanh(np.einsum("ij,j->i", X, self.w) + self.b) + 0.1 * np.einsum("ij,j->i", X, self.v)
 
 
 def pairs(B: int, n: int, seed: int = 0, all_differ: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -147,6 +149,19 @@ def time_call(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> tuple[flo
         out = fn()
         ts.append(time.perf_counter() - t0)
     return statistics.median(ts), out
+
+
+def time_interleaved(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """Median wall time of each ``fns[name]()`` over ``repeats`` rounds, the calls interleaved
+    (round r times every function once), so that drifts in machine load hit all of them alike.
+    No warm-up: call each once before."""
+    ts: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(max(1, repeats)):
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            ts[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in ts.items()}
 
 
 def cpu_model() -> str:

@@ -21,7 +21,8 @@ over the loops (target >= 20); (b)/(c) is the ceiling on *any* engine's speed-up
 
 Correctness ((a) equals (b) on the first 200 pairs and (p) on its subset; the number of distinct rows
 equals insdel's ``n_unique``) is checked before timing; the correctness calls double as the warm-up;
-times are medians over repeats; numba compilation is timed separately on a first tiny call.
+times are medians over repeats in which (a), (b), (c) are interleaved; numba compilation is timed
+separately on a first tiny call.
 
 Usage: ``python bench/curves.py [--models cern bangalore cheap] [--orderings 1 27] [--pairs 2000]
 [--pairs-many 200] [--repeats 3] [--threads N] [--tiny]``
@@ -49,6 +50,7 @@ from _common import (  # noqa: E402
     model_features,
     pairs,
     time_call,
+    time_interleaved,
 )
 
 import insdel  # noqa: E402
@@ -147,9 +149,9 @@ def run_config(name: str, K: int, B: int, repeats: int, batch_size: int, point_b
             return [net(rows[s:s + batch_size]).numpy() for s in range(0, len(rows), batch_size)]
 
     bare()  # warm-up
-    t_bare, _ = time_call(bare, repeats, warmup=0)
-    t_ins, res = time_call(lambda: trace(model, X, R, orders), repeats, warmup=0)
-    t_loop, _ = time_call(lambda: per_pair_loop(net, X, R, orders), repeats, warmup=0)
+    t = time_interleaved({"bare": bare, "insdel": lambda: trace(model, X, R, orders),
+                          "loop": lambda: per_pair_loop(net, X, R, orders)}, repeats)
+    t_bare, t_ins, t_loop = t["bare"], t["insdel"], t["loop"]
     t_abc, _ = time_call(lambda: [insdel.abc(res.curves[m], m) for m in MODES], repeats)
     return {"model": name, "n": n, "K": K, "B": B, "points": res.n_points, "unique": res.n_unique,
             "err": max(err, err_p), "insdel": t_ins, "loop": t_loop, "point": t_point,
@@ -169,7 +171,7 @@ def main(argv=None) -> list[dict]:
                    help="pairs for K > 1 on the paper-sized MLPs (their arithmetic dominates; "
                         "the ratios do not depend on B)")
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--batch-size", type=int, default=65536)
+    p.add_argument("--batch-size", type=int, default=insdel.adapter.DEFAULT_BATCH_SIZE)
     p.add_argument("--point-budget", type=int, default=3000,
                    help="curve points the per-point loop evaluates (subset of pairs, scaled to B)")
     p.add_argument("--threads", type=int, default=None,

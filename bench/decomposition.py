@@ -103,8 +103,9 @@ def part_a(n: int, P: int, repeats: int, rng) -> None:
 
     def bare():
         with torch.inference_mode():
-            for s in range(0, rows_t.shape[0], 65536):
-                net(rows_t[s:s + 65536])
+            bs = insdel.adapter.DEFAULT_BATCH_SIZE  # the same batches insdel uses
+            for s in range(0, rows_t.shape[0], bs):
+                net(rows_t[s:s + bs])
 
     t_bare, _ = median_time(bare, repeats)
     row("insdel batch_decomposition, total", f"{t_tot:.3f} s")

@@ -16,7 +16,9 @@ of each row is found by position: the batches come in order and each makes n cal
 ``RefPerturb`` advances its row offset after n calls. That this is right is checked: before timing,
 Quantus's curves must equal insdel's deletion curves (max error printed).
 
-Each configuration times, in one run:
+Quantus's curves are checked on the first 100 pairs (that call is also its warm-up); insdel's row
+count is checked on all of them. Each configuration times, in one run (medians over repeats, the
+methods interleaved within each repeat):
 (a) insdel: ``insdel.trace(..., modes=("deletion",))``;
 (q64) PixelFlipping with Quantus's default ``batch_size=64``;
 (qB) PixelFlipping with one batch of all rows (Quantus's best case);
@@ -50,7 +52,7 @@ from _common import (  # noqa: E402
     model_by_name,
     model_features,
     pairs,
-    time_call,
+    time_interleaved,
 )
 from curves import distinct_rows  # noqa: E402
 
@@ -131,7 +133,8 @@ def quantus_region_perturbation(net, X, R, A, batch_size: int) -> np.ndarray:
     return np.asarray(s, dtype=np.float64).reshape(N, n)
 
 
-def run_config(name: str, K: int, B: int, repeats: int, batch_size: int, seed: int = 0) -> dict:
+def run_config(name: str, K: int, B: int, repeats: int, batch_size: int, check_pairs: int = 100,
+               seed: int = 0) -> dict:
     n = model_features(name)
     net = model_by_name(name, n)
     X, R = pairs(B, n, seed)
@@ -147,9 +150,11 @@ def run_config(name: str, K: int, B: int, repeats: int, batch_size: int, seed: i
     # correctness first (also the warm-up)
     res = trace(model, X, R, orders, modes=("deletion",))
     ref = res.curves["deletion"].reshape(B * K, n + 1)
-    q64 = quantus_pixel_flipping(net, Xs, Rs, As, 64)
-    qB = quantus_pixel_flipping(net, Xs, Rs, As, B * K)
-    r64 = quantus_region_perturbation(net, Xs, Rs, As, 64)
+    C = min(B, check_pairs) * K  # Quantus is checked on the first pairs' rows (and warmed up)
+    q64 = quantus_pixel_flipping(net, Xs[:C], Rs[:C], As[:C], 64)
+    qB = quantus_pixel_flipping(net, Xs[:C], Rs[:C], As[:C], C)
+    r64 = quantus_region_perturbation(net, Xs[:C], Rs[:C], As[:C], 64)
+    ref = ref[:C]
     errs = {"q64": np.abs(q64 - ref[:, 1:]).max(), "qB": np.abs(qB - ref[:, 1:]).max(),
             "r64": np.abs(r64 - (ref[:, :1] - ref[:, 1:])).max()}
     err = float(max(errs.values()))
@@ -162,15 +167,13 @@ def run_config(name: str, K: int, B: int, repeats: int, batch_size: int, seed: i
             return [net(rows[s:s + batch_size]).numpy() for s in range(0, len(rows), batch_size)]
 
     bare()
-    t = {}
-    t["bare"], _ = time_call(bare, repeats, warmup=0)
-    t["insdel"], _ = time_call(lambda: trace(model, X, R, orders, modes=("deletion",)), repeats,
-                               warmup=0)
-    t["q64"], _ = time_call(lambda: quantus_pixel_flipping(net, Xs, Rs, As, 64), repeats, warmup=0)
-    t["qB"], _ = time_call(lambda: quantus_pixel_flipping(net, Xs, Rs, As, B * K), repeats,
-                           warmup=0)
-    t["r64"], _ = time_call(lambda: quantus_region_perturbation(net, Xs, Rs, As, 64), repeats,
-                            warmup=0)
+    t = time_interleaved({
+        "bare": bare,
+        "insdel": lambda: trace(model, X, R, orders, modes=("deletion",)),
+        "q64": lambda: quantus_pixel_flipping(net, Xs, Rs, As, 64),
+        "qB": lambda: quantus_pixel_flipping(net, Xs, Rs, As, B * K),
+        "r64": lambda: quantus_region_perturbation(net, Xs, Rs, As, 64),
+    }, repeats)
     return {"model": name, "n": n, "K": K, "B": B, "unique": res.n_unique, "err": err, **t}
 
 
@@ -183,7 +186,8 @@ def main(argv=None) -> list[dict]:
     p.add_argument("--pairs-many", type=int, default=200,
                    help="pairs for K > 1 (Quantus gets B K rows)")
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--batch-size", type=int, default=65536, help="insdel's rows per model call")
+    p.add_argument("--batch-size", type=int, default=insdel.adapter.DEFAULT_BATCH_SIZE,
+                   help="rows per model call (insdel and the bare forward pass)")
     p.add_argument("--threads", type=int, default=None,
                    help="torch threads for this run (default: torch's own default)")
     p.add_argument("--tiny", action="store_true", help="seconds-long smoke run")

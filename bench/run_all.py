@@ -35,7 +35,7 @@ SCRIPTS: list[tuple[str, str, list[str], bool, str]] = [
      "deletion curves: insdel vs Quantus PixelFlipping / RegionPerturbation vs bare forward pass"),
     ("scaling", "scaling.py", [], False,
      "curve time against n (8..256) and B (100..100,000) and where it goes"),
-    ("decomposition", "decomposition.py", [], False,
+    ("decomposition", "decomposition.py", ["--pairs", "20"], False,
      "anchored decomposition overhead at n = 16, best order, exact Shapley vs shap / captum (n=12)"),
     ("shapley_budget", "shapley_budget.py", [], True,
      "exact Shapley at n = 12 and 16 vs shap exact and captum KernelShap with the same budget"),

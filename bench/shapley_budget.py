@@ -11,8 +11,9 @@ For each n, on the paper-shaped CERN MLP with n inputs (hidden 509-421-65-368-12
     coalitions, so approximate), ``perturbations_per_eval = 2^n``;
 (c) the bare forward pass over the 2^n P hybrid rows, pre-built (the limit for any exact method).
 
-Printed per method: median time, ratio to insdel, and the error against insdel's exact values (max and
-mean absolute difference, relative to the mean |phi|). Correctness first: shap's exact values must agree
+Printed per method: median time ((a) and (c) interleaved within each repeat), ratio to insdel, and
+the error against insdel's exact values (max and mean absolute difference, relative to the mean
+|phi|). Correctness first: shap's exact values must agree
 with insdel's to float32 accuracy before anything is timed. bench/decomposition.py covers n = 12 on a
 small float64 MLP, the overhead share at n = 16 and captum's ShapleyValues; this script adds n = 16
 and the paper's model for the three-way comparison.
@@ -41,8 +42,10 @@ from _common import (  # noqa: E402
     model_by_name,
     pairs,
     time_call,
+    time_interleaved,
 )
 
+import insdel  # noqa: E402
 from insdel.decomposition import shapley_values  # noqa: E402
 
 
@@ -91,7 +94,8 @@ def run_n(name: str, n: int, P: int, repeats: int, seed: int = 0) -> dict:
 
     def bare():
         with torch.inference_mode():
-            return [net(rows[s:s + 65536]).numpy() for s in range(0, len(rows), 65536)]
+            bs = insdel.adapter.DEFAULT_BATCH_SIZE  # the same batches insdel uses
+            return [net(rows[s:s + bs]).numpy() for s in range(0, len(rows), bs)]
 
     # correctness (and warm-up)
     phi = run_insdel()
@@ -101,14 +105,11 @@ def run_n(name: str, n: int, P: int, repeats: int, seed: int = 0) -> dict:
     phi_s = run_shap()
     err_s = float(np.abs(phi_s - phi).max())
     assert err_s < 1e-4 * max(1.0, scale), f"n={n}: shap exact and insdel differ by {err_s}"
-    phi_k = run_ks()
     bare()
 
-    t = {}
-    t["bare"], _ = time_call(bare, repeats, warmup=0)
-    t["insdel"], _ = time_call(run_insdel, repeats, warmup=0)
+    t = time_interleaved({"bare": bare, "insdel": run_insdel}, repeats)
     t["shap"], _ = time_call(run_shap, repeats, warmup=0)
-    t["ks"], _ = time_call(run_ks, repeats, warmup=0)
+    t["ks"], phi_k = time_call(run_ks, repeats, warmup=0)  # seeded: every repeat gives phi_k
     return {"model": name, "n": n, "P": P, "budget": budget, "scale": scale,
             "err_shap": err_s, "mean_err_shap": float(np.abs(phi_s - phi).mean()),
             "err_ks": float(np.abs(phi_k - phi).max()),

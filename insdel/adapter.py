@@ -21,7 +21,9 @@ import numpy as np
 
 from ._validation import _first
 
-DEFAULT_BATCH_SIZE = 65536
+# Rows per model call. On CPU, MLP throughput peaks around 4k-16k rows (activations stay in cache;
+# 65,536-row batches of the paper's CERN MLP ran 2x slower per row); raise it for GPUs.
+DEFAULT_BATCH_SIZE = 8192
 
 
 class Model:
@@ -137,7 +139,7 @@ def as_model(f, *, batch_size: int | None = None, dtype=None) -> Model:
     f : torch.nn.Module, estimator with ``predict``, callable, or Model
         The prediction function to test.
     batch_size : int, optional
-        Rows per model call (default 65,536).
+        Rows per model call (default 8,192; larger batches help on a GPU).
     dtype : numpy dtype, optional
         Override the input dtype (default: the module's parameter dtype, else float64).
 

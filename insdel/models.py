@@ -163,7 +163,7 @@ def regression_metrics(y_true: np.ndarray, y_pred: np.ndarray, delta: float = 1.
             "r2": float(1.0 - ss_res / ss_tot) if ss_tot > 0 else float("nan")}
 
 
-def _predict(model: nn.Module, X: np.ndarray, batch: int = 65536) -> np.ndarray:
+def _predict(model: nn.Module, X: np.ndarray, batch: int | None = None) -> np.ndarray:
     from .adapter import as_model
 
     was_training = model.training
