@@ -152,7 +152,7 @@ def run_config(name: str, K: int, B: int, repeats: int, batch_size: int, point_b
     t = time_interleaved({"bare": bare, "insdel": lambda: trace(model, X, R, orders),
                           "loop": lambda: per_pair_loop(net, X, R, orders)}, repeats)
     t_bare, t_ins, t_loop = t["bare"], t["insdel"], t["loop"]
-    t_abc, _ = time_call(lambda: [insdel.abc(res.curves[m], m) for m in MODES], repeats)
+    t_abc, _ = time_call(lambda: [insdel.abc(res.curves[m], mode=m) for m in MODES], repeats)
     return {"model": name, "n": n, "K": K, "B": B, "points": res.n_points, "unique": res.n_unique,
             "err": max(err, err_p), "insdel": t_ins, "loop": t_loop, "point": t_point,
             "point_pairs": P, "bare": t_bare, "abc": t_abc,

@@ -273,7 +273,7 @@ def main() -> None:
                             np.zeros(3))
     d.shapley()
     d.best_order()
-    d.best_order("deletion")
+    d.best_order(mode="deletion")
     d.abc(np.array([0, 1, 2]))
     d.expected_abc()
     shapley_values(lambda Z: Z.sum(1), np.ones((1, 3)), np.zeros(3))

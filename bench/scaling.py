@@ -67,7 +67,7 @@ def run_size(n: int, B: int, repeats: int, seed: int = 0) -> dict:
     t_total, res = time_call(one, repeats, warmup=0)
     book = float(np.median([r["bookkeeping_s"] for r in runs]))
     mod = float(np.median([r["model_s"] for r in runs]))
-    t_abc, _ = time_call(lambda: [insdel.abc(res.curves[m], m) for m in MODES], repeats)
+    t_abc, _ = time_call(lambda: [insdel.abc(res.curves[m], mode=m) for m in MODES], repeats)
     return {"n": n, "B": B, "points": res.n_points, "unique": res.n_unique, "total": t_total,
             "bookkeeping": book, "model": mod, "abc": t_abc, "err": err}
 

@@ -90,7 +90,152 @@ def check_mode(mode: str) -> str:
     return mode
 
 
+
+
+def check_scalar(name: str, value, target_type: type | tuple[type, ...], *,
+                 min_val: float | None = None, max_val: float | None = None,
+                 include_boundaries: str = "both"):
+    """Validate one scalar option (scikit-learn's ``check_scalar``): type and bounds.
+
+    Parameters
+    ----------
+    name : str
+        The argument or config key, named in the error.
+    value : object
+        The value to check.
+    target_type : type or tuple of types
+        ``int`` accepts numpy integers (never ``bool``); ``float`` accepts ints and numpy numbers.
+    min_val, max_val : float, optional
+        Bounds; ``include_boundaries`` is one of ``"both"``, ``"left"``, ``"right"``, ``"neither"``.
+
+    Returns
+    -------
+    The value, converted to ``int`` or ``float`` when that is the target type.
+    """
+    types = target_type if isinstance(target_type, tuple) else (target_type,)
+    ok = False
+    for t in types:
+        if t is int:
+            ok = ok or (isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)))
+        elif t is float:
+            ok = ok or (isinstance(value, (int, float, np.integer, np.floating))
+                        and not isinstance(value, (bool, np.bool_)))
+        else:
+            ok = ok or isinstance(value, t)
+    if not ok:
+        want = " or ".join(t.__name__ for t in types)
+        raise TypeError(f"{name} must be {want}; got {value!r} ({type(value).__name__}).")
+    if types == (int,):
+        value = int(value)
+    elif types == (float,):
+        value = float(value)
+    if include_boundaries not in ("both", "left", "right", "neither"):
+        raise ValueError(f"include_boundaries must be 'both', 'left', 'right' or 'neither'; "
+                         f"got {include_boundaries!r}.")
+    left = include_boundaries in ("both", "left")
+    right = include_boundaries in ("both", "right")
+    if min_val is not None and (value < min_val if left else value <= min_val):
+        raise ValueError(f"{name} must be {'>=' if left else '>'} {min_val}; got {value!r}.")
+    if max_val is not None and (value > max_val if right else value >= max_val):
+        raise ValueError(f"{name} must be {'<=' if right else '<'} {max_val}; got {value!r}.")
+    return value
+
+
 def check_positive_int(name: str, value, *, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+    """An integer ``>= minimum`` (``bool`` refused); errors name the argument."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}.")
     return int(value)
+
+
+def check_orders(orders, n: int, *, name: str = "orders", B: int | None = None,
+                 check_perm: bool = True) -> np.ndarray:
+    """Integer orderings (..., n), each a permutation of 0..n-1; errors name the offending entry.
+
+    Parameters
+    ----------
+    orders : array_like of int, shape (..., n)
+        ``orders[..., s]`` is the feature moved at step s + 1. Integer-valued floats are accepted.
+    n : int
+        Number of features.
+    name : str
+        Name used in errors.
+    B : int, optional
+        When given, ``orders`` must be (B, n) or (B, K, n) and is returned as (B, K, n).
+    check_perm : bool
+        Check that each ordering is a permutation (skip only for orderings built internally).
+
+    Returns
+    -------
+    ndarray of int64, C-contiguous.
+    """
+    o = np.asarray(orders)
+    if B is not None:
+        if o.ndim == 2:
+            o = o[:, None, :]
+        if o.ndim != 3 or o.shape[0] != B or o.shape[2] != n:
+            raise ValueError(
+                f"{name} must have shape (B, n) or (B, K, n) = ({B}, K, {n}); got {o.shape}."
+            )
+    elif o.ndim == 0 or o.shape[-1] != n:
+        raise ValueError(f"{name} must have last dimension n = {n}; got shape {o.shape}.")
+    if o.dtype == bool or not np.issubdtype(o.dtype, np.integer):
+        if np.issubdtype(o.dtype, np.floating) and np.all(np.isfinite(o)) and np.all(o == np.round(o)):
+            o = o.astype(np.int64)
+        else:
+            raise TypeError(f"{name} must hold integer feature indices; got dtype {o.dtype}.")
+    o = np.ascontiguousarray(o, dtype=np.int64)
+    if not check_perm:
+        return o
+    flat = o.reshape(-1, n)
+    bad = (np.sort(flat, axis=-1) != np.arange(n)).any(axis=-1)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        row = flat[i]
+        where = (f"{name}[{', '.join(map(str, np.unravel_index(i, o.shape[:-1])))}]"
+                 if o.ndim > 1 else name)
+        parts = []
+        out = np.flatnonzero((row < 0) | (row >= n))
+        if out.size:
+            parts.append("out of range: " + ", ".join(f"{int(row[p])} (position {int(p)})"
+                                                      for p in out[:5]))
+        inside = row[(row >= 0) & (row < n)]
+        vals, cnt = np.unique(inside, return_counts=True)
+        rep = vals[cnt > 1]
+        if rep.size:
+            parts.append("repeated: " + ", ".join(
+                f"{int(v)} (positions {', '.join(str(int(p)) for p in np.flatnonzero(row == v))})"
+                for v in rep[:5]))
+        missing = np.setdiff1d(np.arange(n), inside)
+        if missing.size:
+            parts.append("missing: " + ", ".join(str(int(m)) for m in missing[:10])
+                         + (" ..." if missing.size > 10 else ""))
+        raise ValueError(
+            f"{where} is not a permutation of 0..{n - 1}: {'; '.join(parts)} "
+            f"(got {row.tolist()[:24]}{' ...' if n > 24 else ''})."
+        )
+    return o
+
+
+def to_jsonable(obj):
+    """Convert numpy scalars/arrays, paths, tuples and nested mappings to plain JSON types.
+
+    Anything else that JSON cannot hold is turned into its ``str``.
+    """
+    import os
+    from collections.abc import Mapping
+
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if isinstance(obj, (str, int, float, bool)) or obj is None:
+        return obj
+    return str(obj)

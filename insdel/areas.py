@@ -50,17 +50,17 @@ def _areas(curves, mode: str, normalize: bool):
     return a.reshape(lead), line.reshape(lead), b.reshape(lead)
 
 
-def auc(curves, normalize: bool = False) -> np.ndarray:
+def auc(curves, *, normalize: bool = False) -> np.ndarray:
     """Area under the curve, ``sum_k c_k`` (paper eq. 1); divided by n when ``normalize``."""
     return _areas(curves, "insertion", normalize)[0]
 
 
-def aul(curves, normalize: bool = False) -> np.ndarray:
+def aul(curves, *, normalize: bool = False) -> np.ndarray:
     """Area under the straight line, ``(n + 1) / 2 * (c_0 + c_n)``; divided by n when ``normalize``."""
     return _areas(curves, "insertion", normalize)[1]
 
 
-def abc(curves, mode: str = "insertion", normalize: bool = True) -> np.ndarray:
+def abc(curves, *, mode: str = "insertion", normalize: bool = True) -> np.ndarray:
     """Signed area between the curve and its straight line (paper eq. 2 and its deletion form).
 
     Parameters

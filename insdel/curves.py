@@ -30,7 +30,7 @@ import numba as nb
 import numpy as np
 
 from ._progress import progress_bar
-from ._validation import as_float_array, check_mode, check_pairs
+from ._validation import as_float_array, check_mode, check_orders, check_pairs
 from .adapter import as_model
 from .hybrid import build_rows, masks_to_words, n_words
 
@@ -192,28 +192,7 @@ class TraceResult:
     timings: dict = field(default_factory=dict)
 
 
-def _check_orders(orders: np.ndarray, B: int, n: int, check_perm: bool = True) -> np.ndarray:
-    o = np.asarray(orders)
-    if o.ndim == 2:
-        o = o[:, None, :]
-    if o.ndim != 3 or o.shape[0] != B or o.shape[2] != n:
-        raise ValueError(f"orders must have shape (B, n) or (B, K, n) = ({B}, K, {n}); got {o.shape}.")
-    if not np.issubdtype(o.dtype, np.integer):
-        raise TypeError(f"orders must be integers; got dtype {o.dtype}.")
-    o = o.astype(np.int64)
-    if not check_perm:
-        return np.ascontiguousarray(o)
-    srt = np.sort(o, axis=-1)
-    bad = (srt != np.arange(n)).any(axis=-1)
-    if bad.any():
-        b, k = np.argwhere(bad)[0]
-        raise ValueError(
-            f"orders[{b}, {k}] is not a permutation of 0..{n - 1}: {o[b, k].tolist()[:20]}"
-        )
-    return np.ascontiguousarray(o)
-
-
-def trace(f, X, R, orders, modes=MODES, *, batch_size: int | None = None,
+def trace(f, X, R, orders, *, modes=MODES, batch_size: int | None = None,
           chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None,
           validate: bool = True) -> TraceResult:
     """Trace insertion and/or deletion curves of every pair under every given ordering.
@@ -247,7 +226,7 @@ def trace(f, X, R, orders, modes=MODES, *, batch_size: int | None = None,
     modes = tuple(check_mode(m) for m in modes)
     if not modes:
         raise ValueError("modes must name at least one of 'insertion', 'deletion'.")
-    orders = _check_orders(orders, B, n, check_perm=validate)
+    orders = check_orders(orders, n, name="orders", B=B, check_perm=validate)
     K = orders.shape[1]
     do_ins, do_del = "insertion" in modes, "deletion" in modes
     M = int(do_ins) + int(do_del)
@@ -313,7 +292,7 @@ def trace(f, X, R, orders, modes=MODES, *, batch_size: int | None = None,
                        timings={"bookkeeping_s": t_index, "model_s": t_model})
 
 
-def curves(f, X, R, A, mode: str = "insertion", *, batch_size: int | None = None,
+def curves(f, X, R, A, *, mode: str = "insertion", batch_size: int | None = None,
            chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None) -> np.ndarray:
     """Insertion or deletion curves for B pairs ordered by their attributions.
 

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._validation import check_finite
+from ._validation import check_finite, to_jsonable
 
 __all__ = ["Dataset", "Scaler", "load", "names", "list_datasets", "register", "describe",
            "prepare", "load_prepared", "register_cli", "TEST_FRACTION"]
@@ -200,29 +200,13 @@ class Dataset:
             "scaler": self.scaler.to_dict(),
             "target_scale": self.target_scale,
             "description": self.description,
-            "info": _jsonable(self.info),
+            "info": to_jsonable(self.info),
         }
 
     def __repr__(self) -> str:
         return (f"Dataset({self.name!r}, n_features={self.n_features}, "
                 f"train={self.X_train.shape[0]}, test={self.X_test.shape[0]}, "
                 f"binary={int(self.binary_mask.sum())}, target={self.target_name!r})")
-
-
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating,)):
-        return float(obj)
-    if isinstance(obj, (np.bool_,)):
-        return bool(obj)
-    if isinstance(obj, os.PathLike):
-        return os.fspath(obj)
-    return obj
 
 
 def names() -> list[str]:
@@ -323,7 +307,7 @@ def load(name: str, *, seed: int = 0, **options) -> Dataset:
                   np.nan)
     ts = raw.target_scale
     ym = y / ts if ts else y
-    info = {**raw.info, "seed": int(seed), "options": _jsonable(dict(options))}
+    info = {**raw.info, "seed": int(seed), "options": to_jsonable(dict(options))}
     return Dataset(
         name=name, X_train=np.ascontiguousarray(Xs[tr]), X_test=np.ascontiguousarray(Xs[te]),
         y_train=ym[tr].copy(), y_test=ym[te].copy(), feature_names=feats,

@@ -34,7 +34,14 @@ import numpy as np
 
 from . import _decomposition_kernels as K
 from ._progress import progress_bar
-from ._validation import as_float_array, check_finite, check_mode, check_pairs, check_positive_int
+from ._validation import (
+    as_float_array,
+    check_finite,
+    check_mode,
+    check_orders,
+    check_pairs,
+    check_positive_int,
+)
 from .adapter import as_model
 from .hybrid import build_rows
 
@@ -80,46 +87,6 @@ def _n_from_length(N: int, name: str) -> int:
     if N < 2 or (1 << n) != N:
         raise ValueError(f"{name} must have 2**n entries per pair (n >= 1); got {N}.")
     return n
-
-
-def _check_orders(orders, n: int, name: str = "order") -> np.ndarray:
-    """Integer orderings (..., n) that are permutations of 0..n-1; errors name the offending entries."""
-    o = np.asarray(orders)
-    if o.ndim == 0 or o.shape[-1] != n:
-        raise ValueError(f"{name} must have last dimension n = {n}; got shape {o.shape}.")
-    if o.dtype == bool or not np.issubdtype(o.dtype, np.integer):
-        if np.issubdtype(o.dtype, np.floating) and np.all(np.isfinite(o)) and np.all(o == np.round(o)):
-            o = o.astype(np.int64)
-        else:
-            raise TypeError(f"{name} must hold integer feature indices; got dtype {o.dtype}.")
-    o = o.astype(np.int64)
-    flat = o.reshape(-1, n)
-    bad = (np.sort(flat, axis=-1) != np.arange(n)).any(axis=-1)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        row = flat[i]
-        where = f"{name}[{', '.join(map(str, np.unravel_index(i, o.shape[:-1])))}]" if o.ndim > 1 else name
-        parts = []
-        out = np.flatnonzero((row < 0) | (row >= n))
-        if out.size:
-            parts.append("out of range: " + ", ".join(f"{int(row[p])} (position {int(p)})"
-                                                      for p in out[:5]))
-        inside = row[(row >= 0) & (row < n)]
-        vals, cnt = np.unique(inside, return_counts=True)
-        rep = vals[cnt > 1]
-        if rep.size:
-            parts.append("repeated: " + ", ".join(
-                f"{int(v)} (positions {', '.join(str(int(p)) for p in np.flatnonzero(row == v))})"
-                for v in rep[:5]))
-        missing = np.setdiff1d(np.arange(n), inside)
-        if missing.size:
-            parts.append("missing: " + ", ".join(str(int(m)) for m in missing[:10])
-                         + (" ..." if missing.size > 10 else ""))
-        raise ValueError(
-            f"{where} is not a permutation of 0..{n - 1}: {'; '.join(parts)} "
-            f"(got {row.tolist()[:24]}{' ...' if n > 24 else ''})."
-        )
-    return o
 
 
 def expected_last_position(size, n: int):
@@ -268,7 +235,7 @@ class BatchDecomposition:
 
     # -- areas from Delta (Theorem 1, Appendix B.1) -----------------------------------------
     def _orders3(self, orders) -> tuple[np.ndarray, bool]:
-        o = _check_orders(orders, self.n, "orders")
+        o = check_orders(orders, self.n, name="orders")
         if o.ndim == 1:
             return np.ascontiguousarray(np.broadcast_to(o, (self.B, 1, self.n))), True
         if o.ndim == 2:
@@ -288,7 +255,7 @@ class BatchDecomposition:
         K.theorem1_areas(self.delta, o, self.n, *outs)
         return outs, squeeze
 
-    def auc(self, orders, mode: str = "insertion", normalize: bool = False) -> np.ndarray:
+    def auc(self, orders, *, mode: str = "insertion", normalize: bool = False) -> np.ndarray:
         """AUC (insertion, Theorem 1) or AUC' (deletion, Appendix B.1) of each ordering.
 
         Parameters
@@ -310,7 +277,7 @@ class BatchDecomposition:
             a = a / self.n
         return a[:, 0] if squeeze else a
 
-    def abc(self, orders, mode: str = "insertion", normalize: bool = True) -> np.ndarray:
+    def abc(self, orders, *, mode: str = "insertion", normalize: bool = True) -> np.ndarray:
         """ABC (insertion) or ABC' (deletion) from Delta_u (Theorem 1, Appendix B.1).
 
         ``ABC = sum_{u≠∅} ((n + 1)/2 - ceil(u)) Delta_u``,
@@ -324,7 +291,7 @@ class BatchDecomposition:
             a = a / self.n
         return a[:, 0] if squeeze else a
 
-    def abc_total(self, orders, normalize: bool = True) -> np.ndarray:
+    def abc_total(self, orders, *, normalize: bool = True) -> np.ndarray:
         """ABC + ABC' of each ordering, ``sum_{u≠∅} (n - ceil(u) - floor(u) + 1) Delta_u`` (App. B.1)."""
         (_, _, bi, bd), squeeze = self._areas(orders)
         a = bi + bd
@@ -333,7 +300,7 @@ class BatchDecomposition:
         return a[:, 0] if squeeze else a
 
     # -- expectations under a random ordering (§3.3) ----------------------------------------
-    def expected_abc(self, mode: str = "insertion", normalize: bool = True) -> np.ndarray:
+    def expected_abc(self, *, mode: str = "insertion", normalize: bool = True) -> np.ndarray:
         """Expected ABC (or ABC') under a uniformly random ordering, closed form (§3.3, App. B.1).
 
         Insertion: ``E[ABC] = sum_{u≠∅} ((n + 1)/2 - E ceil(u)) Delta_u
@@ -379,7 +346,7 @@ class BatchDecomposition:
             self._best[mode] = (best, order)
         return self._best[mode]
 
-    def best_order(self, mode: str = "insertion") -> np.ndarray:
+    def best_order(self, *, mode: str = "insertion") -> np.ndarray:
         """Ordering with the largest ABC (insertion) or ABC' (deletion), per pair.
 
         Dynamic programming over subsets, ``best(S) = g(S) + max_{j∈S} best(S \\ {j})`` (deletion:
@@ -392,12 +359,12 @@ class BatchDecomposition:
         """
         return self._best_path(mode)[1].copy()
 
-    def best_auc(self, mode: str = "insertion", normalize: bool = False) -> np.ndarray:
+    def best_auc(self, *, mode: str = "insertion", normalize: bool = False) -> np.ndarray:
         """Largest AUC (insertion) or smallest AUC' (deletion) over all n! orderings, (B,)."""
         a = self._best_path(mode)[0]
         return a / self.n if normalize else a.copy()
 
-    def best_abc(self, mode: str = "insertion", normalize: bool = True) -> np.ndarray:
+    def best_abc(self, *, mode: str = "insertion", normalize: bool = True) -> np.ndarray:
         """Best achievable ABC (insertion) or ABC' (deletion) over all n! orderings, (B,)."""
         best = self._best_path(mode)[0]
         aul = (self.n + 1) / 2.0 * (self.values[:, 0] + self.values[:, -1])
@@ -451,44 +418,44 @@ class AnchoredDecomposition:
         return f"AnchoredDecomposition(n={self.n}, f(x)={self.fx:.6g}, f(r)={self.fr:.6g})"
 
     def _one(self, order, fn, **kw):
-        o = _check_orders(order, self.n, "order")
+        o = check_orders(order, self.n, name="order")
         if o.ndim == 1:
             return float(fn(o[None, :], **kw)[0])
         if o.ndim == 2:
             return fn(o[None, :, :], **kw)[0]
         raise ValueError(f"order must have shape (n,) or (K, n) with n = {self.n}; got {o.shape}.")
 
-    def auc(self, order, mode: str = "insertion", normalize: bool = False):
+    def auc(self, order, *, mode: str = "insertion", normalize: bool = False):
         """AUC / AUC' of an ordering (n,) or of K orderings (K, n) by Theorem 1 / Appendix B.1."""
         return self._one(order, self._batch.auc, mode=mode, normalize=normalize)
 
-    def abc(self, order, mode: str = "insertion", normalize: bool = True):
+    def abc(self, order, *, mode: str = "insertion", normalize: bool = True):
         """ABC / ABC' of an ordering (n,) or K orderings (K, n) from Delta_u (Theorem 1, App. B.1)."""
         return self._one(order, self._batch.abc, mode=mode, normalize=normalize)
 
-    def abc_total(self, order, normalize: bool = True):
+    def abc_total(self, order, *, normalize: bool = True):
         """ABC + ABC' of an ordering (Appendix B.1)."""
         return self._one(order, self._batch.abc_total, normalize=normalize)
 
-    def expected_abc(self, mode: str = "insertion", normalize: bool = True) -> float:
+    def expected_abc(self, *, mode: str = "insertion", normalize: bool = True) -> float:
         """Closed-form expected ABC / ABC' under a uniformly random ordering (§3.3)."""
-        return float(self._batch.expected_abc(mode, normalize)[0])
+        return float(self._batch.expected_abc(mode=mode, normalize=normalize)[0])
 
     def shapley(self) -> np.ndarray:
         """Exact baseline Shapley values (n,) from the Harsanyi dividends."""
         return self._batch.shapley()[0]
 
-    def best_order(self, mode: str = "insertion") -> np.ndarray:
+    def best_order(self, *, mode: str = "insertion") -> np.ndarray:
         """The ordering (n,) maximising ABC (insertion) or ABC' (deletion), O(n 2^n)."""
-        return self._batch.best_order(mode)[0]
+        return self._batch.best_order(mode=mode)[0]
 
-    def best_abc(self, mode: str = "insertion", normalize: bool = True) -> float:
+    def best_abc(self, *, mode: str = "insertion", normalize: bool = True) -> float:
         """The best achievable ABC / ABC' of this pair."""
-        return float(self._batch.best_abc(mode, normalize)[0])
+        return float(self._batch.best_abc(mode=mode, normalize=normalize)[0])
 
-    def best_auc(self, mode: str = "insertion", normalize: bool = False) -> float:
+    def best_auc(self, *, mode: str = "insertion", normalize: bool = False) -> float:
         """The largest AUC (insertion) or smallest AUC' (deletion) of this pair."""
-        return float(self._batch.best_auc(mode, normalize)[0])
+        return float(self._batch.best_auc(mode=mode, normalize=normalize)[0])
 
     def interactions(self, top: int = 10) -> list[Interaction]:
         """The ``top`` interaction terms Delta_u with |u| >= 2, largest |Delta_u| first.

@@ -149,9 +149,9 @@ def to_markdown(summary: pd.DataFrame, digits: int = 3) -> str:
     return "\n".join(lines)
 
 
-def evaluate(f, X, R, attributions: Mapping[str, np.ndarray], modes: Iterable[str] = (
-        "insertion", "deletion"), n_random: int = 20, seed: int = 0, normalize: bool = True, *,
-        add_random: bool = True, batch_size: int | None = None,
+def evaluate(f, X, R, attributions: Mapping[str, np.ndarray], *,
+             modes: Iterable[str] = ("insertion", "deletion"), n_random: int = 20, seed: int = 0,
+             normalize: bool = True, add_random: bool = True, batch_size: int | None = None,
         chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None) -> Evaluation:
     """Insertion/deletion ABCs for several attribution methods on the same pairs (x, r).
 

@@ -51,6 +51,7 @@ import pandas as pd
 
 from . import _checkpoint as ck
 from ._progress import progress_bar
+from ._validation import to_jsonable
 from .areas import abc as _abc
 from .evaluation import Evaluation, evaluate, to_markdown
 
@@ -486,10 +487,10 @@ def _decomposition(cfg, model, X, R, label, out, stages, log, progress, interrup
         lo, hi = i * cs, min(K, (i + 1) * cs)
         t0 = time.perf_counter()
         dec = decomposition.batch_decomposition(model, X[lo:hi], R[lo:hi], progress=False)
-        arr = np.column_stack([dec.best_abc("insertion", normalize=normalize),
-                               dec.best_abc("deletion", normalize=normalize),
-                               dec.expected_abc("insertion", normalize=normalize),
-                               dec.expected_abc("deletion", normalize=normalize),
+        arr = np.column_stack([dec.best_abc(mode="insertion", normalize=normalize),
+                               dec.best_abc(mode="deletion", normalize=normalize),
+                               dec.expected_abc(mode="insertion", normalize=normalize),
+                               dec.expected_abc(mode="deletion", normalize=normalize),
                                dec.shapley()])
         ck.atomic_write_text(store.path(i).with_suffix(".json"), json.dumps(
             {"seconds": time.perf_counter() - t0, "model_evaluations": int(dec.n_evals)}))
@@ -671,20 +672,6 @@ def _versions() -> dict:
     return out
 
 
-def _jsonable(obj):
-    if isinstance(obj, Mapping):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, (str, int, float, bool)) or obj is None:
-        return obj
-    return str(obj)
-
-
 def run_experiment(config: str | os.PathLike | Mapping, out: str | os.PathLike | None = None, *,
                    quick: bool = False, progress: bool | None = None, verbose: bool = False,
                    figures: bool | None = None, _interrupt: Callable[[], None] | None = None
@@ -834,12 +821,12 @@ def run_experiment(config: str | os.PathLike | Mapping, out: str | os.PathLike |
     evals_total = sum(int(v.get("model_evaluations", 0)) for v in stages.stages.values())
     manifest = {
         "name": cfg["name"], "source": cfg["source"], "quick": cfg["quick"], "seed": cfg["seed"],
-        "config": _jsonable({k: v for k, v in cfg.items() if k not in ("source",)}),
+        "config": to_jsonable({k: v for k, v in cfg.items() if k not in ("source",)}),
         "versions": _versions(),
         "policies": list(evaluations),
-        "model": {"metrics": _jsonable(metrics), **_jsonable(model_info)},
+        "model": {"metrics": to_jsonable(metrics), **to_jsonable(model_info)},
         "compute": {"seconds_total": total, "model_evaluations_total": evals_total,
-                    "cpu_count": os.cpu_count(), "stages": _jsonable(stages.stages)},
+                    "cpu_count": os.cpu_count(), "stages": to_jsonable(stages.stages)},
         "files": {str(p.relative_to(out)): ck.sha256_file(p) for p in files},
     }
     ck.atomic_write_text(out / "manifest.json", json.dumps(manifest, indent=2) + "\n")

@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from ._progress import progress_bar
+from ._validation import to_jsonable
 
 __all__ = ["MLP", "PRESETS", "preset", "default_preset", "train_mlp", "tune_mlp", "save_model",
            "load_model", "plot_predictions", "regression_metrics"]
@@ -484,25 +485,13 @@ def save_model(model: MLP, path: str | os.PathLike, dataset=None, params=None,
                             "metrics": metrics, "torch": torch.__version__}
     if dataset is not None:
         meta["dataset"] = dataset.metadata() if hasattr(dataset, "metadata") else None
-    meta_json = json.dumps(meta, default=_json_default)
+    meta_json = json.dumps(to_jsonable(meta))
     state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
     path = Path(path)
     with atomic_write(path, suffix=".pt") as tmp:
         torch.save({"format": _FORMAT, "version": _FORMAT_VERSION, "metadata": meta_json,
                     "state_dict": state}, tmp)
     return path
-
-
-def _json_default(obj):
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating,)):
-        return float(obj)
-    if isinstance(obj, os.PathLike):
-        return os.fspath(obj)
-    raise TypeError(f"cannot store {type(obj).__name__} in the model's metadata.")
 
 
 def load_model(path: str | os.PathLike, dataset=None) -> tuple[MLP, dict[str, Any]]:

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ._progress import progress_bar
-from ._validation import _first, as_float_array, check_finite
+from ._validation import _first, as_float_array, check_finite, to_jsonable
 from .adapter import as_model
 
 try:  # Python >= 3.11
@@ -156,7 +156,7 @@ class Pairing:
         path = Path(path)
         if path.suffix != ".npz":
             path = path.with_suffix(".npz")
-        meta = {"name": self.name, "params": _jsonable(self.params), "seed": int(self.seed),
+        meta = {"name": self.name, "params": to_jsonable(self.params), "seed": int(self.seed),
                 "spec": self.spec, "info": list(self.info)}
         arrays = {"X": self.X, "R": self.R, "target_index": self.target_index,
                   "reference_index": self.reference_index, "skipped": self.skipped}
@@ -290,7 +290,7 @@ class Policy:
             d["name"] = self.spec
         if self.description:
             d["description"] = self.description
-        d["params"] = _jsonable(self.params)
+        d["params"] = to_jsonable(self.params)
         return d
 
     def __repr__(self) -> str:
@@ -1147,18 +1147,6 @@ def _params_equal(p: dict, q: dict) -> bool:
     return set(p) == set(q) and all(_eq(p[k], q[k]) for k in p)
 
 
-def _jsonable(v):
-    if isinstance(v, Mapping):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, np.ndarray):
-        return v.tolist()
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, np.generic):
-        return v.item()
-    return v
-
-
 def _short(v) -> str:
     if isinstance(v, np.ndarray):
         return f"array{v.shape}"
@@ -1218,7 +1206,7 @@ def _cli_show(args) -> int:
         print(f'policy = "{name}"')
         print("[params]")
         for k, v in _policy_defaults(name).items():
-            print(f"# {k} = (not set)" if v is None else f"{k} = {json.dumps(_jsonable(v))}")
+            print(f"# {k} = (not set)" if v is None else f"{k} = {json.dumps(to_jsonable(v))}")
         return 0
     raise UnknownPolicyError(f"unknown policy or specification {name!r}; policies: "
                              f"{', '.join(available())}; specifications: {', '.join(_spec_files())}.")

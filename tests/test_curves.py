@@ -93,9 +93,9 @@ def test_normalize_is_trapezoid_minus_line():
     grid = np.linspace(0, 1, n + 1)
     trap = np.trapezoid(c, grid, axis=-1)
     line = (c[..., 0] + c[..., -1]) / 2
-    np.testing.assert_allclose(abc(c, "insertion", normalize=True), trap - line, atol=1e-12)
-    np.testing.assert_allclose(abc(c, "insertion", normalize=False) / n, trap - line, atol=1e-12)
-    np.testing.assert_allclose(abc(c, "deletion", normalize=True), line - trap, atol=1e-12)
+    np.testing.assert_allclose(abc(c, mode="insertion", normalize=True), trap - line, atol=1e-12)
+    np.testing.assert_allclose(abc(c, mode="insertion", normalize=False) / n, trap - line, atol=1e-12)
+    np.testing.assert_allclose(abc(c, mode="deletion", normalize=True), line - trap, atol=1e-12)
     np.testing.assert_allclose(auc(c), c.sum(-1))
     np.testing.assert_allclose(aul(c), (n + 1) / 2 * (c[..., 0] + c[..., -1]))
 
@@ -111,8 +111,8 @@ def test_symmetry_swap_start_and_end(n, seed):
     fwd = trace(f, X, R, o)
     bwd = trace(f, R, X, o[:, ::-1].copy())
     for mode in ("insertion", "deletion"):
-        a = abc(fwd.curves[mode], mode)
-        b = abc(bwd.curves[mode], mode)
+        a = abc(fwd.curves[mode], mode=mode)
+        b = abc(bwd.curves[mode], mode=mode)
         np.testing.assert_allclose(a, b, atol=1e-10)
 
 
@@ -130,14 +130,14 @@ def test_additive_eq4_and_insertion_equals_deletion(n, seed):
 
     X, R = rng.normal(size=(4, n)), rng.normal(size=(4, n))
     A = rng.normal(size=(4, n))
-    ins = insdel.curves(f, X, R, A, "insertion")
-    dele = insdel.curves(f, X, R, A, "deletion")
+    ins = insdel.curves(f, X, R, A, mode="insertion")
+    dele = insdel.curves(f, X, R, A, mode="deletion")
     o = orderings(A)
     pos = np.empty_like(o)
     np.put_along_axis(pos, o, np.arange(1, n + 1)[None, :].repeat(4, 0), axis=1)
     eq4 = (((n + 1) / 2 - pos) * (fj(X) - fj(R))).sum(1)  # eq. (4), insertion from r to x
-    np.testing.assert_allclose(abc(ins, "insertion", normalize=False), eq4, atol=1e-9)
-    np.testing.assert_allclose(abc(dele, "deletion"), abc(ins, "insertion"), atol=1e-9)
+    np.testing.assert_allclose(abc(ins, mode="insertion", normalize=False), eq4, atol=1e-9)
+    np.testing.assert_allclose(abc(dele, mode="deletion"), abc(ins, mode="insertion"), atol=1e-9)
 
 
 def test_k_orderings_equal_separate_calls():
@@ -146,10 +146,10 @@ def test_k_orderings_equal_separate_calls():
     f = smooth_f(5, n)
     X, R = rng.normal(size=(B, n)), rng.normal(size=(B, n))
     A = rng.normal(size=(B, K, n))
-    both = insdel.curves(f, X, R, A, "deletion")
+    both = insdel.curves(f, X, R, A, mode="deletion")
     assert both.shape == (B, K, n + 1)
     for k in range(K):
-        np.testing.assert_array_equal(both[:, k], insdel.curves(f, X, R, A[:, k], "deletion"))
+        np.testing.assert_array_equal(both[:, k], insdel.curves(f, X, R, A[:, k], mode="deletion"))
 
 
 def test_end_points_evaluated_once_per_pair():
@@ -220,7 +220,7 @@ def test_many_features_use_several_words():
         return np.tanh(Z @ w) + Z[:, 0] * Z[:, 129]
 
     X, R, A = rng.normal(size=(B, n)), rng.normal(size=(B, n)), rng.normal(size=(B, n))
-    c = insdel.curves(f, X, R, A, "deletion")
+    c = insdel.curves(f, X, R, A, mode="deletion")
     o = orderings(A)
     for b in range(B):
         np.testing.assert_allclose(c[b], brute_curve(f, X[b], R[b], o[b], "deletion"))

@@ -138,18 +138,18 @@ def test_theorem1_and_deletion_form_equal_traced_curves(n, seed):
     ins, dele = tr.curves["insertion"], tr.curves["deletion"]
     tol = dict(rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(dec.auc(orders), insdel.auc(ins), **tol)
-    np.testing.assert_allclose(dec.auc(orders, "deletion"), insdel.auc(dele), **tol)
+    np.testing.assert_allclose(dec.auc(orders, mode="deletion"), insdel.auc(dele), **tol)
     for norm in (True, False):
         np.testing.assert_allclose(dec.abc(orders, normalize=norm),
-                                   insdel.abc(ins, "insertion", normalize=norm), **tol)
-        np.testing.assert_allclose(dec.abc(orders, "deletion", normalize=norm),
-                                   insdel.abc(dele, "deletion", normalize=norm), **tol)
+                                   insdel.abc(ins, mode="insertion", normalize=norm), **tol)
+        np.testing.assert_allclose(dec.abc(orders, mode="deletion", normalize=norm),
+                                   insdel.abc(dele, mode="deletion", normalize=norm), **tol)
     np.testing.assert_allclose(dec.abc_total(orders),
-                               insdel.abc(ins) + insdel.abc(dele, "deletion"), **tol)
+                               insdel.abc(ins) + insdel.abc(dele, mode="deletion"), **tol)
     # single-pair object, one ordering and K orderings
     d0 = dec[0]
     assert d0.abc(orders[0, 0]) == pytest.approx(float(insdel.abc(ins[0, 0])), abs=1e-9)
-    np.testing.assert_allclose(d0.auc(orders[0], "deletion"), insdel.auc(dele[0]), **tol)
+    np.testing.assert_allclose(d0.auc(orders[0], mode="deletion"), insdel.auc(dele[0]), **tol)
 
 
 # -- expectations under a random ordering (§3.3, Appendix B.1) ------------------------------------
@@ -161,11 +161,11 @@ def test_expected_abc_equals_mean_over_all_orderings(n):
     dec = batch_decomposition(f, X, R)
     tr = insdel.trace(f, X, R, np.broadcast_to(perms, (2,) + perms.shape))
     abc_i = insdel.abc(tr.curves["insertion"])
-    abc_d = insdel.abc(tr.curves["deletion"], "deletion")
+    abc_d = insdel.abc(tr.curves["deletion"], mode="deletion")
     np.testing.assert_allclose(dec.expected_abc(), abc_i.mean(axis=1), atol=1e-10)
-    np.testing.assert_allclose(dec.expected_abc("deletion"), abc_d.mean(axis=1), atol=1e-10)
+    np.testing.assert_allclose(dec.expected_abc(mode="deletion"), abc_d.mean(axis=1), atol=1e-10)
     np.testing.assert_allclose((abc_i + abc_d).mean(axis=1), 0, atol=1e-10)
-    np.testing.assert_allclose(dec.expected_abc() + dec.expected_abc("deletion"), 0, atol=1e-12)
+    np.testing.assert_allclose(dec.expected_abc() + dec.expected_abc(mode="deletion"), 0, atol=1e-12)
     np.testing.assert_allclose(dec.expected_abc(normalize=False), n * dec.expected_abc())
 
 
@@ -177,12 +177,12 @@ def test_expected_abc_monte_carlo_n12():
     rng = np.random.default_rng(0)
     orders = np.array([rng.permutation(n) for _ in range(4000)])
     for mode in ("insertion", "deletion"):
-        a = d.abc(orders, mode)
+        a = d.abc(orders, mode=mode)
         se = a.std(ddof=1) / np.sqrt(a.size)
-        assert abs(a.mean() - d.expected_abc(mode)) < 4 * se
+        assert abs(a.mean() - d.expected_abc(mode=mode)) < 4 * se
     tot = d.abc_total(orders)
     assert abs(tot.mean()) < 4 * tot.std(ddof=1) / np.sqrt(tot.size)
-    assert d.expected_abc() + d.expected_abc("deletion") == pytest.approx(0, abs=1e-12)
+    assert d.expected_abc() + d.expected_abc(mode="deletion") == pytest.approx(0, abs=1e-12)
 
 
 def test_additive_f_has_zero_expected_abc_and_shapley_equals_main_effects():
@@ -198,7 +198,7 @@ def test_additive_f_has_zero_expected_abc_and_shapley_equals_main_effects():
     inter = dec.delta[:, popcounts(n) >= 2]
     assert np.abs(inter).max() < 1e-12
     np.testing.assert_allclose(dec.expected_abc(), 0, atol=1e-12)
-    np.testing.assert_allclose(dec.expected_abc("deletion"), 0, atol=1e-12)
+    np.testing.assert_allclose(dec.expected_abc(mode="deletion"), 0, atol=1e-12)
     singles = dec.delta[:, 1 << np.arange(n)]
     np.testing.assert_allclose(dec.shapley(), singles, atol=1e-12)
     # additive: ordering by Delta_j (= Shapley) is the best ordering
@@ -302,17 +302,17 @@ def test_best_order_equals_brute_force(n, mode):
     B = 3
     dec = BatchDecomposition.from_values(rng.normal(size=(B, 1 << n)))
     perms = all_perms(n)
-    every = dec.abc(np.broadcast_to(perms, (B,) + perms.shape), mode)
-    np.testing.assert_allclose(dec.best_abc(mode), every.max(axis=1), atol=1e-12)
-    bo = dec.best_order(mode)
-    np.testing.assert_allclose(dec.abc(bo, mode), every.max(axis=1), atol=1e-12)
-    np.testing.assert_allclose(dec.best_abc(mode, normalize=False), n * dec.best_abc(mode))
+    every = dec.abc(np.broadcast_to(perms, (B,) + perms.shape), mode=mode)
+    np.testing.assert_allclose(dec.best_abc(mode=mode), every.max(axis=1), atol=1e-12)
+    bo = dec.best_order(mode=mode)
+    np.testing.assert_allclose(dec.abc(bo, mode=mode), every.max(axis=1), atol=1e-12)
+    np.testing.assert_allclose(dec.best_abc(mode=mode, normalize=False), n * dec.best_abc(mode=mode))
     # also from a real model traced along the best order
     f = smooth_f(n, n)
     X, R = pairs(n, 2, n)
     d2 = batch_decomposition(f, X, R)
-    tr = insdel.trace(f, X, R, d2.best_order(mode), modes=(mode,))
-    np.testing.assert_allclose(insdel.abc(tr.curves[mode][:, 0], mode), d2.best_abc(mode),
+    tr = insdel.trace(f, X, R, d2.best_order(mode=mode), modes=(mode,))
+    np.testing.assert_allclose(insdel.abc(tr.curves[mode][:, 0], mode=mode), d2.best_abc(mode=mode),
                                atol=1e-10)
 
 
