@@ -68,6 +68,15 @@ def orderings(A) -> np.ndarray:
     return np.argsort(-A, axis=-1, kind="stable").astype(np.int64)
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _popcount64(v):  # pragma: no cover - numba
+    c = 0
+    while v:
+        v &= v - np.uint64(1)
+        c += 1
+    return c
+
+
 @nb.njit(cache=True, nogil=True)
 def _lookup_insert(words_buf, hash_buf, base, count, table, cur, h):  # pragma: no cover
     """Find the canonical set ``cur`` (hash h) among this pair's rows; insert it if new."""
@@ -119,6 +128,51 @@ def _index_kernel(orders, diff_words, zob, do_ins, do_del, cap, words_buf, hash_
         for w in range(W):
             cur[w] = diff_words[b, w]
         id_x = _lookup_insert(words_buf, hash_buf, base, count, table, cur, hD)
+        if K == 1:
+            # One ordering: the insertion sets form a chain from {} to D and the deletion sets a
+            # chain from D to {}; two sets of the two chains coincide only at {} and D, so a new
+            # row is needed exactly where a step moves a feature of D. No hashing.
+            nD = 0
+            for w in range(W):
+                nD += _popcount64(diff_words[b, w])
+            m = 0
+            for mode in range(2):
+                if (mode == 0 and not do_ins) or (mode == 1 and not do_del):
+                    continue
+                ins = mode == 0
+                for w in range(W):
+                    if ins:
+                        cur[w] = np.uint64(0)
+                    else:
+                        cur[w] = diff_words[b, w]
+                inside = 0 if ins else nD
+                prev = id_r if ins else id_x
+                idx[b, 0, m, 0] = prev
+                for s in range(1, n):
+                    j = orders[b, 0, s - 1]
+                    bit = np.uint64(1) << np.uint64(j & 63)
+                    if diff_words[b, j >> 6] & bit:
+                        if ins:
+                            cur[j >> 6] |= bit
+                            inside += 1
+                        else:
+                            cur[j >> 6] &= ~bit
+                            inside -= 1
+                        if inside == nD:
+                            prev = id_x
+                        elif inside == 0:
+                            prev = id_r
+                        else:
+                            u = count[0]
+                            for w in range(W):
+                                words_buf[base + u, w] = cur[w]
+                            count[0] = u + 1
+                            prev = u
+                    idx[b, 0, m, s] = prev
+                idx[b, 0, m, n] = id_x if ins else id_r
+                m += 1
+            counts[b] = count[0]
+            continue
         m = 0
         if do_ins:
             for k in range(K):

@@ -45,13 +45,19 @@ def words_to_masks(words: np.ndarray, n: int) -> np.ndarray:
 def _build_rows_kernel(X, R, pair_idx, words, out):  # pragma: no cover - numba
     N = words.shape[0]
     n = X.shape[1]
+    W = words.shape[1]
     for i in nb.prange(N):
         b = pair_idx[i]
-        for j in range(n):
-            if (words[i, j >> 6] >> np.uint64(j & 63)) & np.uint64(1):
-                out[i, j] = X[b, j]
-            else:
-                out[i, j] = R[b, j]
+        for w in range(W):
+            word = words[i, w]
+            j0 = w * 64
+            j1 = min(n, j0 + 64)
+            for j in range(j0, j1):
+                if word & np.uint64(1):
+                    out[i, j] = X[b, j]
+                else:
+                    out[i, j] = R[b, j]
+                word >>= np.uint64(1)
 
 
 def build_rows(X: np.ndarray, R: np.ndarray, pair_idx: np.ndarray, words: np.ndarray,

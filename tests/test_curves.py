@@ -337,3 +337,26 @@ def test_evaluate_errors():
         insdel.evaluate(lin, X, R, {"m": A2})
     with pytest.raises(ValueError, match="unknown method"):
         insdel.evaluate(lin, X, R, {"m": A}).summary(differences=[("m", "zz")])
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 70), B=st.integers(1, 6), seed=st.integers(0, 2**16),
+       modes=st.sampled_from([("insertion",), ("deletion",), ("insertion", "deletion")]))
+def test_single_ordering_fast_path_equals_hashed_path(n, B, seed, modes):
+    """K = 1 takes a hash-free path; it must give the curves and row count of the general path."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 2, size=(B, n)).astype(float)   # many x_j == r_j: features outside D
+    R = rng.integers(0, 2, size=(B, n)).astype(float)
+    w = rng.normal(size=n)
+
+    def f(Z):
+        return np.tanh(Z @ w) + Z[:, 0] * Z[:, -1]
+
+    o = np.argsort(rng.random((B, 1, n)), axis=-1)
+    one = trace(f, X, R, o, modes=modes)
+    two = trace(f, X, R, np.concatenate([o, o], axis=1), modes=modes)  # K = 2: hashed path
+    for m in modes:
+        np.testing.assert_array_equal(one.curves[m][:, 0], two.curves[m][:, 0])
+        for b in range(B):
+            np.testing.assert_allclose(one.curves[m][b, 0], brute_curve(f, X[b], R[b], o[b, 0], m))
+    assert one.n_unique == two.n_unique
