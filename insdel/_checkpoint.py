@@ -4,8 +4,8 @@
   ``os.replace``, so a killed run never leaves a half-written file under the final name.
 * ``.npz`` archives are written with a fixed zip timestamp, so the same arrays give the same bytes
   (``numpy.savez`` stamps the current time).
-* :class:`ChunkStore` keeps one ``chunk_XXXX.npy`` per finished chunk of targets in a folder tagged
-  with a configuration hash; a run started again with the same configuration skips finished chunks.
+* :class:`ChunkStore` keeps one ``chunk_XXXX.<key>.npy`` per finished chunk of targets, named by
+  the configuration hash; a run started again with the same configuration skips finished chunks.
 """
 
 from __future__ import annotations
@@ -28,9 +28,55 @@ __all__ = ["atomic_write", "atomic_write_bytes", "atomic_write_text", "save_npy"
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 
+_TMP_TAG = ".insdel-tmp-"
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where the OS allows (Linux: /proc)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)  # elsewhere: read it by setting and restoring it
+    os.umask(mask)
+    return mask
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def _sweep_stale(path: Path) -> None:
+    """Remove temporary files of ``path`` left by writers that were killed (their pid is gone)."""
+    for tmp in path.parent.glob(f".{glob_escape(path.name)}{_TMP_TAG}*"):
+        rest = tmp.name[len(path.name) + 1 + len(_TMP_TAG):]
+        pid = rest.split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+
+def glob_escape(name: str) -> str:
+    """Escape glob metacharacters in a file name."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in name)
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, suffix: str | None = None):
     """Yield a temporary path in ``path``'s folder; on success move it onto ``path``.
+
+    The file gets the permissions a plain ``open`` would give it (``0o666`` less the process
+    umask), not ``mkstemp``'s 0600. The temporary file is named ``.NAME.insdel-tmp-PID-XXXX``; one
+    left behind by a killed writer is removed by the next write of the same ``path``.
 
     Parameters
     ----------
@@ -41,10 +87,13 @@ def atomic_write(path: str | os.PathLike, suffix: str | None = None):
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or ".tmp", dir=path.parent)
+    _sweep_stale(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{_TMP_TAG}{os.getpid()}-",
+                               suffix=suffix or ".tmp", dir=path.parent)
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -102,29 +151,37 @@ def sha256_file(path: str | os.PathLike) -> str:
 
 
 class ChunkStore:
-    """Chunked results of one stage, saved as ``chunk_XXXX.npy`` under ``folder``.
+    """Chunked results of one stage, saved as ``chunk_XXXX.<key>.npy`` under ``folder``.
+
+    Every chunk file carries the stage's configuration hash in its name, so a chunk written by a
+    run with another configuration, seed, data set or model (another key) is never loaded, even
+    when two runs share the folder at the same time.
 
     Parameters
     ----------
     folder : path
         Where the chunks live (created on first write).
     key : str
-        Configuration hash of the stage; stored in ``KEY`` and checked on resume. Chunks written
-        under another key are ignored and replaced.
+        Configuration hash of the stage: everything that determines the chunks' content. Chunks
+        written under another key are ignored; they are removed when this store starts.
     """
 
     def __init__(self, folder: str | os.PathLike, key: str):
+        if not isinstance(key, str) or not key or any(c in key for c in "/\\. "):
+            raise ValueError(f"ChunkStore key must be a non-empty hash string; got {key!r}.")
         self.folder = Path(folder)
         self.key = key
+        self._tag = key[:32]
+        for p in self.folder.glob("chunk_*.npy"):
+            if not p.name.endswith(f".{self._tag}.npy"):
+                with contextlib.suppress(FileNotFoundError):
+                    p.unlink()
         keyfile = self.folder / "KEY"
-        if keyfile.exists() and keyfile.read_text().strip() != key:
-            for p in self.folder.glob("chunk_*.npy"):
-                p.unlink()
         if not keyfile.exists() or keyfile.read_text().strip() != key:
             atomic_write_text(keyfile, key + "\n")
 
     def path(self, i: int) -> Path:
-        return self.folder / f"chunk_{i:04d}.npy"
+        return self.folder / f"chunk_{i:04d}.{self._tag}.npy"
 
     def done(self, i: int) -> bool:
         return self.path(i).exists()

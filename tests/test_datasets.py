@@ -1,9 +1,8 @@
-"""Data recipes: the paper's two data sets (on the shared samples), the simulators, bad input."""
+"""Data recipes: the paper's two data sets (on the samples in tests/data), the simulators, bad input."""
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -16,23 +15,6 @@ from insdel.data_recipes import housing_sim
 
 from insdel import datasets
 from insdel.cli import main as cli_main
-
-
-def _samples_dir() -> Path:
-    """The 60-row samples of the real files: $INSDEL_SAMPLES or <repo>/../shared/data/samples."""
-    env = os.environ.get("INSDEL_SAMPLES")
-    repo = Path(__file__).resolve().parents[1]
-    candidates = ([Path(env)] if env else []) + [repo.parent / "shared" / "data" / "samples"]
-    for c in candidates:
-        if (c / "bangalore_head60.csv").is_file() and (c / "dielectron_head60.csv").is_file():
-            return c
-    pytest.fail(f"the sample CSVs (bangalore_head60.csv, dielectron_head60.csv) were not found in "
-                f"{[str(c) for c in candidates]}; set INSDEL_SAMPLES to their folder.")
-
-
-@pytest.fixture(scope="module")
-def samples() -> Path:
-    return _samples_dir()
 
 
 @pytest.fixture(scope="module")
@@ -207,10 +189,10 @@ def test_unknown_names_and_options():
 # ---------------------------------------------------------------- the dielectron simulator
 
 
-def test_dielectron_sim_dataset():
+def test_dielectron_sim_dataset(samples):
     ds = datasets.load("dielectron_sim", n_events=5000, seed=2)
     assert ds.X_train.shape == (4000, 16) and ds.X_test.shape == (1000, 16)
-    assert ds.feature_names == datasets.load("dielectron", path=_samples_dir()
+    assert ds.feature_names == datasets.load("dielectron", path=samples
                                              / "dielectron_head60.csv").feature_names
     np.testing.assert_allclose(ds.X_train.mean(axis=0), 0.0, atol=1e-10)
     np.testing.assert_allclose(ds.X_train.std(axis=0), 1.0, atol=1e-10)

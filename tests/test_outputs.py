@@ -1,0 +1,94 @@
+"""Written outputs: readable permissions, no stray temporary files, checkpoints keyed by content."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import numpy as np
+import pytest
+
+from insdel import _checkpoint as ck
+
+
+@pytest.fixture
+def umask022():
+    old = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def _readable(path) -> bool:
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    return mode & 0o044 == 0o044
+
+
+def test_outputs_are_group_and_world_readable_under_umask_022(tmp_path, umask022):
+    ck.atomic_write_text(tmp_path / "manifest.json", "{}")
+    ck.save_npz(tmp_path / "curves.npz", {"a": np.arange(3)})
+    ck.save_npy(tmp_path / "a.npy", np.arange(3))
+    with ck.atomic_write(tmp_path / "fig.png", suffix=".png") as tmp:
+        tmp.write_bytes(b"png")
+    store = ck.ChunkStore(tmp_path / "chunks", "k1")
+    store.run(2, lambda i: np.full(2, float(i)))
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert len(files) == 7, files
+    for p in files:
+        assert _readable(p), (p, oct(os.stat(p).st_mode))
+        assert stat.S_IMODE(os.stat(p).st_mode) == 0o644
+
+
+def test_umask_is_respected_not_widened(tmp_path):
+    old = os.umask(0o077)
+    try:
+        ck.atomic_write_text(tmp_path / "private.txt", "x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "private.txt").st_mode) == 0o600
+
+
+def test_stray_temporary_file_of_a_killed_writer_is_swept(tmp_path):
+    target = tmp_path / "fig.png"
+    # a writer killed by SIGKILL leaves its temporary file; its pid is gone
+    dead = 2**22 + 12345
+    while True:
+        try:
+            os.kill(dead, 0)
+            dead += 1
+        except ProcessLookupError:
+            break
+    stray = tmp_path / f".fig.png{ck._TMP_TAG}{dead}-abcd.png"
+    stray.write_bytes(b"half")
+    other = tmp_path / f".other.png{ck._TMP_TAG}{dead}-abcd.png"  # another target: left alone
+    other.write_bytes(b"half")
+    with ck.atomic_write(target, suffix=".png") as tmp:
+        tmp.write_bytes(b"png")
+    assert target.read_bytes() == b"png"
+    assert not stray.exists()
+    assert other.exists()
+
+
+def test_failed_write_leaves_no_temporary_file(tmp_path):
+    with pytest.raises(RuntimeError):
+        with ck.atomic_write(tmp_path / "x.txt") as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("boom")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_chunks_of_another_key_are_never_loaded(tmp_path):
+    """Two runs that share a folder at the same time never read each other's chunks."""
+    a = ck.ChunkStore(tmp_path / "s", "seed0")
+    a.save(0, np.zeros(3))
+    b = ck.ChunkStore(tmp_path / "s", "seed1")
+    assert not b.done(0)
+    b.save(0, np.ones(3))
+    np.testing.assert_array_equal(b.load(0), np.ones(3))
+    a2 = ck.ChunkStore(tmp_path / "s", "seed0")   # resumes: its own chunk or none, never b's
+    assert not a2.done(0)
+    a2.save(0, np.zeros(3))
+    np.testing.assert_array_equal(a2.load(0), np.zeros(3))
+    with pytest.raises(ValueError, match="key"):
+        ck.ChunkStore(tmp_path / "s", "../evil")
