@@ -33,13 +33,13 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     n_events, preset = (3000, "quick_cern") if a.tiny else (100_000, "paper_cern")
     sizes = {"ks": 2 if a.tiny else 4, "ig": 4 if a.tiny else 40, "lime": 2 if a.tiny else 10}
-    cfg = insdel.experiments.load_config("paper_cern")
+    cfg = insdel.config.load("paper_cern")
     targets = 2000
     policies = len(cfg["policies"])
     dec_pairs = int(cfg.get("decomposition", {}).get("n_pairs", 0))
     lime_samples = 1000
 
-    ds = datasets.load("dielectron_sim", n_events=n_events)
+    ds = datasets.get("dielectron_sim", n_events=n_events)
     t0 = time.perf_counter()
     net, _ = models.train_mlp(ds, preset, max_epochs=1, progress=False)
     epoch_s = time.perf_counter() - t0

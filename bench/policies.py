@@ -3,7 +3,7 @@
 For pools of N points with 16 features shaped like the CERN data (14 continuous features, 2 charges
 in {-1, +1}) and every pool point as a target, in one run:
 
-(a) ``insdel.policies.get("counterfactual", min_diff=..., k_nearest=20).pair(pool, f)``: chunks of
+(a) ``insdel.policies.get("counterfactual", min_diff=..., k_nearest=20).pair(f, pool)``: chunks of
     targets streamed through one numba kernel (differing-feature counts, squared distances and a
     running top-k per target; no (N, N) matrix), f evaluated once on the pool rows needed;
 (b) the straightforward implementation: a Python loop over targets, each doing NumPy work over the
@@ -92,7 +92,7 @@ def main(argv=None):
     pol = policies.get("counterfactual", min_diff=md, k_nearest=a.k_nearest)
 
     t0 = time.perf_counter()
-    pol.pair(cern_like_pool(50, n), model)  # numba compile (cached on disk after the first run)
+    pol.pair(model, cern_like_pool(50, n))  # numba compile (cached on disk after the first run)
     compile_s = time.perf_counter() - t0
 
     print(f"# counterfactual selection, n = {n} features, min_diff = {md}, k_nearest = {a.k_nearest}")
@@ -112,17 +112,17 @@ def main(argv=None):
         else:
             sample = np.sort(np.random.default_rng(1).choice(N, a.baseline_targets, replace=False))
         # correctness first
-        res = pol.pair(X, model)
+        res = pol.pair(model, X)
         ref_b = per_target(X, fv, sample, md_n, a.k_nearest)
         mism = np.flatnonzero(res.reference_index[sample] != ref_b)
         if mism.size:
             raise SystemExit(f"MISMATCH on {mism.size} targets (first {sample[mism[:5]]})")
-        t_a, _ = median_time(lambda X=X: pol.pair(X, model), a.repeats)
+        t_a, _ = median_time(lambda X=X: pol.pair(model, X), a.repeats)
         t_b, _ = median_time(lambda X=X, fv=fv, s=sample: per_target(X, fv, s, md_n, a.k_nearest),
                              a.repeats)
         t_b_full = t_b * N / sample.size
-        t_o, _ = median_time(lambda X=X: policies.get("one_to_one").pair(X, seed=0), a.repeats)
-        t_v, _ = median_time(lambda X=X: policies.get("average").pair(X), a.repeats)
+        t_o, _ = median_time(lambda X=X: policies.get("one_to_one").pair(None, X, seed=0), a.repeats)
+        t_v, _ = median_time(lambda X=X: policies.get("average").pair(None, X), a.repeats)
         sampled |= sample.size < N
         on = "all" if sample.size == N else f"{sample.size}*"
         print(f"{N:>7} {t_a:>13.3f} {t_b_full:>17.3f} {on:>8} {t_b_full / t_a:>14.1f} "

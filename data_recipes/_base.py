@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from insdel._checkpoint import sha256_file  # noqa: F401  (re-exported for the recipes)
+from insdel.datasets import sha256_file  # noqa: F401  (re-exported for the recipes)
 
 _MISSING_STRINGS = ("", "na", "nan", "n/a", "null", "none", "?")
 _MAX_LISTED = 5

@@ -37,7 +37,7 @@ def build(*, path=None, seed: int = 0) -> RawData:
     ----------
     path : path-like
         The user's copy of the CERN file (or a file written by
-        ``insdel.data_recipes.dielectron_sim.write_csv``).
+        ``insdel.shipped.data_recipes.dielectron_sim.write_csv``).
     seed : int
         Unused (the file is fixed); accepted so that every recipe takes the same options.
 

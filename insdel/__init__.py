@@ -27,7 +27,12 @@ _LAZY = {
     "datasets": "insdel.datasets",
     "models": "insdel.models",
     "plotting": "insdel.plotting",
-    "experiments": "insdel.experiments",
+    "config": "insdel.config",
+    "runner": "insdel.runner",
+    "run_experiment": "insdel.runner",
+    "report": "insdel.report",
+    "diagnostics": "insdel.diagnostics",
+    "shapley_values": "insdel.decomposition",
     "decomposition": "insdel.decomposition",
     "attribution": "insdel.attribution",
 }

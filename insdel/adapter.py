@@ -15,11 +15,15 @@ names the rows.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 
 from ._validation import _first
+
+#: What :func:`as_model` accepts: a torch module, an estimator with ``predict``, a callable
+#: ``(B, n) -> (B,)`` or an insdel :class:`Model`.
+ModelLike = Union["Model", Callable[[np.ndarray], Any], Any]
 
 # Rows per model call. On CPU, MLP throughput peaks around 4k-16k rows (activations stay in cache;
 # 65,536-row batches of the paper's CERN MLP ran 2x slower per row); raise it for GPUs.

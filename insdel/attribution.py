@@ -514,7 +514,22 @@ def _resolve(method: str) -> type[Attribution]:
     return METHODS[key]
 
 
-def attribute(model, X, R, method: str, **options) -> np.ndarray:
+def available() -> list[str]:
+    """Names of the attribution methods (aliases such as ``"ig"`` resolve with :func:`get`)."""
+    return list(METHODS)
+
+
+def get(name: str) -> type[Attribution]:
+    """The attribution class registered as ``name`` (or an alias: ``"ig"``, ``"ks"``, ...)."""
+    return _resolve(name)
+
+
+def options_of(name: str) -> dict[str, Any]:
+    """The keyword options the method ``name`` takes, with their defaults."""
+    return dict(_resolve(name).defaults)
+
+
+def attribute(model, X, R, method: str, *, return_info: bool = False, **options):
     """Attributions of one method for B pairs, explaining ``f(x) - f(r)``.
 
     Parameters
@@ -528,15 +543,24 @@ def attribute(model, X, R, method: str, **options) -> np.ndarray:
     R : array_like (B, n) or (n,)
         References (the policy's choice; a 1-D R is used for every pair).
     method : str
-        One of :data:`METHODS` (or an alias such as ``"ig"``, ``"ks"``).
+        One of :func:`available` (or an alias such as ``"ig"``, ``"ks"``).
+    return_info : bool, default False
+        Also return a dict with ``method``, ``seconds``, ``model_evaluations`` and the method's
+        details (for path methods the completeness gap).
     **options
-        The method's options (see its class).
+        The method's options (see its class; :func:`options_of` lists them).
 
     Returns
     -------
-    ndarray (B, n), float64.
+    ndarray (B, n), float64; or ``(A, info)`` when ``return_info``.
     """
-    return _resolve(method)(model, **options).attribute(X, R)
+    cls = _resolve(method)
+    obj = cls(model, **options)
+    A = obj.attribute(X, R)
+    if not return_info:
+        return A
+    return A, {"method": cls.name, "seconds": float(obj.seconds_),
+               "model_evaluations": int(obj.n_evals_), **obj.info_}
 
 
 class Attributions(dict):

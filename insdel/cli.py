@@ -1,39 +1,195 @@
 """Command-line interface: ``insdel demo | run | reproduce | datasets | policies``.
 
-Each sub-command lives with the module it drives; that module exposes ``register_cli(subparsers)``
-which adds its parser and sets ``func`` (a callable taking the parsed ``args`` and returning an exit
-code).
+Every sub-command is registered here; the modules it drives expose plain functions (the runner's
+:func:`insdel.runner.run_experiment`, the text of :func:`insdel.datasets.format_list` and
+:func:`insdel.policies.format_list` / :func:`insdel.policies.format_show`), so this module only
+parses arguments and prints.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import json
 import sys
+from pathlib import Path
 
-# modules that contribute sub-commands
-_CLI_MODULES = ("insdel.experiments", "insdel.datasets", "insdel.policies")
+
+def _use_agg() -> None:
+    import matplotlib
+
+    if "matplotlib.pyplot" not in sys.modules:
+        matplotlib.use("Agg")
+
+
+def _print_result(res) -> None:
+    print(res.to_markdown())
+    c = res.manifest["compute"]
+    d = res.manifest["data"]
+    print(f"data: {d['name']} ({d['rows_train']} train / {d['rows_test']} test rows, "
+          f"{d['features']} features" + (f", file {d['file']}" if d.get("file") else "") + ")")
+    print(f"compute: {c['seconds_total']:.1f} s, {c['model_evaluations_total']:,} model "
+          f"evaluations (per stage: {res.out / 'manifest.json'})")
+    print(f"results: {res.out}")
+    if res.figures:
+        print(f"figures: {len(res.figures)} PNG files in {res.out / 'figures'}")
+
+
+def _progress(args):
+    return None if not args.no_progress else False
+
+
+def _cmd_run(args) -> int:
+    from .runner import run_experiment
+
+    _use_agg()
+    res = run_experiment(args.config, args.out, quick=args.quick, verbose=True,
+                         progress=_progress(args), wait=args.wait)
+    _print_result(res)
+    return 0
+
+
+def _cmd_reproduce(args) -> int:
+    from . import config
+    from .runner import run_experiment
+
+    _use_agg()
+    name = config.PAPER_CONFIGS[args.experiment]
+    cfg = config.load(name, quick=args.quick)
+    if args.data is not None:
+        path = Path(args.data)
+        if not path.is_file():
+            raise FileNotFoundError(f"--data {args.data}: no such file.")
+        real = cfg["data"].get("real_recipe")
+        if not real:
+            raise ValueError(f"{name}: the configuration names no real-data recipe.")
+        # the simulator's options (n_events, ...) do not apply to the real data
+        cfg["data"] = {**cfg["data"], "recipe": real,
+                       "options": {**dict(cfg["data"].get("real_options") or {}),
+                                   "path": str(path.resolve())}}
+    out = args.out or f"runs/{args.experiment}{'-quick' if args.quick else ''}"
+    res = run_experiment(cfg, out, verbose=True, progress=_progress(args), wait=args.wait)
+    _print_result(res)
+    return 0
+
+
+def _cmd_demo(args) -> int:
+    from .runner import run_experiment
+
+    _use_agg()
+    res = run_experiment("demo", args.out, verbose=True, progress=_progress(args), wait=args.wait)
+    _print_result(res)
+    return 0
+
+
+def _cmd_datasets_list(args) -> int:
+    from . import datasets
+
+    print(datasets.format_list())
+    return 0
+
+
+def _cmd_datasets_prepare(args) -> int:
+    from . import datasets
+
+    options = datasets.parse_options(args.option)
+    if args.path is not None:
+        options["path"] = args.path
+    out = datasets.prepare(args.name, args.out, seed=args.seed, **options)
+    meta = json.loads((out / "metadata.json").read_text())
+    print(f"{args.name}: {meta['n_train']} train / {meta['n_test']} test rows, "
+          f"{meta['n_features']} features ({sum(meta['binary_mask'])} binary) -> {out}")
+    print(meta["description"])
+    return 0
+
+
+def _cmd_policies_list(args) -> int:
+    from . import policies
+
+    print(policies.format_list())
+    return 0
+
+
+def _cmd_policies_show(args) -> int:
+    from . import policies
+
+    print(policies.format_show(args.name))
+    return 0
+
+
+def _run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--wait", action="store_true",
+                   help="if another run writes the output folder, wait for it (default: refuse)")
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                   help="show tracebacks instead of messages")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from . import __version__, config
 
     parser = argparse.ArgumentParser(
         prog="insdel",
         description="Insertion and deletion tests of feature attributions for regression models.",
     )
     parser.add_argument("--version", action="version", version=f"insdel {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks instead of messages")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _CLI_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:  # a module not written yet
-            if exc.name != name:
-                raise
-            continue
-        register = getattr(module, "register_cli", None)
-        if register is not None:
-            register(sub)
+
+    p = sub.add_parser("run", help="run an experiment described by a TOML file",
+                       description="Run an experiment (docs/experiments.md). CONFIG is a TOML file "
+                       "or a shipped configuration: " + ", ".join(config.available()))
+    p.add_argument("config", metavar="CONFIG")
+    p.add_argument("--out", default=None, help="output folder (default: the config's, else "
+                   "runs/<name>)")
+    p.add_argument("--quick", action="store_true", help="apply the config's [quick] sizes")
+    _run_options(p)
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("reproduce", help="reproduce the paper's section 5 experiments",
+                       description="Reproduce paper §5 (Tables 1-4, Figures 4-12) on the embedded "
+                       "simulator or, with --data, on your copy of the real data.")
+    p.add_argument("experiment", choices=sorted(config.PAPER_CONFIGS))
+    p.add_argument("--data", default=None, metavar="PATH",
+                   help="the real CSV (otherwise the matching simulator is used)")
+    p.add_argument("--quick", action="store_true", help="small version (a few minutes on 2 cores)")
+    p.add_argument("--out", default=None, help="output folder (default: runs/<experiment>)")
+    _run_options(p)
+    p.set_defaults(func=_cmd_reproduce)
+
+    p = sub.add_parser("demo", help="the CERN experiment in miniature (a few minutes)",
+                       description="dielectron_sim, the three paper policies, all seven methods at "
+                       "quick sizes; tables printed, figures written.")
+    p.add_argument("--out", default="insdel-demo", help="output folder (default: ./insdel-demo)")
+    _run_options(p)
+    p.set_defaults(func=_cmd_demo)
+
+    p = sub.add_parser("datasets", help="list or prepare data sets",
+                       description="Data recipes: list them or write one to disk.")
+    ds = p.add_subparsers(dest="datasets_command", metavar="ACTION")
+    pl = ds.add_parser("list", help="list the available data sets")
+    pl.set_defaults(func=_cmd_datasets_list)
+    pp = ds.add_parser("prepare", help="write a data set as parquet + metadata.json",
+                       description="Run a recipe, split 80/20, scale, and write train.parquet, "
+                                   "test.parquet and metadata.json to --out.")
+    pp.add_argument("name", help="data set name (see `insdel datasets list`)")
+    pp.add_argument("--out", required=True, help="output folder")
+    pp.add_argument("--path", default=None, help="your copy of the public CSV (real data sets)")
+    pp.add_argument("--seed", type=int, default=0, help="seed of the split and simulators")
+    pp.add_argument("--option", action="append", metavar="KEY=VALUE",
+                    help="recipe option, e.g. --option n_events=20000 (repeatable)")
+    pp.set_defaults(func=_cmd_datasets_prepare)
+    p.set_defaults(func=lambda args, p=p: (p.print_help(), 2)[1])
+
+    p = sub.add_parser("policies", help="list and show reference-point policies and specs",
+                       description="Reference-point policies (paper §5) and the TOML "
+                                   "specifications shipped in insdel.shipped.policies.")
+    p.set_defaults(func=_cmd_policies_list)
+    ps = p.add_subparsers(dest="policies_command", metavar="ACTION")
+    pl = ps.add_parser("list", help="policy names, parameters and the TOML specifications")
+    pl.set_defaults(func=_cmd_policies_list)
+    pshow = ps.add_parser("show", help="print a specification (or a policy's parameters)")
+    pshow.add_argument("name", help="spec name, TOML path or policy name")
+    pshow.set_defaults(func=_cmd_policies_show)
     return parser
 
 
@@ -50,8 +206,8 @@ def main(argv: list[str] | None = None) -> int:
         print("\ninterrupted; finished chunks are saved, run the same command again to resume.",
               file=sys.stderr)
         return 130
-    except (ValueError, FileNotFoundError, KeyError, TypeError) as exc:
-        if getattr(args, "debug", False):
+    except (ValueError, FileNotFoundError, KeyError, TypeError, RuntimeError) as exc:
+        if args.debug:
             raise
         print(f"insdel: error: {exc}", file=sys.stderr)
         return 1

@@ -34,20 +34,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._checkpoint import sha256_file
 from ._validation import check_finite, to_jsonable
 
-__all__ = ["Dataset", "Scaler", "load", "names", "list_datasets", "register", "describe",
-           "prepare", "load_prepared", "register_cli", "TEST_FRACTION"]
+__all__ = ["Dataset", "Scaler", "available", "get", "register", "describe", "prepare",
+           "load_prepared", "format_list", "parse_options", "sha256_file", "TEST_FRACTION"]
 
 #: Share of the rows held out as the test split (paper §5: 80 % train, 20 % test).
 TEST_FRACTION = 0.2
 
 _BUILTIN = {
-    "dielectron_sim": "insdel.data_recipes.dielectron_sim",
-    "housing_sim": "insdel.data_recipes.housing_sim",
-    "dielectron": "insdel.data_recipes.dielectron",
-    "bangalore": "insdel.data_recipes.bangalore",
-    "diabetes": "insdel.data_recipes.diabetes",
+    "dielectron_sim": "insdel.shipped.data_recipes.dielectron_sim",
+    "housing_sim": "insdel.shipped.data_recipes.housing_sim",
+    "dielectron": "insdel.shipped.data_recipes.dielectron",
+    "bangalore": "insdel.shipped.data_recipes.bangalore",
+    "diabetes": "insdel.shipped.data_recipes.diabetes",
 }
 _CUSTOM: dict[str, Callable[..., Any]] = {}
 
@@ -170,11 +171,6 @@ class Dataset:
         """Features of a split in raw units."""
         return self.scaler.inverse_transform(self._split(split)[0])
 
-    def raw_target(self, y: np.ndarray | None = None, split: str = "test") -> np.ndarray:
-        """Target (or predictions ``y`` in model units) back in raw units."""
-        y = self._split(split)[1] if y is None else np.asarray(y, dtype=np.float64)
-        return y * self.target_scale if self.target_scale else y.copy()
-
     def _split(self, split: str) -> tuple[np.ndarray, np.ndarray]:
         if split == "train":
             return self.X_train, self.y_train
@@ -209,17 +205,14 @@ class Dataset:
                 f"binary={int(self.binary_mask.sum())}, target={self.target_name!r})")
 
 
-def names() -> list[str]:
+def available() -> list[str]:
     """Names of the available recipes (built-in, then registered ones)."""
     return list(_BUILTIN) + [k for k in _CUSTOM if k not in _BUILTIN]
 
 
-list_datasets = names
-
-
 def register(name: str, build: Callable[..., Any]) -> None:
     """Register a custom recipe: ``build(seed=..., **options)`` returning a
-    :class:`insdel.data_recipes._base.RawData`."""
+    :class:`insdel.shipped.data_recipes._base.RawData`."""
     if not callable(build):
         raise TypeError(f"build must be callable; got {type(build).__name__}.")
     if name in _BUILTIN:
@@ -231,7 +224,7 @@ def _recipe(name: str):
     if name in _CUSTOM:
         return None, _CUSTOM[name]
     if name not in _BUILTIN:
-        raise KeyError(f"unknown data set {name!r}; available: {', '.join(names())}.")
+        raise KeyError(f"unknown data set {name!r}; available: {', '.join(available())}.")
     mod = importlib.import_module(_BUILTIN[name])
     return mod, mod.build
 
@@ -251,7 +244,7 @@ def _split_index(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(perm[n_test:]), np.sort(perm[:n_test])
 
 
-def load(name: str, *, seed: int = 0, **options) -> Dataset:
+def get(name: str, *, seed: int = 0, **options) -> Dataset:
     """Build data set ``name``: run its recipe, split 80/20 (seeded), fit the scaling on train.
 
     Parameters
@@ -272,7 +265,7 @@ def load(name: str, *, seed: int = 0, **options) -> Dataset:
 
     Examples
     --------
-    >>> ds = load("dielectron_sim", n_events=2000)
+    >>> ds = get("dielectron_sim", n_events=2000)
     >>> ds.X_train.shape, ds.binary_mask.sum()
     ((1600, 16), 2)
     """
@@ -331,7 +324,7 @@ def prepare(name: str, out: str | os.PathLike, *, seed: int = 0, **options) -> P
     """
     from ._checkpoint import atomic_write, atomic_write_text
 
-    ds = load(name, seed=seed, **options)
+    ds = get(name, seed=seed, **options)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     for split, (X, y) in (("train", (ds.X_train, ds.y_train)), ("test", (ds.X_test, ds.y_test))):
@@ -396,46 +389,16 @@ def _parse_options(items: Sequence[str] | None) -> dict[str, Any]:
     return out
 
 
-def _cmd_list(args) -> int:
-    for n in names():
+def format_list() -> str:
+    """The text of ``insdel datasets list``: name, whether it is embedded, description."""
+    lines = []
+    for n in available():
         mod, _ = _recipe(n)
         needs = "embedded" if mod is None or getattr(mod, "EMBEDDED", False) else "needs --path"
-        print(f"{n:16s} {needs:13s} {describe(n)}")
-    return 0
+        lines.append(f"{n:16s} {needs:13s} {describe(n)}")
+    return "\n".join(lines)
 
 
-def _cmd_prepare(args) -> int:
-    options = _parse_options(args.option)
-    if args.path is not None:
-        options["path"] = args.path
-    out = prepare(args.name, args.out, seed=args.seed, **options)
-    meta = json.loads((out / "metadata.json").read_text())
-    print(f"{args.name}: {meta['n_train']} train / {meta['n_test']} test rows, "
-          f"{meta['n_features']} features ({sum(meta['binary_mask'])} binary) -> {out}")
-    print(meta["description"])
-    return 0
-
-
-def register_cli(subparsers) -> None:
-    """Add ``insdel datasets list`` and ``insdel datasets prepare NAME --out DIR``."""
-    p = subparsers.add_parser("datasets", help="list or prepare data sets",
-                              description="Data recipes: list them or write one to disk.")
-    sub = p.add_subparsers(dest="datasets_command", metavar="ACTION")
-    pl = sub.add_parser("list", help="list the available data sets")
-    pl.set_defaults(func=_cmd_list)
-    pp = sub.add_parser("prepare", help="write a data set as parquet + metadata.json",
-                        description="Run a recipe, split 80/20, scale, and write train.parquet, "
-                                    "test.parquet and metadata.json to --out.")
-    pp.add_argument("name", help="data set name (see `insdel datasets list`)")
-    pp.add_argument("--out", required=True, help="output folder")
-    pp.add_argument("--path", default=None, help="your copy of the public CSV (real data sets)")
-    pp.add_argument("--seed", type=int, default=0, help="seed of the split and simulators")
-    pp.add_argument("--option", action="append", metavar="KEY=VALUE",
-                    help="recipe option, e.g. --option n_events=20000 (repeatable)")
-    pp.set_defaults(func=_cmd_prepare)
-
-    def _help(args) -> int:
-        p.print_help()
-        return 2
-
-    p.set_defaults(func=_help)
+def parse_options(items: Sequence[str] | None) -> dict[str, Any]:
+    """``["n_events=2000", "noise=0.1"]`` -> ``{"n_events": 2000, "noise": 0.1}`` (CLI options)."""
+    return _parse_options(items)

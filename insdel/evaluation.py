@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -102,6 +103,78 @@ class Evaluation:
     def random_mean(self, mode: str = "insertion") -> np.ndarray:
         """Per-pair empirical mean ABC over the ``n_random`` random orderings, shape (B,)."""
         return self.random_abc[mode].mean(axis=1)
+
+    @classmethod
+    def from_curves(cls, *, methods: Sequence[str], modes: Sequence[str], curves: Mapping,
+                    random_curves: Mapping, fx: np.ndarray, fr: np.ndarray, normalize: bool,
+                    orders: np.ndarray | None = None, stats: dict | None = None) -> Evaluation:
+        """Build an Evaluation from traced curves: the areas (paper eq. 1, 2) are computed here,
+        the one place that turns curves into the long ABC table."""
+        methods = list(methods)
+        modes = tuple(modes)
+        B = int(np.asarray(fx).shape[0])
+        Km = len(methods)
+        frames = []
+        for m in modes:
+            a = _abc(curves[m], mode=m, normalize=normalize)  # (B, Km)
+            frames.append(pd.DataFrame({
+                "pair": np.repeat(np.arange(B), Km),
+                "method": np.tile(np.array(methods, dtype=object), B),
+                "mode": m,
+                "abc": a.reshape(-1),
+            }))
+        random_abc = {m: _abc(random_curves[m], mode=m, normalize=normalize) for m in modes}
+        return cls(methods=methods, modes=modes, curves=dict(curves),
+                   random_curves=dict(random_curves), fx=np.asarray(fx), fr=np.asarray(fr),
+                   abc=pd.concat(frames, ignore_index=True), random_abc=random_abc,
+                   normalize=bool(normalize), orders=orders, stats=dict(stats or {}))
+
+    def save(self, folder, *, pairing=None) -> Path:
+        """Write ``curves.npz`` (every array needed by :meth:`load`) and ``abc.parquet`` (the long
+        ABC table with f(x), f(r) and, given the ``pairing``, the targets' and references' indices
+        and the points themselves) into ``folder``, atomically. Returns the folder."""
+        from . import _checkpoint as ck
+
+        folder = Path(folder)
+        arrays: dict[str, np.ndarray] = {
+            "methods": np.array(self.methods), "modes": np.array(list(self.modes)),
+            "normalize": np.array(self.normalize), "fx": self.fx, "fr": self.fr,
+        }
+        if pairing is not None:
+            arrays.update({"X": pairing.X, "R": pairing.R,
+                           "target_index": np.asarray(pairing.target_index),
+                           "reference_index": np.asarray(pairing.reference_index)})
+        if self.orders is not None:
+            arrays["orders"] = self.orders
+        for m in self.modes:
+            arrays[f"curves_{m}"] = self.curves[m]
+            arrays[f"random_curves_{m}"] = self.random_curves[m]
+        ck.save_npz(folder / "curves.npz", arrays)
+        df = self.abc.copy()
+        pair = df["pair"].to_numpy()
+        if pairing is not None:
+            df["target_index"] = np.asarray(pairing.target_index)[pair]
+            df["reference_index"] = np.asarray(pairing.reference_index)[pair]
+        df["fx"] = self.fx[pair]
+        df["fr"] = self.fr[pair]
+        with ck.atomic_write(folder / "abc.parquet", suffix=".parquet") as tmp:
+            df.to_parquet(tmp, index=False)
+        return folder
+
+    @classmethod
+    def load(cls, folder) -> Evaluation:
+        """Read an Evaluation written by :meth:`save` (areas recomputed from the curves)."""
+        path = Path(folder) / "curves.npz"
+        if not path.is_file():
+            raise FileNotFoundError(f"{folder} holds no saved evaluation (no curves.npz).")
+        z = np.load(path, allow_pickle=False)
+        modes = tuple(str(m) for m in z["modes"])
+        return cls.from_curves(
+            methods=[str(m) for m in z["methods"]], modes=modes,
+            curves={m: z[f"curves_{m}"] for m in modes},
+            random_curves={m: z[f"random_curves_{m}"] for m in modes},
+            fx=z["fx"], fr=z["fr"], normalize=bool(z["normalize"]),
+            orders=z["orders"] if "orders" in z.files else None)
 
 
 def summarize(abc: pd.DataFrame, differences="auto", methods: Sequence[str] | None = None
@@ -210,21 +283,10 @@ def evaluate(f, X, R, attributions: Mapping[str, np.ndarray], *,
                 progress=progress, validate=False)
     elapsed = time.perf_counter() - t0
     Km = len(methods)
-    curves = {m: res.curves[m][:, :Km, :] for m in modes}
-    random_curves = {m: res.curves[m][:, Km:, :] for m in modes}
-    frames = []
-    for m in modes:
-        a = _abc(curves[m], mode=m, normalize=normalize)  # (B, Km)
-        frames.append(pd.DataFrame({
-            "pair": np.repeat(np.arange(B), Km),
-            "method": np.tile(np.array(methods, dtype=object), B),
-            "mode": m,
-            "abc": a.reshape(-1),
-        }))
-    abc_df = pd.concat(frames, ignore_index=True)
-    random_abc = {m: _abc(random_curves[m], mode=m, normalize=normalize) for m in modes}
     stats = {"curve_points": res.n_points, "model_evaluations": res.n_unique,
              "seconds": elapsed, **res.timings}
-    return Evaluation(methods=methods, modes=modes, curves=curves, random_curves=random_curves,
-                      fx=res.fx, fr=res.fr, abc=abc_df, random_abc=random_abc,
-                      normalize=normalize, orders=all_orders[:, :Km, :], stats=stats)
+    return Evaluation.from_curves(
+        methods=methods, modes=modes,
+        curves={m: res.curves[m][:, :Km, :] for m in modes},
+        random_curves={m: res.curves[m][:, Km:, :] for m in modes},
+        fx=res.fx, fr=res.fr, normalize=normalize, orders=all_orders[:, :Km, :], stats=stats)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ._validation import as_float_array
 
-__all__ = ["hybrid", "masks_to_words", "words_to_masks", "n_words", "build_rows"]
+__all__ = ["hybrid", "masks_to_words", "n_words", "build_rows"]
 
 
 def n_words(n: int) -> int:
@@ -32,13 +32,6 @@ def masks_to_words(masks: np.ndarray) -> np.ndarray:
         masks = np.concatenate([masks, np.zeros(masks.shape[:-1] + (pad,), bool)], axis=-1)
     packed = np.packbits(masks, axis=-1, bitorder="little")  # (..., W*8) bytes
     return np.ascontiguousarray(packed).view("<u8").reshape(masks.shape[:-1] + (W,))
-
-
-def words_to_masks(words: np.ndarray, n: int) -> np.ndarray:
-    """Inverse of :func:`masks_to_words`."""
-    words = np.ascontiguousarray(np.asarray(words, dtype="<u8"))
-    bits = np.unpackbits(words.view(np.uint8), axis=-1, bitorder="little")
-    return bits[..., :n].astype(bool)
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)

@@ -37,8 +37,8 @@ from torch import nn
 from ._progress import progress_bar
 from ._validation import to_jsonable
 
-__all__ = ["MLP", "PRESETS", "preset", "default_preset", "train_mlp", "tune_mlp", "save_model",
-           "load_model", "plot_predictions", "regression_metrics"]
+__all__ = ["MLP", "PRESETS", "available", "get", "default_preset", "train_mlp", "tune_mlp",
+           "save_model", "load_model", "regression_metrics"]
 
 _BASE = {"huber_delta": 1.0, "batch_size": 256, "max_epochs": 200, "patience": 15,
          "val_fraction": 0.1, "weight_decay": 0.0, "lr_schedule": None, "num_threads": None}
@@ -70,7 +70,12 @@ _DEFAULT_FOR = {"dielectron": "paper_cern", "bangalore": "paper_bangalore",
                 "diabetes": "quick_housing"}
 
 
-def preset(name: str) -> dict[str, Any]:
+def available() -> list[str]:
+    """Names of the hyperparameter presets (see :data:`PRESETS`)."""
+    return list(PRESETS)
+
+
+def get(name: str) -> dict[str, Any]:
     """A copy of hyperparameter preset ``name`` (see :data:`PRESETS`)."""
     if name not in PRESETS:
         raise KeyError(f"unknown model preset {name!r}; available: {', '.join(PRESETS)}.")
@@ -86,11 +91,11 @@ def _resolve_params(params, dataset) -> dict[str, Any]:
     if params is None:
         params = default_preset(dataset)
     if isinstance(params, str):
-        return preset(params)
+        return get(params)
     if not isinstance(params, Mapping):
         raise TypeError(f"params must be None, a preset name or a dict; got "
                         f"{type(params).__name__}.")
-    base = preset(params["preset"]) if "preset" in params else dict(_BASE)
+    base = get(params["preset"]) if "preset" in params else dict(_BASE)
     out = {**base, **{k: v for k, v in params.items() if k not in _INFO_KEYS}}
     unknown = sorted(set(out) - set(_BASE) - {"hidden", "dropout", "lr"})
     if unknown:
@@ -541,50 +546,3 @@ def load_model(path: str | os.PathLike, dataset=None) -> tuple[MLP, dict[str, An
 
 
 # ---------------------------------------------------------------- plot
-
-
-def plot_predictions(model, dataset, ax=None, *, split: str = "test", max_points: int = 20000,
-                     seed: int = 0):
-    """Predicted against true target on a split (paper Figure 14), in the target's raw units.
-
-    Parameters
-    ----------
-    model : torch module, estimator or callable
-        Evaluated through :func:`insdel.as_model`.
-    dataset : Dataset
-    ax : matplotlib Axes, optional
-    split : {"test", "train"}
-    max_points : int
-        Subsample for the scatter (R² uses every point).
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-    """
-    import matplotlib.pyplot as plt
-
-    from .adapter import as_model
-
-    X, y = dataset._split(split) if hasattr(dataset, "_split") else (dataset.X_test,
-                                                                      dataset.y_test)
-    pred = as_model(model)(X)
-    m = regression_metrics(y, pred)
-    scale = getattr(dataset, "target_scale", None) or 1.0
-    yt, yp = np.asarray(y) * scale, pred * scale
-    if ax is None:
-        _, ax = plt.subplots(figsize=(4.5, 4.5))
-    idx = np.arange(len(yt))
-    if len(idx) > max_points:
-        idx = np.sort(np.random.default_rng(seed).choice(len(yt), max_points, replace=False))
-    ax.scatter(yt[idx], yp[idx], s=3, alpha=0.4, linewidths=0)
-    lo, hi = float(min(yt.min(), yp.min())), float(max(yt.max(), yp.max()))
-    ax.plot([lo, hi], [lo, hi], color="k", lw=0.8, ls="--", label="y = x")
-    name = getattr(dataset, "target_name", "target")
-    unit = "" if scale == 1.0 else f" (x {scale:g})"
-    ax.set_xlabel(f"true {name}{unit}")
-    ax.set_ylabel(f"predicted {name}{unit}")
-    ax.set_title(f"{getattr(dataset, 'name', '')} {split}: R² = {m['r2']:.3f}, "
-                 f"RMSE = {m['rmse'] * scale:.3g}")
-    ax.set_aspect("equal", adjustable="datalim")
-    ax.legend(loc="upper left", frameon=False)
-    return ax

@@ -23,6 +23,7 @@ deletion), reported per feature (divided by n) when the evaluation was normalise
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -33,7 +34,8 @@ from .areas import abc as _abc
 __all__ = [
     "plot_curves", "plot_pair", "plot_image_curves", "abc_histogram", "abc_scatter",
     "random_abc_histogram", "insertion_deletion_scatter", "abc_bars", "figure4",
-    "insertion_deletion_figure", "METHOD_LABELS",
+    "insertion_deletion_figure", "METHOD_LABELS", "plot_predictions", "policy_figures",
+    "save_figure", "compare_pair",
 ]
 
 #: Display names of the attribution methods (the paper's table labels).
@@ -483,3 +485,138 @@ def insertion_deletion_figure(ev, methods: Sequence[str] = ("kernel_shap", "inte
     if suptitle:
         fig.suptitle(suptitle)
     return fig
+
+
+def plot_predictions(model, dataset, ax=None, *, split: str = "test", max_points: int = 20000,
+                     seed: int = 0):
+    """Predicted against true target on a split (paper Figure 14), in the target's raw units.
+
+    Parameters
+    ----------
+    model : torch module, estimator or callable
+        Evaluated through :func:`insdel.as_model`.
+    dataset : Dataset
+    ax : matplotlib Axes, optional
+    split : {"test", "train"}
+    max_points : int
+        Subsample for the scatter (R² uses every point).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    import matplotlib.pyplot as plt
+
+    from .adapter import as_model
+    from .models import regression_metrics
+
+    X, y = dataset._split(split) if hasattr(dataset, "_split") else (dataset.X_test,
+                                                                      dataset.y_test)
+    pred = as_model(model)(X)
+    m = regression_metrics(y, pred)
+    scale = getattr(dataset, "target_scale", None) or 1.0
+    yt, yp = np.asarray(y) * scale, pred * scale
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.5, 4.5))
+    idx = np.arange(len(yt))
+    if len(idx) > max_points:
+        idx = np.sort(np.random.default_rng(seed).choice(len(yt), max_points, replace=False))
+    ax.scatter(yt[idx], yp[idx], s=3, alpha=0.4, linewidths=0)
+    lo, hi = float(min(yt.min(), yp.min())), float(max(yt.max(), yp.max()))
+    ax.plot([lo, hi], [lo, hi], color="k", lw=0.8, ls="--", label="y = x")
+    name = getattr(dataset, "target_name", "target")
+    unit = "" if scale == 1.0 else f" (x {scale:g})"
+    ax.set_xlabel(f"true {name}{unit}")
+    ax.set_ylabel(f"predicted {name}{unit}")
+    ax.set_title(f"{getattr(dataset, 'name', '')} {split}: R² = {m['r2']:.3f}, "
+                 f"RMSE = {m['rmse'] * scale:.3g}")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.legend(loc="upper left", frameon=False)
+    return ax
+
+
+def compare_pair(want: Sequence[str], methods: Sequence[str]) -> list[str]:
+    """The two methods a run's figures compare: those asked for that were run (``kernel_shap``
+    falls back to ``exact_shapley``), filled up from the methods present."""
+    want = list(want)
+    out = []
+    for m in want:
+        if m in methods:
+            out.append(m)
+        elif m == "kernel_shap" and "exact_shapley" in methods:
+            out.append("exact_shapley")
+    for m in methods:  # fill up to two
+        if len(out) >= 2:
+            break
+        if m not in out:
+            out.append(m)
+    return out[:2]
+
+
+def save_figure(fig, path, dpi: int = 110) -> Path:
+    """Write ``fig`` as PNG to ``path`` atomically (no timestamp metadata) and close it."""
+    import matplotlib.pyplot as plt
+
+    from . import _checkpoint as ck
+
+    path = Path(path)
+    with ck.atomic_write(path, suffix=".png") as tmp:
+        fig.savefig(tmp, dpi=dpi, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
+def policy_figures(ev, label: str, folder, *, compare: Sequence[str] = ("kernel_shap",
+                   "integrated_gradients"), n_random: int = 20, dpi: int = 110,
+                   seed: int = 0) -> list[Path]:
+    """The paper's §5 figures for one policy's evaluation, written as PNG files into ``folder``.
+
+    A random pair's curves, the pairs where the two compared methods differ most (Figures 6, 8),
+    the ABC distributions (Figures 4, 7), deletion against insertion ABC (Figures 9, 10, 12), the
+    most asymmetric pair (Figure 11) and the mean ABC per method. Returns the paths written.
+    """
+    folder = Path(folder)
+    dpi = int(dpi)
+    K = int(n_random)
+    two = compare_pair(compare, ev.methods)
+    a, b = two[0], two[-1]
+    out = []
+    rng = np.random.default_rng([seed, 5])
+    p = int(rng.integers(ev.n_pairs))
+    out.append(save_figure(plot_pair(ev, p, two, n_random=K, suptitle=(
+        f"{label}: a random pair (f(x) = {ev.fx[p]:.4g}, f(r) = {ev.fr[p]:.4g})")),
+        folder / f"{label}_curves_random_pair.png", dpi))
+    modes = list(ev.modes)
+    if a != b:
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(len(modes), len(modes), figsize=(5.2 * len(modes),
+                                                                  4.0 * len(modes)),
+                                 layout="constrained", squeeze=False)
+        for i, mode in enumerate(modes):
+            d = ev.abc_array(a, mode) - ev.abc_array(b, mode)
+            q = int(np.argmax(d))
+            plot_pair(ev, q, two, n_random=K, axes=axes[i], suptitle="")
+            axes[i, 0].set_title(f"pair {q}: largest {mode} ABC gap "
+                                 f"{_label(a)} − {_label(b)} = {d[q]:.3g}",
+                                 fontsize="small")
+        fig.suptitle(f"{label}: pairs where {_label(a)} and {_label(b)} differ "
+                     "most (paper Figures 6, 8)")
+        out.append(save_figure(fig, folder / f"{label}_curves_largest_difference.png", dpi))
+    fig = figure4(ev, a, b)
+    fig.suptitle(f"{label}: ABC distributions (paper Figures 4, 7)")
+    out.append(save_figure(fig, folder / f"{label}_abc_panels.png", dpi))
+    if {"insertion", "deletion"} <= set(modes):
+        out.append(save_figure(insertion_deletion_figure(
+            ev, two, suptitle=f"{label}: deletion vs insertion ABC (paper Figures 9, 10, 12)"),
+            folder / f"{label}_insertion_vs_deletion.png", dpi))
+        asym = ev.abc_array(a, "insertion") - ev.abc_array(a, "deletion")
+        q = int(np.argmax(np.abs(asym)))
+        out.append(save_figure(plot_pair(ev, q, two, n_random=K, suptitle=(
+            f"{label}: most asymmetric pair {q} (insertion − deletion ABC of "
+            f"{_label(a)} = {asym[q]:.3g}; paper Figure 11)")),
+            folder / f"{label}_most_asymmetric_pair.png", dpi))
+    ax = abc_bars(ev)
+    ax.set_title(f"{label}: mean ABC ± s.e.")
+    out.append(save_figure(ax.figure, folder / f"{label}_mean_abc.png", dpi))
+    return out

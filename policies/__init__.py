@@ -1,1 +1,1 @@
-"""Reference-point policy specifications (TOML), installed as insdel.policy_specs."""
+"""Reference-point policy specifications (TOML), installed as insdel.shipped.policies."""

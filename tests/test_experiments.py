@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -15,7 +16,11 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from insdel import _checkpoint as ck  # noqa: E402
-from insdel import experiments as E  # noqa: E402
+from insdel import (
+    cli,  # noqa: E402
+    runner,  # noqa: E402
+)
+from insdel import config as C  # noqa: E402
 
 TINY = """
 name = "tiny"
@@ -52,11 +57,11 @@ n_steps = 16
 
 [evaluation]
 n_random = 4
-chunk_size = 12
+targets_per_chunk = 12
 
 [decomposition]
 n_pairs = 2
-chunk_size = 1
+pairs_per_chunk = 1
 
 [figures]
 dpi = 40
@@ -75,7 +80,7 @@ def tiny_toml(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def full_run(tiny_toml, tmp_path_factory):
     out = tmp_path_factory.mktemp("full")
-    return E.run_experiment(tiny_toml, out)
+    return runner.run_experiment(tiny_toml, out)
 
 
 def _data_files(out: Path) -> dict[str, bytes]:
@@ -85,39 +90,39 @@ def _data_files(out: Path) -> dict[str, bytes]:
 
 # -- configuration ---------------------------------------------------------------------------------
 def test_shipped_configs_load():
-    names = E.list_configs()
+    names = C.available()
     assert {"demo", "paper_cern", "paper_bangalore"} <= set(names)
     for name in names:
         for quick in (False, True):
-            cfg = E.load_config(name, quick=quick)
+            cfg = C.load(name, quick=quick)
             assert cfg["methods"]["names"] and cfg["policies"]
-    full = E.load_config("paper-cern")
-    quick = E.load_config("paper-cern", quick=True)
+    full = C.load("paper-cern")
+    quick = C.load("paper-cern", quick=True)
     assert full["targets"]["n"] == 2000 and quick["targets"]["n"] < full["targets"]["n"]
     assert full["methods"]["names"][0] == "exact_shapley"
-    assert [E._policy_label(p) for p in full["policies"]] == ["counterfactual", "one_to_one",
+    assert [C.policy_label(p) for p in full["policies"]] == ["counterfactual", "one_to_one",
                                                              "average"]
 
 
 def test_config_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="not found"):
-        E.load_config("no_such_experiment")
+        C.load("no_such_experiment")
     with pytest.raises(ValueError, match="unknown top-level"):
-        E.load_config({"nam": "x", "model": {"preset": "quick_cern"}})
+        C.load({"nam": "x", "model": {"preset": "quick_cern"}})
     with pytest.raises(ValueError, match="targets.n"):
-        E.load_config({"model": {"preset": "q"}, "targets": {"n": 0}})
+        C.load({"model": {"preset": "q"}, "targets": {"n": 0}})
     with pytest.raises(ValueError, match="exactly one"):
-        E.load_config({"model": {"preset": "q", "path": "m.pt"}})
+        C.load({"model": {"preset": "q", "path": "m.pt"}})
     with pytest.raises(ValueError, match="methods.options.lime"):
-        E.load_config({"model": {"preset": "q"}, "methods": {"names": ["deeplift"],
+        C.load({"model": {"preset": "q"}, "methods": {"names": ["deeplift"],
                                                               "options": {"lime": {}}}})
     with pytest.raises(ValueError, match="label"):
-        E.load_config({"model": {"preset": "q"}, "policies": [{"spec": "average"},
+        C.load({"model": {"preset": "q"}, "policies": [{"spec": "average"},
                                                                {"spec": "average"}]})
     bad = tmp_path / "bad.toml"
     bad.write_text("name = \n")
     with pytest.raises(ValueError, match="invalid TOML"):
-        E.load_config(bad)
+        C.load(bad)
 
 
 # -- atomic writes and checkpoints -----------------------------------------------------------------
@@ -209,7 +214,7 @@ def test_manifest_reports_compute(full_run):
 
 
 def test_load_results_round_trip(full_run):
-    evs = E.load_results(full_run.out)
+    evs = runner.load_results(full_run.out)
     for lab, ev in full_run.evaluations.items():
         again = evs[lab]
         assert again.methods == ev.methods
@@ -227,7 +232,7 @@ def test_resume_after_interruption_is_byte_identical(tiny_toml, full_run, tmp_pa
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        E.run_experiment(tiny_toml, tmp_path, _interrupt=interrupt)
+        runner.run_experiment(tiny_toml, tmp_path, _interrupt=interrupt)
     assert not (tmp_path / "manifest.json").exists()
     assert not list(tmp_path.rglob(".*.tmp"))
     # started again with the same command line: resumes
@@ -240,15 +245,73 @@ def test_resume_after_interruption_is_byte_identical(tiny_toml, full_run, tmp_pa
 
 
 def test_cli_parsers():
-    from insdel import cli
-
     p = cli.build_parser()
     a = p.parse_args(["run", "x.toml", "--quick", "--out", "o"])
-    assert a.func is E._cli_run and a.quick and a.out == "o"
+    assert a.func is cli._cmd_run and a.quick and a.out == "o"
     a = p.parse_args(["reproduce", "paper-cern", "--data", "d.csv", "--quick"])
-    assert a.func is E._cli_reproduce and a.experiment == "paper-cern" and a.data == "d.csv"
+    assert a.func is cli._cmd_reproduce and a.experiment == "paper-cern" and a.data == "d.csv"
     a = p.parse_args(["demo"])
-    assert a.func is E._cli_demo and a.out == "insdel-demo"
+    assert a.func is cli._cmd_demo and a.out == "insdel-demo"
     with pytest.raises(SystemExit):
         p.parse_args(["reproduce", "paper-mars"])
     assert cli.main(["reproduce", "paper-cern", "--data", "/no/such.csv"]) == 1
+
+
+# -- strict configuration: every key at every level ------------------------------------------------
+_BASE = {"data": {"recipe": "dielectron_sim"}, "model": {"preset": "quick_cern"}}
+
+
+@pytest.mark.parametrize("over, key, suggestion", [
+    ({"methods": {"name": ["lime"]}}, "methods.name", "names"),
+    ({"targets": {"m": 5}}, "targets.m", "n"),
+    ({"model": {"preset": "quick_cern", "max_epoch": 3}}, "model.max_epoch", "max_epochs"),
+    ({"figures": {"enable": False}}, "figures.enable", "enabled"),
+    ({"evaluation": {"n_randm": 3}}, "evaluation.n_randm", "n_random"),
+    ({"policies": [{"spec": "average", "lable": "a"}]}, "policies[0].lable", "label"),
+    ({"quick": {"targets": {"nn": 3}}}, "quick.targets.nn", "n"),
+])
+def test_config_typo_is_an_error_naming_the_key(over, key, suggestion):
+    cfg = {**_BASE, **over}
+    with pytest.raises(ValueError, match=rf"unknown key '{re.escape(key)}'; did you mean "
+                                         rf"'{suggestion}'"):
+        C.load(cfg)
+
+
+def test_config_method_option_typo_and_unknown_method():
+    with pytest.raises(ValueError, match=r"methods.options.lime.n_sample'; did you mean 'n_samples'"):
+        C.load({**_BASE, "methods": {"names": ["lime"], "options": {"lime": {"n_sample": 5}}}})
+    with pytest.raises(ValueError, match=r"unknown attribution method 'integrated_gradient'; did "
+                                         r"you mean 'integrated_gradients'"):
+        C.load({**_BASE, "methods": {"names": ["integrated_gradient"]}})
+
+
+def test_config_path_without_recipe_and_missing_recipe_are_errors():
+    with pytest.raises(ValueError, match="data.path is not a key.*recipe = \"table\""):
+        C.load({"data": {"path": "diabetes.csv"}, "model": {"preset": "quick_cern"}})
+    with pytest.raises(ValueError, match="data.recipe is required"):
+        C.load({"model": {"preset": "quick_cern"}})
+
+
+def test_config_renamed_keys_and_types():
+    with pytest.raises(ValueError, match="evaluation.chunk_size was renamed to "
+                                         "'evaluation.targets_per_chunk'"):
+        C.load({**_BASE, "evaluation": {"chunk_size": 5}})
+    with pytest.raises(ValueError, match="decomposition.chunk_size was renamed"):
+        C.load({**_BASE, "decomposition": {"chunk_size": 5}})
+    with pytest.raises(ValueError, match="evaluation.normalize must be true/false"):
+        C.load({**_BASE, "evaluation": {"normalize": "yes"}})
+    with pytest.raises(ValueError, match="targets.n must be an integer"):
+        C.load({**_BASE, "targets": {"n": 2.5}})
+
+
+def test_second_run_on_the_same_folder_refuses(tmp_path, tiny_toml):
+    from filelock import FileLock
+
+    held = FileLock(str(tmp_path / ".insdel.lock"))
+    held.acquire()
+    try:
+        with pytest.raises(runner.OutputFolderBusy, match="in use by another insdel run"):
+            runner.run_experiment(tiny_toml, tmp_path)
+        assert cli.main(["run", str(tiny_toml), "--out", str(tmp_path), "--no-progress"]) == 1
+    finally:
+        held.release()

@@ -10,19 +10,19 @@ import pytest
 import torch
 from torch import nn
 
-from insdel import as_model, datasets, models
+from insdel import as_model, datasets, models, plotting
 
 matplotlib.use("Agg")
 
 
 @pytest.fixture(scope="module")
 def cern_small():
-    return datasets.load("dielectron_sim", n_events=5000, seed=0)
+    return datasets.get("dielectron_sim", n_events=5000, seed=0)
 
 
 @pytest.fixture(scope="module")
 def housing_tiny():
-    return datasets.load("housing_sim", n_samples=240, seed=1)
+    return datasets.get("housing_sim", n_samples=240, seed=1)
 
 
 @pytest.fixture(scope="module")
@@ -43,19 +43,19 @@ def test_mlp_structure():
 
 
 def test_paper_presets():
-    b, c = models.preset("paper_bangalore"), models.preset("paper_cern")
+    b, c = models.get("paper_bangalore"), models.get("paper_cern")
     assert b["hidden"] == [333, 465, 86, 234] and b["dropout"] == 0.10031
     assert b["lr"] == 1.7389e-2 and b["huber_delta"] == 1.0
     assert c["hidden"] == [509, 421, 65, 368, 122, 477] and c["dropout"] == 0.11604
     assert c["lr"] == 1.9163e-4 and c["huber_delta"] == 1.0
     for name in ("quick_cern", "quick_housing"):
-        p = models.preset(name)
+        p = models.get(name)
         assert {"hidden", "dropout", "lr", "huber_delta", "batch_size", "max_epochs",
                 "patience"} <= set(p)
-    models.preset("paper_cern")["hidden"].append(1)  # a copy: the preset is unchanged
+    models.get("paper_cern")["hidden"].append(1)  # a copy: the preset is unchanged
     assert models.PRESETS["paper_cern"]["hidden"] == [509, 421, 65, 368, 122, 477]
     with pytest.raises(KeyError, match="unknown model preset 'nope'"):
-        models.preset("nope")
+        models.get("nope")
 
 
 def test_training_lowers_the_loss_and_fits(trained, cern_small):
@@ -118,7 +118,7 @@ def test_save_load_identical_predictions(trained, cern_small, tmp_path):
     assert meta["dataset"]["feature_names"] == cern_small.feature_names
     np.testing.assert_array_equal(meta["dataset"]["scaler"]["mean"], cern_small.scaler.mean_)
     assert meta["dataset"]["binary_mask"] == cern_small.binary_mask.tolist()
-    other = datasets.load("dielectron_sim", n_events=3000, seed=9)
+    other = datasets.get("dielectron_sim", n_events=3000, seed=9)
     with pytest.raises(ValueError, match="different feature scaling"):
         models.load_model(path, dataset=other)
     with pytest.raises(FileNotFoundError, match="does not exist"):
@@ -133,7 +133,7 @@ def test_plot_predictions(trained, cern_small):
     import matplotlib.pyplot as plt
 
     model, _ = trained
-    ax = models.plot_predictions(model, cern_small)
+    ax = plotting.plot_predictions(model, cern_small)
     assert "R²" in ax.get_title() and ax.get_xlabel() == "true M"
     assert len(ax.collections[0].get_offsets()) == len(cern_small.y_test)
     plt.close(ax.figure)
@@ -171,7 +171,7 @@ def test_tune_three_trials_interrupted_and_resumed(housing_tiny, tmp_path):
 @pytest.mark.slow
 def test_quick_cern_budget_on_20000_events():
     """The README's main job: quick_cern on 20,000 simulated events, test R² > 0.9 in ~30 s."""
-    ds = datasets.load("dielectron_sim", n_events=20000)
+    ds = datasets.get("dielectron_sim", n_events=20000)
     t0 = time.perf_counter()
     _, met = models.train_mlp(ds, "quick_cern", num_threads=1)
     seconds = time.perf_counter() - t0

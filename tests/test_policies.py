@@ -13,6 +13,7 @@ import pytest
 import insdel
 from insdel import policies as P
 from insdel.cli import main as cli_main
+from insdel.diagnostics import diagnostics
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,7 +78,7 @@ def test_counterfactual_matches_brute_force_mixed(seed, min_diff, k):
     fv = lin(X)
     ref = brute_counterfactual(X, fv, min_diff, k)
     pol = P.get("counterfactual", min_diff=min_diff, k_nearest=k, on_unmet="skip")
-    p = pol.pair(X, lin)
+    p = pol.pair(lin, X)
     keep = ref >= 0
     np.testing.assert_array_equal(p.target_index, np.flatnonzero(keep))
     np.testing.assert_array_equal(p.reference_index, ref[keep])
@@ -103,7 +104,7 @@ def test_counterfactual_ties_integer_pool(seed):
     fv = f(X)
     for md, k in [(1, 5), (3, 4), (2, 20), (4, 2)]:
         ref = brute_counterfactual(X, fv, md, k)
-        p = P.get("counterfactual", min_diff=md, k_nearest=k, on_unmet="skip").pair(X, f)
+        p = P.get("counterfactual", min_diff=md, k_nearest=k, on_unmet="skip").pair(f, X)
         np.testing.assert_array_equal(p.reference_index, ref[ref >= 0])
 
 
@@ -114,12 +115,12 @@ def test_counterfactual_tolerance():
     tol = [0.25, 0.0, 0.5, 0.0, 0.3]
     fv = lin(X)
     ref = brute_counterfactual(X, fv, 4, 6, tol=tol)
-    p = P.get("counterfactual", min_diff=4, k_nearest=6, tol=tol, on_unmet="skip").pair(X, lin)
+    p = P.get("counterfactual", min_diff=4, k_nearest=6, tol=tol, on_unmet="skip").pair(lin, X)
     np.testing.assert_array_equal(p.reference_index, ref[ref >= 0])
     assert (p.diff_count() >= 4).all()  # counted with the policy's tolerance
     # a scalar tolerance
     ref = brute_counterfactual(X, fv, 3, 6, tol=0.4)
-    p = P.get("counterfactual", min_diff=3, k_nearest=6, tol=0.4, on_unmet="skip").pair(X, lin)
+    p = P.get("counterfactual", min_diff=3, k_nearest=6, tol=0.4, on_unmet="skip").pair(lin, X)
     np.testing.assert_array_equal(p.reference_index, ref[ref >= 0])
 
 
@@ -128,16 +129,16 @@ def test_counterfactual_unmet_error_skip_relax():
     # target 3 = (0,0,5) differs in all 3 features from 1 and 2 only; target 0 from 1, 2
     # with min_diff = 3 target 3 and 4 have candidates 1, 2; all have some.
     pol = P.get("counterfactual", min_diff="all", k_nearest=20)
-    p = pol.pair(X, lin)
+    p = pol.pair(lin, X)
     assert len(p) == 5
     X2 = np.array([[0, 0, 0], [1, 1, 1], [0, 1, 7], [0, 1, 8]], float)
     with pytest.raises(ValueError, match=r"2 of 4 target\(s\).*targets 2, 3\."):
-        pol.pair(X2, lin)
-    p = P.get("counterfactual", min_diff="all", on_unmet="skip").pair(X2, lin)
+        pol.pair(lin, X2)
+    p = P.get("counterfactual", min_diff="all", on_unmet="skip").pair(lin, X2)
     np.testing.assert_array_equal(p.target_index, [0, 1])
     np.testing.assert_array_equal(p.reference_index, [1, 0])
     np.testing.assert_array_equal(p.skipped, [2, 3])
-    p = P.get("counterfactual", min_diff="all", on_unmet="relax").pair(X2, lin)
+    p = P.get("counterfactual", min_diff="all", on_unmet="relax").pair(lin, X2)
     np.testing.assert_array_equal(p.target_index, [0, 1, 2, 3])
     np.testing.assert_array_equal(p.info["min_diff"], [3, 3, 2, 2])
     fv = lin(X2)
@@ -146,26 +147,26 @@ def test_counterfactual_unmet_error_skip_relax():
     # relax cannot help a point whose every other pool point is identical to it
     X3 = np.array([[1.0, 1.0], [1.0, 1.0]])
     with pytest.raises(ValueError, match="no other pool point that differs"):
-        P.get("counterfactual", min_diff=1, on_unmet="relax").pair(X3, lin)
+        P.get("counterfactual", min_diff=1, on_unmet="relax").pair(lin, X3)
 
 
 def test_counterfactual_error_message_lists_first_indices():
     X = np.zeros((12, 3))
     X[:, 0] = np.arange(12)
     with pytest.raises(ValueError, match=r"12 of 12 .*targets 0, 1, 2, 3, 4 \(and 7 more\)"):
-        P.get("counterfactual", min_diff=2).pair(X, lin)
+        P.get("counterfactual", min_diff=2).pair(lin, X)
 
 
 def test_counterfactual_small_pool_and_k():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(6, 4))
     fv = lin(X)
-    p = P.get("counterfactual", min_diff=4, k_nearest=50).pair(X, lin)
+    p = P.get("counterfactual", min_diff=4, k_nearest=50).pair(lin, X)
     np.testing.assert_array_equal(p.reference_index, brute_counterfactual(X, fv, 4, 50))
     np.testing.assert_array_equal(p.info["n_candidates"], 5)
     assert p.params["k_used"] == 6
     with pytest.raises(ValueError, match="1 of 1 target"):
-        P.get("counterfactual").pair(X[:1], lin)
+        P.get("counterfactual").pair(lin, X[:1])
 
 
 def test_counterfactual_targets_subset_rows_and_precomputed_values():
@@ -173,31 +174,31 @@ def test_counterfactual_targets_subset_rows_and_precomputed_values():
     X = mixed_pool(rng, 60, 5)
     fv = lin(X)
     pol = P.get("counterfactual", min_diff=3, k_nearest=5, on_unmet="skip")
-    full = pol.pair(X, lin)
-    sub = pol.pair(X, lin, targets=[5, 17, 2])
+    full = pol.pair(lin, X)
+    sub = pol.pair(lin, X, targets=[5, 17, 2])
     m = dict(zip(full.target_index, full.reference_index, strict=True))
     np.testing.assert_array_equal(sub.reference_index, [m.get(5), m.get(17), m.get(2)])
     mask = np.zeros(60, bool)
     mask[[2, 5, 17]] = True
-    np.testing.assert_array_equal(pol.pair(X, lin, targets=mask).target_index, [2, 5, 17])
+    np.testing.assert_array_equal(pol.pair(lin, X, targets=mask).target_index, [2, 5, 17])
     # precomputed f(pool) gives the same pairing without calling a model
-    pre = pol.pair(X, fv)
+    pre = pol.pair(fv, X)
     np.testing.assert_array_equal(pre.reference_index, full.reference_index)
     # targets given as rows (not pool points): candidates are the whole pool
     T = rng.normal(size=(7, 5))
-    rows = pol.pair(X, lin, targets=T)
+    rows = pol.pair(lin, X, targets=T)
     np.testing.assert_array_equal(rows.target_index, -1)
     ref = brute_counterfactual(X, fv, 3, 5, T=T, fT=lin(T))
     np.testing.assert_array_equal(rows.reference_index, ref[ref >= 0])
     with pytest.raises(ValueError, match="need the model f itself"):
-        pol.pair(X, fv, targets=T)
+        pol.pair(fv, X, targets=T)
 
 
 def test_counterfactual_evaluates_model_once_per_needed_row():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(100, 4))
     model = insdel.as_model(lin)
-    P.get("counterfactual", min_diff=4, k_nearest=3).pair(X, model)
+    P.get("counterfactual", min_diff=4, k_nearest=3).pair(model, X)
     assert model.n_calls == 1 and model.n_evals <= 100
 
 
@@ -207,9 +208,9 @@ def test_counterfactual_parameter_errors():
         with pytest.raises(ValueError):
             P.get("counterfactual", **bad)
     with pytest.raises(ValueError, match="exceeds the number of features"):
-        P.get("counterfactual", min_diff=9).pair(np.eye(4), lin)
+        P.get("counterfactual", min_diff=9).pair(lin, np.eye(4))
     with pytest.raises(ValueError, match="needs the model"):
-        P.get("counterfactual").pair(np.eye(4))
+        P.get("counterfactual").pair(None, np.eye(4))
     with pytest.raises(TypeError, match="unknown parameter"):
         P.get("counterfactual", mindiff=3)
 
@@ -219,7 +220,7 @@ def test_nan_in_pool_names_the_rows():
     X[3, 1] = np.nan
     for name in ("counterfactual", "one_to_one", "average"):
         with pytest.raises(ValueError, match=r"X_pool.*row\(s\): 3"):
-            P.get(name).pair(X, lin)
+            P.get(name).pair(lin, X)
 
 
 def test_unknown_policy_lists_known():
@@ -234,7 +235,7 @@ def test_unknown_policy_lists_known():
 @pytest.mark.parametrize("N", [2, 9, 10, 31])
 def test_one_to_one_perfect_matching(N):
     X = np.random.default_rng(N).normal(size=(N, 3))
-    p = P.get("one_to_one").pair(X, seed=3)
+    p = P.get("one_to_one").pair(None, X, seed=3)
     ti, ri = p.target_index, p.reference_index
     assert len(p) == N - N % 2
     assert len(set(ti)) == len(ti) and (ti != ri).all()
@@ -249,24 +250,24 @@ def test_one_to_one_perfect_matching(N):
 
 def test_one_to_one_seeded_and_odd_modes():
     X = np.random.default_rng(0).normal(size=(21, 3))
-    a = P.get("one_to_one").pair(X, seed=5)
-    b = P.get("one_to_one").pair(X, seed=5)
-    c = P.get("one_to_one").pair(X, seed=6)
+    a = P.get("one_to_one").pair(None, X, seed=5)
+    b = P.get("one_to_one").pair(None, X, seed=5)
+    c = P.get("one_to_one").pair(None, X, seed=6)
     np.testing.assert_array_equal(a.reference_index, b.reference_index)
     np.testing.assert_array_equal(a.skipped, b.skipped)
     assert not np.array_equal(a.reference_index, c.reference_index)
     assert a.skipped.size == 1
-    e = P.get("one_to_one", odd="extra").pair(X, seed=5)
+    e = P.get("one_to_one", odd="extra").pair(None, X, seed=5)
     assert len(e) == 21 and (e.info["match"] == -1).sum() == 1
     np.testing.assert_array_equal(e.reference_index[e.info["match"] >= 0], a.reference_index)
     with pytest.raises(ValueError, match="odd count"):
-        P.get("one_to_one", odd="error").pair(X)
-    sub = P.get("one_to_one").pair(X, targets=[0, 4, 8, 12])
+        P.get("one_to_one", odd="error").pair(None, X)
+    sub = P.get("one_to_one").pair(None, X, targets=[0, 4, 8, 12])
     assert set(sub.reference_index) == {0, 4, 8, 12}
     with pytest.raises(ValueError, match="not as rows"):
-        P.get("one_to_one").pair(X, targets=X[:4])
+        P.get("one_to_one").pair(None, X, targets=X[:4])
     with pytest.raises(ValueError, match="repeated"):
-        P.get("one_to_one").pair(X, targets=[1, 1, 2, 3])
+        P.get("one_to_one").pair(None, X, targets=[1, 1, 2, 3])
 
 
 # ------------------------------------------------------------------------------------------ constants
@@ -285,28 +286,28 @@ def test_constant_references():
     }
     for (name, opts), want in cases.items():
         kw = {"background": bg} if opts else {}
-        p = P.get(name, **kw).pair(X)
+        p = P.get(name, **kw).pair(None, X)
         np.testing.assert_allclose(p.R, np.tile(want, (30, 1)))
         np.testing.assert_array_equal(p.reference_index, -1)
         np.testing.assert_array_equal(p.X, X)
     # mode: most frequent value per feature, ties -> the smallest
     M = np.array([[1, 5, 2], [1, 6, 3], [2, 6, 2], [2, 7, 3]], float)
-    np.testing.assert_array_equal(P.get("mode").pair(M).R[0], [1, 6, 2])
+    np.testing.assert_array_equal(P.get("mode").pair(None, M).R[0], [1, 6, 2])
     # fixed
     pt = np.array([0.5, -1, 2, 0])
-    p = P.get("fixed", point=pt).pair(X, targets=[3, 4])
+    p = P.get("fixed", point=pt).pair(None, X, targets=[3, 4])
     np.testing.assert_array_equal(p.R, [pt, pt])
     np.testing.assert_array_equal(p.target_index, [3, 4])
-    p = P.get("fixed", index=7).pair(X)
+    p = P.get("fixed", index=7).pair(None, X)
     np.testing.assert_array_equal(p.reference_index, 7)
     np.testing.assert_array_equal(p.R[0], X[7])
     with pytest.raises(ValueError, match="exactly one"):
         P.get("fixed")
     with pytest.raises(ValueError, match="n = 4"):
-        P.get("fixed", point=[1, 2]).pair(X)
+        P.get("fixed", point=[1, 2]).pair(None, X)
     # targets as rows
     T = rng.normal(size=(3, 4))
-    p = P.get("average").pair(X, targets=T)
+    p = P.get("average").pair(None, X, targets=T)
     np.testing.assert_array_equal(p.X, T)
     np.testing.assert_array_equal(p.target_index, -1)
 
@@ -333,7 +334,7 @@ def test_specs_load_to_the_python_objects():
 def test_specs_shipped_as_package_data(tmp_path):
     from importlib.resources import files
 
-    names = {p.name for p in files("insdel.policy_specs").iterdir()}
+    names = {p.name for p in files("insdel.shipped.policies").iterdir()}
     assert {"bangalore_counterfactual.toml", "cern_counterfactual.toml", "one_to_one.toml",
             "average.toml"} <= names
     specs = P.list_specs()
@@ -356,7 +357,7 @@ def test_specs_shipped_as_package_data(tmp_path):
 def test_cern_spec_means_every_feature():
     X = np.random.default_rng(4).normal(size=(40, 6))
     X[:, 5] = np.random.default_rng(5).choice([-1.0, 1.0], 40)
-    p = P.load("cern_counterfactual").pair(X, lin)
+    p = P.load("cern_counterfactual").pair(lin, X)
     assert p.params["min_diff_used"] == 6 and (p.diff_count() == 6).all()
     assert p.label == "cern_counterfactual"
 
@@ -365,7 +366,7 @@ def test_cern_spec_means_every_feature():
 
 def test_user_function_policy_through_evaluate():
     @P.register("farthest_test")
-    def farthest(X_pool, f, targets, seed, *, power=2.0):
+    def farthest(f, X_pool, targets, seed, *, power=2.0):
         d = (np.abs(X_pool[targets, None, :] - X_pool[None, :, :]) ** power).sum(-1)
         j = d.argmax(1)
         return X_pool[j], j
@@ -377,12 +378,12 @@ def test_user_function_policy_through_evaluate():
         pol = P.get("farthest_test", power=1.0)
         assert pol.params == {"power": 1.0} and P.load({"policy": "farthest_test"}).params == {
             "power": 2.0}
-        p = pol.pair(X, lin, targets=[0, 1, 2])
+        p = pol.pair(lin, X, targets=[0, 1, 2])
         assert p.name == "farthest_test" and p.params == {"power": 1.0}
         A = (p.X - p.R) * np.arange(1, 5)  # exact attribution of the linear part
         ev = insdel.evaluate(lin, p.X, p.R, {"grad": A}, n_random=2)
         assert ev.n_pairs == 3
-        d = P.diagnostics({"farthest": p}, {"farthest": ev})
+        d = diagnostics({"farthest": p}, {"farthest": ev})
         assert d.loc["farthest", "pairs"] == 3 and "corr_grad" in d.columns
         with pytest.raises(ValueError, match="already registered"):
             P.register("farthest_test", farthest)
@@ -399,13 +400,13 @@ def test_user_class_policy():
         def __init__(self, delta: float = 1.0):
             self.params = {"delta": delta}
 
-        def select(self, X_pool, f, targets, seed):
+        def select(self, f, X_pool, targets, seed):
             return X_pool[targets] + self.params["delta"]
 
     P.register("shift_test", Shift)
     try:
         X = np.zeros((4, 2))
-        p = P.get("shift_test", delta=2.0).pair(X)
+        p = P.get("shift_test", delta=2.0).pair(None, X)
         np.testing.assert_array_equal(p.R, 2.0)
         np.testing.assert_array_equal(p.reference_index, -1)
         assert p.name == "shift_test"
@@ -420,14 +421,14 @@ def test_user_class_policy():
 def test_diagnostics_table4():
     rng = np.random.default_rng(9)
     X = mixed_pool(rng, 30, 5, n_bin=2)
-    pairings = {"cf": P.get("counterfactual", min_diff=4, on_unmet="skip").pair(X, lin),
-                "o2o": P.get("one_to_one").pair(X, seed=1),
-                "avg": P.get("average").pair(X)}
+    pairings = {"cf": P.get("counterfactual", min_diff=4, on_unmet="skip").pair(lin, X),
+                "o2o": P.get("one_to_one").pair(None, X, seed=1),
+                "avg": P.get("average").pair(None, X)}
     evs = {}
     for k, p in pairings.items():
         A = (p.X - p.R) * np.arange(1, 6)
         evs[k] = insdel.evaluate(lin, p.X, p.R, {"lin": A, "neg": -A}, n_random=1)
-    d = P.diagnostics(pairings, evs)
+    d = diagnostics(pairings, evs)
     assert list(d.index) == ["cf", "o2o", "avg"]
     for k, p in pairings.items():
         assert d.loc[k, "mean_n_diff"] == pytest.approx(np.mean((p.X != p.R).sum(1)))
@@ -435,17 +436,17 @@ def test_diagnostics_table4():
         for m in ("lin", "neg", "random"):
             want = np.corrcoef(w[("insertion", m)], w[("deletion", m)])[0, 1]
             assert d.loc[k, f"corr_{m}"] == pytest.approx(want)
-    d2 = P.diagnostics(list(pairings.values()))
+    d2 = diagnostics(list(pairings.values()))
     assert list(d2.columns) == ["pairs", "features", "mean_n_diff"]
     with pytest.raises(ValueError, match="evaluation has"):
-        P.diagnostics({"a": P.get("average").pair(X, targets=[0, 1])}, {"a": evs["avg"]})
+        diagnostics({"a": P.get("average").pair(None, X, targets=[0, 1])}, {"a": evs["avg"]})
 
 
 # ------------------------------------------------------------------------------------------ misc
 
 def test_pairing_frame_and_save_roundtrip(tmp_path):
     X = np.random.default_rng(0).normal(size=(20, 3))
-    p = P.get("counterfactual", min_diff=3, k_nearest=4).pair(X, lin)
+    p = P.get("counterfactual", min_diff=3, k_nearest=4).pair(lin, X)
     df = p.to_frame()
     assert list(df.columns[:5]) == ["target_index", "reference_index", "n_diff", "fx", "fr"]
     assert isinstance(df, pd.DataFrame) and len(df) == 20
@@ -459,22 +460,17 @@ def test_pairing_frame_and_save_roundtrip(tmp_path):
 def test_bad_targets_and_seed():
     X = np.eye(3)
     with pytest.raises(ValueError, match="outside the pool"):
-        P.get("average").pair(X, targets=[0, 5])
+        P.get("average").pair(None, X, targets=[0, 5])
     with pytest.raises(TypeError, match="targets must be"):
-        P.get("average").pair(X, targets=[0.5, 1.0])
+        P.get("average").pair(None, X, targets=[0.5, 1.0])
     with pytest.raises(ValueError, match="seed"):
-        P.get("one_to_one").pair(X, seed=-1)
+        P.get("one_to_one").pair(None, X, seed=-1)
     with pytest.raises(ValueError, match="no point"):
-        P.get("average").pair(X, targets=np.zeros(3, bool))
+        P.get("average").pair(None, X, targets=np.zeros(3, bool))
 
 
 def _policies_cli(argv):
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="insdel")
-    P.register_cli(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return cli_main(["--debug", *argv])  # --debug: errors are raised, not printed
 
 
 def test_cli_list_and_show(capsys):

@@ -1,0 +1,366 @@
+"""Experiment configurations: read, merge and strictly validate TOML files (docs/experiments.md).
+
+An experiment is a TOML file (the shipped ones are in ``insdel/configs/``: ``paper_cern``,
+``paper_bangalore``, ``demo``)::
+
+    name = "my_run"
+    seed = 0
+    [data]        recipe = "dielectron_sim", options = {n_events = 20000}
+    [model]       preset = "quick_cern"          # or path = "model.pt", or params = {...}
+    [targets]     n = 200                        # held-out points: the pool and the targets
+    [[policies]]  spec = "cern_counterfactual"   # any insdel.policies.load spec (+ label, params)
+    [methods]     names = [...], [methods.options.<name>] ...
+    [evaluation]  modes, n_random = 20, normalize = true, targets_per_chunk = 50
+    [decomposition] n_pairs = 0, pairs_per_chunk = 8, max_d = 16
+    [figures]     enabled = true, compare = [...], n_random = 20, dpi = 110
+    [quick]       ...                            # overrides applied with --quick
+
+Every key at every level is checked against one schema (:data:`SCHEMA`): an unknown key is an
+error that names the full dotted key and the closest valid one; a value of the wrong type names its
+key. Registry verbs: :func:`available` (shipped configurations) and :func:`get` (one, completed).
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import importlib.resources
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+try:  # Python >= 3.11
+    import tomllib as _toml
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as _toml  # type: ignore[no-redef]
+
+__all__ = ["ALL_METHODS", "PAPER_CONFIGS", "SCHEMA", "DEFAULTS", "ConfigError", "available", "get",
+           "load", "policy_label"]
+
+#: The seven methods of the paper's tables (Kernel SHAP, its exact form, and the captum methods);
+#: ``random`` is added by :func:`insdel.evaluate`.
+ALL_METHODS = ("kernel_shap", "integrated_gradients", "deeplift", "vanilla_grad",
+               "input_x_gradient", "lime")
+
+#: ``insdel reproduce`` names -> shipped configuration names.
+PAPER_CONFIGS = {"paper-cern": "paper_cern", "paper-bangalore": "paper_bangalore"}
+
+
+class ConfigError(ValueError):
+    """A configuration key that is unknown, missing or of the wrong type (names the key)."""
+
+
+# -- the schema ---------------------------------------------------------------------------------------
+# A leaf is (types, default); a dict is a table; ``ANY_TABLE`` is a free-form table checked by its
+# consumer (recipe options, method options, policy parameters).
+ANY_TABLE = "any-table"
+_REQUIRED = object()
+_INT, _NUM, _STR, _BOOL, _LIST = (int,), (int, float), (str,), (bool,), (list,)
+
+SCHEMA: dict[str, Any] = {
+    "name": (_STR, "experiment"),
+    "description": (_STR, ""),
+    "seed": (_INT, 0),
+    "out": (_STR + (type(None),), None),
+    "data": {
+        "recipe": (_STR, _REQUIRED),
+        "options": (ANY_TABLE, {}),
+        "real_recipe": (_STR + (type(None),), None),
+        "real_options": (ANY_TABLE, {}),
+    },
+    "model": {
+        "preset": (_STR + (type(None),), None),
+        "path": (_STR + (type(None),), None),
+        "params": (ANY_TABLE + "|none", None),
+        "max_epochs": (_INT + (type(None),), None),
+    },
+    "targets": {"n": (_INT, 200)},
+    "policies": ([{"spec": ((str, dict), _REQUIRED), "label": (_STR, None),
+                   "params": (ANY_TABLE, {})}], [{"spec": "cern_counterfactual"}]),
+    "methods": {
+        "names": (_LIST, list(ALL_METHODS)),
+        "options": (ANY_TABLE, {}),
+    },
+    "evaluation": {
+        "modes": (_LIST, ["insertion", "deletion"]),
+        "n_random": (_INT, 20),
+        "normalize": (_BOOL, True),
+        "targets_per_chunk": (_INT, 50),
+    },
+    "decomposition": {
+        "n_pairs": (_INT, 0),
+        "pairs_per_chunk": (_INT, 8),
+        "max_d": (_INT, 16),
+    },
+    "figures": {
+        "enabled": (_BOOL, True),
+        "compare": (_LIST, ["kernel_shap", "integrated_gradients"]),
+        "n_random": (_INT, 20),
+        "dpi": (_INT, 110),
+    },
+}
+
+#: Keys renamed since earlier versions: an old name is an error that names the new one.
+RENAMED = {"evaluation.chunk_size": "evaluation.targets_per_chunk",
+           "decomposition.chunk_size": "decomposition.pairs_per_chunk"}
+
+
+def _defaults(schema: Mapping) -> dict:
+    out = {}
+    for k, spec in schema.items():
+        if isinstance(spec, dict):
+            out[k] = _defaults(spec)
+        else:
+            default = spec[1]
+            out[k] = None if default is _REQUIRED else copy.deepcopy(default)
+    return out
+
+
+#: The defaults of every key (``data.recipe`` has none: it must be given).
+DEFAULTS = _defaults(SCHEMA)
+
+
+def _suggest(key: str, valid) -> str:
+    valid = list(valid)
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+    if not close and len(valid) == 1:
+        close = valid
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _type_name(types) -> str:
+    names = {bool: "true/false", int: "an integer", float: "a number", str: "a string",
+             list: "a list", dict: "a table", type(None): "nothing"}
+    return " or ".join(names.get(t, t.__name__) for t in types)
+
+
+def _check_leaf(where: str, value, types, source: str) -> None:
+    if types == ANY_TABLE or types == ANY_TABLE + "|none":
+        if value is None and types.endswith("|none"):
+            return
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{source}: {where} must be a table; got {value!r}.")
+        return
+    ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+    if not ok:
+        raise ConfigError(f"{source}: {where} must be {_type_name(types)}; got {value!r}.")
+
+
+def _check_table(raw: Mapping, schema: Mapping, prefix: str, source: str, *,
+                 partial: bool) -> None:
+    for key, value in raw.items():
+        where = f"{prefix}{key}"
+        if key not in schema:
+            if where in RENAMED:
+                raise ConfigError(f"{source}: {where} was renamed to {RENAMED[where]!r}.")
+            if prefix == "data." and key == "path":
+                raise ConfigError(
+                    f"{source}: data.path is not a key: a file is read by a recipe. Write "
+                    f'recipe = "table" (your own CSV or parquet) and put path under '
+                    f"[data.options] (docs/your_own_data.md), or name the recipe of the data set.")
+            kind = "top-level key" if not prefix else "key"
+            raise ConfigError(f"{source}: unknown {kind} {where!r}{_suggest(key, schema)} "
+                              f"(valid keys here: {', '.join(schema)}).")
+        spec = schema[key]
+        if isinstance(spec, dict):
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{source}: {where} must be a table; got {value!r}.")
+            _check_table(value, spec, where + ".", source, partial=partial)
+        elif isinstance(spec[0], list):  # array of tables
+            if not isinstance(value, list) or (not value and not partial):
+                raise ConfigError(f"{source}: {where} must be a non-empty array of tables "
+                                  f"([[{where}]]); got {value!r}.")
+            for i, item in enumerate(value):
+                if not isinstance(item, Mapping):
+                    raise ConfigError(f"{source}: {where}[{i}] must be a table; got {item!r}.")
+                _check_table(item, spec[0][0], f"{where}[{i}].", source, partial=partial)
+                for k, s in spec[0][0].items():
+                    if s[1] is _REQUIRED and k not in item:
+                        raise ConfigError(f"{source}: {where}[{i}] needs the key {k!r}.")
+        else:
+            _check_leaf(where, value, spec[0], source)
+
+
+def _merge(base: dict, over: Mapping) -> dict:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), dict) and k not in _FREE_TABLES:
+            out[k] = _merge(out[k], v)
+        elif isinstance(v, Mapping) and isinstance(out.get(k), dict):
+            out[k] = _merge_free(out[k], v)
+        else:
+            out[k] = copy.deepcopy(dict(v) if isinstance(v, Mapping) else v)
+    return out
+
+
+_FREE_TABLES = ("options", "real_options", "params")
+
+
+def _merge_free(base: dict, over: Mapping) -> dict:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), dict):
+            out[k] = _merge_free(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+# -- registry verbs ---------------------------------------------------------------------------------
+def available() -> list[str]:
+    """Names of the configurations shipped in ``insdel/configs``."""
+    folder = importlib.resources.files("insdel") / "configs"
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def get(name: str, *, quick: bool = False) -> dict:
+    """The shipped configuration ``name`` (``"demo"``, ``"paper_cern"``, ``"paper-cern"``, ...),
+    completed and validated (see :func:`load`)."""
+    return load(name, quick=quick)
+
+
+def _read_text(config: str | os.PathLike) -> tuple[str, str]:
+    path = Path(config)
+    if path.is_file():
+        return path.read_text(encoding="utf-8"), str(path)
+    name = str(config)
+    name = PAPER_CONFIGS.get(name, name)
+    name = name[:-5] if name.endswith(".toml") else name
+    res = importlib.resources.files("insdel") / "configs" / f"{name}.toml"
+    if res.is_file():
+        return res.read_text(encoding="utf-8"), f"insdel/configs/{name}.toml"
+    raise FileNotFoundError(
+        f"experiment configuration {str(config)!r} not found: not a file, and not one of the "
+        f"shipped configurations ({', '.join(available())}).")
+
+
+def load(config: str | os.PathLike | Mapping, *, quick: bool = False,
+         overrides: Mapping | None = None) -> dict:
+    """Read, complete and validate an experiment configuration.
+
+    Parameters
+    ----------
+    config : path, shipped name ("demo", "paper_cern", "paper-cern", ...) or dict
+    quick : bool
+        Apply the configuration's ``[quick]`` overrides (small sizes).
+    overrides : mapping, optional
+        Further overrides, merged last (nested tables merge key by key).
+
+    Returns
+    -------
+    dict
+        The full configuration with defaults filled in (``quick`` set to the flag, ``source``
+        added).
+
+    Raises
+    ------
+    ConfigError
+        An unknown key (with the closest valid key), a missing required key, a value of the wrong
+        type, or inconsistent values; the message names the dotted key and the source.
+    """
+    if isinstance(config, Mapping):
+        raw, source = copy.deepcopy(dict(config)), "<dict>"
+        raw.pop("source", None)
+        if isinstance(raw.get("quick"), bool):
+            raw.pop("quick")
+    else:
+        text, source = _read_text(config)
+        try:
+            raw = _toml.loads(text)
+        except _toml.TOMLDecodeError as exc:
+            raise ConfigError(f"{source}: invalid TOML ({exc}).") from None
+    quick_over = raw.pop("quick", {})
+    if not isinstance(quick_over, Mapping):
+        raise ConfigError(f"{source}: quick must be a table of overrides; got {quick_over!r}.")
+    _check_table(raw, SCHEMA, "", source, partial=False)
+    _check_table(quick_over, SCHEMA, "quick.", source, partial=True)
+    if overrides:
+        _check_table(overrides, SCHEMA, "", "overrides", partial=True)
+    cfg = _merge(DEFAULTS, raw)
+    if quick:
+        cfg = _merge(cfg, quick_over)
+    if overrides:
+        cfg = _merge(cfg, overrides)
+    cfg["source"] = source
+    cfg["quick"] = bool(quick)
+    _check_values(cfg, source)
+    return cfg
+
+
+def policy_label(entry: Mapping) -> str:
+    """The label of a ``[[policies]]`` entry: its ``label``, else the spec's name."""
+    if entry.get("label"):
+        return str(entry["label"])
+    spec = entry["spec"]
+    if isinstance(spec, Mapping):
+        return str(spec.get("name") or spec.get("policy"))
+    return Path(str(spec)).stem
+
+
+def _check_values(cfg: dict, source: str) -> None:
+    from ._validation import check_scalar
+
+    def need_int(where: str, v, minimum: int) -> None:
+        try:
+            check_scalar(where, v, int, min_val=minimum)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+
+    need_int("seed", cfg["seed"], 0)
+    need_int("targets.n", cfg["targets"]["n"], 2)
+    need_int("evaluation.n_random", cfg["evaluation"]["n_random"], 0)
+    need_int("evaluation.targets_per_chunk", cfg["evaluation"]["targets_per_chunk"], 1)
+    need_int("decomposition.n_pairs", cfg["decomposition"]["n_pairs"], 0)
+    need_int("decomposition.pairs_per_chunk", cfg["decomposition"]["pairs_per_chunk"], 1)
+    need_int("decomposition.max_d", cfg["decomposition"]["max_d"], 1)
+    need_int("figures.n_random", cfg["figures"]["n_random"], 0)
+    need_int("figures.dpi", cfg["figures"]["dpi"], 10)
+    if cfg["model"]["max_epochs"] is not None:
+        need_int("model.max_epochs", cfg["model"]["max_epochs"], 1)
+    modes = cfg["evaluation"]["modes"]
+    if not modes:
+        raise ConfigError(f"{source}: evaluation.modes must name at least one mode.")
+    for m in modes:
+        if m not in ("insertion", "deletion"):
+            raise ConfigError(f"{source}: evaluation.modes: unknown mode {m!r}"
+                              f"{_suggest(str(m), ('insertion', 'deletion'))}")
+    names = cfg["methods"]["names"]
+    if not names or not all(isinstance(m, str) for m in names):
+        raise ConfigError(f"{source}: methods.names must be a non-empty list of method names.")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{source}: methods.names lists a method twice: {names}.")
+    _check_methods(cfg, source)
+    labels = [policy_label(p) for p in cfg["policies"]]
+    if len(set(labels)) != len(labels):
+        raise ConfigError(f"{source}: two policies share the label; give each a distinct 'label' "
+                          f"({labels}).")
+    m = cfg["model"]
+    if sum(x is not None for x in (m["preset"], m["path"], m["params"])) != 1:
+        raise ConfigError(f"{source}: [model] needs exactly one of 'preset', 'path', 'params'.")
+    if cfg["data"]["recipe"] is None:
+        raise ConfigError(f"{source}: data.recipe is required (e.g. \"dielectron_sim\", or "
+                          f"\"table\" for your own CSV); insdel never picks a data set for you.")
+
+
+def _check_methods(cfg: dict, source: str) -> None:
+    """Method names exist; ``methods.options.<name>.<key>`` are options that method takes."""
+    from . import attribution
+
+    names = cfg["methods"]["names"]
+    known = attribution.available()
+    for m in names:
+        if m not in known:
+            raise ConfigError(f"{source}: methods.names: unknown attribution method {m!r}"
+                              f"{_suggest(m, known)} (known: {', '.join(known)}).")
+    for m, opts in cfg["methods"]["options"].items():
+        if m not in names:
+            raise ConfigError(f"{source}: methods.options.{m} is given but {m!r} is not in "
+                              f"methods.names {names}{_suggest(m, names)}")
+        if not isinstance(opts, Mapping):
+            raise ConfigError(f"{source}: methods.options.{m} must be a table; got {opts!r}.")
+        valid = attribution.options_of(m)
+        for k in opts:
+            if k not in valid:
+                raise ConfigError(f"{source}: unknown key 'methods.options.{m}.{k}'"
+                                  f"{_suggest(k, valid)} (options of {m}: {', '.join(valid)}).")

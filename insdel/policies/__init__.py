@@ -1,0 +1,35 @@
+"""Reference-point policies (paper §2 and §5; conventions: *Reference-point policies*).
+
+A *policy* decides which reference r is paired with each target x. insdel makes policies named,
+parameterised and pluggable:
+
+* :func:`get` returns a registered policy with its parameters; :func:`load` reads a TOML
+  specification (a file, a spec shipped in ``insdel.shipped.policies``, i.e. the top-level
+  ``policies/`` folder) or an inline dict;
+* ``policy.pair(f, X_pool, *, targets=None, seed=0)`` returns a :class:`Pairing` (targets ``X``,
+  references ``R``, their pool indices, the parameters used);
+* :func:`register` adds a user policy (a function ``fn(f, X_pool, targets, seed, **params)`` or a
+  :class:`Policy` subclass implementing ``select(f, X_pool, targets, seed)``).
+
+Built-ins: ``counterfactual`` (§5.1, §5.2), ``one_to_one`` and ``average`` (§5.2), and the constant
+references ``mean``, ``median``, ``mode`` (of a background set) and ``fixed`` (a given point).
+The paper's Table 4 diagnostics of a pairing live in :mod:`insdel.diagnostics`.
+
+Modules: ``base`` (Pairing, Policy), ``registry`` (names -> policies), ``counterfactual`` (with its
+numba search kernel), ``simple`` (one-to-one, constants, fixed), ``specs`` (TOML specifications).
+"""
+
+from __future__ import annotations
+
+from .base import FunctionPolicy, Pairing, Policy, UnknownPolicyError
+from .counterfactual import Counterfactual
+from .registry import available, defaults, describe, get, register, unregister
+from .simple import Average, Constant, Fixed, Mean, Median, Mode, OneToOne
+from .specs import format_list, format_show, list_specs, load, spec_text
+
+__all__ = [
+    "Policy", "Pairing", "FunctionPolicy", "UnknownPolicyError", "get", "load", "register",
+    "unregister", "available", "defaults", "describe", "list_specs", "spec_text", "format_list",
+    "format_show", "Counterfactual", "OneToOne", "Average", "Constant", "Mean", "Median", "Mode",
+    "Fixed",
+]

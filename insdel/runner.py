@@ -1,0 +1,586 @@
+"""Experiments end to end: data, model, policy, attributions, curves, tables and figures (paper §5).
+
+:func:`run_experiment` runs a configuration (:mod:`insdel.config`) and writes, per policy, the
+per-pair ABCs (``abc.parquet``), the curves (``curves.npz``), the attributions, the summary in the
+layout of the paper's Tables 1-3 (``summary.csv`` / ``summary.md``), plus the Table 4 diagnostics,
+the figures and a ``manifest.json`` (configuration, versions, seed, data set and model fingerprints,
+seconds and model evaluations per stage, file hashes).
+
+Long stages (attributions, exact decomposition) are checkpointed in chunks under
+``OUT/checkpoints``. Each chunk file is named by a hash of everything that determines it (data,
+model, seed, pairs, method and options, chunk size), so a chunk is never reused by a run it does not
+belong to; a run that is killed and started again with the same command resumes and produces
+byte-identical data files (timings only go into the manifest). The output folder is locked while a
+run writes it. Every file is written atomically (temporary file + ``os.replace``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import sys
+import time
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import _checkpoint as ck
+from . import config as _config
+from ._progress import progress_bar
+from ._validation import to_jsonable
+from .evaluation import Evaluation, evaluate
+from .report import policy_table, run_tables
+
+__all__ = ["run_experiment", "load_results", "RunResult", "OutputFolderBusy"]
+
+
+class OutputFolderBusy(RuntimeError):
+    """Another insdel run holds the output folder's lock."""
+
+
+# --------------------------------------------------------------------------------------------------
+# results
+# --------------------------------------------------------------------------------------------------
+@dataclass
+class RunResult:
+    """What :func:`run_experiment` produced.
+
+    Attributes
+    ----------
+    out : Path
+        Output folder.
+    config : dict
+        The configuration used.
+    evaluations : dict
+        Policy label -> :class:`insdel.Evaluation`.
+    pairings : dict
+        Policy label -> :class:`insdel.policies.Pairing`.
+    summary : pandas.DataFrame
+        All policies' summaries (paper Tables 1-3 layout) with a ``policy`` column.
+    diagnostics : pandas.DataFrame
+        Paper Table 4 (one row per policy).
+    manifest : dict
+    figures : list of Path
+    decompositions : dict
+        Policy label -> per-pair decomposition table (when ``decomposition.n_pairs > 0``).
+    """
+
+    out: Path
+    config: dict
+    evaluations: dict
+    pairings: dict
+    summary: pd.DataFrame
+    diagnostics: pd.DataFrame
+    manifest: dict
+    figures: list = field(default_factory=list)
+    model: Any = None
+    dataset: Any = None
+    decompositions: dict = field(default_factory=dict)
+
+    def to_markdown(self, digits: int = 3) -> str:
+        """Every policy's table (paper layout), the Table 4 diagnostics and, when computed, the
+        decomposition table: the same text as ``summary.md``."""
+        methods = next(iter(self.evaluations.values())).methods if self.evaluations else []
+        return run_tables(self.summary, self.diagnostics, self.decompositions, methods, digits)
+
+
+def load_results(out: str | os.PathLike) -> dict[str, Evaluation]:
+    """The evaluations of a finished run, policy label -> :class:`insdel.Evaluation`
+    (:meth:`insdel.Evaluation.load` of each policy's folder), so plots can be redrawn without
+    running anything again."""
+    out = Path(out)
+    manifest = out / "manifest.json"
+    if not manifest.exists():
+        raise FileNotFoundError(f"{out} holds no finished run (no manifest.json).")
+    labels = json.loads(manifest.read_text())["policies"]
+    return {lab: Evaluation.load(out / lab) for lab in labels}
+
+
+# --------------------------------------------------------------------------------------------------
+# bookkeeping
+# --------------------------------------------------------------------------------------------------
+class _Stages:
+    """Seconds and model evaluations per stage, kept in memory for the manifest."""
+
+    def __init__(self):
+        self.stages: dict[str, dict] = {}
+
+    def add(self, name: str, seconds: float, **extra) -> None:
+        d = self.stages.setdefault(name, {"seconds": 0.0})
+        d["seconds"] += float(seconds)
+        for k, v in extra.items():
+            d[k] = d.get(k, 0) + v if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+
+
+def _array_hash(*arrays: np.ndarray) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(str((a.dtype.str, a.shape)).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _chunk_seed(seed: int, *names: str | int) -> int:
+    words = [int(seed)] + [zlib.crc32(str(x).encode()) for x in names]
+    return int(np.random.SeedSequence(words).generate_state(1)[0] & 0x7FFFFFFF)
+
+
+def _chunked(store: ck.ChunkStore, n_chunks: int, compute: Callable[[int], tuple[np.ndarray, int]],
+             bar, interrupt: Callable[[], None] | None) -> tuple[list[np.ndarray], float, int, int]:
+    """Run one checkpointed stage: ``compute(i) -> (array, model evaluations)`` for each chunk not
+    on disk. Returns (chunks, seconds, model evaluations, chunks resumed) of this run."""
+    secs, evals, computed = 0.0, 0, 0
+
+    def work(i: int) -> np.ndarray:
+        nonlocal secs, evals, computed
+        t0 = time.perf_counter()
+        arr, e = compute(i)
+        secs += time.perf_counter() - t0
+        evals += int(e)
+        computed += 1
+        return arr
+
+    def on_chunk(i: int, was_computed: bool) -> None:
+        bar.update(1)
+        if was_computed and interrupt is not None:
+            interrupt()
+
+    chunks = store.run(n_chunks, work, on_chunk)
+    return chunks, secs, evals, n_chunks - computed
+
+
+# --------------------------------------------------------------------------------------------------
+# data, model, policy
+# --------------------------------------------------------------------------------------------------
+def _load_dataset(cfg: dict):
+    from . import datasets
+
+    d = cfg["data"]
+    return datasets.get(d["recipe"], seed=cfg["seed"], **dict(d["options"]))
+
+
+def _dataset_info(cfg: dict, dataset) -> dict:
+    """Name, file (path and sha256), rows, features and a hash of the arrays the run uses."""
+    opts = cfg["data"]["options"]
+    path = next((opts[k] for k in ("path", "csv", "file") if opts.get(k)), None)
+    info = {"name": getattr(dataset, "name", cfg["data"]["recipe"]), "recipe": cfg["data"]["recipe"],
+            "file": None if path is None else str(Path(str(path)).resolve()),
+            "file_sha256": None if path is None or not Path(str(path)).is_file()
+            else ck.sha256_file(path),
+            "rows_train": int(len(dataset.X_train)), "rows_test": int(len(dataset.X_test)),
+            "features": int(np.asarray(dataset.X_test).shape[1]),
+            "feature_names": list(getattr(dataset, "feature_names", []) or []),
+            "arrays_sha256": _array_hash(dataset.X_train, dataset.y_train, dataset.X_test,
+                                         dataset.y_test)}
+    return info
+
+
+def _model_hash(model) -> str:
+    """SHA-256 of a torch module's parameters and buffers (names, dtypes, shapes, bytes)."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        torch = None
+    h = hashlib.sha256()
+    if torch is not None and isinstance(model, torch.nn.Module):
+        for name, t in model.state_dict().items():
+            a = t.detach().cpu().contiguous().numpy()
+            h.update(f"{name}:{a.dtype.str}:{a.shape}".encode())
+            h.update(a.tobytes())
+        return h.hexdigest()
+    h.update(repr(type(model)).encode())
+    return h.hexdigest()
+
+
+def _get_model(cfg: dict, dataset, data_hash: str, out: Path, log, progress
+               ) -> tuple[Any, dict, dict]:
+    """Train (or load) the model; a trained model is cached in ``out`` under a key of the data and
+    the model's configuration, so a resumed run uses the same f. Returns (model, metrics, info)."""
+    from . import models
+
+    m = cfg["model"]
+    if m["path"] is not None:
+        path = Path(m["path"])
+        model, meta = models.load_model(path)
+        return model, dict((meta or {}).get("metrics", {}) or {}), {
+            "source": "path", "path": str(path.resolve()), "file_sha256": ck.sha256_file(path)}
+    key = ck.config_hash({"data": data_hash, "model": m, "seed": cfg["seed"]})
+    path, keyfile = out / "model.pt", out / "model.key"
+    if path.exists() and keyfile.exists() and keyfile.read_text().strip() == key:
+        model, meta = models.load_model(path)
+        log(f"model: loaded the cached model {path}")
+        return model, dict((meta or {}).get("metrics", {}) or {}), {"source": "cache", "key": key}
+    spec = m["preset"] if m["preset"] is not None else dict(m["params"])
+    log(f"model: training {spec if isinstance(spec, str) else 'custom MLP'} on "
+        f"{len(dataset.X_train)} points ...")
+    model, metrics = models.train_mlp(dataset, spec, seed=cfg["seed"], max_epochs=m["max_epochs"],
+                                      progress=progress)
+    with ck.atomic_write(path, suffix=".pt") as tmp:
+        models.save_model(model, tmp, dataset=dataset, params=spec, metrics=metrics)
+    ck.atomic_write_text(keyfile, key + "\n")
+    return model, dict(metrics or {}), {"source": "trained", "preset": m["preset"], "key": key}
+
+
+def _select_pool(dataset, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    X = np.asarray(dataset.X_test, dtype=np.float64)
+    if n >= X.shape[0]:
+        idx = np.arange(X.shape[0])
+    else:
+        rng = np.random.default_rng([seed, 7])
+        idx = np.sort(rng.choice(X.shape[0], size=n, replace=False))
+    return X[idx], idx
+
+
+def _make_policy(entry: Mapping):
+    """The policy of a ``[[policies]]`` entry, built once (spec + the entry's ``params``)."""
+    from . import policies
+
+    return policies.load(entry["spec"], params=dict(entry.get("params", {}) or {}))
+
+
+# --------------------------------------------------------------------------------------------------
+# the checkpointed stages
+# --------------------------------------------------------------------------------------------------
+def _method_options(method: str, options: Mapping, seed: int, dataset) -> dict:
+    """Options of one method for one chunk: the per-chunk seed goes to seeded methods, progress
+    bars inside a chunk are off, and the value ``"dataset"`` of ``binary`` / ``binary_levels``
+    takes the data set's binary features."""
+    from . import attribution
+
+    accepted = attribution.options_of(method)
+    kw = dict(options)
+    if "seed" in accepted:
+        kw.setdefault("seed", seed)
+    for key, attr in (("binary", "binary_mask"), ("binary_levels", "binary_levels")):
+        if kw.get(key) == "dataset":
+            kw[key] = getattr(dataset, attr, None)
+    if "progress" in accepted:
+        kw.setdefault("progress", False)
+    return kw
+
+
+def _attribute_chunk(model, X, R, method: str, options: dict) -> tuple[np.ndarray, dict]:
+    """One chunk of one method through :func:`insdel.attribute`: (A, info)."""
+    from . import attribution
+
+    A, info = attribution.attribute(model, X, R, method, return_info=True, **options)
+    if A.shape != X.shape:
+        raise ValueError(f"attribution method {method!r} returned shape {A.shape}; "
+                         f"expected {X.shape}.")
+    return A, info
+
+
+def _attributions(cfg, model, dataset, X, R, label, out, base_key, stages, log, progress,
+                  interrupt) -> dict[str, np.ndarray]:
+    B = X.shape[0]
+    cs = cfg["evaluation"]["targets_per_chunk"]
+    n_chunks = -(-B // cs)
+    names = cfg["methods"]["names"]
+    result = {}
+    with progress_bar(len(names) * n_chunks, f"attributions [{label}]", unit="chunk",
+                      enable=progress, auto=True) as bar:
+        for method in names:
+            opts = dict(cfg["methods"]["options"].get(method, {}) or {})
+            key = ck.config_hash({**base_key, "stage": "attributions", "method": method,
+                                  "options": opts, "targets_per_chunk": cs})
+            store = ck.ChunkStore(out / "checkpoints" / label / method, key)
+
+            def compute(i, method=method, opts=opts):
+                lo, hi = i * cs, min(B, (i + 1) * cs)
+                kw = _method_options(method, opts, _chunk_seed(cfg["seed"], label, method, i),
+                                     dataset)
+                try:
+                    A, info = _attribute_chunk(model, X[lo:hi], R[lo:hi], method, kw)
+                except Exception as exc:
+                    raise type(exc)(f"{method} on pairs {lo}..{hi - 1} of policy {label!r}: "
+                                    f"{exc}") from exc
+                return A, info["model_evaluations"]
+
+            chunks, secs, evals, resumed = _chunked(store, n_chunks, compute, bar, interrupt)
+            stages.add(f"{label}/attributions/{method}", secs, model_evaluations=evals,
+                       chunks=n_chunks, chunks_resumed=resumed,
+                       seconds_per_pair=secs / max(B - resumed * cs, 1))
+            result[method] = np.concatenate(chunks, axis=0)
+            log(f"  {method}: {secs:.1f} s, {evals:,} model evaluations"
+                + (f" ({resumed} of {n_chunks} chunks resumed)" if resumed else ""))
+    return result
+
+
+_DECOMP_COLS = ["best_abc_insertion", "best_abc_deletion", "expected_abc_insertion",
+                "expected_abc_deletion"]
+
+
+def _decomposition(cfg, model, X, R, label, out, base_key, stages, log, progress, interrupt):
+    import inspect
+
+    from . import decomposition
+
+    K = min(cfg["decomposition"]["n_pairs"], X.shape[0])
+    if K == 0:
+        return None
+    cs = cfg["decomposition"]["pairs_per_chunk"]
+    n_chunks = -(-K // cs)
+    normalize = cfg["evaluation"]["normalize"]
+    kw: dict = {"progress": False}
+    if "max_d" in inspect.signature(decomposition.batch_decomposition).parameters:
+        kw["max_d"] = cfg["decomposition"]["max_d"]
+    key = ck.config_hash({**base_key, "stage": "decomposition", "K": K, "pairs_per_chunk": cs,
+                          "normalize": normalize, **{k: v for k, v in kw.items()
+                                                     if k != "progress"}})
+    store = ck.ChunkStore(out / "checkpoints" / label / "decomposition", key)
+
+    def compute(i):
+        lo, hi = i * cs, min(K, (i + 1) * cs)
+        dec = decomposition.batch_decomposition(model, X[lo:hi], R[lo:hi], **kw)
+        arr = np.column_stack([dec.best_abc(mode="insertion", normalize=normalize),
+                               dec.best_abc(mode="deletion", normalize=normalize),
+                               dec.expected_abc(mode="insertion", normalize=normalize),
+                               dec.expected_abc(mode="deletion", normalize=normalize),
+                               dec.shapley()])
+        return arr, int(dec.n_evals)
+
+    with progress_bar(n_chunks, f"exact decomposition [{label}]", unit="chunk",
+                      enable=progress) as bar:
+        chunks, secs, evals, resumed = _chunked(store, n_chunks, compute, bar, interrupt)
+    arr = np.concatenate(chunks, axis=0)
+    stages.add(f"{label}/decomposition", secs, model_evaluations=evals, pairs=K,
+               chunks_resumed=resumed)
+    log(f"  exact decomposition of {K} pairs: {secs:.1f} s")
+    n = X.shape[1]
+    df = pd.DataFrame(arr[:, :4], columns=_DECOMP_COLS)
+    df.insert(0, "pair", np.arange(K))
+    shap = pd.DataFrame(arr[:, 4:4 + n], columns=[f"shapley_{j}" for j in range(n)])
+    return pd.concat([df, shap], axis=1)
+
+
+# --------------------------------------------------------------------------------------------------
+# the run
+# --------------------------------------------------------------------------------------------------
+def _versions() -> dict:
+    import importlib.metadata as md
+
+    from . import __version__
+
+    out = {"insdel": __version__, "python": platform.python_version(),
+           "platform": platform.platform()}
+    for pkg in ("numpy", "numba", "pandas", "torch", "captum", "matplotlib", "scikit-learn",
+                "pyarrow"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
+def _lock(out: Path, wait: bool):
+    """An exclusive lock on the output folder (``OUT/.insdel.lock``)."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(out / ".insdel.lock"))
+    try:
+        lock.acquire(timeout=-1 if wait else 0)
+    except Timeout:
+        raise OutputFolderBusy(
+            f"output folder {out} is in use by another insdel run (lock {out / '.insdel.lock'}); "
+            "wait for it to finish, or choose another --out.") from None
+    return lock
+
+
+def run_experiment(config: str | os.PathLike | Mapping, out: str | os.PathLike | None = None, *,
+                   quick: bool = False, progress: bool | None = None, verbose: bool = False,
+                   figures: bool | None = None, wait: bool = False,
+                   _interrupt: Callable[[], None] | None = None) -> RunResult:
+    """Run an experiment: data -> model -> policies -> attributions -> curves -> tables, figures.
+
+    Parameters
+    ----------
+    config : path, shipped name or dict
+        See :func:`insdel.config.load` and ``docs/experiments.md``.
+    out : path, optional
+        Output folder (default: the configuration's ``out``, else ``runs/<name>``).
+    quick : bool
+        Apply the configuration's ``[quick]`` overrides.
+    progress : bool, optional
+        Progress bars (default: on a terminal for long stages).
+    verbose : bool
+        Print what each stage uses and does, and how long it took (to stderr).
+    figures : bool, optional
+        Override ``figures.enabled``.
+    wait : bool
+        If another run holds the output folder, wait for it instead of refusing.
+
+    Returns
+    -------
+    RunResult
+
+    Raises
+    ------
+    OutputFolderBusy
+        Another run writes the same output folder (and ``wait`` is False).
+
+    Notes
+    -----
+    Started again with the same configuration and output folder, the run resumes: the cached model
+    is reused and finished chunks of attributions / decompositions are loaded, and the data files
+    come out byte-identical to an uninterrupted run.
+    """
+    cfg = config if (isinstance(config, Mapping) and "source" in config) else _config.load(
+        config, quick=quick)
+    if figures is not None:
+        cfg = {**cfg, "figures": {**cfg["figures"], "enabled": bool(figures)}}
+    out = Path(out if out is not None else (cfg["out"] or Path("runs") / cfg["name"]))
+    out.mkdir(parents=True, exist_ok=True)
+    lock = _lock(out, wait)
+    try:
+        return _run(cfg, out, progress, verbose, _interrupt)
+    finally:
+        lock.release()
+
+
+def _run(cfg, out: Path, progress, verbose: bool, interrupt) -> RunResult:
+    def log(msg: str) -> None:
+        if verbose:
+            print(msg, file=sys.stderr, flush=True)
+
+    stages = _Stages()
+    t_all = time.perf_counter()
+    t0 = time.perf_counter()
+    dataset = _load_dataset(cfg)
+    data_info = _dataset_info(cfg, dataset)
+    stages.add("data", time.perf_counter() - t0)
+    log(f"data: {data_info['name']} (recipe {data_info['recipe']}"
+        + (f", file {data_info['file']} sha256 {data_info['file_sha256'][:12]}"
+           if data_info["file"] else "")
+        + f"): {data_info['rows_train']} train / {data_info['rows_test']} test rows, "
+        f"{data_info['features']} features")
+    t0 = time.perf_counter()
+    model, metrics, model_info = _get_model(cfg, dataset, data_info["arrays_sha256"], out, log,
+                                            progress)
+    model_info["sha256"] = _model_hash(model)
+    stages.add("model", time.perf_counter() - t0, **{"source": model_info["source"]})
+    log(f"model: {model_info['source']}"
+        + (f" {model_info['path']}" if model_info.get("path") else "")
+        + f", parameters sha256 {model_info['sha256'][:12]}")
+    try:
+        import torch
+
+        if isinstance(model, torch.nn.Module):
+            model.eval()
+    except ImportError:  # pragma: no cover
+        pass
+
+    pool, pool_idx = _select_pool(dataset, cfg["targets"]["n"], cfg["seed"])
+    evaluations, pairings, summaries, decomps = {}, {}, [], {}
+    ev_cfg = cfg["evaluation"]
+    for entry in cfg["policies"]:
+        label = _config.policy_label(entry)
+        folder = out / label
+        t0 = time.perf_counter()
+        policy = _make_policy(entry)
+        log(f"policy {label}: {policy!r}")
+        pairing = policy.pair(model, pool, seed=cfg["seed"], progress=progress)
+        stages.add(f"{label}/pairing", time.perf_counter() - t0, pairs=len(pairing))
+        log(f"  {len(pairing)} pairs, mean number of differing features "
+            f"{pairing.mean_diff():.2f}")
+        X, R = np.ascontiguousarray(pairing.X), np.ascontiguousarray(pairing.R)
+        base_key = {"data": data_info["arrays_sha256"], "model": model_info["sha256"],
+                    "seed": cfg["seed"], "pairs": _array_hash(X, R)}
+        atts = _attributions(cfg, model, dataset, X, R, label, out, base_key, stages, log,
+                             progress, interrupt)
+        t0 = time.perf_counter()
+        ev = evaluate(model, X, R, atts, modes=ev_cfg["modes"], n_random=ev_cfg["n_random"],
+                      seed=_chunk_seed(cfg["seed"], label, "orders"),
+                      normalize=ev_cfg["normalize"], progress=progress)
+        stages.add(f"{label}/curves", time.perf_counter() - t0,
+                   model_evaluations=int(ev.stats.get("model_evaluations", 0)),
+                   curve_points=int(ev.stats.get("curve_points", 0)))
+        log(f"  curves: {ev.stats.get('model_evaluations', 0):,} model evaluations, "
+            f"{time.perf_counter() - t0:.1f} s")
+        # the pairs are explained from the pool; indices are into the pool sample: translate them
+        # to rows of the data set's test split.
+        pairing.target_index = np.where(pairing.target_index >= 0,
+                                        pool_idx[np.maximum(pairing.target_index, 0)], -1)
+        pairing.reference_index = np.where(pairing.reference_index >= 0,
+                                           pool_idx[np.maximum(pairing.reference_index, 0)], -1)
+        ev.save(folder, pairing=pairing)
+        ck.save_npz(folder / "attributions.npz", atts)
+        s = ev.summary()
+        ck.atomic_write_text(folder / "summary.csv", s.to_csv(index=False))
+        ck.atomic_write_text(folder / "summary.md", policy_table(label, s) + "\n")
+        s.insert(0, "policy", label)
+        summaries.append(s)
+        dec = _decomposition(cfg, model, X, R, label, out, base_key, stages, log, progress,
+                             interrupt)
+        if dec is not None:
+            for mode in ev.modes:
+                for m in ev.methods:
+                    dec[f"abc_{mode}_{m}"] = ev.abc_array(m, mode)[:len(dec)]
+            with ck.atomic_write(folder / "decomposition.parquet", suffix=".parquet") as tmp:
+                dec.to_parquet(tmp, index=False)
+            decomps[label] = dec
+        evaluations[label] = ev
+        pairings[label] = pairing
+
+    from .diagnostics import diagnostics as _diagnostics
+
+    diag = _diagnostics(pairings, evaluations)
+    summary = pd.concat(summaries, ignore_index=True)
+    ck.atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
+    ck.atomic_write_text(out / "diagnostics.csv", diag.to_csv())
+    methods = next(iter(evaluations.values())).methods
+    ck.atomic_write_text(out / "summary.md", run_tables(summary, diag, decomps, methods))
+
+    fig_paths = _figures(cfg, evaluations, model, dataset, out, stages, log)
+
+    total = time.perf_counter() - t_all
+    files = sorted(p for p in out.rglob("*") if p.is_file() and "checkpoints" not in p.parts
+                   and p.name != "manifest.json" and not p.name.startswith("."))
+    evals_total = sum(int(v.get("model_evaluations", 0)) for v in stages.stages.values())
+    manifest = {
+        "name": cfg["name"], "source": cfg["source"], "quick": cfg["quick"], "seed": cfg["seed"],
+        "config": to_jsonable({k: v for k, v in cfg.items() if k not in ("source",)}),
+        "versions": _versions(),
+        "data": to_jsonable(data_info),
+        "policies": list(evaluations),
+        "policy_specs": {lab: repr(_make_policy(e)) for lab, e in
+                         zip(evaluations, cfg["policies"], strict=True)},
+        "model": {"metrics": to_jsonable(metrics), **to_jsonable(model_info)},
+        "compute": {"seconds_total": total, "model_evaluations_total": evals_total,
+                    "cpu_count": os.cpu_count(), "stages": to_jsonable(stages.stages)},
+        "files": {str(p.relative_to(out)): ck.sha256_file(p) for p in files},
+    }
+    ck.atomic_write_text(out / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    return RunResult(out=out, config=cfg, evaluations=evaluations, pairings=pairings,
+                     summary=summary, diagnostics=diag, manifest=manifest, figures=fig_paths,
+                     model=model, dataset=dataset, decompositions=decomps)
+
+
+def _figures(cfg, evaluations, model, dataset, out: Path, stages, log) -> list[Path]:
+    if not cfg["figures"]["enabled"]:
+        return []
+    import matplotlib.pyplot as plt
+
+    from . import plotting
+
+    t0 = time.perf_counter()
+    f = cfg["figures"]
+    fdir = out / "figures"
+    paths: list[Path] = []
+    with plt.rc_context({"figure.max_open_warning": 0}):
+        for label, ev in evaluations.items():
+            paths += plotting.policy_figures(ev, label, fdir, compare=f["compare"],
+                                             n_random=f["n_random"], dpi=f["dpi"],
+                                             seed=cfg["seed"])
+        ax = plotting.plot_predictions(model, dataset)
+        paths.append(plotting.save_figure(ax.figure, fdir / "model_predictions.png", f["dpi"]))
+    stages.add("figures", time.perf_counter() - t0, count=len(paths))
+    log(f"figures: {len(paths)} written to {fdir}")
+    return paths
