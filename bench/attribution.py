@@ -47,7 +47,7 @@ from _common import (  # noqa: E402
 )
 
 import insdel  # noqa: E402
-from insdel.attribution import METHODS, attribute, attribute_all  # noqa: E402
+from insdel.attribution import METHODS, attribute  # noqa: E402
 
 
 def captum_ig_point_by_point(net, X, R, steps):
@@ -111,8 +111,8 @@ def main(argv=None) -> int:
     ref = captum_ig_batched(net, X, R, a.steps, 16384)
     err = np.abs(ours - ref).max() / max(1e-12, np.abs(ref).max())
     assert err < 1e-3, f"insdel IG differs from captum's: relative max error {err:.2e}"
-    ig_obj = insdel.attribution.IntegratedGradients(net, n_steps=a.steps)
-    ig_obj.attribute(X, R)
+    ig_obj = insdel.attribution.IntegratedGradients(net)
+    ig_obj.attribute(X, R, n_steps=a.steps)
     dl_obj = insdel.attribution.DeepLift(net)
     dl_obj.attribute(X, R)
     print(f"# check: insdel IG vs captum IG relative max difference {err:.1e}; completeness gap "
@@ -158,21 +158,22 @@ def main(argv=None) -> int:
     for name in METHODS:
         P = a.slow_points if name in slow else a.points
         secs = []
-        res = None
+        info = None
         for _ in range(a.repeats):
-            res = attribute_all(net, X[:P], R[:P], methods=[name], options=opts)
-            secs.append(res.seconds[name])
+            _, info = attribute(net, X[:P], R[:P], name, return_info=True, **opts.get(name, {}))
+            secs.append(info["seconds"])
         t = float(np.median(secs))
-        rows.append([name, P, f"{1e3 * t / P:.3g}", f"{res.n_evals[name] / P:,.0f}"])
+        rows.append([name, P, f"{1e3 * t / P:.3g}", f"{info['model_evaluations'] / P:,.0f}"])
     # the binary modes cost up to 2^4 times more: they run on a tenth of the points
     for label, spec in ig_jump_labels.items():
         P = a.points if spec["method"] == "kernel_shap" else max(1, a.points // 10)
         secs = []
+        kw = {k: v for k, v in spec.items() if k != "method"}
         for _ in range(a.repeats):
-            res = attribute_all(net, Xb[:P], Rb[:P], methods={label: spec})
-            secs.append(res.seconds[label])
+            _, info = attribute(net, Xb[:P], Rb[:P], spec["method"], return_info=True, **kw)
+            secs.append(info["seconds"])
         t = float(np.median(secs))
-        rows.append([label, P, f"{1e3 * t / P:.3g}", f"{res.n_evals[label] / P:,.0f}"])
+        rows.append([label, P, f"{1e3 * t / P:.3g}", f"{info['model_evaluations'] / P:,.0f}"])
     print("\n## (b) time per point, default options\n")
     print(markdown_table(["method", "points", "ms / point", "model rows / point"], rows))
     return 0

@@ -307,57 +307,6 @@ def _shapley_weights(mmax: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------------
-# torch gradients
-def torch_info(module):
-    """(device, torch dtype, numpy dtype) of a module's floating parameters."""
-    import torch
-
-    floating = [p for p in list(module.parameters()) + list(module.buffers()) if p.is_floating_point()]
-    tdtype = floating[0].dtype if floating else torch.float32
-    device = floating[0].device if floating else torch.device("cpu")
-    np_dtype = np.float64 if tdtype == torch.float64 else np.float32
-    if tdtype not in (torch.float32, torch.float64):
-        tdtype = torch.float32
-    return device, tdtype, np_dtype
-
-
-def value_and_grad(module, rows: np.ndarray, device, tdtype) -> tuple[np.ndarray, np.ndarray]:
-    """f and its input gradient on the rows (N, n); float64 outputs; no parameter ``.grad``."""
-    import torch
-
-    with torch.inference_mode(False), torch.enable_grad():
-        t = torch.from_numpy(rows).to(device=device, dtype=tdtype).requires_grad_(True)
-        y = module(t)
-        if isinstance(y, (tuple, list)):
-            raise ValueError("the torch module returned a tuple/list; it must return one tensor.")
-        N = rows.shape[0]
-        if tuple(y.shape) == (N, 1):
-            y = y[:, 0]
-        elif tuple(y.shape) != (N,):
-            raise ValueError(f"the torch module must return shape (B,) or (B, 1) for B = {N} rows; "
-                             f"got {tuple(y.shape)}.")
-        (g,) = torch.autograd.grad(y.sum(), t)
-    return (y.detach().to("cpu", torch.float64).numpy(),
-            g.detach().to("cpu", torch.float64).numpy())
-
-
-def gradients(module, X: np.ndarray, *, chunk_rows: int = DEFAULT_CHUNK_ROWS,
-              progress=None) -> tuple[np.ndarray, np.ndarray]:
-    """f(X) and grad f(X), chunked (rows of X in the module's dtype)."""
-    device, tdtype, np_dtype = torch_info(module)
-    Xd = np.ascontiguousarray(X, dtype=np_dtype)
-    N = Xd.shape[0]
-    F = np.empty(N)
-    G = np.empty(X.shape)
-    with progress_bar(N, "gradients", "row", enable=progress, auto=N > 1 << 16) as bar:
-        for s in range(0, N, chunk_rows):
-            e = min(N, s + chunk_rows)
-            F[s:e], G[s:e] = value_and_grad(module, Xd[s:e], device, tdtype)
-            bar.update(e - s)
-    return F, G
-
-
-# --------------------------------------------------------------------------------------------------
 # the driver
 def _pair_blocks(seg_counts: np.ndarray, cap: int) -> list[tuple[int, int]]:
     """Consecutive pair blocks whose total segment count is <= cap (at least one pair each)."""
@@ -373,8 +322,8 @@ def _pair_blocks(seg_counts: np.ndarray, cap: int) -> list[tuple[int, int]]:
     return blocks
 
 
-def _run_path(module, Xd, Rd, is_cont, D, m, segs, nodes, weights, interp, cont_acc, bin_acc,
-              chunk_rows, device, tdtype, bar, counter):
+def _run_path(model, Xd, Rd, is_cont, D, m, segs, nodes, weights, interp, cont_acc, bin_acc,
+              chunk_rows, bar, counter):
     """Run all rows of the segments (pair, corner, t0, ts) through forward/backward, accumulate."""
     seg_pair, seg_corner, seg_t0, seg_ts = segs
     K = nodes.shape[0]
@@ -386,7 +335,7 @@ def _run_path(module, Xd, Rd, is_cont, D, m, segs, nodes, weights, interp, cont_
         out = buf[: stop - start]
         _fill_rows(Xd, Rd, is_cont, D, m, seg_pair, seg_corner, seg_t0, seg_ts, nodes, start, stop,
                    out)
-        F, G = value_and_grad(module, out, device, tdtype)
+        F, G = model.value_and_grad(out, chunk_rows=chunk_rows)
         _accumulate(G, F, is_cont, D, m, seg_pair, seg_corner, seg_t0, seg_ts, nodes, weights,
                     start, stop, interp, cont_acc, bin_acc)
         counter[0] += stop - start
@@ -422,8 +371,7 @@ def integrated_gradients(model, X: np.ndarray, R: np.ndarray, *, n_steps: int = 
     Returns the attributions (B, n) and an info dict (``n_grad_rows``, ``n_value_rows``,
     ``m`` = number of differing binaries per pair).
     """
-    module = model.torch_module
-    device, tdtype, np_dtype = torch_info(module)
+    np_dtype = model.dtype
     if binary_mode not in BINARY_MODES:
         raise ValueError(f"binary_mode must be one of {BINARY_MODES}; got {binary_mode!r}.")
     chunk_rows = int(chunk_rows)
@@ -451,8 +399,8 @@ def integrated_gradients(model, X: np.ndarray, R: np.ndarray, *, n_steps: int = 
         segs = (pairs, np.zeros(B, np.int64), np.zeros(B), np.ones(B))
         with progress_bar(B * len(nodes), "integrated gradients", "row", enable=progress,
                           auto=B * len(nodes) > 1 << 18) as bar:
-            _run_path(module, Xd, Rd, is_cont, D, m, segs, nodes, weights, False, cont_acc,
-                      bin_acc, chunk_rows, device, tdtype, bar, grad_rows)
+            _run_path(model, Xd, Rd, is_cont, D, m, segs, nodes, weights, False, cont_acc,
+                      bin_acc, chunk_rows, bar, grad_rows)
     elif mode == "interpolate":
         counts = np.left_shift(np.int64(1), m)
         total = int(counts.sum()) * len(nodes)
@@ -465,8 +413,8 @@ def integrated_gradients(model, X: np.ndarray, R: np.ndarray, *, n_steps: int = 
                 seg_corner = np.arange(int(c.sum()), dtype=np.int64) - np.repeat(offs, c)
                 S = seg_pair.shape[0]
                 segs = (seg_pair, seg_corner, np.zeros(S), np.ones(S))
-                _run_path(module, Xd, Rd, is_cont, D, m, segs, nodes, weights, True, cont_acc,
-                          bin_acc, chunk_rows, device, tdtype, bar, grad_rows)
+                _run_path(model, Xd, Rd, is_cont, D, m, segs, nodes, weights, True, cont_acc,
+                          bin_acc, chunk_rows, bar, grad_rows)
     else:  # jump
         K2 = max(1, len(nodes) // 2)
         hn, hw = quadrature(rule, K2) if rule != "riemann_trapezoid" or K2 >= 2 else (nodes, weights)
@@ -481,8 +429,8 @@ def integrated_gradients(model, X: np.ndarray, R: np.ndarray, *, n_steps: int = 
         total = 2 * B * len(hn) + n_exact_rows + n_samp_rows
         with progress_bar(total, "integrated gradients (jump)", "row", enable=progress,
                           auto=total > 1 << 18) as bar:
-            _run_path(module, Xd, Rd, is_cont, D, m, segs, hn, hw, False, cont_acc, bin_acc,
-                      chunk_rows, device, tdtype, bar, grad_rows)
+            _run_path(model, Xd, Rd, is_cont, D, m, segs, hn, hw, False, cont_acc, bin_acc,
+                      chunk_rows, bar, grad_rows)
             # exact average over all m! orders: Shapley value of the jump game (2^m values)
             ex_pairs = np.flatnonzero(exact & (m > 0))
             counts = np.left_shift(np.int64(1), m[ex_pairs])
@@ -519,8 +467,6 @@ def integrated_gradients(model, X: np.ndarray, R: np.ndarray, *, n_steps: int = 
     A = (X - R) * cont_acc
     if mode != "cast":
         A[:, spec.is_bin] = bin_acc[:, spec.is_bin]
-    model.n_evals += grad_rows[0]
-    model.n_calls += 1
     info = {"n_grad_rows": grad_rows[0], "n_value_rows": value_rows[0], "binary_mode": mode,
             "m": m, "rule": rule, "n_steps": int(n_steps)}
     return A, info

@@ -21,6 +21,9 @@ import numpy as np
 
 from ._validation import _first
 
+#: Attribution methods that need input gradients (a torch module).
+GRADIENT_METHODS = ("integrated_gradients", "deeplift", "vanilla_grad", "input_x_gradient")
+
 #: What :func:`as_model` accepts: a torch module, an estimator with ``predict``, a callable
 #: ``(B, n) -> (B,)`` or an insdel :class:`Model`.
 ModelLike = Union["Model", Callable[[np.ndarray], Any], Any]
@@ -43,13 +46,18 @@ class Model:
         Rows per call of ``fn``.
     torch_module : torch.nn.Module or None
         The wrapped module, when there is one (gradient-based attributions need it).
+    name : str
+        Shown in error messages.
 
     Attributes
     ----------
     n_evals : int
-        Number of rows evaluated so far (the compute an experiment reports).
+        Number of rows evaluated so far, forward or forward + backward (the compute an
+        experiment reports). Counted here and nowhere else.
+    n_grad_evals : int
+        Of those, rows whose input gradient was computed (:meth:`value_and_grad`).
     n_calls : int
-        Number of calls of ``fn``.
+        Number of calls of ``fn`` or of the module.
     """
 
     def __init__(self, fn: Callable[[np.ndarray], Any], *, dtype=np.float64,
@@ -60,7 +68,69 @@ class Model:
         self.torch_module = torch_module
         self.name = name
         self.n_evals = 0
+        self.n_grad_evals = 0
         self.n_calls = 0
+        if torch_module is not None:
+            self.device, self.torch_dtype, _ = torch_spec(torch_module)
+
+    @property
+    def has_gradients(self) -> bool:
+        """Whether input gradients are available (a torch module)."""
+        return self.torch_module is not None
+
+    def value_and_grad(self, X: np.ndarray, *, chunk_rows: int | None = None
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """f and its input gradient on the rows of ``X`` (N, n), chunked; float64 (N,), (N, n).
+
+        The rows are converted to the module's dtype and device (the same rule as the forward
+        pass); parameters get no ``.grad``. Raises ``TypeError`` for models without gradients.
+        """
+        if self.torch_module is None:
+            raise TypeError(
+                f"{self.name} has no input gradients (it is not a torch.nn.Module); the gradient "
+                f"methods ({', '.join(GRADIENT_METHODS)}) need one. Model-agnostic methods: "
+                "kernel_shap, exact_shapley, lime, random.")
+        import torch
+
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"the model takes a 2-D array (B, n); got shape {X.shape}.")
+        N = X.shape[0]
+        cs = self.batch_size if chunk_rows is None else int(chunk_rows)
+        F = np.empty(N)
+        G = np.empty(X.shape)
+        for s in range(0, N, cs):
+            e = min(N, s + cs)
+            with torch.inference_mode(False), torch.enable_grad():
+                t = torch.from_numpy(np.ascontiguousarray(X[s:e], dtype=self.dtype)).to(
+                    device=self.device, dtype=self.torch_dtype).requires_grad_(True)
+                y = self.torch_module(t)
+                if isinstance(y, (tuple, list)):
+                    raise ValueError("the torch module returned a tuple/list; it must return one "
+                                     "tensor.")
+                if tuple(y.shape) == (e - s, 1):
+                    y = y[:, 0]
+                elif tuple(y.shape) != (e - s,):
+                    raise ValueError(f"the torch module must return shape (B,) or (B, 1) for "
+                                     f"B = {e - s} rows; got {tuple(y.shape)}.")
+                (g,) = torch.autograd.grad(y.sum(), t)
+            F[s:e] = y.detach().to("cpu", torch.float64).numpy()
+            G[s:e] = g.detach().to("cpu", torch.float64).numpy()
+            self.n_calls += 1
+        self.n_evals += N
+        self.n_grad_evals += N
+        return F, G
+
+    def grad(self, X: np.ndarray, *, chunk_rows: int | None = None) -> np.ndarray:
+        """Input gradient of f at the rows of ``X``, float64 (N, n); see :meth:`value_and_grad`."""
+        return self.value_and_grad(X, chunk_rows=chunk_rows)[1]
+
+    def count(self, rows: int) -> None:
+        """Count ``rows`` evaluations done on the wrapped module by a library that calls it
+        directly (captum's DeepLift runs its own forward and backward passes)."""
+        self.n_evals += int(rows)
+        self.n_grad_evals += int(rows)
+        self.n_calls += 1
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
         """Evaluate f on the rows of ``X`` (N, n); returns float64 values (N,)."""
@@ -114,15 +184,28 @@ def _is_torch_module(f) -> bool:
     return isinstance(f, torch.nn.Module)
 
 
+def torch_spec(module) -> tuple[Any, Any, Any]:
+    """(device, torch dtype, numpy input dtype) of a module: the one dtype rule of insdel.
+
+    Inputs are sent to the module in the dtype and on the device of its first floating parameter
+    or buffer (float32 when it has none). Hybrid rows are built on the NumPy side in float64 for
+    float64 modules and float32 otherwise (float16 and bfloat16 modules included: NumPy has no
+    bfloat16, and float32 holds every float16 value exactly).
+    """
+    import torch
+
+    floating = [p for p in list(module.parameters()) + list(module.buffers())
+                if p.is_floating_point()]
+    tdtype = floating[0].dtype if floating else torch.float32
+    device = floating[0].device if floating else torch.device("cpu")
+    np_dtype = np.float64 if tdtype == torch.float64 else np.float32
+    return device, tdtype, np_dtype
+
+
 def _torch_fn(module):
     import torch
 
-    params = [p for p in module.parameters()] + [b for b in module.buffers()]
-    floating = [p for p in params if p.is_floating_point()]
-    tdtype = floating[0].dtype if floating else torch.float32
-    device = floating[0].device if floating else torch.device("cpu")
-    np_dtype = {torch.float32: np.float32, torch.float64: np.float64,
-                torch.float16: np.float32, torch.bfloat16: np.float32}[tdtype]
+    device, tdtype, np_dtype = torch_spec(module)
 
     def fn(X: np.ndarray) -> np.ndarray:
         with torch.inference_mode():

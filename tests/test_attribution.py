@@ -19,7 +19,6 @@ from insdel.attribution import (
     DeepLift,
     IntegratedGradients,
     attribute,
-    attribute_all,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,8 +111,8 @@ def test_ig_completeness_all_modes(mode):
     for act, tol in ((torch.nn.PReLU, 1e-3), (torch.nn.Tanh, 1e-6)):
         net = mlp(n, act=act).eval()
         f = f_np(net)
-        ig = IntegratedGradients(net, binary=binary, binary_mode=mode, n_steps=500)
-        A = ig.attribute(X, R)
+        ig = IntegratedGradients(net)
+        A = ig.attribute(X, R, binary=binary, binary_mode=mode, n_steps=500)
         gap = A.sum(1) - (f(X) - f(R))
         assert np.all(np.abs(gap) <= tol * (1 + np.abs(f(X) - f(R)))), (act, gap)
         np.testing.assert_allclose(ig.info_["delta"], gap, atol=1e-12)
@@ -287,31 +286,34 @@ def test_every_method_runs_on_prelu_dropout_mlp_in_eval_mode():
     net = mlp(n, dropout=0.5).float()
     net.train()  # the user's module in train mode: attributions switch it to eval
     X, R = pairs(4, n, [0, 1])
-    res = attribute_all(net, X, R, options={"kernel_shap": {"n_samples": 200},
-                                            "lime": {"n_samples": 200},
-                                            "integrated_gradients": {"n_steps": 50}})
+    opts = {"kernel_shap": {"n_samples": 200}, "lime": {"n_samples": 200},
+            "integrated_gradients": {"n_steps": 50}}
+    res, info = {}, {}
+    for k in METHODS:
+        res[k], info[k] = attribute(net, X, R, k, return_info=True, **opts.get(k, {}))
     assert set(res) == set(METHODS)
     assert not net.training
     assert all(p.grad is None for p in net.parameters())
     for k, A in res.items():
         assert A.shape == (4, n) and A.dtype == np.float64 and np.isfinite(A).all(), k
-        assert res.seconds[k] >= 0 and res.n_evals[k] >= 0
-    assert res.n_evals["exact_shapley"] == 4 * 2 ** n
-    assert res.n_evals["random"] == 0
-    again = attribute_all(net, X, R, methods=["integrated_gradients", "deeplift"],
-                          options={"integrated_gradients": {"n_steps": 50}})
+        assert info[k]["seconds"] >= 0 and info[k]["model_evaluations"] >= 0
+        assert info[k]["completeness_gap"].shape == (4,)
+    assert info["exact_shapley"]["model_evaluations"] == 4 * 2 ** n
+    assert info["random"]["model_evaluations"] == 0
+    again = {k: attribute(net, X, R, k, **opts.get(k, {}))
+             for k in ["integrated_gradients", "deeplift"]}
     np.testing.assert_array_equal(again["integrated_gradients"], res["integrated_gradients"])
-    # labels with their own options
-    lab = attribute_all(net, X, R, methods={"ig_jump": {"method": "ig", "binary": [0, 1],
-                                                         "binary_mode": "jump", "n_steps": 20},
-                                            "ig_cast": "integrated_gradients"},
-                        options={"integrated_gradients": {"n_steps": 20}})
-    assert set(lab) == {"ig_jump", "ig_cast"} and lab.info["ig_jump"]["binary_mode"] == "jump"
-    assert len(lab.timing_table()) == 2
+    # one method with its own options under two labels
+    lab = {"ig_jump": attribute(net, X, R, "ig", return_info=True, binary=[0, 1],
+                                binary_mode="jump", n_steps=20),
+           "ig_cast": attribute(net, X, R, "integrated_gradients", return_info=True, n_steps=20)}
+    assert set(lab) == {"ig_jump", "ig_cast"} and lab["ig_jump"][1]["binary_mode"] == "jump"
+    assert lab["ig_cast"][1]["binary_mode"] == "cast"
 
     f = f_np(mlp(n))
-    res2 = attribute_all(f, X, R, options={"kernel_shap": {"n_samples": 100},
-                                           "lime": {"n_samples": 100}})
+    res2 = {k: attribute(f, X, R, k, **{"kernel_shap": {"n_samples": 100},
+                                        "lime": {"n_samples": 100}}.get(k, {}))
+            for k in MODEL_AGNOSTIC}
     assert set(res2) == set(MODEL_AGNOSTIC)
     with pytest.raises(TypeError, match="torch.nn.Module"):
         attribute(f, X, R, "integrated_gradients")

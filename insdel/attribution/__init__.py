@@ -1,0 +1,143 @@
+"""Attribution methods that all use the policy's reference r (paper §5, Appendix A.3; §4 for IG).
+
+Every method returns an array (B, n) explaining ``f(x) - f(r)`` with captum's sign convention
+(``inputs=x, baselines=r``; conventions: *Points, attributions, orderings*), so its output can be
+passed to :func:`insdel.evaluate` / :func:`insdel.curves` as it is.
+
+========================  ====================  ==============================================
+name                      model kinds           what it computes
+========================  ====================  ==============================================
+``kernel_shap``           any                   Kernel SHAP, baseline r, seeded (captum or
+                                                insdel's vectorised engine)
+``exact_shapley``         any                   exact baseline Shapley (anchored decomposition)
+``lime``                  any                   captum ``Lime``, baseline r, seeded
+``random``                any                   seeded random scores (a random ordering)
+``integrated_gradients``  torch module          batched IG, binary modes (§4)
+``deeplift``              torch module          captum ``DeepLift``, baseline r, PReLU rescaled
+``vanilla_grad``          torch module          gradient at x times a per-feature scale
+``input_x_gradient``      torch module          x * gradient at x (binary zeros -> -1e-4 opt.)
+========================  ====================  ==============================================
+
+One functional entry point, :func:`attribute` (``insdel.attribute``); one class per method, as
+in captum: ``IntegratedGradients(f).attribute(X, R, n_steps=500)``, whose keyword arguments are
+typed and documented (``help(IntegratedGradients.attribute)``). Registry verbs: :func:`available`,
+:func:`get`, and :func:`options_of` for a method's options and defaults.
+
+Modules: ``base`` (the base class, captum drivers), ``shapley`` (Kernel SHAP, exact Shapley),
+``lime``, ``integrated_gradients``, ``deeplift``, ``gradients`` (vanilla, input x gradient),
+``random_scores``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..adapter import GRADIENT_METHODS, ModelLike
+from .base import MODEL_AGNOSTIC, Attribution
+from .deeplift import DeepLift
+from .gradients import InputXGradient, VanillaGrad
+from .integrated_gradients import IntegratedGradients
+from .lime import DEFAULT_LIME_SAMPLES, Lime
+from .random_scores import RandomAttribution
+from .shapley import DEFAULT_KS_SAMPLES, PAPER_KS_SAMPLES, ExactShapley, KernelShap
+
+__all__ = [
+    "attribute", "available", "get", "options_of", "Attribution", "KernelShap", "ExactShapley",
+    "IntegratedGradients", "DeepLift", "VanillaGrad", "InputXGradient", "Lime",
+    "RandomAttribution", "METHODS", "MODEL_AGNOSTIC", "GRADIENT_METHODS", "DEFAULT_KS_SAMPLES",
+    "DEFAULT_LIME_SAMPLES", "PAPER_KS_SAMPLES",
+]
+
+#: name -> class.
+METHODS: dict[str, type[Attribution]] = {cls.name: cls for cls in (
+    KernelShap, ExactShapley, IntegratedGradients, DeepLift, VanillaGrad, InputXGradient, Lime,
+    RandomAttribution)}
+
+ALIASES = {
+    "ks": "kernel_shap", "kernelshap": "kernel_shap", "shap": "kernel_shap",
+    "exact_ks": "exact_shapley", "shapley": "exact_shapley",
+    "ig": "integrated_gradients", "integratedgradients": "integrated_gradients",
+    "deep_lift": "deeplift", "saliency": "vanilla_grad", "vanilla": "vanilla_grad",
+    "ixg": "input_x_gradient", "inputxgradient": "input_x_gradient",
+}
+
+
+def available() -> list[str]:
+    """Names of the attribution methods (aliases such as ``"ig"`` resolve with :func:`get`)."""
+    return list(METHODS)
+
+
+def get(name: str) -> type[Attribution]:
+    """The attribution class registered as ``name`` (or an alias: ``"ig"``, ``"ks"``, ...)."""
+    if not isinstance(name, str):
+        raise TypeError(f"method must be a string; got {type(name).__name__}.")
+    key = name.lower().replace("-", "_").replace(" ", "_")
+    key = ALIASES.get(key, key)
+    if key not in METHODS:
+        close = difflib.get_close_matches(key, list(METHODS) + list(ALIASES), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"unknown attribution method {name!r}; choose from {sorted(METHODS)} "
+                         f"(aliases: {sorted(ALIASES)}).{hint}")
+    return METHODS[key]
+
+
+def options_of(name: str) -> dict[str, Any]:
+    """The keyword options of method ``name`` with their defaults (from its typed signature)."""
+    sig = inspect.signature(get(name).attribute)
+    return {k: p.default for k, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY}
+
+
+def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str, *,
+              return_info: bool = False, **options: Any):
+    """Attributions of one method for B pairs, explaining ``f(x) - f(r)``.
+
+    Parameters
+    ----------
+    f : torch.nn.Module, estimator, callable or insdel Model
+        Gradient methods (``integrated_gradients``, ``deeplift``, ``vanilla_grad``,
+        ``input_x_gradient``) need a torch module; the others accept anything
+        :func:`insdel.as_model` accepts.
+    X : array_like (B, n) or (n,)
+        Targets.
+    R : array_like (B, n) or (n,)
+        References (the policy's choice; a 1-D R is used for every pair).
+    method : str
+        One of :func:`available` (or an alias such as ``"ig"``, ``"ks"``).
+    return_info : bool, default False
+        Also return a dict: ``method``, ``seconds``, ``model_evaluations``, ``completeness_gap``
+        (B,) and the method's details.
+    **options
+        The method's keyword options (:func:`options_of`; its class's ``attribute`` documents
+        them).
+
+    Returns
+    -------
+    ndarray (B, n), float64; or ``(A, info)`` when ``return_info``.
+
+    Raises
+    ------
+    TypeError
+        An option the method does not take (with the closest valid one), or a gradient method on
+        a model without gradients.
+    """
+    cls = get(method)
+    valid = options_of(cls.name)
+    for k in options:
+        if k not in valid:
+            close = difflib.get_close_matches(k, list(valid), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise TypeError(f"{cls.name}: unknown option {k!r}.{hint} Options: "
+                            f"{', '.join(valid)}.")
+    obj = cls(f)
+    A = obj.attribute(X, R, **options)
+    if not return_info:
+        return A
+    info = {k: v for k, v in obj.info_.items() if k not in ("delta", "max_abs_delta")}
+    return A, {"method": cls.name, "seconds": float(obj.seconds_),
+               "model_evaluations": int(obj.n_evals_),
+               "completeness_gap": np.asarray(obj.completeness_gap_), **info}

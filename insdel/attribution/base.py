@@ -1,0 +1,126 @@
+"""The base class of attribution methods and the helpers that drive captum's per-point methods."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .._progress import progress_bar
+from .._validation import check_pairs
+from ..adapter import GRADIENT_METHODS, Model, ModelLike, as_model
+
+#: Methods that need only model values (any model :func:`insdel.as_model` accepts).
+MODEL_AGNOSTIC = ("kernel_shap", "exact_shapley", "lime", "random")
+
+
+class Attribution:
+    """An attribution method with the policy's reference r, explaining ``f(x) - f(r)``.
+
+    As in captum, the model is given to the constructor and the options to :meth:`attribute`,
+    whose keyword arguments (typed, with documented defaults) are each method's options.
+    After :meth:`attribute`:
+
+    * ``seconds_`` — wall time of the method;
+    * ``n_evals_`` — model rows it evaluated (forward, or forward + backward), counted by the model
+      adapter;
+    * ``completeness_gap_`` — ``sum_j a_j - (f(x) - f(r))`` per pair (B,), computed here once for
+      every method (exact Shapley, IG and DeepLIFT satisfy completeness; the others need not);
+    * ``info_`` — method details, with the gap as ``delta`` and ``max_abs_delta``.
+
+    Parameters
+    ----------
+    f : torch.nn.Module, estimator, callable or insdel Model
+        The model (see :func:`insdel.as_model`).
+    """
+
+    name: ClassVar[str] = ""
+    needs_gradients: ClassVar[bool] = False
+
+    def __init__(self, f: ModelLike) -> None:
+        self.f = f
+        self.model: Model = as_model(f)
+        self.seconds_ = float("nan")
+        self.n_evals_ = 0
+        self.completeness_gap_: np.ndarray | None = None
+        self.info_: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.model.name})"
+
+    def _run(self, X: ArrayLike, R: ArrayLike,
+             compute: Callable[[Model, np.ndarray, np.ndarray], tuple[np.ndarray, dict]]
+             ) -> np.ndarray:
+        """Validate, time and count one call of ``compute(model, X, R) -> (A, info)``; then the
+        completeness gap (from ``info["fx_minus_fr"]`` when the method has f(x) - f(r), else from
+        two extra evaluations that are not counted as the method's)."""
+        X, R = check_pairs(X, R)
+        model = self.model
+        if self.needs_gradients and not model.has_gradients:
+            raise TypeError(
+                f"method {self.name!r} needs gradients, so the model must be a torch.nn.Module "
+                f"(got {type(self.f).__name__}, wrapped as {model.name!r}). Methods that need "
+                f"gradients: {', '.join(GRADIENT_METHODS)}; model-agnostic methods: "
+                f"{', '.join(MODEL_AGNOSTIC)}.")
+        e0 = model.n_evals
+        t0 = time.perf_counter()
+        A, info = compute(model, X, R)
+        self.seconds_ = time.perf_counter() - t0
+        self.n_evals_ = model.n_evals - e0
+        A = np.ascontiguousarray(A, dtype=np.float64)
+        if A.shape != X.shape:
+            raise ValueError(f"{self.name} returned shape {A.shape}; expected {X.shape}.")
+        dfx = info.pop("fx_minus_fr", None)
+        if dfx is None:
+            dfx = model(X) - model(R)
+        gap = A.sum(axis=1) - dfx
+        self.completeness_gap_ = gap
+        self.info_ = {**info, "delta": gap, "max_abs_delta": float(np.abs(gap).max())}
+        return A
+
+
+def module_forward(model: Model):
+    """A tensor -> tensor forward function for captum that goes through the adapter (counted)."""
+    import torch
+
+    def fwd(t):
+        y = model(t.detach().to("cpu").numpy())
+        return torch.from_numpy(y).to(t.device)
+
+    return fwd
+
+
+@contextlib.contextmanager
+def torch_seed(seed: int):
+    """Seed torch's global generator inside the block and restore its state afterwards."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        yield
+
+
+def captum_per_point(cls_obj, X, R, n_samples: int, perturbations_per_eval: int, seed: int,
+                     progress, desc: str) -> np.ndarray:
+    """Run a captum perturbation method (KernelShap, Lime) point by point with baseline r."""
+    import torch
+
+    B, n = X.shape
+    A = np.empty((B, n))
+    Xt = torch.from_numpy(np.ascontiguousarray(X))
+    Rt = torch.from_numpy(np.ascontiguousarray(R))
+    ppe = int(min(perturbations_per_eval, n_samples))
+    with torch_seed(seed), warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore", UserWarning)
+        with progress_bar(B, desc, "point", enable=progress, auto=B * n_samples > 200_000) as bar:
+            for b in range(B):  # captum fits one interpretable model per point
+                a = cls_obj.attribute(Xt[b:b + 1], baselines=Rt[b:b + 1], n_samples=n_samples,
+                                      perturbations_per_eval=ppe, show_progress=False)
+                A[b] = a[0].to(torch.float64).numpy()
+                bar.update(1)
+    return A
