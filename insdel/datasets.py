@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ._checkpoint import sha256_file
-from ._validation import check_finite, to_jsonable
+from ._validation import check_finite, check_scalar, to_jsonable
 
 __all__ = ["Dataset", "Scaler", "available", "get", "register", "describe", "prepare",
            "load_prepared", "format_list", "parse_options", "sha256_file", "TEST_FRACTION"]
@@ -269,8 +269,7 @@ def get(name: str, *, seed: int = 0, **options) -> Dataset:
     >>> ds.X_train.shape, ds.binary_mask.sum()
     ((1600, 16), 2)
     """
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be an integer; got {seed!r}.")
+    seed = check_scalar("seed", seed, int)
     _, build = _recipe(name)
     try:
         raw = build(seed=int(seed), **options)

@@ -117,22 +117,22 @@ def expected_last_position(size, n: int):
     return float(e) if e.ndim == 0 else e
 
 
+def _transform(arr, name: str, kernel) -> np.ndarray:
+    a = as_float_array(name, arr, ndim=(1, 2))
+    n = _n_from_length(a.shape[-1], name)
+    out = np.array(a, dtype=np.float64, order="C", ndmin=2, copy=True)
+    kernel(out, n)
+    return out.reshape(a.shape)
+
+
 def mobius(values) -> np.ndarray:
     """Möbius transform of g (..., 2^n) -> Delta (..., 2^n), fast O(n 2^n) (conventions)."""
-    a = as_float_array("values", values, ndim=(1, 2))
-    n = _n_from_length(a.shape[-1], "values")
-    out = np.array(a, dtype=np.float64, order="C", ndmin=2, copy=True)
-    K.mobius_inplace(out, n)
-    return out.reshape(a.shape)
+    return _transform(values, "values", K.mobius_inplace)
 
 
 def zeta(delta) -> np.ndarray:
     """Inverse Möbius (zeta) transform: ``g(u) = sum_{v ⊆ u} Delta_v``."""
-    a = as_float_array("delta", delta, ndim=(1, 2))
-    n = _n_from_length(a.shape[-1], "delta")
-    out = np.array(a, dtype=np.float64, order="C", ndmin=2, copy=True)
-    K.zeta_inplace(out, n)
-    return out.reshape(a.shape)
+    return _transform(delta, "delta", K.zeta_inplace)
 
 
 class Interaction(NamedTuple):

@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from ._progress import progress_bar
-from ._validation import to_jsonable
+from ._validation import check_positive_int, to_jsonable
 
 __all__ = ["MLP", "PRESETS", "available", "get", "default_preset", "train_mlp", "tune_mlp",
            "save_model", "load_model", "regression_metrics"]
@@ -401,8 +401,7 @@ def tune_mlp(dataset, n_trials: int = 50, timeout: float | None = None, *,
     from optuna.trial import TrialState
 
     _check_dataset(dataset)
-    if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 1:
-        raise ValueError(f"n_trials must be an integer >= 1; got {n_trials!r}.")
+    n_trials = check_positive_int("n_trials", n_trials)
     url = _storage_url(storage)
     base = {**_BASE, "max_epochs": int(max_epochs), "patience": int(patience),
             "batch_size": int(batch_size)}

@@ -15,7 +15,7 @@ import numba as nb
 import numpy as np
 
 from .._progress import progress_bar
-from .._validation import _first, as_float_array
+from .._validation import _first, as_float_array, check_positive_int
 from ..adapter import as_model
 from .base import Pairing, Policy, _tol_vector
 from .registry import _builtin
@@ -127,14 +127,10 @@ class Counterfactual(Policy):
         if isinstance(min_diff, str):
             if min_diff != "all":
                 raise ValueError(f"min_diff must be a non-negative integer or 'all'; got {min_diff!r}.")
-        elif (isinstance(min_diff, bool) or not isinstance(min_diff, (int, np.integer))
-              or min_diff < 0):
-            raise ValueError(f"min_diff must be a non-negative integer or 'all'; got {min_diff!r}.")
         else:
-            min_diff = int(min_diff)
-        if (isinstance(k_nearest, bool) or not isinstance(k_nearest, (int, np.integer))
-                or k_nearest < 1):
-            raise ValueError(f"k_nearest must be an integer >= 1; got {k_nearest!r}.")
+            min_diff = check_positive_int("min_diff (a non-negative integer or 'all')", min_diff,
+                                          minimum=0)
+        k_nearest = check_positive_int("k_nearest", k_nearest)
         if on_unmet not in ("error", "skip", "relax"):
             raise ValueError(f"on_unmet must be 'error', 'skip' or 'relax'; got {on_unmet!r}.")
         if np.ndim(tol) == 0:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import as_float_array
+from .._validation import as_float_array, check_positive_int
 from .base import Pairing, Policy
 from .registry import _builtin
 
@@ -172,10 +172,8 @@ class Fixed(Policy):
             raise ValueError("fixed: give exactly one of point (an array of n values) or index.")
         if point is not None:
             point = as_float_array("point", point, ndim=(1,))
-        elif isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
-            raise ValueError(f"fixed: index must be a non-negative integer; got {index!r}.")
         else:
-            index = int(index)
+            index = check_positive_int("fixed: index", index, minimum=0)
         self.params = {"point": point, "index": index}
 
     def _pair(self, pool, f, tidx, T, labels, seed, progress):
