@@ -50,6 +50,8 @@ class RawData:
         Human-readable provenance and preprocessing.
     info : dict
         Counts (rows read, rows dropped and why), source file and its SHA-256, simulator options.
+    test_mask : numpy.ndarray of bool, optional
+        The recipe's own train/test split (True = test row); default: insdel's seeded 80/20 split.
     """
 
     features: pd.DataFrame
@@ -60,6 +62,7 @@ class RawData:
     target_scale: float | None = None
     description: str = ""
     info: dict[str, Any] = field(default_factory=dict)
+    test_mask: np.ndarray | None = None
 
 
 def _row_list(rows: Sequence[int]) -> str:

@@ -39,11 +39,13 @@ def _progress(args):
 
 
 def _cmd_run(args) -> int:
+    from . import config
     from .runner import run_experiment
 
     _use_agg()
-    res = run_experiment(args.config, args.out, quick=args.quick, verbose=True,
-                         progress=_progress(args), wait=args.wait)
+    cfg = config.load(args.config, quick=args.quick,
+                      overrides={"model": {"trust": True}} if args.trust_model else None)
+    res = run_experiment(cfg, args.out, verbose=True, progress=_progress(args), wait=args.wait)
     _print_result(res)
     return 0
 
@@ -142,6 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="output folder (default: the config's, else "
                    "runs/<name>)")
     p.add_argument("--quick", action="store_true", help="apply the config's [quick] sizes")
+    p.add_argument("--trust-model", action="store_true",
+                   help="allow a pickle-based model file ([model] path): loading it runs code")
     _run_options(p)
     p.set_defaults(func=_cmd_run)
 
@@ -206,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         print("\ninterrupted; finished chunks are saved, run the same command again to resume.",
               file=sys.stderr)
         return 130
-    except (ValueError, FileNotFoundError, KeyError, TypeError, RuntimeError) as exc:
+    except (ValueError, FileNotFoundError, PermissionError, KeyError, TypeError,
+            RuntimeError) as exc:
         if args.debug:
             raise
         print(f"insdel: error: {exc}", file=sys.stderr)

@@ -49,6 +49,7 @@ _BUILTIN = {
     "dielectron": "insdel.shipped.data_recipes.dielectron",
     "bangalore": "insdel.shipped.data_recipes.bangalore",
     "diabetes": "insdel.shipped.data_recipes.diabetes",
+    "table": "insdel.shipped.data_recipes.table",
 }
 _CUSTOM: dict[str, Callable[..., Any]] = {}
 
@@ -292,7 +293,14 @@ def get(name: str, *, seed: int = 0, **options) -> Dataset:
     for j, c in enumerate(feats):
         if bmask[j]:
             raw_lv[j] = sorted(float(v) for v in raw.binary_levels[c])
-    tr, te = _split_index(X.shape[0], seed)
+    if raw.test_mask is not None:
+        tm = np.asarray(raw.test_mask, dtype=bool)
+        if tm.shape != (X.shape[0],):
+            raise ValueError(f"recipe {name!r}: test_mask has shape {tm.shape}; expected "
+                             f"({X.shape[0]},).")
+        tr, te = np.flatnonzero(~tm), np.flatnonzero(tm)
+    else:
+        tr, te = _split_index(X.shape[0], seed)
     scaler = Scaler.fit(X[tr], std)
     Xs = scaler.transform(X)
     lv = np.where(bmask[:, None], (raw_lv - scaler.mean_[:, None]) / scaler.scale_[:, None],

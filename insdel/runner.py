@@ -183,8 +183,9 @@ def _dataset_info(cfg: dict, dataset) -> dict:
     return info
 
 
-def _model_hash(model) -> str:
-    """SHA-256 of a torch module's parameters and buffers (names, dtypes, shapes, bytes)."""
+def _model_hash(model, file_sha256: str | None = None) -> str:
+    """SHA-256 of a torch module's parameters and buffers (names, dtypes, shapes, bytes); for
+    other models, the SHA-256 of the file they were loaded from."""
     try:
         import torch
     except ImportError:  # pragma: no cover
@@ -196,8 +197,10 @@ def _model_hash(model) -> str:
             h.update(f"{name}:{a.dtype.str}:{a.shape}".encode())
             h.update(a.tobytes())
         return h.hexdigest()
-    h.update(repr(type(model)).encode())
-    return h.hexdigest()
+    if file_sha256 is None:
+        raise ValueError(f"cannot fingerprint a {type(model).__name__} model that was not loaded "
+                         "from a file; checkpoints must be keyed by the model.")
+    return file_sha256
 
 
 def _get_model(cfg: dict, dataset, data_hash: str, out: Path, log, progress
@@ -208,10 +211,11 @@ def _get_model(cfg: dict, dataset, data_hash: str, out: Path, log, progress
 
     m = cfg["model"]
     if m["path"] is not None:
-        path = Path(m["path"])
-        model, meta = models.load_model(path)
-        return model, dict((meta or {}).get("metrics", {}) or {}), {
-            "source": "path", "path": str(path.resolve()), "file_sha256": ck.sha256_file(path)}
+        from .model_files import load_any
+
+        model, info = load_any(m["path"], trust=m["trust"], preset=m["preset"],
+                               n_features=int(np.asarray(dataset.X_test).shape[1]))
+        return model, {}, {"source": "path", **info}
     key = ck.config_hash({"data": data_hash, "model": m, "seed": cfg["seed"]})
     path, keyfile = out / "model.pt", out / "model.key"
     if path.exists() and keyfile.exists() and keyfile.read_text().strip() == key:
@@ -464,11 +468,16 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt) -> RunResult:
     t0 = time.perf_counter()
     model, metrics, model_info = _get_model(cfg, dataset, data_info["arrays_sha256"], out, log,
                                             progress)
-    model_info["sha256"] = _model_hash(model)
+    from .model_files import check_gradient_methods
+
+    check_gradient_methods(model, cfg["methods"]["names"])
+    model_info["file_sha256"] = model_info.pop("sha256", None)
+    model_info["sha256"] = _model_hash(model, model_info["file_sha256"])
     stages.add("model", time.perf_counter() - t0, **{"source": model_info["source"]})
     log(f"model: {model_info['source']}"
         + (f" {model_info['path']}" if model_info.get("path") else "")
-        + f", parameters sha256 {model_info['sha256'][:12]}")
+        + (f" ({model_info['format']})" if model_info.get("format") else "")
+        + f", sha256 {model_info['sha256'][:12]}")
     try:
         import torch
 

@@ -1,0 +1,232 @@
+"""A user's model from a file: torch, TorchScript, state_dict + preset, ONNX, scikit-learn.
+
+:func:`load_any` detects the format from the file's content and extension and returns an object
+:func:`insdel.as_model` accepts, with a record of what was loaded (format, path, SHA-256, whether
+input gradients are available).
+
+==========================================  =================  ===========================
+format                                      how it is saved    trust needed
+==========================================  =================  ===========================
+insdel model (``insdel.models.save_model``)  ``.pt``            no (weights only)
+TorchScript                                 ``torch.jit.save``  no
+state_dict of an insdel preset MLP          ``torch.save(m.state_dict())``  no (``preset=``)
+full torch module                           ``torch.save(m)``   **yes** (pickle)
+ONNX                                        ``.onnx``           no (onnxruntime)
+scikit-learn estimator / Pipeline, skops    ``skops.io.dump``   no (trusted types only)
+scikit-learn estimator / Pipeline, joblib   ``joblib.dump``     **yes** (pickle)
+==========================================  =================  ===========================
+
+Pickle-based formats run arbitrary code when they are loaded, so they are refused unless the
+caller opts in (``trust=True``; ``[model] trust = true`` in a configuration, ``--trust-model`` on
+the command line). Only the first two torch formats and TorchScript carry input gradients.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._checkpoint import sha256_file
+from .adapter import GRADIENT_METHODS
+
+__all__ = ["load_any", "FORMATS", "OnnxModel", "gradient_support"]
+
+FORMATS = ("insdel", "torchscript", "state_dict", "torch_module", "onnx", "skops", "joblib")
+
+_PICKLE_WHY = ("loading a pickle runs whatever code the file contains, so insdel loads it only "
+               "when you trust the file: pass trust=True (API), `trust = true` under [model] "
+               "(configuration) or --trust-model (command line)")
+
+
+class OnnxModel:
+    """An ONNX model (onnxruntime) as a batch function ``(B, n) -> (B,)``; no input gradients."""
+
+    def __init__(self, path: str | Path):
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            raise ImportError("reading ONNX models needs onnxruntime: pip install "
+                              "'insdel[models]' (or onnxruntime).") from None
+
+        self.path = str(path)
+        self.session = ort.InferenceSession(self.path, providers=["CPUExecutionProvider"])
+        inputs = self.session.get_inputs()
+        if len(inputs) != 1:
+            raise ValueError(f"{path}: the ONNX model has {len(inputs)} inputs; insdel needs one "
+                             "(a (B, n) array).")
+        self.input_name = inputs[0].name
+        self.dtype = np.float64 if "double" in inputs[0].type else np.float32
+        self.output_name = self.session.get_outputs()[0].name
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        X = np.ascontiguousarray(X, dtype=self.dtype)
+        (y,) = self.session.run([self.output_name], {self.input_name: X})
+        y = np.asarray(y, dtype=np.float64)
+        return y[:, 0] if y.ndim == 2 and y.shape[1] == 1 else y
+
+    def __repr__(self) -> str:
+        return f"OnnxModel({self.path!r})"
+
+
+def gradient_support(model: Any) -> bool:
+    """Whether ``model`` has input gradients (a torch module, TorchScript included)."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(model, (torch.nn.Module, torch.jit.ScriptModule))
+
+
+def _is_torchscript(path: Path) -> bool:
+    if not zipfile.is_zipfile(path):
+        return False
+    with zipfile.ZipFile(path) as zf:
+        names = zf.namelist()
+    return any(n.endswith("/constants.pkl") for n in names) and any("/code/" in n for n in names)
+
+
+def load_any(path: str | Path, *, trust: bool = False, preset: str | None = None,
+             n_features: int | None = None) -> tuple[Any, dict[str, Any]]:
+    """Load a model saved in any of :data:`FORMATS`.
+
+    Parameters
+    ----------
+    path : path
+        The file.
+    trust : bool, default False
+        Allow pickle-based formats (a full torch module, a joblib scikit-learn model), which run
+        code from the file when loaded.
+    preset : str, optional
+        For a bare ``state_dict``: the insdel MLP preset it belongs to (``insdel.models.available()``).
+    n_features : int, optional
+        For a bare ``state_dict``: the number of inputs (default: read from the first layer).
+
+    Returns
+    -------
+    model : object
+        Something :func:`insdel.as_model` accepts.
+    info : dict
+        ``format``, ``path``, ``sha256``, ``gradients`` (bool), ``trusted`` (whether a pickle was
+        loaded on trust).
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    PermissionError
+        A pickle-based format without ``trust=True`` (the message says why and how to opt in).
+    ValueError
+        An unknown format, or a state_dict without ``preset``.
+    """
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise FileNotFoundError(f"model file {str(path)!r} does not exist.")
+    info: dict[str, Any] = {"path": str(p.resolve()), "sha256": sha256_file(p), "trusted": False}
+    suffix = p.suffix.lower()
+    if suffix == ".onnx":
+        model: Any = OnnxModel(p)
+        info["format"] = "onnx"
+    elif suffix == ".skops":
+        model = _load_skops(p, trust, info)
+    elif suffix in (".joblib", ".pkl", ".pickle"):
+        if not trust:
+            raise PermissionError(f"{p.name} is a pickle (joblib/pickle format): {_PICKLE_WHY}. "
+                                  "Safer: save scikit-learn models with skops "
+                                  "(skops.io.dump) or export them to ONNX.")
+        import joblib
+
+        model = joblib.load(p)
+        info.update(format="joblib", trusted=True)
+    elif suffix in (".pt", ".pth", ".ts", ".torchscript") or zipfile.is_zipfile(p):
+        model = _load_torch(p, trust, preset, n_features, info)
+    else:
+        raise ValueError(f"{p.name}: unknown model format (suffix {suffix!r}); insdel reads "
+                         f"{', '.join(FORMATS)} (.pt/.pth, .onnx, .skops, .joblib).")
+    if not (callable(model) or hasattr(model, "predict")):
+        raise TypeError(f"{p.name} holds a {type(model).__name__}, not a model (no predict, not "
+                        "callable).")
+    info["gradients"] = gradient_support(model)
+    return model, info
+
+
+def _load_skops(p: Path, trust: bool, info: dict) -> Any:
+    try:
+        import skops.io as sio
+    except ImportError:
+        raise ImportError("reading .skops models needs skops: pip install 'insdel[models]' "
+                          "(or skops).") from None
+
+    untrusted = sio.get_untrusted_types(file=p)
+    if untrusted and not trust:
+        raise PermissionError(f"{p.name} (skops) holds types skops does not trust by default: "
+                              f"{untrusted}; check them and pass trust=True (or `trust = true` / "
+                              "--trust-model) to load it.")
+    info.update(format="skops", trusted=bool(untrusted))
+    return sio.load(p, trusted=untrusted or None)
+
+
+def _load_torch(p: Path, trust: bool, preset, n_features, info: dict) -> Any:
+    import torch
+
+    if _is_torchscript(p):
+        model = torch.jit.load(str(p), map_location="cpu")
+        model.eval()
+        info["format"] = "torchscript"
+        return model
+    try:
+        obj = torch.load(p, map_location="cpu", weights_only=True)
+    except Exception as exc:  # a full pickled module (or not a torch file)
+        if not trust:
+            raise PermissionError(f"{p.name} is a pickled torch object (torch.save of a module), "
+                                  f"not weights only: {_PICKLE_WHY}. Safer: save the module with "
+                                  "torch.jit.save, or its state_dict with an insdel preset.") \
+                from exc
+        obj = torch.load(p, map_location="cpu", weights_only=False)
+        if not isinstance(obj, torch.nn.Module):
+            raise ValueError(f"{p.name} holds a {type(obj).__name__}, not a torch module.") from None
+        obj.eval()
+        info.update(format="torch_module", trusted=True)
+        return obj
+    if isinstance(obj, dict) and obj.get("format") is not None and "state_dict" in obj:
+        from .models import load_model
+
+        model, _ = load_model(p)
+        info["format"] = "insdel"
+        return model
+    if isinstance(obj, dict) and obj and all(isinstance(v, torch.Tensor) for v in obj.values()):
+        if preset is None:
+            raise ValueError(f"{p.name} is a bare state_dict: name the architecture with "
+                             "preset= ([model] preset = \"...\"), one of insdel.models.available().")
+        from .models import MLP
+        from .models import get as get_preset
+
+        spec = get_preset(preset)
+        first = next(v for k, v in obj.items() if k.endswith("weight") and v.ndim == 2)
+        n = int(n_features or first.shape[1])
+        model = MLP(n, list(spec["hidden"]), float(spec.get("dropout", 0.0)))
+        try:
+            model.load_state_dict(obj)
+        except RuntimeError as exc:
+            raise ValueError(f"{p.name}: the state_dict does not fit preset {preset!r} "
+                             f"({exc}).") from None
+        model.eval()
+        info["format"] = "state_dict"
+        info["preset"] = preset
+        return model
+    raise ValueError(f"{p.name}: a torch file holding a {type(obj).__name__}; insdel reads "
+                     "TorchScript, insdel model files, state_dicts (with preset=) and, with trust, "
+                     "pickled modules.")
+
+
+def check_gradient_methods(model: Any, methods: list[str]) -> None:
+    """Raise a clear error when gradient methods are asked of a model without gradients."""
+    bad = [m for m in methods if m in GRADIENT_METHODS]
+    if bad and not gradient_support(model):
+        ok = [m for m in methods if m not in GRADIENT_METHODS]
+        raise TypeError(f"methods {bad} need input gradients, but the model "
+                        f"({type(model).__name__}) has none (only torch modules and TorchScript "
+                        f"do). Methods that work with it: kernel_shap, exact_shapley, lime, random"
+                        + (f" (of yours: {ok})" if ok else "") + ".")

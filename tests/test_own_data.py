@@ -1,0 +1,281 @@
+"""Your own data and model: the table recipe, models from any file, the run end to end (issue 14).
+
+Everything runs on scikit-learn's diabetes data, written to CSV in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import insdel  # noqa: E402
+from insdel import datasets  # noqa: E402
+from insdel.cli import main as cli_main  # noqa: E402
+from insdel.model_files import load_any  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def diabetes_csv(tmp_path_factory):
+    from sklearn.datasets import load_diabetes
+
+    df = load_diabetes(as_frame=True, scaled=False).frame
+    p = tmp_path_factory.mktemp("data") / "diabetes.csv"
+    df.to_csv(p, index=False)
+    return p
+
+
+@pytest.fixture(scope="module")
+def diabetes_xy():
+    from sklearn.datasets import load_diabetes
+
+    d = load_diabetes(scaled=False)
+    return d.data.astype(np.float64), d.target.astype(np.float64)
+
+
+# -- the table recipe --------------------------------------------------------------------------------
+def test_table_recipe_reads_a_csv(diabetes_csv):
+    ds = datasets.get("table", path=str(diabetes_csv), target="target")
+    assert ds.feature_names == ["age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6"]
+    assert ds.info["binary_detected"] == ["sex"] and ds.binary_mask.tolist()[1]
+    assert len(ds.X_train) + len(ds.X_test) == 442 and len(ds.X_test) == 89
+    np.testing.assert_allclose(ds.X_train[:, [0, 2]].mean(axis=0), 0, atol=1e-10)  # scaled
+    raw = datasets.get("table", path=str(diabetes_csv), target="target", scale="none",
+                       features=["age", "bmi"], split=0.5, split_seed=3)
+    assert raw.feature_names == ["age", "bmi"] and len(raw.X_test) == 221
+    assert raw.X_train.max() > 10  # raw units
+
+
+def test_table_split_column_missing_values_and_categorical(tmp_path, diabetes_csv):
+    df = pd.read_csv(diabetes_csv)
+    df["part"] = np.where(np.arange(len(df)) % 4 == 0, "test", "train")
+    df.loc[[3, 7], "bp"] = 9.0          # a missing-value code
+    df.loc[5, "s1"] = np.nan            # an empty cell
+    df["site"] = np.array(["a", "b", "c"])[np.arange(len(df)) % 3]
+    p = tmp_path / "d.csv"
+    df.to_csv(p, index=False)
+    ds = datasets.get("table", path=str(p), target="target", split="part", missing=[9],
+                      categorical=["site"])
+    assert ds.info["n_dropped_missing"] == 3 and ds.info["n_kept"] == 439
+    assert "part" not in ds.feature_names
+    assert ds.feature_names[-3:] == ["site=a", "site=b", "site=c"]
+    assert ds.info["groups"] == {"site": [10, 11, 12]}
+    assert ds.binary_mask[-3:].all()
+    assert len(ds.X_test) == int((df.drop(index=[3, 5, 7])["part"] == "test").sum())
+
+
+def test_table_recipe_errors_name_row_column_and_option(tmp_path, diabetes_csv):
+    df = pd.read_csv(diabetes_csv).astype(object)
+    df.loc[10, "bmi"] = "tall"
+    p = tmp_path / "bad.csv"
+    df.to_csv(p, index=False)
+    with pytest.raises(ValueError, match=r"column 'bmi' has a non-numeric value 'tall' at row 11 "
+                                         r"\(file line 12\)"):
+        datasets.get("table", path=str(p), target="target", features=["age", "bmi"])
+    with pytest.raises(ValueError, match="unknown option 'traget'; did you mean 'target'"):
+        datasets.get("table", path=str(diabetes_csv), traget="target")
+    with pytest.raises(ValueError, match="target column 'targt' not in .*did you mean 'target'"):
+        datasets.get("table", path=str(diabetes_csv), target="targt")
+    with pytest.raises(ValueError, match="binary column 'bmi' has"):
+        datasets.get("table", path=str(diabetes_csv), target="target", binary=["bmi"])
+
+
+def test_table_recipe_reads_parquet(tmp_path, diabetes_csv):
+    p = tmp_path / "d.parquet"
+    pd.read_csv(diabetes_csv).to_parquet(p)
+    a = datasets.get("table", path=str(p), target="target")
+    b = datasets.get("table", path=str(diabetes_csv), target="target")
+    np.testing.assert_allclose(a.X_train, b.X_train)
+
+
+# -- models from any file ------------------------------------------------------------------------
+def _net(n=10):
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(n, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+
+
+def _f(net, X):
+    with torch.no_grad():
+        return net(torch.as_tensor(X, dtype=torch.float32)).numpy()[:, 0]
+
+
+def test_sklearn_joblib_needs_trust_and_skops_does_not(tmp_path, diabetes_xy):
+    import joblib
+    import skops.io as sio
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = diabetes_xy
+    est = make_pipeline(StandardScaler(), Ridge()).fit(X, y)
+    joblib.dump(est, tmp_path / "m.joblib")
+    with pytest.raises(PermissionError, match="pickle.*runs whatever code.*--trust-model"):
+        load_any(tmp_path / "m.joblib")
+    m, info = load_any(tmp_path / "m.joblib", trust=True)
+    assert info["format"] == "joblib" and info["trusted"] and not info["gradients"]
+    np.testing.assert_allclose(insdel.as_model(m)(X), est.predict(X))
+    sio.dump(est, tmp_path / "m.skops")
+    m2, info2 = load_any(tmp_path / "m.skops")
+    assert info2["format"] == "skops" and not info2["trusted"]
+    np.testing.assert_allclose(insdel.as_model(m2)(X), est.predict(X))
+
+
+def test_torch_formats(tmp_path):
+    net = _net().eval()
+    X = np.random.default_rng(0).normal(size=(7, 10))
+    torch.save(net, tmp_path / "full.pt")
+    with pytest.raises(PermissionError, match="pickled torch object"):
+        load_any(tmp_path / "full.pt")
+    m, info = load_any(tmp_path / "full.pt", trust=True)
+    assert info["format"] == "torch_module" and info["gradients"]
+    np.testing.assert_allclose(insdel.as_model(m)(X), _f(net, X), atol=1e-6)
+    torch.jit.save(torch.jit.script(net), tmp_path / "ts.pt")
+    m, info = load_any(tmp_path / "ts.pt")
+    assert info["format"] == "torchscript" and info["gradients"]
+    np.testing.assert_allclose(insdel.as_model(m)(X), _f(net, X), atol=1e-6)
+    A = insdel.attribute(m, X, X[::-1].copy(), "integrated_gradients", n_steps=16)
+    assert A.shape == X.shape
+
+
+def test_state_dict_with_preset(tmp_path):
+    from insdel.models import MLP
+    from insdel.models import get as preset
+
+    spec = preset("quick_cern")
+    net = MLP(10, list(spec["hidden"]), float(spec.get("dropout", 0.0))).eval()
+    torch.save(net.state_dict(), tmp_path / "sd.pt")
+    with pytest.raises(ValueError, match="bare state_dict: name the architecture with preset"):
+        load_any(tmp_path / "sd.pt")
+    m, info = load_any(tmp_path / "sd.pt", preset="quick_cern")
+    X = np.random.default_rng(1).normal(size=(5, 10))
+    assert info["format"] == "state_dict"
+    np.testing.assert_allclose(insdel.as_model(m)(X), insdel.as_model(net)(X), atol=1e-6)
+
+
+def test_onnx_model_matches_torch(tmp_path):
+    import warnings
+
+    net = _net().eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, (torch.zeros(2, 10),), str(tmp_path / "m.onnx"),
+                          input_names=["x"], output_names=["y"],
+                          dynamic_axes={"x": {0: "b"}, "y": {0: "b"}}, dynamo=False)
+    m, info = load_any(tmp_path / "m.onnx")
+    X = np.random.default_rng(2).normal(size=(9, 10))
+    assert info["format"] == "onnx" and not info["gradients"]
+    np.testing.assert_allclose(insdel.as_model(m)(X), _f(net, X), atol=1e-5)
+    with pytest.raises(TypeError, match="needs gradients.*model-agnostic methods: kernel_shap"):
+        insdel.attribute(m, X, X[::-1].copy(), "integrated_gradients")
+
+
+def test_unknown_format_and_missing_file(tmp_path):
+    (tmp_path / "m.xyz").write_text("x")
+    with pytest.raises(ValueError, match="unknown model format"):
+        load_any(tmp_path / "m.xyz")
+    with pytest.raises(FileNotFoundError):
+        load_any(tmp_path / "nope.onnx")
+
+
+# -- end to end: insdel run on your CSV and your model ------------------------------------------
+CONFIG = """
+name = "diabetes"
+seed = 0
+[data]
+recipe = "table"
+[data.options]
+path = "{csv}"
+target = "target"
+[model]
+path = "{model}"
+{trust}
+[targets]
+n = 30
+[[policies]]
+spec = "one_to_one"
+[methods]
+names = ["kernel_shap", "lime"]
+[methods.options.kernel_shap]
+n_samples = 64
+engine = "insdel"
+[methods.options.lime]
+n_samples = 64
+[evaluation]
+n_random = 3
+[figures]
+enabled = {figures}
+"""
+
+
+def _fit_on_table(diabetes_csv):
+    """A model of the data set as the table recipe scales it (what a user would train)."""
+    ds = datasets.get("table", path=str(diabetes_csv), target="target")
+    return ds
+
+
+@pytest.mark.parametrize("kind", ["joblib", "onnx"])
+def test_run_on_your_csv_and_model(tmp_path, diabetes_csv, kind, capsys):
+    import warnings
+
+    ds = _fit_on_table(diabetes_csv)
+    if kind == "joblib":
+        import joblib
+        from sklearn.ensemble import GradientBoostingRegressor
+
+        est = GradientBoostingRegressor(n_estimators=30, random_state=0)
+        est.fit(ds.X_train, ds.y_train)
+        model_path = tmp_path / "model.joblib"
+        joblib.dump(est, model_path)
+    else:
+        net = torch.nn.Sequential(torch.nn.Linear(10, 16), torch.nn.Tanh(),
+                                  torch.nn.Linear(16, 1)).eval()
+        model_path = tmp_path / "model.onnx"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(net, (torch.zeros(2, 10),), str(model_path), input_names=["x"],
+                              output_names=["y"], dynamic_axes={"x": {0: "b"}, "y": {0: "b"}},
+                              dynamo=False)
+    cfg = tmp_path / "my.toml"
+    cfg.write_text(CONFIG.format(csv=diabetes_csv.as_posix(), model=model_path.as_posix(),
+                                 trust="", figures="true" if kind == "onnx" else "false"))
+    out = tmp_path / "out"
+    if kind == "joblib":  # a pickle: refused without trust, with the reason
+        assert cli_main(["run", str(cfg), "--out", str(out), "--no-progress"]) == 1
+        assert "runs whatever code" in capsys.readouterr().err
+        args = ["run", str(cfg), "--out", str(out), "--no-progress", "--trust-model"]
+    else:
+        args = ["run", str(cfg), "--out", str(out), "--no-progress"]
+    assert cli_main(args) == 0
+    printed = capsys.readouterr()
+    assert "Policy: one_to_one (30 pairs)" in printed.out and "kernel_shap" in printed.out
+    assert "data: table" in printed.err and "diabetes.csv" in printed.err
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["data"]["file"].endswith("diabetes.csv") and len(m["data"]["file_sha256"]) == 64
+    assert m["model"]["format"] == kind and m["data"]["features"] == 10
+    if kind == "onnx":
+        assert (out / "figures").is_dir() and list((out / "figures").glob("*.png"))
+
+
+def test_gradient_methods_on_a_model_without_gradients_is_a_clear_error(tmp_path, diabetes_csv,
+                                                                        capsys):
+    import skops.io as sio
+    from sklearn.linear_model import Ridge
+
+    ds = _fit_on_table(diabetes_csv)
+    sio.dump(Ridge().fit(ds.X_train, ds.y_train), tmp_path / "m.skops")
+    cfg = tmp_path / "g.toml"
+    cfg.write_text(CONFIG.format(csv=diabetes_csv.as_posix(), model=(tmp_path / "m.skops")
+                                 .as_posix(), trust="", figures="false")
+                   .replace('names = ["kernel_shap", "lime"]',
+                            'names = ["kernel_shap", "lime", "integrated_gradients"]'))
+    assert cli_main(["run", str(cfg), "--out", str(tmp_path / "o"), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "['integrated_gradients'] need input gradients" in err
+    assert "of yours: ['kernel_shap', 'lime']" in err
