@@ -65,14 +65,15 @@ def as_float_array(name: str, value, *, ndim: tuple[int, ...] = (1, 2), finite: 
 def check_pairs(X, R, *, x_name: str = "X", r_name: str = "R") -> tuple[np.ndarray, np.ndarray]:
     """Validate targets ``X`` and references ``R``; return 2-D float64 arrays of equal shape (B, n).
 
-    A 1-D ``R`` of length n is broadcast to every row of ``X`` (a constant reference).
+    A 1-D ``R`` of length n, or one row (1, n), is broadcast to every row of ``X`` (a constant
+    reference). pandas DataFrames are accepted (their values; see :func:`feature_names_of`).
     """
     X = as_float_array(x_name, X)
     R = as_float_array(r_name, R)
     if X.ndim == 1:
         X = X[None, :]
-    if R.ndim == 1:
-        R = np.broadcast_to(R, (X.shape[0], R.shape[0]))
+    if R.ndim == 1 or (R.shape[0] == 1 and X.shape[0] > 1):
+        R = np.broadcast_to(R.reshape(-1), (X.shape[0], R.shape[-1]))
     if X.shape[1] == 0:
         raise ValueError(f"{x_name} has n = 0 features; at least one feature is needed.")
     if X.shape[0] == 0:
@@ -239,3 +240,22 @@ def to_jsonable(obj):
     if isinstance(obj, (str, int, float, bool)) or obj is None:
         return obj
     return str(obj)
+
+
+def feature_names_of(X, feature_names=None, n: int | None = None) -> list[str] | None:
+    """Feature names: the ``feature_names`` given, else a DataFrame's column names, else None.
+
+    Checks that there are ``n`` of them, distinct.
+    """
+    if feature_names is None:
+        cols = getattr(X, "columns", None)
+        if cols is None:
+            return None
+        feature_names = [str(c) for c in cols]
+    names = [str(c) for c in feature_names]
+    if n is not None and len(names) != n:
+        raise ValueError(f"feature_names has {len(names)} names for n = {n} features.")
+    dup = sorted({c for c in names if names.count(c) > 1})
+    if dup:
+        raise ValueError(f"feature_names repeats {dup}.")
+    return names

@@ -61,8 +61,10 @@ class Model:
     """
 
     def __init__(self, fn: Callable[[np.ndarray], Any], *, dtype=np.float64,
-                 batch_size: int = DEFAULT_BATCH_SIZE, torch_module=None, name: str = "model"):
+                 batch_size: int = DEFAULT_BATCH_SIZE, torch_module=None, name: str = "model",
+                 output: int | Callable | None = None):
         self._fn = fn
+        self.output = output
         self.dtype = np.dtype(dtype)
         self.batch_size = int(batch_size)
         self.torch_module = torch_module
@@ -72,6 +74,23 @@ class Model:
         self.n_calls = 0
         if torch_module is not None:
             self.device, self.torch_dtype, _ = torch_spec(torch_module)
+
+    def _select(self, y):
+        """Apply ``output`` (an index into the last axis, or a callable) to raw model outputs."""
+        if self.output is None:
+            return y
+        if callable(self.output):
+            out = self.output(y)
+            if hasattr(out, "detach"):
+                out = out.detach().cpu().numpy()
+            return np.asarray(out, dtype=np.float64)
+        if y.ndim != 2:
+            raise ValueError(f"output={self.output!r} selects a column, but {self.name} returned "
+                             f"shape {y.shape}.")
+        if not -y.shape[1] <= self.output < y.shape[1]:
+            raise ValueError(f"output={self.output} is out of range for {self.name}'s "
+                             f"{y.shape[1]} outputs.")
+        return y[:, self.output]
 
     @property
     def has_gradients(self) -> bool:
@@ -108,6 +127,8 @@ class Model:
                 if isinstance(y, (tuple, list)):
                     raise ValueError("the torch module returned a tuple/list; it must return one "
                                      "tensor.")
+                if self.output is not None:
+                    y = self.output(y) if callable(self.output) else y[:, self.output]
                 if tuple(y.shape) == (e - s, 1):
                     y = y[:, 0]
                 elif tuple(y.shape) != (e - s,):
@@ -150,8 +171,7 @@ class Model:
     def _call_batch(self, Xb: np.ndarray, offset: int) -> np.ndarray:
         if Xb.dtype != self.dtype:
             Xb = Xb.astype(self.dtype)
-        y = self._fn(np.ascontiguousarray(Xb))
-        y = np.asarray(y, dtype=np.float64)
+        y = self._select(np.asarray(self._fn(np.ascontiguousarray(Xb)), dtype=np.float64))
         B = Xb.shape[0]
         if y.shape == (B, 1):
             y = y[:, 0]
@@ -218,7 +238,8 @@ def _torch_fn(module):
     return fn, np_dtype
 
 
-def as_model(f, *, batch_size: int | None = None, dtype=None) -> Model:
+def as_model(f: ModelLike, *, batch_size: int | None = None, dtype=None,
+             output: int | Callable | None = None) -> Model:
     """Wrap ``f`` in the :class:`Model` adapter.
 
     Parameters
@@ -229,16 +250,22 @@ def as_model(f, *, batch_size: int | None = None, dtype=None) -> Model:
         Rows per model call (default 8,192; larger batches help on a GPU).
     dtype : numpy dtype, optional
         Override the input dtype (default: the module's parameter dtype, else float64).
+    output : int or callable, optional
+        For models with several outputs (B, k), like captum's ``target``: the column to test, or a
+        function of the outputs (e.g. a class probability: ``lambda y: softmax(y)[:, c]``; for a
+        torch module it receives the output tensor, so gradients flow through it).
 
     Returns
     -------
     Model
     """
     if isinstance(f, Model):
-        if batch_size is not None and batch_size != f.batch_size:
-            m = Model(f._fn, dtype=f.dtype if dtype is None else dtype, batch_size=batch_size,
-                      torch_module=f.torch_module, name=f.name)
-            return m
+        if (batch_size is not None and batch_size != f.batch_size) or output is not None \
+                or (dtype is not None and np.dtype(dtype) != f.dtype):
+            return Model(f._fn, dtype=f.dtype if dtype is None else dtype,
+                         batch_size=f.batch_size if batch_size is None else int(batch_size),
+                         torch_module=f.torch_module, name=f.name,
+                         output=f.output if output is None else output)
         return f
     bs = DEFAULT_BATCH_SIZE if batch_size is None else int(batch_size)
     if bs < 1:
@@ -247,13 +274,13 @@ def as_model(f, *, batch_size: int | None = None, dtype=None) -> Model:
         f.eval()  # dropout off, batch-norm statistics frozen
         fn, np_dtype = _torch_fn(f)
         return Model(fn, dtype=np_dtype if dtype is None else dtype, batch_size=bs,
-                     torch_module=f, name=type(f).__name__)
+                     torch_module=f, name=type(f).__name__, output=output)
     if hasattr(f, "predict") and callable(f.predict):
         return Model(f.predict, dtype=np.float64 if dtype is None else dtype, batch_size=bs,
-                     name=type(f).__name__)
+                     name=type(f).__name__, output=output)
     if callable(f):
         return Model(f, dtype=np.float64 if dtype is None else dtype, batch_size=bs,
-                     name=getattr(f, "__name__", type(f).__name__))
+                     name=getattr(f, "__name__", type(f).__name__), output=output)
     raise TypeError(
         "f must be a torch.nn.Module, an estimator with a predict method, or a callable taking a "
         f"(B, n) array; got {type(f).__name__}."

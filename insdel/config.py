@@ -75,6 +75,7 @@ SCHEMA: dict[str, Any] = {
         "params": (ANY_TABLE + "|none", None),
         "max_epochs": (_INT + (type(None),), None),
         "trust": (_BOOL, False),
+        "architecture": (_STR + (type(None),), None),
     },
     "targets": {"n": (_INT, 200)},
     "policies": ([{"spec": ((str, dict), _REQUIRED), "label": (_STR, None),
@@ -337,10 +338,11 @@ def _check_values(cfg: dict, source: str) -> None:
         raise ConfigError(f"{source}: two policies share the label; give each a distinct 'label' "
                           f"({labels}).")
     m = cfg["model"]
-    given = sum(x is not None for x in (m["preset"], m["path"], m["params"]))
-    if given != 1 and not (given == 2 and m["path"] is not None and m["preset"] is not None):
-        raise ConfigError(f"{source}: [model] needs exactly one of 'preset', 'path', 'params' "
-                          "(or path with the preset of a bare state_dict).")
+    if sum(x is not None for x in (m["preset"], m["path"], m["params"])) != 1:
+        raise ConfigError(f"{source}: [model] needs exactly one of 'preset', 'path', 'params'.")
+    if m["architecture"] is not None and m["path"] is None:
+        raise ConfigError(f"{source}: model.architecture names the preset of a bare state_dict "
+                          "given by model.path; there is no path.")
     if cfg["data"]["recipe"] is None:
         raise ConfigError(f"{source}: data.recipe is required (e.g. \"dielectron_sim\", or "
                           f"\"table\" for your own CSV); insdel never picks a data set for you.")

@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 
 import numba as nb
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._progress import progress_bar
 from ._validation import as_float_array, check_mode, check_orders, check_pairs
-from .adapter import as_model
+from .adapter import ModelLike, as_model
 from .hybrid import build_rows, masks_to_words, n_words
 
 __all__ = ["curves", "orderings", "trace", "TraceResult", "DEFAULT_CHUNK_SIZE"]
@@ -52,7 +53,7 @@ def _zobrist(n: int) -> np.ndarray:
     return z
 
 
-def orderings(A) -> np.ndarray:
+def orderings(A: ArrayLike) -> np.ndarray:
     """Feature orderings of attributions: decreasing *signed* value, ties broken by feature index.
 
     Parameters
@@ -246,7 +247,7 @@ class TraceResult:
     timings: dict = field(default_factory=dict)
 
 
-def trace(f, X, R, orders, *, modes=MODES, batch_size: int | None = None,
+def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=MODES, batch_size: int | None = None,
           chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None,
           validate: bool = True) -> TraceResult:
     """Trace insertion and/or deletion curves of every pair under every given ordering.
@@ -346,7 +347,7 @@ def trace(f, X, R, orders, *, modes=MODES, batch_size: int | None = None,
                        timings={"bookkeeping_s": t_index, "model_s": t_model})
 
 
-def curves(f, X, R, A, *, mode: str = "insertion", batch_size: int | None = None,
+def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str = "insertion", batch_size: int | None = None,
            chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None) -> np.ndarray:
     """Insertion or deletion curves for B pairs ordered by their attributions.
 

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _decomposition_kernels as K
 from ._progress import progress_bar
@@ -42,7 +43,7 @@ from ._validation import (
     check_pairs,
     check_positive_int,
 )
-from .adapter import as_model
+from .adapter import ModelLike, as_model
 from .hybrid import build_rows
 
 __all__ = [
@@ -547,7 +548,8 @@ def _prepare(f, X, R, batch_size, max_n):
     return model, X, R, B, n
 
 
-def batch_decomposition(f, X, R, *, batch_size: int | None = None, progress: bool | None = None,
+def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
+                        batch_size: int | None = None, progress: bool | None = None,
                         max_n: int = DEFAULT_MAX_N, dedup: bool = True,
                         feature_names: Sequence[str] | None = None) -> BatchDecomposition:
     """Anchored decompositions of B pairs: all 2^n values g(u) and Delta_u per pair.
@@ -593,7 +595,8 @@ def batch_decomposition(f, X, R, *, batch_size: int | None = None, progress: boo
                               timings=timings)
 
 
-def anchored_decomposition(f, x, r, *, feature_names: Sequence[str] | None = None,
+def anchored_decomposition(f: ModelLike, x: ArrayLike, r: ArrayLike, *,
+                           feature_names: Sequence[str] | None = None,
                            batch_size: int | None = None, max_n: int = DEFAULT_MAX_N,
                            progress: bool | None = None) -> AnchoredDecomposition:
     """The anchored decomposition of f for one pair (target x, reference/anchor r).
@@ -636,7 +639,8 @@ def anchored_decomposition(f, x, r, *, feature_names: Sequence[str] | None = Non
                                  n_evals=b.n_evals, timings=b.timings)
 
 
-def shapley_values(f, X, R, *, batch_size: int | None = None, progress: bool | None = None,
+def shapley_values(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
+                   batch_size: int | None = None, progress: bool | None = None,
                    max_n: int = DEFAULT_MAX_N) -> np.ndarray:
     """Exact baseline Shapley values of B pairs, ``phi_j = sum_{u ∋ j} Delta_u / |u|``.
 

@@ -13,14 +13,26 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
-from ._validation import as_float_array, check_mode, check_pairs
+from ._validation import as_float_array, check_mode, check_pairs, feature_names_of
+from .adapter import ModelLike
 from .areas import abc as _abc
 from .curves import DEFAULT_CHUNK_SIZE, orderings, trace
 
 __all__ = ["evaluate", "Evaluation", "summarize", "to_markdown", "random_orderings"]
 
 AUTO_DIFFERENCES = (("kernel_shap", "integrated_gradients"), ("exact_shapley", "integrated_gradients"))
+
+
+def attribution_values(A):
+    """The array inside what attribution libraries return: a shap ``Explanation`` (``.values``),
+    a torch tensor (detached), or any array-like."""
+    if type(A).__name__ == "Explanation" and hasattr(A, "values"):
+        A = A.values
+    if hasattr(A, "detach") and hasattr(A, "cpu"):
+        A = A.detach().cpu().numpy()
+    return A
 
 
 def random_orderings(B: int, K: int, n: int, seed: int = 0) -> np.ndarray:
@@ -51,6 +63,10 @@ class Evaluation:
         mode -> array (B, n_random) of the ABCs of the further random orderings.
     normalize : bool
         Whether areas are per feature (divided by n), as in the paper's tables.
+    orders : ndarray (B, n_methods, n), optional
+        Each method's ordering of each pair.
+    feature_names : list of str, optional
+        Names of the n features (a DataFrame's columns, or ``evaluate(feature_names=...)``).
     stats : dict
         Compute used: curve points, distinct model evaluations, seconds.
     """
@@ -66,6 +82,7 @@ class Evaluation:
     normalize: bool
     orders: np.ndarray | None = None
     stats: dict = field(default_factory=dict)
+    feature_names: list | None = None
 
     @property
     def n_pairs(self) -> int:
@@ -104,10 +121,29 @@ class Evaluation:
         """Per-pair empirical mean ABC over the ``n_random`` random orderings, shape (B,)."""
         return self.random_abc[mode].mean(axis=1)
 
+    def ordering(self, pair: int, method: str) -> pd.DataFrame:
+        """The steps of one pair's curves under one method: step, feature (index and name) moved
+        at that step, and the insertion / deletion curve values after it (step 0: none moved)."""
+        if self.orders is None:
+            raise ValueError("this evaluation holds no orderings.")
+        if method not in self.methods:
+            raise KeyError(f"unknown method {method!r}; known: {self.methods}.")
+        k = self.methods.index(method)
+        o = self.orders[int(pair), k]
+        n = o.shape[0]
+        names = self.feature_names or [f"x{j}" for j in range(n)]
+        df = pd.DataFrame({"step": np.arange(n + 1),
+                           "feature": [None] + [int(j) for j in o],
+                           "name": [None] + [names[int(j)] for j in o]})
+        for m in self.modes:
+            df[m] = self.curves[m][int(pair), k]
+        return df
+
     @classmethod
     def from_curves(cls, *, methods: Sequence[str], modes: Sequence[str], curves: Mapping,
                     random_curves: Mapping, fx: np.ndarray, fr: np.ndarray, normalize: bool,
-                    orders: np.ndarray | None = None, stats: dict | None = None) -> Evaluation:
+                    orders: np.ndarray | None = None, stats: dict | None = None,
+                    feature_names: Sequence[str] | None = None) -> Evaluation:
         """Build an Evaluation from traced curves: the areas (paper eq. 1, 2) are computed here,
         the one place that turns curves into the long ABC table."""
         methods = list(methods)
@@ -127,7 +163,8 @@ class Evaluation:
         return cls(methods=methods, modes=modes, curves=dict(curves),
                    random_curves=dict(random_curves), fx=np.asarray(fx), fr=np.asarray(fr),
                    abc=pd.concat(frames, ignore_index=True), random_abc=random_abc,
-                   normalize=bool(normalize), orders=orders, stats=dict(stats or {}))
+                   normalize=bool(normalize), orders=orders, stats=dict(stats or {}),
+                   feature_names=None if feature_names is None else list(feature_names))
 
     def save(self, folder, *, pairing=None) -> Path:
         """Write ``curves.npz`` (every array needed by :meth:`load`) and ``abc.parquet`` (the long
@@ -146,6 +183,8 @@ class Evaluation:
                            "reference_index": np.asarray(pairing.reference_index)})
         if self.orders is not None:
             arrays["orders"] = self.orders
+        if self.feature_names is not None:
+            arrays["feature_names"] = np.array(self.feature_names)
         for m in self.modes:
             arrays[f"curves_{m}"] = self.curves[m]
             arrays[f"random_curves_{m}"] = self.random_curves[m]
@@ -174,7 +213,9 @@ class Evaluation:
             curves={m: z[f"curves_{m}"] for m in modes},
             random_curves={m: z[f"random_curves_{m}"] for m in modes},
             fx=z["fx"], fr=z["fr"], normalize=bool(z["normalize"]),
-            orders=z["orders"] if "orders" in z.files else None)
+            orders=z["orders"] if "orders" in z.files else None,
+            feature_names=[str(c) for c in z["feature_names"]] if "feature_names" in z.files
+            else None)
 
 
 def summarize(abc: pd.DataFrame, differences="auto", methods: Sequence[str] | None = None
@@ -222,9 +263,9 @@ def to_markdown(summary: pd.DataFrame, digits: int = 3) -> str:
     return "\n".join(lines)
 
 
-def evaluate(f, X, R, attributions: Mapping[str, np.ndarray], *,
+def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str, ArrayLike], *,
              modes: Iterable[str] = ("insertion", "deletion"), n_random: int = 20, seed: int = 0,
-             normalize: bool = True, add_random: bool = True, batch_size: int | None = None,
+             normalize: bool = True, feature_names: Sequence[str] | None = None, add_random: bool = True, batch_size: int | None = None,
         chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None) -> Evaluation:
     """Insertion/deletion ABCs for several attribution methods on the same pairs (x, r).
 
@@ -237,7 +278,8 @@ def evaluate(f, X, R, attributions: Mapping[str, np.ndarray], *,
     R : array_like (B, n) or (n,)
         References (from a policy).
     attributions : mapping name -> array (B, n)
-        Attributions explaining f(x) - f(r) (signed; larger means "raises f").
+        Attributions explaining f(x) - f(r) (signed; larger means "raises f"): arrays, torch
+        tensors or shap ``Explanation`` objects.
     modes : iterable of {"insertion", "deletion"}
     n_random : int, default 20
         Further random orderings per pair kept for plots and the empirical random-order mean.
@@ -245,6 +287,9 @@ def evaluate(f, X, R, attributions: Mapping[str, np.ndarray], *,
         Seed of the random orderings.
     normalize : bool, default True
         Per-feature areas (ABC / n) as in the paper's tables.
+    feature_names : sequence of str, optional
+        Names of the n features (default: the columns of ``X`` when it is a DataFrame); they reach
+        :meth:`Evaluation.ordering`, saved results and plots.
     add_random : bool, default True
         Add the ``random`` method (one seeded random ordering per pair, the paper's Random row).
         It is not added when ``attributions`` already holds a method called ``random``.
@@ -258,8 +303,11 @@ def evaluate(f, X, R, attributions: Mapping[str, np.ndarray], *,
     modes = tuple(dict.fromkeys(check_mode(m) for m in modes))
     if not modes:
         raise ValueError("modes must name at least one of 'insertion', 'deletion'.")
+    names = feature_names_of(X, feature_names)
     X, R = check_pairs(X, R)
     B, n = X.shape
+    if names is not None and len(names) != n:
+        raise ValueError(f"feature_names has {len(names)} names for n = {n} features.")
     if not isinstance(attributions, Mapping):
         raise TypeError("attributions must be a mapping name -> array (B, n).")
     if n_random < 0:
@@ -267,7 +315,8 @@ def evaluate(f, X, R, attributions: Mapping[str, np.ndarray], *,
     methods = list(attributions)
     orders = []
     for name in methods:
-        A = as_float_array(f"attributions[{name!r}]", attributions[name], ndim=(2,))
+        A = as_float_array(f"attributions[{name!r}]", attribution_values(attributions[name]),
+                           ndim=(2,))
         if A.shape != (B, n):
             raise ValueError(f"attributions[{name!r}] must have shape (B, n) = {(B, n)}; got {A.shape}.")
         orders.append(orderings(A))
@@ -289,4 +338,5 @@ def evaluate(f, X, R, attributions: Mapping[str, np.ndarray], *,
         methods=methods, modes=modes,
         curves={m: res.curves[m][:, :Km, :] for m in modes},
         random_curves={m: res.curves[m][:, Km:, :] for m in modes},
-        fx=res.fx, fr=res.fr, normalize=normalize, orders=all_orders[:, :Km, :], stats=stats)
+        fx=res.fx, fr=res.fr, normalize=normalize, orders=all_orders[:, :Km, :], stats=stats,
+        feature_names=names)

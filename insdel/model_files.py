@@ -199,7 +199,8 @@ def _load_torch(p: Path, trust: bool, preset, n_features, info: dict) -> Any:
     if isinstance(obj, dict) and obj and all(isinstance(v, torch.Tensor) for v in obj.values()):
         if preset is None:
             raise ValueError(f"{p.name} is a bare state_dict: name the architecture with "
-                             "preset= ([model] preset = \"...\"), one of insdel.models.available().")
+                             "preset= ([model] architecture = \"...\"), one of "
+                             "insdel.models.available().")
         from .models import MLP
         from .models import get as get_preset
 

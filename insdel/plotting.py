@@ -152,9 +152,9 @@ def plot_curves(curves: Mapping[str, np.ndarray] | np.ndarray, mode: str = "inse
         up = c >= line
         good, bad = (up, ~up) if mode == "insertion" else (~up, up)
         ax.fill_between(k, line, c, where=good, interpolate=True, color=_POS, alpha=0.25,
-                        lw=0, zorder=0)
+                        lw=0, zorder=0, label=f"ABC of {_label(shade)}: adds")
         ax.fill_between(k, line, c, where=bad, interpolate=True, color=_NEG, alpha=0.25,
-                        lw=0, zorder=0)
+                        lw=0, zorder=0, label=f"ABC of {_label(shade)}: subtracts")
     for i, (name, c) in enumerate(arrs.items()):
         a = float(_abc(c, mode=mode, normalize=normalize))
         ax.plot(k, c, marker="o", ms=3, lw=1.6, zorder=3 + i, color=f"C{i}",
@@ -163,14 +163,16 @@ def plot_curves(curves: Mapping[str, np.ndarray] | np.ndarray, mode: str = "inse
     ax.set_ylabel(ylabel)
     ax.set_xlim(0, P - 1)
     ax.set_title(title if title is not None else mode.capitalize())
-    if legend:
-        ax.legend(fontsize="x-small", loc="best")
+    if legend:  # outside the axes, below: it never covers the curves
+        ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2,
+                  frameon=False)
     return ax
 
 
 def plot_pair(ev, pair: int, methods: Sequence[str] | None = None,
               modes: Sequence[str] | None = None, *, n_random: int = 20,
-              shade: str | None = "auto", axes=None, figsize=None, suptitle: str | None = None):
+              shade: str | None = "auto", axes=None, figsize=None, suptitle: str | None = None,
+              target: str | None = None):
     """Deletion and insertion curves of one pair of an evaluation (paper Figures 5, 6, 8, 11).
 
     Parameters
@@ -188,6 +190,8 @@ def plot_pair(ev, pair: int, methods: Sequence[str] | None = None,
         Method whose signed area is shaded ("auto": the first of ``methods``).
     axes : sequence of Axes, optional
         One per mode.
+    target : str, optional
+        The target's name (and units), for the y axis.
 
     Returns
     -------
@@ -205,7 +209,7 @@ def plot_pair(ev, pair: int, methods: Sequence[str] | None = None,
         modes = [m for m in ("deletion", "insertion") if m in ev.modes]
     modes = [check_mode(m) for m in modes]
     if axes is None:
-        fig, ax_arr = _new_figure(1, len(modes), figsize or (5.2 * len(modes), 4.0))
+        fig, ax_arr = _new_figure(1, len(modes), figsize or (5.2 * len(modes), 4.8))
         axes = list(ax_arr[0])
     else:
         axes = list(np.atleast_1d(axes))
@@ -220,7 +224,15 @@ def plot_pair(ev, pair: int, methods: Sequence[str] | None = None,
         if rc is not None and rc.shape[0] == 0:
             rc = None
         plot_curves(cur, mode, random_curves=rc, shade=shade, ax=ax, normalize=ev.normalize,
-                    title=f"{mode.capitalize()}, pair {pair}")
+                    title=f"{mode.capitalize()}, pair {pair}",
+                    ylabel=f"f(hybrid): predicted {target}" if target else "f(hybrid)")
+        names = getattr(ev, "feature_names", None)
+        n = ev.curves[mode].shape[-1] - 1
+        if names is not None and ev.orders is not None and n <= 12 and methods:
+            o = ev.orders[pair, ev.methods.index(methods[0])]
+            ax.set_xticks(np.arange(n + 1), ["none"] + [names[int(j)] for j in o], rotation=45,
+                          ha="right", fontsize="x-small")
+            ax.set_xlabel(f"feature moved at each step ({_label(methods[0])}'s order)")
     fig.suptitle(suptitle if suptitle is not None else
                  f"f(x) = {ev.fx[pair]:.4g}, f(r) = {ev.fr[pair]:.4g}")
     return fig
@@ -309,17 +321,22 @@ def abc_histogram(ev, method: str | None = None, mode: str = "insertion", *, ax=
     return ax
 
 
-def abc_scatter(ev, method_x: str = "kernel_shap", method_y: str = "integrated_gradients",
+def abc_scatter(ev, method_x: str | None = None, method_y: str | None = None,
                 mode: str = "insertion", *, ax=None, s: float = 8.0):
     """ABC of one method against another, pair by pair, with the 45-degree line (Figures 4, 7).
 
-    Points below the line are pairs where ``method_x`` got the larger ABC.
+    Points below the line are pairs where ``method_x`` got the larger ABC. By default the two
+    methods are Kernel SHAP (or exact Shapley) and IG when present, else the first two evaluated.
 
     Returns
     -------
     matplotlib.axes.Axes
     """
     mode = check_mode(mode)
+    if method_x is None or method_y is None:
+        two = compare_pair(("kernel_shap", "integrated_gradients"), ev.methods)
+        method_x = method_x or two[0]
+        method_y = method_y or two[-1]
     a, b = _values(ev, method_x, mode), _values(ev, method_y, mode)
     ax = _new_axes(ax)
     ax.scatter(a, b, s=s, alpha=0.6, color=_MODE_COLOURS[mode], edgecolor="none")
@@ -375,7 +392,7 @@ def random_abc_histogram(ev, modes: Sequence[str] | None = None, *, ax=None, bin
     return ax
 
 
-def insertion_deletion_scatter(ev, method: str = "kernel_shap", *, ax=None, s: float = 8.0):
+def insertion_deletion_scatter(ev, method: str | None = None, *, ax=None, s: float = 8.0):
     """Deletion ABC against insertion ABC, coloured by the sign of f(r) - f(x) (Figures 9, 10, 12).
 
     Purple: f(r) > f(x); green: f(r) < f(x) (paper Figure 9's colours; r is the paper's x′).
@@ -387,6 +404,8 @@ def insertion_deletion_scatter(ev, method: str = "kernel_shap", *, ax=None, s: f
     for mode in ("insertion", "deletion"):
         if mode not in ev.modes:
             raise KeyError(f"the evaluation has no {mode} curves; evaluate both modes.")
+    if method is None:
+        method = compare_pair(("kernel_shap", "integrated_gradients"), ev.methods)[0]
     ins, dele = ev.abc_array(method, "insertion"), ev.abc_array(method, "deletion")
     up = ev.fr > ev.fx
     ax = _new_axes(ax)
@@ -452,7 +471,7 @@ def abc_bars(src, *, ax=None, methods: Sequence[str] | None = None, differences:
     return ax
 
 
-def figure4(ev, method: str = "kernel_shap", other: str = "integrated_gradients", *,
+def figure4(ev, method: str | None = None, other: str | None = None, *,
             modes: Sequence[str] | None = None, figsize=None):
     """Paper Figure 4 / 7: per mode, a histogram of ``method``'s ABCs, ``other`` against
     ``method`` with the 45-degree line, and the ABCs of random orderings.
@@ -462,6 +481,8 @@ def figure4(ev, method: str = "kernel_shap", other: str = "integrated_gradients"
     matplotlib.figure.Figure
     """
     modes = [check_mode(m) for m in (ev.modes if modes is None else modes)]
+    two = compare_pair(("kernel_shap", "integrated_gradients"), ev.methods)
+    method, other = method or two[0], other or two[-1]
     fig, axes = _new_figure(len(modes), 3, figsize or (14.0, 4.0 * len(modes)))
     for i, mode in enumerate(modes):
         abc_histogram(ev, method, mode, ax=axes[i, 0])
@@ -470,7 +491,7 @@ def figure4(ev, method: str = "kernel_shap", other: str = "integrated_gradients"
     return fig
 
 
-def insertion_deletion_figure(ev, methods: Sequence[str] = ("kernel_shap", "integrated_gradients"),
+def insertion_deletion_figure(ev, methods: Sequence[str] | None = None,
                               *, figsize=None, suptitle: str | None = None):
     """Paper Figures 9, 10, 12: deletion against insertion ABC, one panel per method.
 
@@ -478,7 +499,8 @@ def insertion_deletion_figure(ev, methods: Sequence[str] = ("kernel_shap", "inte
     -------
     matplotlib.figure.Figure
     """
-    methods = [m for m in methods]
+    methods = (compare_pair(("kernel_shap", "integrated_gradients"), ev.methods)
+               if methods is None else list(methods))
     fig, axes = _new_figure(1, len(methods), figsize or (5.0 * len(methods), 4.4))
     for ax, m in zip(axes[0], methods, strict=True):
         insertion_deletion_scatter(ev, m, ax=ax)
@@ -568,7 +590,7 @@ def save_figure(fig, path, dpi: int = 110) -> Path:
 
 def policy_figures(ev, label: str, folder, *, compare: Sequence[str] = ("kernel_shap",
                    "integrated_gradients"), n_random: int = 20, dpi: int = 110,
-                   seed: int = 0) -> list[Path]:
+                   seed: int = 0, target: str | None = None) -> list[Path]:
     """The paper's §5 figures for one policy's evaluation, written as PNG files into ``folder``.
 
     A random pair's curves, the pairs where the two compared methods differ most (Figures 6, 8),
@@ -583,7 +605,7 @@ def policy_figures(ev, label: str, folder, *, compare: Sequence[str] = ("kernel_
     out = []
     rng = np.random.default_rng([seed, 5])
     p = int(rng.integers(ev.n_pairs))
-    out.append(save_figure(plot_pair(ev, p, two, n_random=K, suptitle=(
+    out.append(save_figure(plot_pair(ev, p, two, n_random=K, target=target, suptitle=(
         f"{label}: a random pair (f(x) = {ev.fx[p]:.4g}, f(r) = {ev.fr[p]:.4g})")),
         folder / f"{label}_curves_random_pair.png", dpi))
     modes = list(ev.modes)
@@ -596,7 +618,7 @@ def policy_figures(ev, label: str, folder, *, compare: Sequence[str] = ("kernel_
         for i, mode in enumerate(modes):
             d = ev.abc_array(a, mode) - ev.abc_array(b, mode)
             q = int(np.argmax(d))
-            plot_pair(ev, q, two, n_random=K, axes=axes[i], suptitle="")
+            plot_pair(ev, q, two, n_random=K, target=target, axes=axes[i], suptitle="")
             axes[i, 0].set_title(f"pair {q}: largest {mode} ABC gap "
                                  f"{_label(a)} − {_label(b)} = {d[q]:.3g}",
                                  fontsize="small")
@@ -612,7 +634,7 @@ def policy_figures(ev, label: str, folder, *, compare: Sequence[str] = ("kernel_
             folder / f"{label}_insertion_vs_deletion.png", dpi))
         asym = ev.abc_array(a, "insertion") - ev.abc_array(a, "deletion")
         q = int(np.argmax(np.abs(asym)))
-        out.append(save_figure(plot_pair(ev, q, two, n_random=K, suptitle=(
+        out.append(save_figure(plot_pair(ev, q, two, n_random=K, target=target, suptitle=(
             f"{label}: most asymmetric pair {q} (insertion − deletion ABC of "
             f"{_label(a)} = {asym[q]:.3g}; paper Figure 11)")),
             folder / f"{label}_most_asymmetric_pair.png", dpi))

@@ -213,7 +213,7 @@ def _get_model(cfg: dict, dataset, data_hash: str, out: Path, log, progress
     if m["path"] is not None:
         from .model_files import load_any
 
-        model, info = load_any(m["path"], trust=m["trust"], preset=m["preset"],
+        model, info = load_any(m["path"], trust=m["trust"], preset=m["architecture"],
                                n_features=int(np.asarray(dataset.X_test).shape[1]))
         return model, {}, {"source": "path", **info}
     key = ck.config_hash({"data": data_hash, "model": m, "seed": cfg["seed"]})
@@ -507,7 +507,8 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt) -> RunResult:
         t0 = time.perf_counter()
         ev = evaluate(model, X, R, atts, modes=ev_cfg["modes"], n_random=ev_cfg["n_random"],
                       seed=_chunk_seed(cfg["seed"], label, "orders"),
-                      normalize=ev_cfg["normalize"], progress=progress)
+                      normalize=ev_cfg["normalize"], progress=progress,
+                      feature_names=list(getattr(dataset, "feature_names", None) or []) or None)
         stages.add(f"{label}/curves", time.perf_counter() - t0,
                    model_evaluations=int(ev.stats.get("model_evaluations", 0)),
                    curve_points=int(ev.stats.get("curve_points", 0)))
@@ -572,6 +573,12 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt) -> RunResult:
                      model=model, dataset=dataset, decompositions=decomps)
 
 
+def _target_label(dataset) -> str | None:
+    name = getattr(dataset, "target_name", None)
+    scale = getattr(dataset, "target_scale", None)
+    return None if not name else (f"{name} / {scale:g}" if scale else str(name))
+
+
 def _figures(cfg, evaluations, model, dataset, out: Path, stages, log) -> list[Path]:
     if not cfg["figures"]["enabled"]:
         return []
@@ -587,7 +594,7 @@ def _figures(cfg, evaluations, model, dataset, out: Path, stages, log) -> list[P
         for label, ev in evaluations.items():
             paths += plotting.policy_figures(ev, label, fdir, compare=f["compare"],
                                              n_random=f["n_random"], dpi=f["dpi"],
-                                             seed=cfg["seed"])
+                                             seed=cfg["seed"], target=_target_label(dataset))
         ax = plotting.plot_predictions(model, dataset)
         paths.append(plotting.save_figure(ax.figure, fdir / "model_predictions.png", f["dpi"]))
     stages.add("figures", time.perf_counter() - t0, count=len(paths))

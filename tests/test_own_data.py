@@ -279,3 +279,99 @@ def test_gradient_methods_on_a_model_without_gradients_is_a_clear_error(tmp_path
     err = capsys.readouterr().err
     assert "['integrated_gradients'] need input gradients" in err
     assert "of yours: ['kernel_shap', 'lime']" in err
+
+
+# -- the API speaks the ecosystem -----------------------------------------------------------------
+def _frame_and_net(n=5, B=12, seed=0):
+    rng = np.random.default_rng(seed)
+    cols = [f"f{j}" for j in range(n)]
+    X = pd.DataFrame(rng.normal(size=(B, n)), columns=cols)
+    R = pd.DataFrame(rng.normal(size=(B, n)), columns=cols)
+    return X, R, _net(n).double().eval()
+
+
+def test_dataframe_names_reach_the_evaluation_and_a_plot(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from insdel import plotting
+
+    X, R, net = _frame_and_net()
+    A = insdel.attribute(net, X, R, "ig", n_steps=20)
+    ev = insdel.evaluate(net, X, R, {"a": A, "b": -A}, n_random=2)
+    assert ev.feature_names == list(X.columns)
+    steps = ev.ordering(0, "a")
+    assert steps["name"].tolist()[1:] == [X.columns[j] for j in np.argsort(-A[0], kind="stable")]
+    assert {"insertion", "deletion"} <= set(steps.columns)
+    ev.save(tmp_path)
+    assert insdel.Evaluation.load(tmp_path).feature_names == list(X.columns)
+    fig = plotting.plot_pair(ev, 0)
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert labels[1:] == steps["name"].tolist()[1:]
+    plt.close(fig)
+    named = insdel.evaluate(net, X.to_numpy(), R.to_numpy(), {"a": A},
+                            feature_names=["p", "q", "r", "s", "t"], n_random=0)
+    assert named.ordering(1, "a")["name"].iloc[1] in {"p", "q", "r", "s", "t"}
+    with pytest.raises(ValueError, match="feature_names has 2 names for n = 5"):
+        insdel.evaluate(net, X, R, {"a": A}, feature_names=["p", "q"])
+
+
+def test_plots_work_with_any_method_names(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from insdel import plotting
+
+    X, R, net = _frame_and_net(seed=1)
+    A = insdel.attribute(net, X, R, "ig", n_steps=10)
+    ev = insdel.evaluate(net, X, R, {"a": A, "b": np.abs(A)}, n_random=3)
+    figs = [plotting.figure4(ev), plotting.insertion_deletion_figure(ev),
+            plotting.plot_pair(ev, 1), plotting.abc_scatter(ev).figure,
+            plotting.insertion_deletion_scatter(ev).figure]
+    for fig in figs:
+        for ax in fig.axes:
+            title = ax.get_title()
+            assert title or ax.get_xlabel()
+    assert "Insertion" in figs[2].axes[1].get_title() or "Insertion" in figs[2].axes[0].get_title()
+    paths = plotting.policy_figures(ev, "mine", tmp_path, n_random=2, dpi=40)
+    assert paths and all(p.is_file() for p in paths)
+    plt.close("all")
+
+
+def test_attribute_accepts_captum_objects_callables_and_shap_explanations():
+    from captum.attr import IntegratedGradients as CIG
+
+    X, R, net = _frame_and_net(seed=2)
+    ours = insdel.attribute(net, X, R, "ig", rule="gausslegendre", n_steps=50)
+    theirs, info = insdel.attribute(net, X, R, CIG(net), return_info=True)
+    np.testing.assert_allclose(theirs, ours, atol=1e-10)
+    assert info["method"] == "IntegratedGradients" and info["completeness_gap"].shape == (12,)
+    grad_x_diff = insdel.attribute(net, X, R, lambda X, R: (X - R) * 2.0)
+    np.testing.assert_allclose(grad_x_diff, (X.to_numpy() - R.to_numpy()) * 2.0)
+
+    class Explanation:  # the shape of shap.Explanation: attributions in .values
+        def __init__(self, values):
+            self.values = values
+
+    ev = insdel.evaluate(net, X, R, {"shap": Explanation(ours), "tensor": torch.tensor(ours)},
+                         n_random=0, add_random=False)
+    np.testing.assert_allclose(ev.abc_array("shap"), ev.abc_array("tensor"))
+
+
+def test_output_selects_one_output_and_R_of_one_row_broadcasts():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(),
+                              torch.nn.Linear(8, 3)).double().eval()
+    X = np.random.default_rng(3).normal(size=(6, 4))
+    r = np.zeros((1, 4))
+    with torch.no_grad():
+        logits = net(torch.from_numpy(X)).numpy()
+    m2 = insdel.as_model(net, output=2)
+    np.testing.assert_allclose(m2(X), logits[:, 2])
+    prob = insdel.as_model(net, output=lambda y: torch.softmax(torch.as_tensor(y), -1)[:, 0])
+    np.testing.assert_allclose(prob(X), np.exp(logits[:, 0]) / np.exp(logits).sum(1), rtol=1e-6)
+    A = insdel.attribute(prob, X, r, "ig", n_steps=64)  # gradients flow through the selection
+    assert A.shape == (6, 4)
+    c1 = insdel.curves(m2, X, r, A)
+    c2 = insdel.curves(m2, X, np.zeros(4), A)
+    np.testing.assert_array_equal(c1, c2)
+    with pytest.raises(ValueError, match="out of range"):
+        insdel.as_model(net, output=5)(X)

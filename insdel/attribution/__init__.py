@@ -47,7 +47,7 @@ from .random_scores import RandomAttribution
 from .shapley import DEFAULT_KS_SAMPLES, PAPER_KS_SAMPLES, ExactShapley, KernelShap
 
 __all__ = [
-    "attribute", "available", "get", "options_of", "Attribution", "KernelShap", "ExactShapley",
+    "attribute", "available", "get", "options_of", "Attribution", "External", "KernelShap", "ExactShapley",
     "IntegratedGradients", "DeepLift", "VanillaGrad", "InputXGradient", "Lime",
     "RandomAttribution", "METHODS", "MODEL_AGNOSTIC", "GRADIENT_METHODS", "DEFAULT_KS_SAMPLES",
     "DEFAULT_LIME_SAMPLES", "PAPER_KS_SAMPLES",
@@ -92,7 +92,7 @@ def options_of(name: str) -> dict[str, Any]:
     return {k: p.default for k, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY}
 
 
-def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str, *,
+def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str | Any, *,
               return_info: bool = False, **options: Any):
     """Attributions of one method for B pairs, explaining ``f(x) - f(r)``.
 
@@ -106,8 +106,10 @@ def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str, *,
         Targets.
     R : array_like (B, n) or (n,)
         References (the policy's choice; a 1-D R is used for every pair).
-    method : str
-        One of :func:`available` (or an alias such as ``"ig"``, ``"ks"``).
+    method : str, captum attribution object or callable
+        One of :func:`available` (or an alias such as ``"ig"``, ``"ks"``); or a captum attribution
+        object (``captum.attr.IntegratedGradients(net)``: called with ``inputs=X, baselines=R``),
+        or any callable ``(X, R) -> A`` (see :class:`External`).
     return_info : bool, default False
         Also return a dict: ``method``, ``seconds``, ``model_evaluations``, ``completeness_gap``
         (B,) and the method's details.
@@ -125,6 +127,14 @@ def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str, *,
         An option the method does not take (with the closest valid one), or a gradient method on
         a model without gradients.
     """
+    if not isinstance(method, str):
+        obj = External(f, method)
+        A = obj.attribute(X, R, **options)
+        if not return_info:
+            return A
+        return A, {"method": obj.name, "seconds": float(obj.seconds_),
+                   "model_evaluations": int(obj.n_evals_),
+                   "completeness_gap": np.asarray(obj.completeness_gap_)}
     cls = get(method)
     valid = options_of(cls.name)
     for k in options:
@@ -141,3 +151,53 @@ def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str, *,
     return A, {"method": cls.name, "seconds": float(obj.seconds_),
                "model_evaluations": int(obj.n_evals_),
                "completeness_gap": np.asarray(obj.completeness_gap_), **info}
+
+
+class External(Attribution):
+    """Attributions from outside insdel, timed and checked like insdel's own methods.
+
+    ``source`` is a captum attribution object (``IntegratedGradients(net)``, ...), called as
+    ``source.attribute(inputs=X, baselines=R, **options)`` on tensors, or any callable
+    ``source(X, R) -> A`` (Quantus' ``explain_func`` habit). Its result may be an array, a tensor
+    or a shap ``Explanation``.
+
+    Parameters
+    ----------
+    f : model
+        The model the attributions explain (used for the completeness gap).
+    source : captum attribution object or callable
+    """
+
+    name = "external"
+
+    def __init__(self, f: ModelLike, source: Any) -> None:
+        super().__init__(f)
+        if not (hasattr(source, "attribute") or callable(source)):
+            raise TypeError("method must be a method name, a captum attribution object or a "
+                            f"callable (X, R) -> A; got {type(source).__name__}.")
+        self.source = source
+        self.name = getattr(type(source), "__name__", "external")
+
+    def attribute(self, X: ArrayLike, R: ArrayLike, **options: Any) -> np.ndarray:
+        """Attributions (B, n) from the external source; ``options`` go to it unchanged."""
+        from ..evaluation import attribution_values
+
+        def compute(model, X, R):
+            if hasattr(self.source, "attribute"):
+                import torch
+
+                kw = dict(options)
+                Xt = torch.as_tensor(np.ascontiguousarray(X, dtype=model.dtype))
+                Rt = torch.as_tensor(np.ascontiguousarray(R, dtype=model.dtype))
+                fwd = getattr(self.source, "forward_func", None)
+                if "target" not in kw and fwd is not None:
+                    with torch.no_grad():
+                        out = fwd(Xt[:1])
+                    if getattr(out, "ndim", 1) == 2:
+                        kw["target"] = 0 if model.output is None else model.output
+                A = self.source.attribute(inputs=Xt, baselines=Rt, **kw)
+            else:
+                A = self.source(X, R, **options)
+            return np.asarray(attribution_values(A), dtype=np.float64), {}
+
+        return self._run(X, R, compute)
