@@ -315,3 +315,17 @@ def test_second_run_on_the_same_folder_refuses(tmp_path, tiny_toml):
         assert cli.main(["run", str(tiny_toml), "--out", str(tmp_path), "--no-progress"]) == 1
     finally:
         held.release()
+
+
+def test_a_run_with_other_inputs_never_reuses_a_chunk(tmp_path, tiny_toml):
+    """Same folder, another seed (so other pairs, model and streams): nothing is resumed."""
+    out = tmp_path / "shared"
+    cfg = C.load(tiny_toml, overrides={"figures": {"enabled": False},
+                                       "decomposition": {"n_pairs": 0}})
+    runner.run_experiment(cfg, out)
+    again = runner.run_experiment(cfg, out)  # the same inputs: everything resumes
+    stages = again.manifest["compute"]["stages"]
+    assert all(v.get("chunks_resumed", 1) > 0 for k, v in stages.items() if "/attributions/" in k)
+    other = runner.run_experiment({**cfg, "seed": cfg["seed"] + 1}, out)
+    stages = other.manifest["compute"]["stages"]
+    assert [k for k, v in stages.items() if "/attributions/" in k and v["chunks_resumed"]] == []
