@@ -27,7 +27,8 @@ class KernelShap(Attribution):
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, n_samples: int = DEFAULT_KS_SAMPLES,
                   perturbations_per_eval: int = 4096, seed: int = 0, engine: str = "captum",
-                  chunk_rows: int = 1 << 18, progress: bool | None = None) -> np.ndarray:
+                  chunk_rows: int = 1 << 18, exact: str = "auto",
+                  progress: bool | None = None) -> np.ndarray:
         """Kernel SHAP attributions (B, n) of targets ``X`` against references ``R``.
 
         Parameters
@@ -49,6 +50,12 @@ class KernelShap(Attribution):
             much faster, not bit-identical to captum (other random numbers).
         chunk_rows : int, default 262144
             Rows per model call of the insdel engine.
+        exact : {"auto", "never"}, default "auto"
+            ``"auto"``: a pair whose differing features D satisfy 2^|D| <= ``n_samples`` gets its
+            exact baseline Shapley values (what Kernel SHAP estimates, computed in D with 2^|D|
+            evaluations: cheaper and exact); the others are sampled. ``"never"``: sample every
+            pair (to reproduce a paper's sampled row). ``info_["exact_pairs"]`` counts the pairs
+            that took the exact road and ``info_["exact"]`` marks them.
         progress : bool, optional
             Progress bar (default: only on long runs in a terminal).
 
@@ -61,16 +68,32 @@ class KernelShap(Attribution):
         check_positive_int("chunk_rows", chunk_rows)
         if engine not in ("captum", "insdel"):
             raise ValueError(f"kernel_shap: engine must be 'captum' or 'insdel'; got {engine!r}.")
+        if exact not in ("auto", "never"):
+            raise ValueError(f"kernel_shap: exact must be 'auto' or 'never'; got {exact!r}.")
 
         def compute(model, X, R):
-            if engine == "insdel":
-                A = _kernel_shap_batched(model, X, R, ns, seed, chunk_rows, progress)
-            else:
-                from captum.attr import KernelShap as _KS
+            from ..decomposition import subspace_shapley
 
-                A = captum_per_point(_KS(module_forward(model)), X, R, ns,
-                                     perturbations_per_eval, seed, progress, "kernel shap")
-            return A, {"n_samples": ns, "engine": engine}
+            d = (X != R).sum(axis=1)
+            is_exact = (d <= np.log2(ns)) if exact == "auto" else np.zeros(X.shape[0], bool)
+            A = np.empty(X.shape)
+            ex = np.flatnonzero(is_exact)
+            if ex.size:
+                A[ex] = subspace_shapley(model, X, R, pairs=ex, max_d=int(np.log2(ns)),
+                                         progress=progress)[0][ex]
+            rest = np.flatnonzero(~is_exact)
+            if rest.size:
+                if engine == "insdel":
+                    A[rest] = _kernel_shap_batched(model, X[rest], R[rest], ns, seed, chunk_rows,
+                                                   progress)
+                else:
+                    from captum.attr import KernelShap as _KS
+
+                    A[rest] = captum_per_point(_KS(module_forward(model)), X[rest], R[rest], ns,
+                                               perturbations_per_eval, seed, progress,
+                                               "kernel shap")
+            return A, {"n_samples": ns, "engine": engine, "exact": is_exact,
+                       "exact_pairs": int(ex.size)}
 
         return self._run(X, R, compute)
 
@@ -139,8 +162,9 @@ class ExactShapley(Attribution):
     name = "exact_shapley"
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, batch_size: int | None = None,
-                  progress: bool | None = None, max_n: int | None = None) -> np.ndarray:
-        """Exact baseline Shapley values (B, n): ``phi_j = sum_{u ∋ j} Delta_u / |u|``.
+                  progress: bool | None = None, max_d: int = 20) -> np.ndarray:
+        """Exact baseline Shapley values (B, n): ``phi_j = sum_{u ∋ j} Delta_u / |u|``, computed in
+        each pair's differing subspace D (2^|D| evaluations per pair, whatever n is).
 
         Parameters
         ----------
@@ -150,20 +174,18 @@ class ExactShapley(Attribution):
             Rows per model call.
         progress : bool, optional
             Progress bar.
-        max_n : int, optional
-            Refuse problems above this size (default: the decomposition's limit).
+        max_d : int, default 20
+            Refuse pairs with more differing features (the error names the pair and the cost).
 
         Returns
         -------
         ndarray of float64, shape (B, n)
         """
-        from ..decomposition import shapley_values
-
-        kw = {"batch_size": batch_size, "progress": progress}
-        if max_n is not None:
-            kw["max_n"] = max_n
+        from ..decomposition import subspace_shapley
 
         def compute(model, X, R):
-            return shapley_values(model, X, R, **kw), {}
+            phi, d = subspace_shapley(model, X, R, max_d=max_d, batch_size=batch_size,
+                                      progress=progress)
+            return phi, {"d": d}
 
         return self._run(X, R, compute)
