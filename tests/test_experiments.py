@@ -319,7 +319,7 @@ def test_second_run_on_the_same_folder_refuses(tmp_path, tiny_toml):
 
 def test_a_run_with_other_inputs_never_reuses_a_chunk(tmp_path, tiny_toml):
     """Same folder, another seed (so other pairs, model and streams): nothing is resumed."""
-    out = tmp_path / "shared"
+    out = tmp_path / "same_folder"
     cfg = C.load(tiny_toml, overrides={"figures": {"enabled": False},
                                        "decomposition": {"n_pairs": 0}})
     runner.run_experiment(cfg, out)
