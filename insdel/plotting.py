@@ -619,7 +619,8 @@ def policy_figures(ev, label: str, folder, *, compare: Sequence[str] = ("kernel_
             d = ev.abc_array(a, mode) - ev.abc_array(b, mode)
             q = int(np.argmax(d))
             plot_pair(ev, q, two, n_random=K, target=target, axes=axes[i], suptitle="")
-            axes[i, 0].set_title(f"pair {q}: largest {mode} ABC gap "
+            first = axes[i, 0].get_title()  # "<Mode>, pair q": keep the panel's mode
+            axes[i, 0].set_title(f"{first}: largest {mode} ABC gap "
                                  f"{_label(a)} − {_label(b)} = {d[q]:.3g}",
                                  fontsize="small")
         fig.suptitle(f"{label}: pairs where {_label(a)} and {_label(b)} differ "

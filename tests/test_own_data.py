@@ -375,3 +375,32 @@ def test_output_selects_one_output_and_R_of_one_row_broadcasts():
     np.testing.assert_array_equal(c1, c2)
     with pytest.raises(ValueError, match="out of range"):
         insdel.as_model(net, output=5)(X)
+
+
+def test_every_panel_of_the_run_figures_names_its_mode(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from insdel import plotting
+
+    X, R, net = _frame_and_net(seed=4)
+    A = insdel.attribute(net, X, R, "ig", n_steps=10)
+    ev = insdel.evaluate(net, X, R, {"a": A, "b": -A}, n_random=2)
+    seen = []
+    orig = plotting.save_figure
+
+    def spy(fig, path, dpi=110):
+        seen.append([ax.get_title() for ax in fig.axes if ax.lines])
+        return orig(fig, path, dpi)
+
+    plotting.save_figure = spy
+    try:
+        plotting.policy_figures(ev, "p", tmp_path, dpi=30)
+    finally:
+        plotting.save_figure = orig
+        plt.close("all")
+    pair_figs = [t for t in seen if any("pair" in x for x in t)]
+    assert pair_figs
+    for titles in pair_figs:
+        for t in titles:
+            if "pair" in t:
+                assert t.startswith(("Insertion", "Deletion")), t
