@@ -1,8 +1,8 @@
 """Anchored decomposition of a pair (x, r): exact AUC/ABC algebra, Shapley values, best ordering.
 
 Implements paper §3.2–3.4 and Appendix B (conventions: *Anchored decomposition*). For a pair
-(x, r) let ``g(u) = f(hybrid(x, r, u))`` for all 2^n subsets u (index = bitmask, bit j = feature j
-taken from the target x). The anchored decomposition with anchor r is the Möbius transform
+(x, r) let ``g(u) = f(hybrid(x, r, u))`` for the subsets u of the features (index = bitmask, bit j =
+feature j taken from the target x). The anchored decomposition with anchor r is the Möbius transform
 
     Delta_u = sum_{v ⊆ u} (-1)^{|u| - |v|} g(v),   Delta_∅ = f(r),   sum_u Delta_u = f(x),
 
@@ -15,12 +15,16 @@ taken from the target x). The anchored decomposition with anchor r is the Möbiu
 * exact baseline Shapley values ``phi_j = sum_{u ∋ j} Delta_u / |u|`` (what exact Kernel SHAP with
   the single background point r computes; the paper's "exact KS", 2^16 evaluations per CERN pair);
 * the best achievable ordering (insdel's addition): the chain through the subset lattice with the
-  largest (insertion) or smallest (deletion) sum of g, by dynamic programming in O(n 2^n).
+  largest (insertion) or smallest (deletion) sum of g, by dynamic programming.
 
-The 2^n hybrids of many pairs are built by :func:`insdel.hybrid.build_rows` from bitmask words and
-evaluated through :func:`insdel.as_model` in large batches; features with ``x_j == r_j`` do not change
-the point, so only the distinct (canonical) rows ``u ∩ {j : x_j != r_j}`` are evaluated and scattered.
-The transforms, the Shapley accumulation and the best-path search are numba kernels
+**Everything works in each pair's differing subspace** D = {j : x_j != r_j}. A hybrid depends on u
+only through u ∩ D, so Delta_u = 0 unless u ⊆ D and a feature outside D has Shapley value 0: a pair
+costs 2^|D| model evaluations and 2^|D| stored values, whatever n is. The limit ``max_d`` is on |D|.
+Orderings stay orderings of all n features (a feature outside D keeps its position in ceil/floor);
+the full 2^n layout of g and Delta is available for n <= 22 (:meth:`BatchDecomposition.full_values`,
+:meth:`~BatchDecomposition.full_delta`). The hybrids of many pairs are built by a numba kernel and
+evaluated through :func:`insdel.as_model` in large batches; the transforms, Theorem 1, the Shapley
+accumulation and the best-path search are ragged numba kernels over all pairs at once
 (:mod:`insdel._decomposition_kernels`).
 """
 
@@ -43,19 +47,21 @@ from ._validation import (
     check_pairs,
     check_positive_int,
 )
-from .adapter import ModelLike, as_model
-from .hybrid import build_rows
+from .adapter import Model, ModelLike, as_model
 
 __all__ = [
-    "DEFAULT_MAX_N", "AnchoredDecomposition", "BatchDecomposition", "Interaction",
-    "anchored_decomposition", "batch_decomposition", "shapley_values", "expected_last_position",
-    "mobius", "zeta",
+    "DEFAULT_MAX_D", "FULL_LAYOUT_MAX_N", "AnchoredDecomposition", "BatchDecomposition",
+    "Interaction", "anchored_decomposition", "batch_decomposition", "shapley_values",
+    "subspace_shapley", "expected_last_position", "mobius", "zeta",
 ]
 
-DEFAULT_MAX_N = 22
-"""Largest n decomposed without ``max_n=`` being raised explicitly (2^22 = 4.2 M evaluations/pair)."""
+DEFAULT_MAX_D = 20
+"""Largest |D| (differing features of a pair) decomposed unless ``max_d=`` is raised (2^20 evaluations)."""
 
-_HARD_MAX_N = 40
+FULL_LAYOUT_MAX_N = 22
+"""Largest n for which the full 2^n layout of g and Delta (``values``, ``delta``) is built."""
+
+_HARD_MAX_D = 40
 
 
 def _fmt_bytes(nbytes: float) -> str:
@@ -66,20 +72,33 @@ def _fmt_bytes(nbytes: float) -> str:
     return f"{nbytes:.1f} PiB"  # pragma: no cover
 
 
-def _check_size(n: int, B: int, max_n: int) -> None:
-    """Refuse exact enumeration above ``max_n`` features, stating its cost."""
-    max_n = check_positive_int("max_n", max_n)
-    if n <= max_n and n <= _HARD_MAX_N:
-        return
-    N = 2 ** n
-    mem = _fmt_bytes(16.0 * N * B)
-    hint = (f"pass max_n={n} to force it" if n <= _HARD_MAX_N
-            else f"n > {_HARD_MAX_N} is never enumerated")
+def _check_d(dsz: np.ndarray, n: int, max_d, pairs: np.ndarray | None = None,
+             what: str = "exact anchored decomposition") -> int:
+    """Refuse pairs with more than ``max_d`` differing features, naming the pair and its cost.
+
+    ``dsz[p]`` is |D| of plan entry p, whose pair index is ``pairs[p]`` (default p).
+    """
+    max_d = check_positive_int("max_d", max_d, minimum=0)
+    big = np.flatnonzero(dsz > min(max_d, _HARD_MAX_D))
+    if big.size == 0:
+        return max_d
+    p = int(big[0])
+    name = (lambda q: int(q)) if pairs is None else (lambda q: int(pairs[q]))
+    d = int(dsz[p])
+    N = 2 ** d
+    others = ""
+    if big.size > 1:
+        w = int(big[np.argmax(dsz[big])])
+        others = (f" {big.size} pairs exceed max_d; the largest is pair {name(w)} with "
+                  f"|D| = {int(dsz[w])}.")
+    hint = (f"pass max_d={d} to allow it" if d <= _HARD_MAX_D
+            else f"|D| > {_HARD_MAX_D} is never enumerated")
     raise ValueError(
-        f"exact anchored decomposition of n = {n} features needs 2**{n} = {N:,} model evaluations "
-        f"per pair ({B * N:,} for {B} pair(s)) and {mem} for the values g(u) and Delta_u "
-        f"(16 bytes per subset and pair); the limit is max_n = {max_n}. Group features, use a "
-        f"sampling-based attribution, or {hint}."
+        f"pair {name(p)} differs in |D| = {d} features (> max_d = {max_d}): of its n = {n} "
+        f"features only D = {{j : x_j != r_j}} matters, but the {what} of this pair still "
+        f"enumerates the 2^{d} subsets of D: 2**{d} = {N:,} model evaluations (time) and "
+        f"{_fmt_bytes(16.0 * N)} for the values g(u) and Delta_u (16 bytes per subset)."
+        f"{others} Group features, use a sampling-based attribution, or {hint}."
     )
 
 
@@ -88,6 +107,49 @@ def _n_from_length(N: int, name: str) -> int:
     if N < 2 or (1 << n) != N:
         raise ValueError(f"{name} must have 2**n entries per pair (n >= 1); got {N}.")
     return n
+
+
+def _subspaces(X: np.ndarray, R: np.ndarray, dedup: bool = True
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per pair: |D| (B,), the features of every D in increasing order (flat) and their offsets."""
+    diff = X != R if dedup else np.ones(X.shape, dtype=bool)
+    dsz = diff.sum(axis=1).astype(np.int64)
+    Dflat = np.nonzero(diff)[1].astype(np.int64)
+    doff = np.zeros(X.shape[0] + 1, dtype=np.int64)
+    np.cumsum(dsz, out=doff[1:])
+    return dsz, Dflat, doff
+
+
+def _value_offsets(dsz: np.ndarray) -> np.ndarray:
+    off = np.zeros(dsz.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.left_shift(np.int64(1), dsz), out=off[1:])
+    return off
+
+
+def _evaluate(model: Model, Xd: np.ndarray, Rd: np.ndarray, pairs: np.ndarray, dsz: np.ndarray,
+              Dflat: np.ndarray, doff: np.ndarray, bar) -> tuple[np.ndarray, np.ndarray, float]:
+    """``g_p(u)`` for every subset u of D_p of the plan entries p (pair ``pairs[p]``), flat.
+
+    Each distinct hybrid is built once (numba, straight into the model's dtype) and evaluated in
+    model calls of ``batch_size`` rows; at most ``batch_size`` rows exist at once.
+    Returns the flat values, their offsets and the seconds spent inside the model.
+    """
+    off = _value_offsets(dsz)
+    U = int(off[-1])
+    vals = np.empty(U)
+    bs = model.batch_size
+    rows = np.empty((min(bs, U), Xd.shape[1]), dtype=model.dtype)
+    pairs = np.ascontiguousarray(pairs, dtype=np.int64)
+    t_model = 0.0
+    for s0 in range(0, U, bs):
+        s1 = min(s0 + bs, U)
+        buf = rows[:s1 - s0]
+        K.subspace_rows(Xd, Rd, pairs, off, Dflat, doff, s0, buf)
+        t0 = time.perf_counter()
+        vals[s0:s1] = model(buf)
+        t_model += time.perf_counter() - t0
+        bar.update(s1 - s0)
+    return vals, off, t_model
 
 
 def expected_last_position(size, n: int):
@@ -146,20 +208,36 @@ class Interaction(NamedTuple):
 
 
 class BatchDecomposition:
-    """Anchored decompositions of B pairs with the same n (all arrays vectorised over pairs).
+    """Anchored decompositions of B pairs with the same n, each in its differing subspace D_b.
+
+    Pair b keeps the 2^|D_b| values ``g_b(u)``, u ⊆ D_b = {j : x_j != r_j}, and their dividends
+    Delta_u (Delta_u = 0 for every u ⊄ D_b), in flat arrays with per-pair offsets: pairs of
+    different |D| share one batch without padding. Built by :func:`batch_decomposition`; the
+    constructor takes the full layout (B, 2^n) (then D_b = all n features).
+
+    Parameters
+    ----------
+    values : array_like (B, 2^n)
+        ``g_b(u)`` for every bitmask u.
+    delta : array_like (B, 2^n), optional
+        Delta_u; the Möbius transform of ``values`` when omitted.
+    feature_names : sequence of str, optional
+    n_evals : int
+        Model evaluations spent.
+    timings : dict, optional
 
     Attributes
     ----------
     n : int
-    values : ndarray (B, 2^n)
-        ``g_b(u) = f(hybrid(x_b, r_b, u))``, index = bitmask.
-    delta : ndarray (B, 2^n)
-        ``Delta_u`` (Möbius transform of ``values``).
+    d : ndarray of int64 (B,)
+        |D_b| per pair.
+    values, delta : ndarray (B, 2^n)
+        The full layout (n <= 22 only; see :meth:`full_values`).
     fx, fr : ndarray (B,)
-        f(x) = g(full) and f(r) = g(∅).
+        f(x) = g(D) and f(r) = g(∅).
     feature_names : list of str or None
     n_evals : int
-        Model evaluations spent (distinct hybrid rows), 0 when built from arrays.
+        Model evaluations spent (distinct hybrid rows, sum of 2^|D_b|), 0 when built from arrays.
     timings : dict
         ``model_s`` (inside the model), ``other_s`` (rows, Möbius, bookkeeping), ``total_s``.
     """
@@ -167,14 +245,30 @@ class BatchDecomposition:
     def __init__(self, values, delta=None, *, feature_names: Sequence[str] | None = None,
                  n_evals: int = 0, timings: dict | None = None):
         v = as_float_array("values", values, ndim=(2,))
-        self.n = _n_from_length(v.shape[1], "values")
-        self.values = np.ascontiguousarray(v)
+        n = _n_from_length(v.shape[1], "values")
+        B = v.shape[0]
+        vflat = np.array(v, dtype=np.float64, order="C").reshape(-1)
+        dsz = np.full(B, n, dtype=np.int64)
         if delta is None:
-            delta = self.values.copy()
-            K.mobius_inplace(delta, self.n)
-        self.delta = np.ascontiguousarray(delta, dtype=np.float64)
-        if self.delta.shape != self.values.shape:
-            raise ValueError(f"delta must have shape {self.values.shape}; got {self.delta.shape}.")
+            dflat = vflat.copy()
+            K.mobius_ragged(dflat, _value_offsets(dsz), dsz)
+        else:
+            dl = np.asarray(delta, dtype=np.float64)
+            if dl.shape != v.shape:
+                raise ValueError(f"delta must have shape {v.shape}; got {dl.shape}.")
+            dflat = np.array(dl, order="C").reshape(-1)
+        self._set(n, dsz, np.tile(np.arange(n, dtype=np.int64), B),
+                  np.arange(B + 1, dtype=np.int64) * n, vflat, dflat, feature_names, n_evals,
+                  timings)
+
+    def _set(self, n, dsz, Dflat, doff, vflat, dflat, feature_names, n_evals, timings) -> None:
+        self.n = int(n)
+        self._dsz = np.ascontiguousarray(dsz, dtype=np.int64)
+        self._Dflat = np.ascontiguousarray(Dflat, dtype=np.int64)
+        self._doff = np.ascontiguousarray(doff, dtype=np.int64)
+        self._off = _value_offsets(self._dsz)
+        self._values = np.ascontiguousarray(vflat, dtype=np.float64)
+        self._delta = np.ascontiguousarray(dflat, dtype=np.float64)
         if feature_names is not None:
             feature_names = [str(s) for s in feature_names]
             if len(feature_names) != self.n:
@@ -184,55 +278,146 @@ class BatchDecomposition:
         self.n_evals = int(n_evals)
         self.timings = dict(timings or {})
         self._best: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._sizes: np.ndarray | None = None
+        self._full: dict[str, np.ndarray] = {}
+
+    @classmethod
+    def _from_parts(cls, n, dsz, Dflat, doff, vflat, dflat, *, feature_names=None, n_evals=0,
+                    timings=None) -> BatchDecomposition:
+        obj = cls.__new__(cls)
+        obj._set(n, dsz, Dflat, doff, vflat, dflat, feature_names, n_evals, timings)
+        return obj
 
     # -- constructors ------------------------------------------------------------------------
     @classmethod
     def from_values(cls, values, **kw) -> BatchDecomposition:
-        """From the 2^n values g(u) per pair, shape (B, 2^n)."""
+        """From the 2^n values g(u) per pair, shape (B, 2^n) (D_b = all n features)."""
         return cls(values, **kw)
 
     @classmethod
     def from_delta(cls, delta, **kw) -> BatchDecomposition:
         """From given Delta_u per pair (B, 2^n); g is rebuilt by the zeta transform."""
-        d = np.ascontiguousarray(as_float_array("delta", delta, ndim=(2,)), dtype=np.float64)
+        d = np.array(as_float_array("delta", delta, ndim=(2,)), dtype=np.float64, order="C")
         n = _n_from_length(d.shape[1], "delta")
         g = d.copy()
         K.zeta_inplace(g, n)
-        return cls(g, d.copy(), **kw)
+        return cls(g, d, **kw)
 
     # -- basics ------------------------------------------------------------------------------
     @property
     def B(self) -> int:
-        return self.values.shape[0]
+        return self._dsz.shape[0]
+
+    @property
+    def d(self) -> np.ndarray:
+        """|D_b|, the number of differing features of each pair (B,)."""
+        return self._dsz.copy()
+
+    def D(self, i: int) -> np.ndarray:
+        """The differing features D_i of pair i, increasing (int64)."""
+        i = self._index(i)
+        return self._Dflat[self._doff[i]:self._doff[i + 1]].copy()
+
+    def subspace_values(self, i: int) -> np.ndarray:
+        """``g_i(u)`` for the 2^|D_i| subsets u of D_i (local bit t = feature ``D(i)[t]``)."""
+        i = self._index(i)
+        return self._values[self._off[i]:self._off[i + 1]].copy()
+
+    def subspace_delta(self, i: int) -> np.ndarray:
+        """Delta_u for the 2^|D_i| subsets u of D_i (every other Delta_u is 0)."""
+        i = self._index(i)
+        return self._delta[self._off[i]:self._off[i + 1]].copy()
 
     @property
     def fx(self) -> np.ndarray:
-        return self.values[:, -1].copy()
+        return self._values[self._off[1:] - 1].copy()
 
     @property
     def fr(self) -> np.ndarray:
-        return self.values[:, 0].copy()
+        return self._values[self._off[:-1]].copy()
+
+    def _check_full(self, what: str) -> None:
+        if self.n > FULL_LAYOUT_MAX_N:
+            raise ValueError(
+                f"{what}: the full layout holds 2**{self.n} = {2 ** self.n:,} entries per pair "
+                f"(n = {self.n} > {FULL_LAYOUT_MAX_N}); the decomposition is stored in each pair's "
+                f"differing subspace D: use subspace_values(i) / subspace_delta(i) and D(i).")
+
+    def _full_layout(self, kind: str) -> np.ndarray:
+        self._check_full(kind)
+        if kind not in self._full:
+            N = 1 << self.n
+            dm = np.zeros(self.B, dtype=np.int64)
+            np.add.at(dm, np.repeat(np.arange(self.B), self._dsz),
+                      np.left_shift(np.int64(1), self._Dflat))
+            out = np.empty((self.B, N))
+            src = self._values if kind == "values" else self._delta
+            K.scatter_full(src, self._off, dm, self.n, kind == "delta", out)
+            self._full[kind] = out
+        return self._full[kind]
+
+    def full_values(self) -> np.ndarray:
+        """``g_b(u)`` for all 2^n bitmasks u, (B, 2^n) (g depends on u ∩ D_b only); n <= 22.
+
+        Raises
+        ------
+        ValueError
+            n > ``FULL_LAYOUT_MAX_N`` (22).
+        """
+        return self._full_layout("values").copy()
+
+    def full_delta(self) -> np.ndarray:
+        """Delta_u for all 2^n bitmasks u, (B, 2^n) (0 for u ⊄ D_b); n <= 22.
+
+        Raises
+        ------
+        ValueError
+            n > ``FULL_LAYOUT_MAX_N`` (22).
+        """
+        return self._full_layout("delta").copy()
+
+    @property
+    def values(self) -> np.ndarray:
+        """The full layout of g, (B, 2^n) (read-only view; n <= 22), see :meth:`full_values`."""
+        v = self._full_layout("values").view()
+        v.flags.writeable = False
+        return v
+
+    @property
+    def delta(self) -> np.ndarray:
+        """The full layout of Delta, (B, 2^n) (read-only view; n <= 22), see :meth:`full_delta`."""
+        v = self._full_layout("delta").view()
+        v.flags.writeable = False
+        return v
 
     @property
     def sizes(self) -> np.ndarray:
-        """|u| for every bitmask u (int8, length 2^n)."""
-        if self._sizes is None:
-            self._sizes = K.popcounts(self.n)
-        return self._sizes
+        """|u| for every bitmask u < 2^n (int8; n <= 22)."""
+        self._check_full("sizes")
+        return K.popcounts(self.n)
 
     def __len__(self) -> int:
         return self.B
 
-    def __getitem__(self, i: int) -> AnchoredDecomposition:
+    def _index(self, i) -> int:
         i = int(i)
         if not -self.B <= i < self.B:
             raise IndexError(f"pair index {i} out of range for B = {self.B} pairs.")
-        return AnchoredDecomposition(self.values[i], self.delta[i],
-                                     feature_names=self.feature_names)
+        return i % self.B
+
+    def __getitem__(self, i: int) -> AnchoredDecomposition:
+        i = self._index(i)
+        d = self._dsz[i:i + 1]
+        part = BatchDecomposition._from_parts(
+            self.n, d, self._Dflat[self._doff[i]:self._doff[i + 1]],
+            np.array([0, d[0]], dtype=np.int64), self._values[self._off[i]:self._off[i + 1]],
+            self._delta[self._off[i]:self._off[i + 1]], feature_names=self.feature_names)
+        return AnchoredDecomposition._wrap(part)
 
     def __repr__(self) -> str:
-        return f"BatchDecomposition(B={self.B}, n={self.n})"
+        if self.B == 0:
+            return f"BatchDecomposition(B=0, n={self.n})"
+        return (f"BatchDecomposition(B={self.B}, n={self.n}, |D| in "
+                f"{int(self._dsz.min())}..{int(self._dsz.max())})")
 
     # -- areas from Delta (Theorem 1, Appendix B.1) -----------------------------------------
     def _orders3(self, orders) -> tuple[np.ndarray, bool]:
@@ -251,13 +436,19 @@ class BatchDecomposition:
 
     def _areas(self, orders) -> tuple[tuple[np.ndarray, ...], bool]:
         o, squeeze = self._orders3(orders)
+        o = o.astype(np.int64, copy=False)
         shape = o.shape[:2]
         outs = tuple(np.empty(shape) for _ in range(4))
-        K.theorem1_areas(self.delta, o, self.n, *outs)
+        K.theorem1_ragged(self._delta, self._off, self._dsz, self._Dflat, self._doff, o, self.n,
+                          *outs)
         return outs, squeeze
 
     def auc(self, orders, *, mode: str = "insertion", normalize: bool = False) -> np.ndarray:
         """AUC (insertion, Theorem 1) or AUC' (deletion, Appendix B.1) of each ordering.
+
+        Orderings are of all n features; a feature outside D_b keeps its position in ceil(u) and
+        floor(u), and since Delta_u = 0 for u ⊄ D_b the sums run over the subsets of D_b only
+        (exactly the full-space areas).
 
         Parameters
         ----------
@@ -282,8 +473,8 @@ class BatchDecomposition:
         """ABC (insertion) or ABC' (deletion) from Delta_u (Theorem 1, Appendix B.1).
 
         ``ABC = sum_{u≠∅} ((n + 1)/2 - ceil(u)) Delta_u``,
-        ``ABC' = sum_{u≠∅} ((n + 1)/2 - floor(u)) Delta_u``; divided by n when ``normalize``
-        (the paper's tables). Shapes as in :meth:`auc`.
+        ``ABC' = sum_{u≠∅} ((n + 1)/2 - floor(u)) Delta_u``, u over the subsets of D_b; divided
+        by n when ``normalize`` (the paper's tables). Shapes as in :meth:`auc`.
         """
         check_mode(mode)
         (_, _, bi, bd), squeeze = self._areas(orders)
@@ -302,10 +493,11 @@ class BatchDecomposition:
 
     # -- expectations under a random ordering (§3.3) ----------------------------------------
     def expected_abc(self, *, mode: str = "insertion", normalize: bool = True) -> np.ndarray:
-        """Expected ABC (or ABC') under a uniformly random ordering, closed form (§3.3, App. B.1).
+        """Expected ABC (or ABC') under a uniformly random ordering of all n features (§3.3).
 
         Insertion: ``E[ABC] = sum_{u≠∅} ((n + 1)/2 - E ceil(u)) Delta_u
-        = (n + 1)/2 sum_{u≠∅} (1 - |u|)/(|u| + 1) Delta_u`` with Proposition 1; deletion:
+        = (n + 1)/2 sum_{u≠∅} (1 - |u|)/(|u| + 1) Delta_u`` with Proposition 1 (n the full number of
+        features; u over the subsets of D_b); deletion:
         ``E[ABC'] = sum_{u≠∅} ((n + 1)/2 - E floor(u)) Delta_u`` with ``E floor(u) = n + 1 - E ceil(u)``,
         so that ``E[ABC + ABC'] = 0``.
 
@@ -315,25 +507,26 @@ class BatchDecomposition:
         """
         check_mode(mode)
         n = self.n
-        s = np.arange(n + 1)
-        e_ceil = expected_last_position(s, n)
+        e_ceil = expected_last_position(np.arange(n + 1), n)
         half = (n + 1) / 2.0
-        w_size = half - e_ceil if mode == "insertion" else half - (n + 1 - e_ceil)
-        w_size[0] = 0.0
-        w = w_size[self.sizes]
-        out = self.delta @ w
+        w = half - e_ceil if mode == "insertion" else half - (n + 1 - e_ceil)
+        w[0] = 0.0
+        out = np.empty(self.B)
+        K.size_weighted_sums(self._delta, self._off, self._dsz, np.ascontiguousarray(w), out)
         return out / n if normalize else out
 
     # -- Shapley values from the Harsanyi dividends -----------------------------------------
     def shapley(self) -> np.ndarray:
         """Exact baseline Shapley values with reference r: ``phi_j = sum_{u ∋ j} Delta_u / |u|``.
 
+        Computed over the subsets of D_b; a feature outside D_b gets exactly 0.
+
         Returns
         -------
         ndarray (B, n); each row sums to f(x) - f(r).
         """
         out = np.empty((self.B, self.n))
-        K.shapley_from_delta(self.delta, self.n, out)
+        K.shapley_ragged(self._delta, self._off, self._dsz, self._Dflat, self._doff, out)
         return out
 
     # -- best achievable ordering -----------------------------------------------------------
@@ -341,18 +534,27 @@ class BatchDecomposition:
         check_mode(mode)
         if mode not in self._best:
             best = np.empty(self.B)
-            chain = np.empty((self.B, self.n), dtype=np.int64)
-            K.best_paths(self.values, self.n, 1.0 if mode == "insertion" else -1.0, best, chain)
-            order = chain[:, ::-1].copy() if mode == "insertion" else chain
+            order = np.empty((self.B, self.n), dtype=np.int64)
+            K.best_paths_ragged(self._values, self._off, self._dsz, self._Dflat, self._doff,
+                                self.n, mode == "insertion", best, order)
             self._best[mode] = (best, order)
         return self._best[mode]
 
     def best_order(self, *, mode: str = "insertion") -> np.ndarray:
-        """Ordering with the largest ABC (insertion) or ABC' (deletion), per pair.
+        """Ordering of all n features with the largest ABC (insertion) or ABC' (deletion), per pair.
 
-        Dynamic programming over subsets, ``best(S) = g(S) + max_{j∈S} best(S \\ {j})`` (deletion:
-        min), O(n 2^n) per pair. Ties are broken towards the smallest feature index at each step
-        read from the full set down (deterministic).
+        Dynamic programming over the 2^|D| subsets of D (O(|D| 2^|D|) per pair): the curve is a
+        chain of subsets of D, and each of the n - |D| features outside D repeats the current
+        value wherever it is placed. The best ordering is therefore the best chain of D up to a
+        set T*, then the features outside D in increasing index, then the best chain from T* to D,
+        where T* maximises (insertion) or minimises (deletion) the chain's sum plus
+        (n - |D|) g(T*). The ordering attains the full-space optimum over all n! orderings.
+
+        Tie rule: T* = D — the features outside D placed after those inside, in increasing
+        index — whenever that is optimal (it is unless the best chain overshoots: its largest
+        value, insertion, or smallest, deletion, lies strictly inside the chain); otherwise the
+        largest bitmask T* attaining the optimum. Within a chain, ties go to the smallest feature
+        index at each step (deterministic).
 
         Returns
         -------
@@ -368,21 +570,56 @@ class BatchDecomposition:
     def best_abc(self, *, mode: str = "insertion", normalize: bool = True) -> np.ndarray:
         """Best achievable ABC (insertion) or ABC' (deletion) over all n! orderings, (B,)."""
         best = self._best_path(mode)[0]
-        aul = (self.n + 1) / 2.0 * (self.values[:, 0] + self.values[:, -1])
+        aul = (self.n + 1) / 2.0 * (self.fr + self.fx)
         out = best - aul if mode == "insertion" else aul - best
         return out / self.n if normalize else out
 
+    # -- interactions ------------------------------------------------------------------------
+    def interactions(self, i: int, top: int = 10) -> list[Interaction]:
+        """The ``top`` interaction terms Delta_u, |u| >= 2, of pair i, largest |Delta_u| first.
+
+        Only u ⊆ D_i can be nonzero. ``features`` holds feature names when given, else indices;
+        ``mask`` is the bitmask over all n features (a Python int); ties by bitmask.
+        """
+        i = self._index(i)
+        top = check_positive_int("top", top)
+        d = int(self._dsz[i])
+        if d < 2:
+            return []
+        sizes = K.popcounts(d)
+        cand = np.flatnonzero(sizes >= 2)
+        dl = self._delta[self._off[i]:self._off[i + 1]]
+        sel = cand[np.argsort(-np.abs(dl[cand]), kind="stable")[:top]]
+        D = self._Dflat[self._doff[i]:self._doff[i + 1]].tolist()
+        names = self.feature_names
+        out = []
+        for u in sel.tolist():
+            feats = tuple(D[t] for t in range(d) if (u >> t) & 1)
+            mask = sum(1 << j for j in feats)
+            if names is not None:
+                feats = tuple(names[j] for j in feats)
+            out.append(Interaction(feats, mask, int(sizes[u]), float(dl[u])))
+        return out
+
 
 class AnchoredDecomposition:
-    """The anchored decomposition of one pair (x, r) (paper §3.3, Appendix B).
+    """The anchored decomposition of one pair (x, r) (paper §3.3, Appendix B), in its subspace D.
+
+    Parameters
+    ----------
+    values : array_like (2^n,)
+        ``g(u) = f(hybrid(x, r, u))``, index = bitmask (bit j = feature j from x); D = all features.
+    delta : array_like (2^n,), optional
+        Delta_u (the Möbius transform of ``values`` when omitted).
+    feature_names : sequence of str, optional
 
     Attributes
     ----------
     n : int
-    values : ndarray (2^n,)
-        ``g(u) = f(hybrid(x, r, u))``, index = bitmask (bit j = feature j from x).
-    delta : ndarray (2^n,)
-        ``Delta_u``; ``delta[0] = f(r)``, ``delta.sum() = f(x)``.
+    D : ndarray of int64
+        The differing features {j : x_j != r_j} (all n when built from the full layout).
+    values, delta : ndarray (2^n,)
+        Full layout (n <= 22); ``subspace_values`` / ``subspace_delta`` hold the 2^|D| entries.
     fx, fr : float
     feature_names : list of str or None
     """
@@ -393,6 +630,12 @@ class AnchoredDecomposition:
         d = None if delta is None else np.asarray(delta, dtype=np.float64)[None, :]
         self._batch = BatchDecomposition(v[None, :], d, feature_names=feature_names,
                                          n_evals=n_evals, timings=timings)
+
+    @classmethod
+    def _wrap(cls, batch: BatchDecomposition) -> AnchoredDecomposition:
+        obj = cls.__new__(cls)
+        obj._batch = batch
+        return obj
 
     @classmethod
     def from_values(cls, values, **kw) -> AnchoredDecomposition:
@@ -407,16 +650,29 @@ class AnchoredDecomposition:
         return cls(b.values[0], b.delta[0], **kw)
 
     n = property(lambda self: self._batch.n)
+    D = property(lambda self: self._batch.D(0))
+    d = property(lambda self: int(self._batch._dsz[0]))
     values = property(lambda self: self._batch.values[0])
     delta = property(lambda self: self._batch.delta[0])
+    subspace_values = property(lambda self: self._batch.subspace_values(0))
+    subspace_delta = property(lambda self: self._batch.subspace_delta(0))
     feature_names = property(lambda self: self._batch.feature_names)
     n_evals = property(lambda self: self._batch.n_evals)
     timings = property(lambda self: self._batch.timings)
-    fx = property(lambda self: float(self._batch.values[0, -1]))
-    fr = property(lambda self: float(self._batch.values[0, 0]))
+    fx = property(lambda self: float(self._batch.fx[0]))
+    fr = property(lambda self: float(self._batch.fr[0]))
+
+    def full_values(self) -> np.ndarray:
+        """g(u) for all 2^n bitmasks (n <= 22)."""
+        return self._batch.full_values()[0]
+
+    def full_delta(self) -> np.ndarray:
+        """Delta_u for all 2^n bitmasks, 0 for u ⊄ D (n <= 22)."""
+        return self._batch.full_delta()[0]
 
     def __repr__(self) -> str:
-        return f"AnchoredDecomposition(n={self.n}, f(x)={self.fx:.6g}, f(r)={self.fr:.6g})"
+        return (f"AnchoredDecomposition(n={self.n}, |D|={self.d}, f(x)={self.fx:.6g}, "
+                f"f(r)={self.fr:.6g})")
 
     def _one(self, order, fn, **kw):
         o = check_orders(order, self.n, name="order")
@@ -461,98 +717,35 @@ class AnchoredDecomposition:
     def interactions(self, top: int = 10) -> list[Interaction]:
         """The ``top`` interaction terms Delta_u with |u| >= 2, largest |Delta_u| first.
 
+        Only u ⊆ D can be nonzero, so only those are ranked.
+
         Returns
         -------
         list of Interaction
-            ``features`` holds feature names when given, else indices; ties by bitmask.
+            ``features`` holds feature names when given, else indices; ``mask`` is the bitmask
+            over all n features; ties by bitmask.
         """
-        top = check_positive_int("top", top)
-        sizes = self._batch.sizes
-        cand = np.flatnonzero(sizes >= 2)
-        if cand.size == 0:
-            return []
-        d = self.delta[cand]
-        sel = cand[np.argsort(-np.abs(d), kind="stable")[:top]]
-        names = self.feature_names
-        out = []
-        for u in sel:
-            feats = tuple(j for j in range(self.n) if (int(u) >> j) & 1)
-            if names is not None:
-                feats = tuple(names[j] for j in feats)
-            out.append(Interaction(feats, int(u), int(sizes[u]), float(self.delta[u])))
-        return out
+        return self._batch.interactions(0, top)
 
 
-# -- evaluation of the 2^n hybrids of many pairs ---------------------------------------------------
-def _value_chunks(model, X: np.ndarray, R: np.ndarray, n: int, dedup: bool, progress,
-                  timings: dict):
-    """Yield ``(b0, b1, values)`` with values (b1 - b0, 2^n) float64 for consecutive pair chunks.
-
-    Only canonical rows ``u ∩ D_b`` are evaluated (``dedup``); at most ``batch_size`` hybrid rows
-    exist at once, and a chunk holds at most ``4 max(batch_size, 2^n)`` values.
-    """
-    B = X.shape[0]
-    N = 1 << n
-    bs = model.batch_size
-    Xd = np.ascontiguousarray(X, dtype=model.dtype)
-    Rd = np.ascontiguousarray(R, dtype=model.dtype)
-    bits = np.int64(1) << np.arange(n, dtype=np.int64)
-    if dedup:
-        diff = X != R
-        dmask = (diff * bits).sum(axis=1).astype(np.int64)
-        counts = np.int64(1) << diff.sum(axis=1).astype(np.int64)
-    else:
-        dmask = np.full(B, N - 1, dtype=np.int64)
-        counts = np.full(B, N, dtype=np.int64)
-    first = np.cumsum(counts) - counts
-    cid_rows = first // bs
-    cid_vals = (np.arange(B, dtype=np.int64) * N) // (4 * max(bs, N))
-    cut = np.flatnonzero((np.diff(cid_rows) != 0) | (np.diff(cid_vals) != 0)) + 1
-    starts = np.concatenate([[0], cut]).astype(np.int64)
-    ends = np.concatenate([cut, [B]]).astype(np.int64)
-    t_model = 0.0
-    n_evals = 0
-    with progress_bar(total=B, desc="decomposition", unit="pair", enable=progress,
-                      auto=B * N > 4_000_000) as bar:
-        for b0, b1 in zip(starts.tolist(), ends.tolist(), strict=True):
-            offsets = np.zeros(b1 - b0 + 1, dtype=np.int64)
-            np.cumsum(counts[b0:b1], out=offsets[1:])
-            U = int(offsets[-1])
-            cvals = np.empty(U)
-            m = min(bs, U)
-            rows = np.empty((m, n), dtype=model.dtype)
-            pair_idx = np.empty(m, dtype=np.int64)
-            words = np.empty((m, 1), dtype=np.uint64)
-            for s0 in range(0, U, bs):
-                s1 = min(s0 + bs, U)
-                k = s1 - s0
-                K.canonical_words(dmask[b0:b1], offsets, b0, s0, s1, pair_idx[:k], words[:k])
-                buf = build_rows(Xd, Rd, pair_idx[:k], words[:k], out=rows[:k])
-                t0 = time.perf_counter()
-                cvals[s0:s1] = model(buf)
-                t_model += time.perf_counter() - t0
-            n_evals += U
-            vals = np.empty((b1 - b0, N))
-            K.scatter_canonical(cvals, offsets, dmask[b0:b1], n, vals)
-            yield b0, b1, vals
-            bar.update(b1 - b0)
-    timings["model_s"] = t_model
-    timings["n_evals"] = n_evals
-
-
-def _prepare(f, X, R, batch_size, max_n):
+# -- evaluation of the 2^|D| hybrids of many pairs ------------------------------------------------
+def _prepare(f, X, R, batch_size):
     model = as_model(f, batch_size=batch_size)
     X, R = check_pairs(X, R)
-    B, n = X.shape
-    _check_size(n, B, max_n)
-    return model, X, R, B, n
+    Xd = np.ascontiguousarray(X, dtype=model.dtype)
+    Rd = np.ascontiguousarray(R, dtype=model.dtype)
+    return model, X, R, Xd, Rd
 
 
 def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
                         batch_size: int | None = None, progress: bool | None = None,
-                        max_n: int = DEFAULT_MAX_N, dedup: bool = True,
+                        max_d: int = DEFAULT_MAX_D, dedup: bool = True,
                         feature_names: Sequence[str] | None = None) -> BatchDecomposition:
-    """Anchored decompositions of B pairs: all 2^n values g(u) and Delta_u per pair.
+    """Anchored decompositions of B pairs, each in its differing subspace D_b = {j : x_j != r_j}.
+
+    Evaluates ``g_b(u) = f(hybrid(x_b, r_b, u))`` for the 2^|D_b| subsets u of D_b (each distinct
+    hybrid once) and takes the fast Möbius transform per pair (paper §3.3, Appendix B); every
+    other Delta_u is 0. Cost: ``sum_b 2^|D_b|`` evaluations and 16 bytes per subset, whatever n is.
 
     Parameters
     ----------
@@ -566,43 +759,49 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
         Hybrid rows per model call; at most this many rows exist at once.
     progress : bool, optional
         Progress bar (default: only long runs on a terminal).
-    max_n : int
-        Refuse n above this (the error states the evaluations and memory needed).
+    max_d : int, default 20
+        Refuse a pair with more than ``max_d`` differing features; the error names the pair, its
+        |D| and the model evaluations and memory it would need.
     dedup : bool, default True
-        Evaluate only the distinct rows ``u ∩ {j : x_j != r_j}`` and scatter them.
+        Work in D_b. ``False`` takes D_b = all n features (2^n evaluations per pair, the full-space
+        route; for checks).
     feature_names : sequence of str, optional
 
     Returns
     -------
     BatchDecomposition
-        ``values`` and ``delta`` (B, 2^n) take 16 B 2^n bytes; for Shapley values of many pairs use
-        :func:`shapley_values`, which streams.
+
+    Raises
+    ------
+    ValueError
+        A pair with |D| > ``max_d``.
     """
     t0 = time.perf_counter()
-    model, X, R, B, n = _prepare(f, X, R, batch_size, max_n)
-    N = 1 << n
-    values = np.empty((B, N))
-    delta = np.empty((B, N))
-    timings: dict = {}
-    for b0, b1, vals in _value_chunks(model, X, R, n, dedup, progress, timings):
-        values[b0:b1] = vals
-        K.mobius_inplace(vals, n)
-        delta[b0:b1] = vals
-    total = time.perf_counter() - t0
-    n_evals = timings.pop("n_evals")
-    timings.update(total_s=total, other_s=total - timings["model_s"])
-    return BatchDecomposition(values, delta, feature_names=feature_names, n_evals=n_evals,
-                              timings=timings)
+    model, X, R, Xd, Rd = _prepare(f, X, R, batch_size)
+    B, n = X.shape
+    dsz, Dflat, doff = _subspaces(X, R, dedup)
+    _check_d(dsz, n, max_d)
+    total = int(np.sum(np.left_shift(np.int64(1), dsz)))
+    with progress_bar(total, "decomposition", unit="row", enable=progress,
+                      auto=total > 4_000_000) as bar:
+        vals, _, t_model = _evaluate(model, Xd, Rd, np.arange(B), dsz, Dflat, doff, bar)
+    delta = vals.copy()
+    K.mobius_ragged(delta, _value_offsets(dsz), dsz)
+    elapsed = time.perf_counter() - t0
+    timings = {"model_s": t_model, "total_s": elapsed, "other_s": elapsed - t_model}
+    return BatchDecomposition._from_parts(n, dsz, Dflat, doff, vals, delta,
+                                          feature_names=feature_names, n_evals=total,
+                                          timings=timings)
 
 
 def anchored_decomposition(f: ModelLike, x: ArrayLike, r: ArrayLike, *,
                            feature_names: Sequence[str] | None = None,
-                           batch_size: int | None = None, max_n: int = DEFAULT_MAX_N,
+                           batch_size: int | None = None, max_d: int = DEFAULT_MAX_D,
                            progress: bool | None = None) -> AnchoredDecomposition:
     """The anchored decomposition of f for one pair (target x, reference/anchor r).
 
-    Evaluates ``g(u) = f(hybrid(x, r, u))`` for all 2^n subsets (only distinct rows) and takes the
-    fast Möbius transform (paper §3.3, Appendix B).
+    Evaluates ``g(u) = f(hybrid(x, r, u))`` for the 2^|D| subsets u of D = {j : x_j != r_j} and
+    takes the fast Möbius transform (paper §3.3, Appendix B); Delta_u = 0 for u ⊄ D.
 
     Parameters
     ----------
@@ -614,8 +813,8 @@ def anchored_decomposition(f: ModelLike, x: ArrayLike, r: ArrayLike, *,
         Used by :meth:`AnchoredDecomposition.interactions`.
     batch_size : int, optional
         Rows per model call.
-    max_n : int
-        Refuse n above this.
+    max_d : int, default 20
+        Refuse |D| above this (the error states the evaluations and memory needed).
     progress : bool, optional
 
     Returns
@@ -632,21 +831,20 @@ def anchored_decomposition(f: ModelLike, x: ArrayLike, r: ArrayLike, *,
     """
     x = as_float_array("x", x, ndim=(1,))
     r = as_float_array("r", r, ndim=(1,))
-    b = batch_decomposition(f, x[None, :], r[None, :],
-                            batch_size=batch_size, progress=progress, max_n=max_n,
-                            feature_names=feature_names)
-    return AnchoredDecomposition(b.values[0], b.delta[0], feature_names=feature_names,
-                                 n_evals=b.n_evals, timings=b.timings)
+    b = batch_decomposition(f, x[None, :], r[None, :], batch_size=batch_size,
+                            progress=progress, max_d=max_d, feature_names=feature_names)
+    return AnchoredDecomposition._wrap(b)
 
 
 def shapley_values(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
                    batch_size: int | None = None, progress: bool | None = None,
-                   max_n: int = DEFAULT_MAX_N) -> np.ndarray:
+                   max_d: int = DEFAULT_MAX_D) -> np.ndarray:
     """Exact baseline Shapley values of B pairs, ``phi_j = sum_{u ∋ j} Delta_u / |u|``.
 
-    The same numbers as exact Kernel SHAP with the single background point r (2^n evaluations per
-    pair, fewer when some ``x_j == r_j``). Pairs are streamed in chunks: memory stays at about
-    ``batch_size`` hybrid rows plus a few 2^n-value blocks, whatever B is.
+    The same numbers as exact Kernel SHAP with the single background point r, computed in each
+    pair's differing subspace D_b: 2^|D_b| evaluations per pair whatever n is, and 0 for the
+    features outside D_b. Pairs are streamed in chunks: memory stays at about ``batch_size``
+    hybrid rows plus about 2^20 values, whatever B is.
 
     Parameters
     ----------
@@ -655,31 +853,21 @@ def shapley_values(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
     R : array_like (B, n) or (n,)
     batch_size : int, optional
     progress : bool, optional
-    max_n : int
+    max_d : int, default 20
+        Refuse pairs with more differing features (the error names the pair and the cost).
 
     Returns
     -------
     ndarray (B, n); rows sum to f(x_b) - f(r_b).
     """
-    model, X, R, B, n = _prepare(f, X, R, batch_size, max_n)
-    out = np.empty((B, n))
-    timings: dict = {}
-    for b0, b1, vals in _value_chunks(model, X, R, n, True, progress, timings):
-        K.mobius_inplace(vals, n)
-        K.shapley_from_delta(vals, n, out[b0:b1])
-    check_finite("shapley values", out)
-    return out
+    return subspace_shapley(f, X, R, max_d=max_d, batch_size=batch_size, progress=progress)[0]
 
 
-def _fmt_rows(rows: float) -> str:
-    return f"{rows:,.0f} model evaluations"
-
-
-def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = 20,
+def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = DEFAULT_MAX_D,
                      batch_size: int | None = None, progress: bool | None = None,
                      pairs: np.ndarray | None = None, max_rows: int = 1 << 20
                      ) -> tuple[np.ndarray, np.ndarray]:
-    """Exact baseline Shapley values computed in each pair's differing subspace.
+    """Exact baseline Shapley values computed in each pair's differing subspace, and |D|.
 
     A pair (x, r) only involves D = {j : x_j != r_j}: every hybrid is determined by u ∩ D, so
     Delta_u = 0 unless u ⊆ D and a feature outside D has Shapley value 0. For each pair the 2^|D|
@@ -702,7 +890,7 @@ def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = 2
     pairs : array of int, optional
         Compute only these pairs (the others' rows of the result are NaN).
     max_rows : int, default 2^20
-        Hybrid rows built at once (memory bound).
+        Values held at once (pairs are streamed in chunks of about this many subsets).
 
     Returns
     -------
@@ -716,53 +904,43 @@ def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = 2
     ValueError
         A pair with |D| > ``max_d``; the message names the pair, its |D| and the cost.
     """
-    from .hybrid import masks_to_words
-
-    model = as_model(f, batch_size=batch_size)
-    X, R = check_pairs(X, R)
-    max_d = check_positive_int("max_d", max_d, minimum=0)
+    model, X, R, Xd, Rd = _prepare(f, X, R, batch_size)
+    max_rows = check_positive_int("max_rows", max_rows)
     B, n = X.shape
-    diff = X != R
-    d = diff.sum(axis=1).astype(np.int64)
-    todo = np.arange(B) if pairs is None else np.asarray(pairs, dtype=np.int64)
+    dsz, Dflat, doff = _subspaces(X, R)
+    if pairs is None:
+        todo = np.arange(B, dtype=np.int64)
+    else:
+        todo = np.asarray(pairs)
+        if todo.dtype == bool or not np.issubdtype(todo.dtype, np.integer) or todo.ndim != 1:
+            raise TypeError(f"pairs must be a 1-D integer array of pair indices; got {todo!r}.")
+        bad = (todo < 0) | (todo >= B)
+        if bad.any():
+            raise ValueError(f"pairs: index {int(todo[bad][0])} out of range for B = {B} pairs.")
+        todo = todo.astype(np.int64)
+    _check_d(dsz[todo], n, max_d, pairs=todo, what="exact Shapley computation")
     phi = np.full((B, n), np.nan)
-    phi[todo] = 0.0
-    big = todo[d[todo] > max_d]
-    if big.size:
-        b = int(big[np.argmax(d[big])])
-        rows = float(2.0 ** d[b])
-        raise ValueError(
-            f"pair {b} differs in |D| = {int(d[b])} features (> max_d = {max_d}): its exact "
-            f"Shapley values need 2^{int(d[b])} = {_fmt_rows(rows)} and about "
-            f"{_fmt_bytes(rows * n * model.dtype.itemsize)} of hybrid rows; {big.size} pair(s) "
-            f"exceed max_d. Raise max_d, or use a sampled method.")
-    Xd = np.ascontiguousarray(X, dtype=model.dtype)
-    Rd = np.ascontiguousarray(R, dtype=model.dtype)
-    total = int(np.sum(np.left_shift(np.int64(1), d[todo])))
-    with progress_bar(total, "exact Shapley (subspace)", "row", enable=progress,
+    counts = np.left_shift(np.int64(1), dsz[todo])
+    first = np.cumsum(counts) - counts
+    cid = first // max_rows
+    cut = np.flatnonzero(np.diff(cid) != 0) + 1
+    starts = np.concatenate([[0], cut]).astype(np.int64)
+    ends = np.concatenate([cut, [todo.size]]).astype(np.int64)
+    total = int(counts.sum())
+    with progress_bar(total, "exact Shapley (subspace)", unit="row", enable=progress,
                       auto=total > 1 << 22) as bar:
-        for dd in np.unique(d[todo]):
-            dd = int(dd)
-            grp = todo[d[todo] == dd]
-            if dd == 0:
+        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+            if s == e:
                 continue
-            N = 1 << dd
-            ubits = ((np.arange(N)[:, None] >> np.arange(dd)[None, :]) & 1).astype(bool)
-            Dg = np.stack([np.flatnonzero(diff[b]) for b in grp])  # (G, dd), increasing
-            step = max(1, max_rows // N)
-            for s in range(0, grp.size, step):
-                g = grp[s:s + step]
-                Dc = Dg[s:s + step]
-                G = g.size
-                masks = np.zeros((G, N, n), bool)
-                ar = np.arange(G)
-                for i in range(dd):
-                    masks[ar, :, Dc[:, i]] = ubits[None, :, i]
-                words = masks_to_words(masks.reshape(G * N, n))
-                vals = model(build_rows(Xd, Rd, np.repeat(g, N), words)).reshape(G, N)
-                K.mobius_inplace(vals, dd)
-                out = np.empty((G, dd))
-                K.shapley_from_delta(vals, dd, out)
-                phi[g[:, None], Dc] = out
-                bar.update(G * N)
-    return phi, d
+            idx = todo[s:e]
+            dc = dsz[idx]
+            dco = np.zeros(idx.size + 1, dtype=np.int64)
+            np.cumsum(dc, out=dco[1:])
+            Dc = Dflat[np.repeat(doff[idx] - dco[:-1], dc) + np.arange(dco[-1])]
+            vals, off, _ = _evaluate(model, Xd, Rd, idx, dc, Dc, dco, bar)
+            K.mobius_ragged(vals, off, dc)
+            out = np.empty((idx.size, n))
+            K.shapley_ragged(vals, off, dc, Dc, dco, out)
+            phi[idx] = out
+    check_finite("shapley values", phi[todo])
+    return phi, dsz

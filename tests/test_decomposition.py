@@ -321,9 +321,9 @@ def test_refuses_large_n_with_cost():
     f = smooth_f(30, 0)
     with pytest.raises(ValueError, match=r"n = 30 .*2\*\*30 = 1,073,741,824 model evaluations.*GiB"):
         anchored_decomposition(f, np.ones(30), np.zeros(30))
-    with pytest.raises(ValueError, match=r"max_n = 4"):
-        batch_decomposition(smooth_f(5, 0), np.ones((2, 5)), np.zeros(5), max_n=4)
-    assert shapley_values(smooth_f(5, 0), np.ones((2, 5)), np.zeros(5), max_n=5).shape == (2, 5)
+    with pytest.raises(ValueError, match=r"max_d = 4"):
+        batch_decomposition(smooth_f(5, 0), np.ones((2, 5)), np.zeros(5), max_d=4)
+    assert shapley_values(smooth_f(5, 0), np.ones((2, 5)), np.zeros(5), max_d=5).shape == (2, 5)
 
 
 def test_rejects_bad_orders_naming_entries():

@@ -83,7 +83,7 @@ def test_max_d_error_names_pair_and_cost():
     rng = np.random.default_rng(0)
     X, R = _pairs_with_D(3, 30, [5, 25, 6], rng)
     with pytest.raises(ValueError, match=r"pair 1 differs in \|D\| = 25 features \(> max_d = 20\)"
-                                         r": .*2\^25 = 33,554,432 model evaluations"):
+                                         r": .*2\*\*25 = 33,554,432 model evaluations"):
         subspace_shapley(_model(30), X, R, max_d=20)
 
 
