@@ -13,13 +13,22 @@ In one run:
     ``shap``'s exact explainer (one background row = the pair's reference) and captum's ``KernelShap``
     (2^12 samples, approximate) given the same single reference, and captum's ``ShapleyValues``
     (all n! permutations, so run at a small n, default 6, where insdel is timed again).
+(d) the differing subspace at n = 38 (issue 13): P pairs (default 20) on a Bangalore-shaped MLP
+    (38 inputs, hidden 333-465-86-234, Linear + PReLU + Dropout(0.100), eval mode, float32, random
+    weights) whose references differ from the targets in |D| = 12..16 features (the paper's
+    counterfactual policy gives 12 to 16). Exact Shapley values (``shapley_values``, 2^|D|
+    evaluations per pair) and the whole decomposition (``batch_decomposition`` + Shapley, E[ABC] and
+    both best orders) per pair, against the bare forward pass over the same 2^|D| rows per pair,
+    pre-built and measured in the same run, interleaved with insdel's within each repeat
+    (ratio = insdel / bare).
 
 Correctness is checked before timing (values against the model on explicitly built hybrids; best
 order against the NumPy DP; Shapley values: shap exact to 1e-8, captum ShapleyValues to its float32
 accumulation). Times are medians over repeats; numba's first call (compile or cache load) is reported
 separately.
 
-Usage: ``python bench/decomposition.py [--pairs 50] [--repeats 3] [--repeats-a 1] [--tiny]``
+Usage: ``python bench/decomposition.py [--pairs 50] [--repeats 3] [--repeats-a 1]
+[--sub-pairs 20] [--sub-d 12 16] [--tiny]``
 """
 
 from __future__ import annotations
@@ -43,7 +52,8 @@ CERN_HIDDEN = [509, 421, 65, 368, 122, 477]
 
 def cern_mlp(n: int = 16, hidden=CERN_HIDDEN, dropout: float = 0.116, seed: int = 0,
              dtype=torch.float32) -> torch.nn.Module:
-    """The paper's CERN MLP shape (Appendix A.4) with random weights, eval mode."""
+    """The paper's CERN MLP shape (Appendix A.4) with random weights, eval mode (other shapes
+    through ``hidden`` and ``dropout``)."""
     torch.manual_seed(seed)
     layers: list[torch.nn.Module] = []
     d = n
@@ -240,6 +250,73 @@ def part_c(n: int, P: int, n_captum: int, repeats: int, rng) -> None:
     print()
 
 
+# -- (d) ----------------------------------------------------------------------------------------
+BANGALORE_HIDDEN = [333, 465, 86, 234]
+
+
+def _subspace_rows(x: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """The 2^|D| distinct hybrids of one pair, float32 (not timed)."""
+    D = np.flatnonzero(x != r)
+    m = ((np.arange(1 << D.size)[:, None] >> np.arange(D.size)) & 1).astype(bool)
+    rows = np.tile(r, (m.shape[0], 1))
+    rows[:, D] = np.where(m, x[D], r[D])
+    return rows.astype(np.float32)
+
+
+def part_d(P: int, dlo: int, dhi: int, repeats: int, rng) -> None:
+    n = 38
+    net = cern_mlp(n, hidden=BANGALORE_HIDDEN, dropout=0.10031, seed=1)
+    X = rng.normal(size=(P, n))
+    R = X.copy()
+    for b in range(P):
+        k = int(rng.integers(dlo, dhi + 1))
+        D = rng.choice(n, size=k, replace=False)
+        R[b, D] = rng.normal(size=k)
+    d = (X != R).sum(1)
+    total = int(np.sum(2 ** d))
+    print(f"(d) differing subspace, Bangalore-shaped MLP (float32), n = {n}, {P} pairs, "
+          f"|D| = {d.min()}..{d.max()} (mean {d.mean():.1f}), {total:,} model evaluations")
+    # correctness: Shapley values sum to f(x) - f(r), zero outside D; the decomposition agrees
+    phi = shapley_values(net, X, R)
+    dec = batch_decomposition(net, X, R)
+    gap = np.abs(phi.sum(1) - (dec.fx - dec.fr)).max()
+    assert gap < 1e-9, gap
+    assert np.all(phi[X == R] == 0) and np.abs(dec.shapley() - phi).max() < 1e-12
+    assert np.all(dec.best_abc() >= dec.abc(insdel.orderings(phi)) - 1e-9)
+
+    def whole():
+        dd = batch_decomposition(net, X, R)
+        dd.shapley()
+        dd.expected_abc()
+        dd.best_order(mode="insertion")
+        dd.best_order(mode="deletion")
+        return dd
+
+    rows_t = [torch.from_numpy(_subspace_rows(X[b], R[b])) for b in range(P)]
+
+    def bare():
+        with torch.inference_mode():
+            bs = insdel.adapter.DEFAULT_BATCH_SIZE  # the batches insdel uses
+            for rt in rows_t:
+                for s in range(0, rt.shape[0], bs):
+                    net(rt[s:s + bs])
+
+    # interleaved within each repeat, so that a shared machine's load hits all three alike
+    times: dict[str, list[float]] = {"bare": [], "shapley": [], "whole": []}
+    fns = {"bare": bare, "shapley": lambda: shapley_values(net, X, R), "whole": whole}
+    for _ in range(repeats):
+        for key, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[key].append(time.perf_counter() - t0)
+    t_bare, t_sh, t_all = (statistics.median(times[k]) for k in ("bare", "shapley", "whole"))
+    row("bare forward pass, 2^|D| rows per pair (baseline)", f"{t_bare / P:.4f} s/pair", "1.00")
+    row("insdel shapley_values (exact, in D)", f"{t_sh / P:.4f} s/pair", f"{t_sh / t_bare:.2f}")
+    row("insdel batch_decomposition + Shapley, E[ABC], best", f"{t_all / P:.4f} s/pair",
+        f"{t_all / t_bare:.2f}")
+    print()
+
+
 def _fact(m: int) -> int:
     out = 1
     for k in range(2, m + 1):
@@ -256,7 +333,10 @@ def main() -> None:
     ap.add_argument("--shap-pairs", type=int, default=20)
     ap.add_argument("--shap-n", type=int, default=12)
     ap.add_argument("--captum-n", type=int, default=6)
-    ap.add_argument("--repeats", type=int, default=3, help="repeats for (b), (c)")
+    ap.add_argument("--sub-pairs", type=int, default=20, help="pairs for (d)")
+    ap.add_argument("--sub-d", type=int, nargs=2, default=[12, 16], metavar=("LO", "HI"),
+                    help="range of |D| for (d)")
+    ap.add_argument("--repeats", type=int, default=3, help="repeats for (b), (c), (d)")
     ap.add_argument("--repeats-a", type=int, default=1,
                     help="repeats for (a) (one run at n = 16, 50 pairs is ~1-2 minutes on 2 cores)")
     args = ap.parse_args()
@@ -264,6 +344,7 @@ def main() -> None:
         args.pairs, args.n, args.best_n = 2, 8, 12
         args.shap_pairs, args.shap_n, args.captum_n = 2, 6, 4
         args.repeats = args.repeats_a = 1
+        args.sub_pairs, args.sub_d = 2, [5, 7]
     print(f"insdel decomposition benchmark — {platform.processor() or platform.machine()}, "
           f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     rng = np.random.default_rng(0)
@@ -283,6 +364,7 @@ def main() -> None:
     part_a(args.n, args.pairs, args.repeats_a, rng)
     part_b(args.best_n, args.repeats, rng)
     part_c(args.shap_n, args.shap_pairs, args.captum_n, args.repeats, rng)
+    part_d(args.sub_pairs, args.sub_d[0], args.sub_d[1], args.repeats, rng)
 
 
 if __name__ == "__main__":
