@@ -24,9 +24,6 @@ def _use_agg() -> None:
 def _print_result(res) -> None:
     print(res.to_markdown())
     c = res.manifest["compute"]
-    d = res.manifest["data"]
-    print(f"data: {d['name']} ({d['rows_train']} train / {d['rows_test']} test rows, "
-          f"{d['features']} features" + (f", file {d['file']}" if d.get("file") else "") + ")")
     print(f"compute: {c['seconds_total']:.1f} s, {c['model_evaluations_total']:,} model "
           f"evaluations (per stage: {res.out / 'manifest.json'})")
     print(f"results: {res.out}")

@@ -346,6 +346,80 @@ def _check_values(cfg: dict, source: str) -> None:
     if cfg["data"]["recipe"] is None:
         raise ConfigError(f"{source}: data.recipe is required (e.g. \"dielectron_sim\", or "
                           f"\"table\" for your own CSV); insdel never picks a data set for you.")
+    _check_data(cfg, source)
+    _check_model(cfg, source)
+    _check_policies(cfg, source)
+
+
+def _check_free(where: str, given: Mapping, valid, source: str) -> None:
+    """Keys of a free-form table (recipe options, policy or model parameters) against ``valid``."""
+    for k in given:
+        if k not in valid:
+            raise ConfigError(f"{source}: unknown key '{where}.{k}'{_suggest(str(k), valid)} "
+                              f"(valid keys here: {', '.join(valid) or 'none'}).")
+
+
+def _check_data(cfg: dict, source: str) -> None:
+    """``data.recipe`` / ``data.real_recipe`` exist; their options are options the recipe takes."""
+    from . import datasets
+
+    known = datasets.available()
+    for rkey, okey in (("recipe", "options"), ("real_recipe", "real_options")):
+        recipe, options = cfg["data"][rkey], cfg["data"][okey]
+        if recipe is None:
+            if options:
+                raise ConfigError(f"{source}: data.{okey} is given but data.{rkey} is not.")
+            continue
+        if recipe not in known:
+            raise ConfigError(f"{source}: data.{rkey}: unknown data set {recipe!r}"
+                              f"{_suggest(recipe, known)} (known: {', '.join(known)}).")
+        if "seed" in options:
+            raise ConfigError(f"{source}: data.{okey}.seed: the seed is the top-level key 'seed'.")
+        valid = datasets.options_of(recipe)
+        if valid is not None:
+            _check_free(f"data.{okey}", options, valid, source)
+
+
+def _check_model(cfg: dict, source: str) -> None:
+    """``model.preset`` / ``model.architecture`` are presets; ``model.params`` resolves."""
+    from . import models
+
+    m = cfg["model"]
+    presets = models.available()
+    for key in ("preset", "architecture"):
+        if m[key] is not None and m[key] not in presets:
+            raise ConfigError(f"{source}: model.{key}: unknown preset {m[key]!r}"
+                              f"{_suggest(m[key], presets)} (presets: {', '.join(presets)}).")
+    if m["params"] is not None:
+        valid = ["preset", *models.get(presets[0])]
+        _check_free("model.params", m["params"], valid, source)
+        try:
+            models._resolve_params(dict(m["params"]), None)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise ConfigError(f"{source}: model.params: {exc}") from None
+
+
+def _check_policies(cfg: dict, source: str) -> None:
+    """Each ``[[policies]]`` spec exists and its ``params`` are parameters of its policy."""
+    from . import policies
+
+    for i, entry in enumerate(cfg["policies"]):
+        where = f"policies[{i}]"
+        try:
+            base = policies.load(entry["spec"])
+        except (TypeError, ValueError, KeyError, FileNotFoundError) as exc:
+            raise ConfigError(f"{source}: {where}.spec: {exc}") from None
+        params = dict(entry.get("params") or {})
+        if not params:
+            continue
+        try:
+            policies.load(entry["spec"], params=params)
+        except (TypeError, ValueError, KeyError) as exc:
+            valid = list(policies.defaults(base.name)) if base.name in policies.available() \
+                else []
+            if valid and any(k not in valid for k in params):
+                _check_free(f"{where}.params", params, valid, source)
+            raise ConfigError(f"{source}: {where}.params: {exc}") from None
 
 
 def _check_methods(cfg: dict, source: str) -> None:

@@ -23,6 +23,7 @@ and returns a :class:`Dataset`. ``insdel datasets list`` and
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import math
 import os
@@ -37,8 +38,9 @@ import pandas as pd
 from ._checkpoint import sha256_file
 from ._validation import check_finite, check_scalar, to_jsonable
 
-__all__ = ["Dataset", "Scaler", "available", "get", "register", "describe", "prepare",
-           "load_prepared", "format_list", "parse_options", "sha256_file", "TEST_FRACTION"]
+__all__ = ["Dataset", "Scaler", "available", "get", "register", "describe", "options_of",
+           "prepare", "load_prepared", "format_list", "parse_options", "sha256_file",
+           "TEST_FRACTION"]
 
 #: Share of the rows held out as the test split (paper §5: 80 % train, 20 % test).
 TEST_FRACTION = 0.2
@@ -236,6 +238,19 @@ def describe(name: str) -> str:
     return getattr(mod, "SUMMARY", "custom recipe") if mod is not None else "custom recipe"
 
 
+def options_of(name: str) -> list[str] | None:
+    """The options recipe ``name`` takes (``seed`` aside), or None when its ``build`` takes any
+    keyword and names no ``OPTIONS`` list (the recipe then checks them itself)."""
+    mod, build = _recipe(name)
+    params = inspect.signature(build).parameters.values()
+    named = [p.name for p in params if p.name != "seed"
+             and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if not any(p.kind == p.VAR_KEYWORD for p in params):
+        return named
+    extra = getattr(mod, "OPTIONS", None) if mod is not None else None
+    return None if extra is None else named + [k for k in extra if k not in named]
+
+
 def _split_index(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     if n < 2:
         raise ValueError(f"need at least 2 rows to split into train and test; got {n}.")
@@ -251,7 +266,7 @@ def get(name: str, *, seed: int = 0, **options) -> Dataset:
     Parameters
     ----------
     name : str
-        One of :func:`names` (``"dielectron_sim"``, ``"housing_sim"``, ``"dielectron"``,
+        One of :func:`available` (``"dielectron_sim"``, ``"housing_sim"``, ``"dielectron"``,
         ``"bangalore"``, ``"diabetes"`` or a registered recipe).
     seed : int
         Seed of the simulators and of the split.
@@ -386,7 +401,8 @@ def _parse_value(text: str):
     return text
 
 
-def _parse_options(items: Sequence[str] | None) -> dict[str, Any]:
+def parse_options(items: Sequence[str] | None) -> dict[str, Any]:
+    """``["n_events=2000", "noise=0.1"]`` -> ``{"n_events": 2000, "noise": 0.1}`` (CLI options)."""
     out: dict[str, Any] = {}
     for item in items or ():
         if "=" not in item:
@@ -404,8 +420,3 @@ def format_list() -> str:
         needs = "embedded" if mod is None or getattr(mod, "EMBEDDED", False) else "needs --path"
         lines.append(f"{n:16s} {needs:13s} {describe(n)}")
     return "\n".join(lines)
-
-
-def parse_options(items: Sequence[str] | None) -> dict[str, Any]:
-    """``["n_events=2000", "noise=0.1"]`` -> ``{"n_events": 2000, "noise": 0.1}`` (CLI options)."""
-    return _parse_options(items)

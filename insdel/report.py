@@ -14,7 +14,38 @@ import pandas as pd
 
 from .evaluation import to_markdown
 
-__all__ = ["policy_table", "diagnostics_table", "decomposition_table", "run_tables"]
+__all__ = ["run_header", "policy_table", "diagnostics_table", "decomposition_table", "run_tables"]
+
+
+def run_header(data: Mapping, model: Mapping, policies: Mapping[str, str]) -> str:
+    """What the run used: the data set (name, recipe, file and its SHA-256, rows, features), the
+    model (where it came from, SHA-256 of its parameters or file) and each policy.
+
+    Parameters
+    ----------
+    data : mapping
+        The manifest's ``data`` entry (``name``, ``recipe``, ``file``, ``file_sha256``,
+        ``rows_train``, ``rows_test``, ``features``).
+    model : mapping
+        The manifest's ``model`` entry (``sha256`` and ``path`` + ``format``, or ``preset``).
+    policies : mapping
+        Policy label -> description (the policy's ``repr``).
+    """
+    file = (f", file `{data['file']}` (sha256 {data.get('file_sha256')})"
+            if data.get("file") else "")
+    lines = ["### Inputs\n",
+             f"- data: {data['name']} (recipe {data['recipe']}{file}): {data['rows_train']} train "
+             f"/ {data['rows_test']} test rows, {data['features']} features"]
+    if model.get("path"):
+        origin = f"file `{model['path']}`" + (f" ({model['format']})" if model.get("format")
+                                              else "")
+    elif model.get("preset"):
+        origin = f"preset {model['preset']}, trained by the run"
+    else:
+        origin = "custom MLP ([model] params), trained by the run"
+    lines.append(f"- model: {origin}, sha256 {model.get('sha256')}")
+    lines += [f"- policy {label}: {desc}" for label, desc in policies.items()]
+    return "\n".join(lines) + "\n"
 
 
 def policy_table(label: str, summary: pd.DataFrame, digits: int = 3) -> str:
@@ -57,9 +88,11 @@ def decomposition_table(decomps: Mapping[str, pd.DataFrame], methods: list[str],
 
 def run_tables(summary: pd.DataFrame, diagnostics: pd.DataFrame,
                decomps: Mapping[str, pd.DataFrame] | None = None,
-               methods: list[str] | None = None, digits: int = 3) -> str:
-    """Every policy's table, the Table 4 diagnostics and (when computed) the decomposition table."""
-    parts = []
+               methods: list[str] | None = None, digits: int = 3, *,
+               header: str | None = None) -> str:
+    """The run's inputs (``header``, see :func:`run_header`), every policy's table, the Table 4
+    diagnostics and (when computed) the decomposition table."""
+    parts = [header] if header else []
     for label in dict.fromkeys(summary["policy"]):
         sub = summary[summary["policy"] == label].drop(columns="policy")
         parts.append(policy_table(label, sub, digits))

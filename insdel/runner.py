@@ -36,7 +36,7 @@ from . import config as _config
 from ._progress import progress_bar
 from ._validation import to_jsonable
 from .evaluation import Evaluation, evaluate
-from .report import policy_table, run_tables
+from .report import policy_table, run_header, run_tables
 
 __all__ = ["run_experiment", "load_results", "RunResult", "OutputFolderBusy"]
 
@@ -88,7 +88,10 @@ class RunResult:
         """Every policy's table (paper layout), the Table 4 diagnostics and, when computed, the
         decomposition table: the same text as ``summary.md``."""
         methods = next(iter(self.evaluations.values())).methods if self.evaluations else []
-        return run_tables(self.summary, self.diagnostics, self.decompositions, methods, digits)
+        m = self.manifest
+        header = run_header(m["data"], m["model"], m["policy_specs"]) if m else None
+        return run_tables(self.summary, self.diagnostics, self.decompositions, methods, digits,
+                          header=header)
 
 
 def load_results(out: str | os.PathLike) -> dict[str, Evaluation]:
@@ -221,7 +224,8 @@ def _get_model(cfg: dict, dataset, data_hash: str, out: Path, log, progress
     if path.exists() and keyfile.exists() and keyfile.read_text().strip() == key:
         model, meta = models.load_model(path)
         log(f"model: loaded the cached model {path}")
-        return model, dict((meta or {}).get("metrics", {}) or {}), {"source": "cache", "key": key}
+        return model, dict((meta or {}).get("metrics", {}) or {}), {
+            "source": "cache", "preset": m["preset"], "key": key}
     spec = m["preset"] if m["preset"] is not None else dict(m["params"])
     log(f"model: training {spec if isinstance(spec, str) else 'custom MLP'} on "
         f"{len(dataset.X_train)} points ...")
@@ -487,13 +491,14 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt) -> RunResult:
         pass
 
     pool, pool_idx = _select_pool(dataset, cfg["targets"]["n"], cfg["seed"])
-    evaluations, pairings, summaries, decomps = {}, {}, [], {}
+    evaluations, pairings, summaries, decomps, policy_specs = {}, {}, [], {}, {}
     ev_cfg = cfg["evaluation"]
     for entry in cfg["policies"]:
         label = _config.policy_label(entry)
         folder = out / label
         t0 = time.perf_counter()
         policy = _make_policy(entry)
+        policy_specs[label] = repr(policy)
         log(f"policy {label}: {policy!r}")
         pairing = policy.pair(model, pool, seed=cfg["seed"], progress=progress)
         stages.add(f"{label}/pairing", time.perf_counter() - t0, pairs=len(pairing))
@@ -546,7 +551,9 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt) -> RunResult:
     ck.atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
     ck.atomic_write_text(out / "diagnostics.csv", diag.to_csv())
     methods = next(iter(evaluations.values())).methods
-    ck.atomic_write_text(out / "summary.md", run_tables(summary, diag, decomps, methods))
+    header = run_header(data_info, model_info, policy_specs)
+    ck.atomic_write_text(out / "summary.md", run_tables(summary, diag, decomps, methods,
+                                                        header=header))
 
     fig_paths = _figures(cfg, evaluations, model, dataset, out, stages, log)
 
@@ -560,8 +567,7 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt) -> RunResult:
         "versions": _versions(),
         "data": to_jsonable(data_info),
         "policies": list(evaluations),
-        "policy_specs": {lab: repr(_make_policy(e)) for lab, e in
-                         zip(evaluations, cfg["policies"], strict=True)},
+        "policy_specs": policy_specs,
         "model": {"metrics": to_jsonable(metrics), **to_jsonable(model_info)},
         "compute": {"seconds_total": total, "model_evaluations_total": evals_total,
                     "cpu_count": os.cpu_count(), "stages": to_jsonable(stages.stages)},

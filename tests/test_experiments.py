@@ -213,6 +213,37 @@ def test_manifest_reports_compute(full_run):
         assert ck.sha256_file(full_run.out / rel) == digest
 
 
+def test_run_names_its_inputs_in_summary_and_manifest(full_run):
+    m = full_run.manifest
+    assert m["data"]["name"] == "dielectron_sim" and m["data"]["features"] == 16
+    assert m["model"]["sha256"] and m["model"]["preset"] == "quick_cern"
+    assert list(m["policy_specs"]) == ["counterfactual", "average"]
+    text = (full_run.out / "summary.md").read_text()
+    assert text.startswith("### Inputs")
+    assert "- data: dielectron_sim (recipe dielectron_sim)" in text
+    assert f"- model: preset quick_cern, trained by the run, sha256 {m['model']['sha256']}" in text
+    assert "- policy counterfactual: " in text and "- policy average: " in text
+    assert full_run.to_markdown() == text
+
+
+def test_evaluation_save_load_round_trip(full_run, tmp_path):
+    ev = full_run.evaluations["counterfactual"]
+    pairing = full_run.pairings["counterfactual"]
+    from insdel import Evaluation
+
+    again = Evaluation.load(ev.save(tmp_path / "ev", pairing=pairing))
+    assert again.methods == ev.methods and again.modes == ev.modes
+    assert again.normalize == ev.normalize and again.feature_names == ev.feature_names
+    for mode in ev.modes:
+        np.testing.assert_array_equal(again.curves[mode], ev.curves[mode])
+        np.testing.assert_array_equal(again.random_curves[mode], ev.random_curves[mode])
+    np.testing.assert_array_equal(again.orders, ev.orders)
+    pd.testing.assert_frame_equal(again.abc, ev.abc)
+    pd.testing.assert_frame_equal(again.summary(), ev.summary())
+    with pytest.raises(FileNotFoundError, match="no saved evaluation"):
+        Evaluation.load(tmp_path / "nothing")
+
+
 def test_load_results_round_trip(full_run):
     evs = runner.load_results(full_run.out)
     for lab, ev in full_run.evaluations.items():
@@ -275,6 +306,38 @@ def test_config_typo_is_an_error_naming_the_key(over, key, suggestion):
     with pytest.raises(ValueError, match=rf"unknown key '{re.escape(key)}'; did you mean "
                                          rf"'{suggestion}'"):
         C.load(cfg)
+
+
+@pytest.mark.parametrize("over, key, suggestion", [
+    ({"data": {"recipe": "housing_sim", "options": {"n_sample": 50}}}, "data.options.n_sample",
+     "n_samples"),
+    ({"data": {"recipe": "table", "options": {"targte": "y"}}}, "data.options.targte", "target"),
+    ({"model": {"params": {"hiden": [8]}}}, "model.params.hiden", "hidden"),
+    ({"policies": [{"spec": "cern_counterfactual", "params": {"min_dif": 2}}]},
+     "policies[0].params.min_dif", "min_diff"),
+])
+def test_config_typo_inside_free_tables_is_an_error_naming_the_key(over, key, suggestion):
+    cfg = {**_BASE, **over}
+    if "params" in over.get("model", {}):
+        cfg["model"] = {"params": over["model"]["params"]}
+    with pytest.raises(ValueError, match=rf"unknown key '{re.escape(key)}'; did you mean "
+                                         rf"'{suggestion}'"):
+        C.load(cfg)
+
+
+def test_config_unknown_names_are_errors_with_a_suggestion():
+    with pytest.raises(ValueError, match=r"data.recipe: unknown data set 'dielectron_sm'; did you "
+                                         r"mean 'dielectron_sim'"):
+        C.load({**_BASE, "data": {"recipe": "dielectron_sm"}})
+    with pytest.raises(ValueError, match=r"model.preset: unknown preset 'quick_cen'; did you mean "
+                                         r"'quick_cern'"):
+        C.load({**_BASE, "model": {"preset": "quick_cen"}})
+    with pytest.raises(ValueError, match=r"policies\[0\].spec: unknown policy or specification"):
+        C.load({**_BASE, "policies": [{"spec": "cern_counterfactul"}]})
+    with pytest.raises(ValueError, match=r"data.options.seed: the seed is the top-level key"):
+        C.load({**_BASE, "data": {"recipe": "dielectron_sim", "options": {"seed": 1}}})
+    with pytest.raises(ValueError, match=r"model.params: params\['dropout'\]"):
+        C.load({**_BASE, "model": {"params": {"hidden": [4], "dropout": 2.0, "lr": 0.1}}})
 
 
 def test_config_method_option_typo_and_unknown_method():
