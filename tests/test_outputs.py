@@ -145,3 +145,33 @@ def test_chunks_of_another_key_are_never_loaded(tmp_path):
     np.testing.assert_array_equal(a2.load(0), np.zeros(3))
     with pytest.raises(ValueError, match="key"):
         ck.ChunkStore(tmp_path / "s", "../evil")
+
+
+TINY_RUN = {
+    "name": "perm", "seed": 1,
+    "data": {"recipe": "dielectron_sim", "options": {"n_events": 300}},
+    "model": {"preset": "quick_cern", "max_epochs": 1},
+    "targets": {"n": 6},
+    "policies": [{"spec": "average"}],
+    "methods": {"names": ["integrated_gradients", "input_x_gradient"],
+                "options": {"integrated_gradients": {"n_steps": 8}}},
+    "evaluation": {"n_random": 2, "targets_per_chunk": 3},
+    "decomposition": {"n_pairs": 1, "pairs_per_chunk": 1},
+    "figures": {"dpi": 30},
+}
+
+
+def test_every_file_of_a_run_is_readable_and_no_temporary_file_is_left(tmp_path, umask022):
+    """A whole (tiny) experiment: results, figures, checkpoints and manifest, all 0644."""
+    from insdel import runner
+
+    out = tmp_path / "run"
+    runner.run_experiment(TINY_RUN, out, progress=False)
+    files = [q for q in out.rglob("*") if q.is_file()]
+    suffixes = {q.suffix for q in files}
+    assert {".png", ".json", ".csv", ".npy"} <= suffixes, suffixes  # figures, manifest, tables, chunks
+    bad = {str(q.relative_to(out)): oct(stat.S_IMODE(q.stat().st_mode)) for q in files
+           if not _readable(q)}
+    assert not bad, bad
+    assert not [q for q in out.rglob("*") if ck._TMP_TAG in q.name]
+
