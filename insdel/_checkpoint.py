@@ -28,39 +28,80 @@ __all__ = ["atomic_write", "atomic_write_bytes", "atomic_write_text", "save_npy"
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 
+#: Temporary files are named ``.NAME.insdel-tmp-PID-RANDOM<suffix>`` in the target's folder.
 _TMP_TAG = ".insdel-tmp-"
 
 
-def _umask() -> int:
-    """The process umask, read without changing it where the OS allows (Linux: /proc)."""
+def _proc_umask() -> int | None:
+    """The umask from ``/proc/self/status`` (Linux >= 4.7), read without changing it; else None."""
     try:
         with open("/proc/self/status", encoding="ascii") as fh:
             for line in fh:
                 if line.startswith("Umask:"):
                     return int(line.split()[1], 8)
-    except OSError:
+    except (OSError, ValueError):
         pass
-    mask = os.umask(0o022)  # elsewhere: read it by setting and restoring it
-    os.umask(mask)
+    return None
+
+
+def _read_umask_once() -> int:
+    mask = _proc_umask()
+    if mask is None:  # no /proc: set and restore it, once, while the module is imported
+        mask = os.umask(0o022)
+        os.umask(mask)
     return mask
 
 
-def _pid_alive(pid: int) -> bool:
+#: The umask when this module was imported (used where /proc cannot say the current one).
+_UMASK_AT_IMPORT = _read_umask_once()
+
+
+def _umask() -> int:
+    """The process umask now; never changes it (toggling it races with other threads' files)."""
+    mask = _proc_umask()
+    return _UMASK_AT_IMPORT if mask is None else mask
+
+
+def _start_time(pid: int) -> float | None:
+    """Wall-clock start time of process ``pid`` from /proc (Linux), or None where unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            ticks = int(fh.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat", encoding="ascii") as fh:
+            btime = next(int(ln.split()[1]) for ln in fh if ln.startswith("btime"))
+        return btime + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def _writer_gone(pid: int, mtime: float) -> bool:
+    """True when the process that wrote a temporary file at ``mtime`` cannot still be writing it.
+
+    Its pid is not alive, or the process now holding that pid started after the file was last
+    written (the pid was reused, e.g. by a new run in a container).
+    """
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
+    except (ProcessLookupError, OverflowError):  # no such process (or no such pid at all)
         return True
-    return True
+    except OSError:  # alive, owned by someone else
+        pass
+    start = _start_time(pid)
+    return start is not None and start > mtime + 2.0  # btime has one-second resolution
 
 
 def _sweep_stale(path: Path) -> None:
-    """Remove temporary files of ``path`` left by writers that were killed (their pid is gone)."""
-    for tmp in path.parent.glob(f".{glob_escape(path.name)}{_TMP_TAG}*"):
-        rest = tmp.name[len(path.name) + 1 + len(_TMP_TAG):]
-        pid = rest.split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+    """Remove temporary files of ``path`` left by writers that were killed (see _writer_gone)."""
+    head = f".{path.name}{_TMP_TAG}"
+    for tmp in path.parent.glob(f"{glob_escape(head)}*"):
+        pid = tmp.name[len(head):].split("-", 1)[0]
+        if not pid.isdigit():
+            continue
+        try:
+            mtime = tmp.stat().st_mtime
+        except FileNotFoundError:
+            continue
+        if _writer_gone(int(pid), mtime):
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
 
@@ -74,16 +115,32 @@ def glob_escape(name: str) -> str:
 def atomic_write(path: str | os.PathLike, suffix: str | None = None):
     """Yield a temporary path in ``path``'s folder; on success move it onto ``path``.
 
-    The file gets the permissions a plain ``open`` would give it (``0o666`` less the process
-    umask), not ``mkstemp``'s 0600. The temporary file is named ``.NAME.insdel-tmp-PID-XXXX``; one
-    left behind by a killed writer is removed by the next write of the same ``path``.
-
     Parameters
     ----------
     path : path
         Final file name.
     suffix : str, optional
-        Suffix of the temporary file (some writers insist on one, e.g. ``.parquet``).
+        Suffix of the temporary file (some writers insist on one, e.g. ``.parquet``, ``.png``).
+
+    Yields
+    ------
+    pathlib.Path
+        The temporary file (already created, empty) to write to.
+
+    Raises
+    ------
+    BaseException
+        Whatever the caller's block raises; the temporary file is removed and ``path`` is left
+        as it was.
+
+    Notes
+    -----
+    * The file gets the permissions a plain ``open`` would give it (``0o666`` less the process
+      umask, e.g. 0644 under umask 022), not ``mkstemp``'s 0600.
+    * The temporary file is named ``.NAME.insdel-tmp-PID-RANDOM<suffix>`` next to ``path``. One
+      left behind by a writer that was killed (SIGKILL, power loss) is removed by the next write
+      of the same ``path``: its pid is not alive, or the pid now belongs to a process that started
+      after the file was written. Temporary files of live writers and of other targets are kept.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,8 @@ import insdel
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
+#: Optional peers are installed by the [bench] extra only; their tests skip with this reason.
+PEER_MISSING = '{} is an optional peer, installed by pip install -e ".[bench]"'
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +69,7 @@ def test_baselines_match_insdel_and_distinct_rows_match_n_unique(bench):
 
 
 def test_quantus_driven_with_per_pair_references_gives_insdel_deletion_curves(bench):
-    pytest.importorskip("quantus")
+    pytest.importorskip("quantus", reason=PEER_MISSING.format("quantus"))
     c, pe = bench["_common"], bench["peers"]
     net = c.model_by_name("tiny", 6)
     B, n = 10, 6
@@ -96,20 +98,7 @@ def test_markdown_helpers(bench):
         assert info[key]
 
 
-def test_run_all_tiny_writes_results(tmp_path):
-    """scaling runs once on tiny sizes through run_all (curves has its own test in
-    test_bench_curves.py); the peer comparisons (peers: Quantus, shapley_budget: shap) run too
-    where the ``[bench]`` extra is installed."""
-    import importlib.util
-
-    scripts, needles = ["scaling"], ["## Machine", "## bench/scaling.py", "bookkeeping share",
-                                     "smoke-test sizes"]
-    if importlib.util.find_spec("quantus") is not None:
-        scripts.append("peers")
-        needles += ["## bench/peers.py", "(q64)/(a)"]
-    if importlib.util.find_spec("shap") is not None:
-        scripts.append("shapley_budget")
-        needles += ["## bench/shapley_budget.py", "(k)/(a)"]
+def _run_all_tiny(tmp_path, scripts: list[str], needles: list[str]) -> None:
     out = tmp_path / "RESULTS.md"
     p = subprocess.run([sys.executable, str(BENCH / "run_all.py"), "--tiny", "--only", *scripts,
                         "--output", str(out)],
@@ -119,6 +108,22 @@ def test_run_all_tiny_writes_results(tmp_path):
     for needle in needles:
         assert needle in doc, needle
     assert "FAILED" not in doc
+
+
+def test_run_all_tiny_writes_results(tmp_path):
+    """scaling runs once on tiny sizes through run_all (curves has its own test in
+    test_bench_curves.py); the peer comparisons run in the test below."""
+    _run_all_tiny(tmp_path, ["scaling"], ["## Machine", "## bench/scaling.py",
+                                          "bookkeeping share", "smoke-test sizes"])
+
+
+def test_run_all_tiny_peer_comparisons(tmp_path):
+    """peers (Quantus) and shapley_budget (shap) through run_all, where [bench] installed them."""
+    pytest.importorskip("quantus", reason=PEER_MISSING.format("quantus"))
+    pytest.importorskip("shap", reason=PEER_MISSING.format("shap"))
+    _run_all_tiny(tmp_path, ["peers", "shapley_budget"],
+                  ["## Machine", "## bench/peers.py", "(q64)/(a)",
+                   "## bench/shapley_budget.py", "(k)/(a)"])
 
 
 @pytest.mark.slow
