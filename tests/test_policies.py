@@ -469,6 +469,25 @@ def test_bad_targets_and_seed():
         P.get("average").pair(None, X, targets=np.zeros(3, bool))
 
 
+def test_counterfactual_tol_checked():
+    # every tolerance is a finite real >= 0; the error names the argument (and the feature)
+    with pytest.raises(TypeError, match="tol must be float"):
+        P.get("counterfactual", tol="0.1")
+    with pytest.raises(TypeError, match="tol must be float"):
+        P.get("counterfactual", tol=True)
+    with pytest.raises(ValueError, match="tol must be a finite"):
+        P.get("counterfactual", tol=float("nan"))
+    with pytest.raises(ValueError, match="tol must be >= 0"):
+        P.get("counterfactual", tol=-0.5)
+    with pytest.raises(TypeError, match=r"tol\[1\] must be float"):
+        P.get("counterfactual", tol=[0.1, "x"])
+    with pytest.raises(ValueError, match=r"tol\[0\] must be a finite"):
+        P.get("counterfactual", tol=np.array([np.inf, 0.0]))
+    with pytest.raises(ValueError, match="1-D sequence"):
+        P.get("counterfactual", tol=[[0.1]])
+    assert P.get("counterfactual", tol=np.float32(0.5)).params["tol"] == 0.5
+
+
 def _policies_cli(argv):
     return cli_main(["--debug", *argv])  # --debug: errors are raised, not printed
 

@@ -15,7 +15,7 @@ import numba as nb
 import numpy as np
 
 from .._progress import progress_bar
-from .._validation import _first, as_float_array, check_positive_int
+from .._validation import _first, as_float_array, check_positive_int, check_scalar
 from ..adapter import as_model
 from .base import Pairing, Policy, _tol_vector
 from .registry import _builtin
@@ -93,6 +93,14 @@ def _knn(T, pool, self_idx, tol, min_diff, k, progress=None, chunk=DEFAULT_CHUNK
     return idx, d2, n_kept, cmax
 
 
+def _check_tol(name: str, value) -> float:
+    """One feature's tolerance: a finite real number >= 0 (``bool`` refused)."""
+    value = check_scalar(name, value, float, min_val=0.0)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number >= 0; got {value!r}.")
+    return value
+
+
 @_builtin("counterfactual")
 class Counterfactual(Policy):
     """Counterfactual reference (paper §5.1, §5.2; conventions: *Reference-point policies*).
@@ -134,14 +142,11 @@ class Counterfactual(Policy):
         if on_unmet not in ("error", "skip", "relax"):
             raise ValueError(f"on_unmet must be 'error', 'skip' or 'relax'; got {on_unmet!r}.")
         if np.ndim(tol) == 0:
-            tol = float(tol)
-            if not np.isfinite(tol) or tol < 0:
-                raise ValueError(f"tol must be a finite number >= 0; got {tol!r}.")
+            tol = _check_tol("tol", tol)
         else:
-            t = np.asarray(tol, dtype=np.float64)
-            if t.ndim != 1 or not np.all(np.isfinite(t)) or np.any(t < 0):
+            if np.ndim(tol) != 1:
                 raise ValueError("tol must be a number >= 0 or a 1-D sequence of them (one per feature).")
-            tol = [float(v) for v in t]
+            tol = [_check_tol(f"tol[{j}]", v) for j, v in enumerate(tol)]
         self.params = {"min_diff": min_diff, "k_nearest": int(k_nearest), "tol": tol,
                        "on_unmet": on_unmet}
 
