@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numba as nb
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -26,7 +27,7 @@ class KernelShap(Attribution):
     name = "kernel_shap"
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, n_samples: int = DEFAULT_KS_SAMPLES,
-                  perturbations_per_eval: int = 4096, seed: int = 0, engine: str = "captum",
+                  perturbations_per_eval: int = 4096, seed: int = 0, engine: str = "insdel",
                   chunk_rows: int = 1 << 18, exact: str = "auto",
                   progress: bool | None = None) -> np.ndarray:
         """Kernel SHAP attributions (B, n) of targets ``X`` against references ``R``.
@@ -44,10 +45,12 @@ class KernelShap(Attribution):
         seed : int, default 0
             Seed of the coalitions (captum samples with torch's generator, whose global state is
             restored afterwards).
-        engine : {"captum", "insdel"}, default "captum"
-            ``"captum"``: captum's ``KernelShap``, point by point. ``"insdel"``: the same estimator
-            vectorised over points (numpy sampling, large model calls, batched least squares);
-            much faster, not bit-identical to captum (other random numbers).
+        engine : {"insdel", "captum"}, default "insdel"
+            ``"insdel"``: captum's estimator vectorised over points (numpy sampling, each distinct
+            hybrid evaluated once -- at most 2^|D| rows per pair whatever ``n_samples`` is --,
+            batched least squares); agrees with captum in distribution (tested), not
+            bit-identical (other random numbers). ``"captum"``: captum's ``KernelShap``, point
+            by point (one model call per ``perturbations_per_eval`` coalitions).
         chunk_rows : int, default 262144
             Rows per model call of the insdel engine.
         exact : {"auto", "never"}, default "auto"
@@ -82,10 +85,11 @@ class KernelShap(Attribution):
                 A[ex] = subspace_shapley(model, X, R, pairs=ex, max_d=int(np.log2(ns)),
                                          progress=progress)[0][ex]
             rest = np.flatnonzero(~is_exact)
+            distinct = 0
             if rest.size:
                 if engine == "insdel":
-                    A[rest] = _kernel_shap_batched(model, X[rest], R[rest], ns, seed, chunk_rows,
-                                                   progress)
+                    A[rest], distinct = _kernel_shap_batched(model, X[rest], R[rest], ns, seed,
+                                                             chunk_rows, progress)
                 else:
                     from captum.attr import KernelShap as _KS
 
@@ -93,27 +97,53 @@ class KernelShap(Attribution):
                                                perturbations_per_eval, seed, progress,
                                                "kernel shap")
             return A, {"n_samples": ns, "engine": engine, "exact": is_exact,
-                       "exact_pairs": int(ex.size)}
+                       "exact_pairs": int(ex.size),
+                       "sampled_distinct_rows": int(distinct)}
 
         return self._run(X, R, compute)
 
 
+@nb.njit(cache=True, nogil=True)
+def _draw_members(sizes, u, masks):  # pragma: no cover - numba
+    """``masks[p, s]`` gets ``sizes[p, s]`` members, uniform given the size (partial Fisher-Yates
+    driven by the uniforms ``u[p, s, :size]``)."""
+    P, S = sizes.shape
+    n = masks.shape[2]
+    idx = np.empty(n, np.int64)
+    for p in range(P):
+        for s in range(S):
+            for j in range(n):
+                idx[j] = j
+            for t in range(sizes[p, s]):
+                j = t + int(u[p, s, t] * (n - t))
+                if j >= n:
+                    j = n - 1
+                idx[t], idx[j] = idx[j], idx[t]
+                masks[p, s, idx[t]] = True
+
+
 def _kernel_shap_batched(model: Model, X, R, n_samples: int, seed: int, chunk_rows: int,
-                         progress) -> np.ndarray:
+                         progress) -> tuple[np.ndarray, int]:
     """captum's Kernel SHAP estimator, vectorised over points (``engine="insdel"``).
 
     Same estimator as captum's ``KernelShap``: the all-ones and all-zeros coalitions with weight
     10^6, then ``n_samples - 2`` coalitions whose size k is drawn with probability proportional to
     (n - 1) / (k (n - k)) and whose members are uniform given k (weight 1), and a weighted least
-    squares fit with intercept; the coefficients are the attributions. Hybrid rows are built by
-    :func:`insdel.hybrid.build_rows` and evaluated in large model calls; the fits are batched
-    normal equations in float64. Different random numbers from captum's (numpy's generator).
+    squares fit with intercept on all n features; the coefficients are the attributions.
+
+    A coalition's hybrid depends only on its intersection with the pair's differing features
+    D = {j : x_j != r_j}, so each pair needs at most ``min(n_samples, 2^|D|)`` distinct model rows:
+    those are found per pair (packed D-bits, ``np.unique``), built by
+    :func:`insdel.hybrid.build_rows` and evaluated once, in large model calls; the fits are batched
+    normal equations in float64 (BLAS). Different random numbers from captum's (numpy's generator).
+
+    Returns the attributions (B, n) and the number of distinct rows evaluated.
     """
     from ..hybrid import build_rows, masks_to_words
 
     B, n = X.shape
     if n == 1:
-        return (model(X) - model(R))[:, None]
+        return (model(X) - model(R))[:, None], 2 * B
     rng = np.random.default_rng(seed)
     k = np.arange(1, n)
     p = (n - 1) / (k * (n - k))
@@ -125,27 +155,41 @@ def _kernel_shap_batched(model: Model, X, R, n_samples: int, seed: int, chunk_ro
     w[:2] = 1e6
     out = np.empty((B, n))
     step = max(1, int(chunk_rows) // S)
+    distinct = 0
     with progress_bar(B, "kernel shap", "point", enable=progress, auto=B * S > 1 << 22) as bar:
         for b0 in range(0, B, step):
             b1 = min(B, b0 + step)
             P = b1 - b0
             sizes = rng.choice(k, size=(P, S - 2), p=p)
-            ranks = rng.random((P, S - 2, n)).argsort(-1).argsort(-1)
-            masks = np.empty((P, S, n), bool)
+            masks = np.zeros((P, S, n), bool)
             masks[:, 0] = True
-            masks[:, 1] = False
-            masks[:, 2:] = ranks < sizes[..., None]
-            words = masks_to_words(masks.reshape(P * S, n))
-            pair_idx = np.repeat(np.arange(b0, b1), S)
-            y = model(build_rows(Xd, Rd, pair_idx, words)).reshape(P, S)
+            _draw_members(sizes, rng.random((P, S - 2, n)), masks[:, 2:])
+            # distinct hybrids: a coalition's row depends only on its intersection with D
+            inv = np.empty((P, S), np.int64)
+            uniq, owner, offset = [], [], 0
+            for i in range(P):  # one pass per pair, vectorised over its samples
+                D = np.flatnonzero(Xd[b0 + i] != Rd[b0 + i])
+                if D.size:
+                    keys = np.ascontiguousarray(np.packbits(masks[i][:, D], axis=1))
+                    keys = keys.view(np.dtype((np.void, keys.shape[1])))[:, 0]
+                    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+                else:  # x == r: every coalition is the same row
+                    first, inverse = np.zeros(1, np.int64), np.zeros(S, np.int64)
+                uniq.append(masks[i, first])
+                owner.append(np.full(first.size, b0 + i))
+                inv[i] = inverse.reshape(-1) + offset
+                offset += first.size
+            rows = build_rows(Xd, Rd, np.concatenate(owner), masks_to_words(np.concatenate(uniq)))
+            distinct += offset
+            y = model(rows)[inv]
             Z = np.concatenate([np.ones((P, S, 1)), masks], axis=2)
             Zw = Z * w[None, :, None]
-            G = np.einsum("psi,psj->pij", Zw, Z)
-            rhs = np.einsum("psi,ps->pi", Zw, y)
-            beta = np.linalg.solve(G + 1e-12 * np.eye(n + 1), rhs[..., None])[..., 0]
+            G = np.matmul(Zw.transpose(0, 2, 1), Z)
+            rhs = np.matmul(Zw.transpose(0, 2, 1), y[..., None])
+            beta = np.linalg.solve(G + 1e-12 * np.eye(n + 1), rhs)[..., 0]
             out[b0:b1] = beta[:, 1:]
             bar.update(P)
-    return out
+    return out, distinct
 
 
 class ExactShapley(Attribution):
