@@ -30,8 +30,9 @@ accumulation and the best-path search are ragged numba kernels over all pairs at
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -72,11 +73,28 @@ def _fmt_bytes(nbytes: float) -> str:
     return f"{nbytes:.1f} PiB"  # pragma: no cover
 
 
+def _seconds_per_row(model, Xd: np.ndarray, rows: int = 4096) -> float:
+    """The model's time per row on this machine, from one call of ``rows`` rows (error path only)."""
+    batch = np.repeat(Xd[:1], rows, axis=0)
+    t0 = time.perf_counter()
+    model(batch)
+    return (time.perf_counter() - t0) / rows
+
+
+def _fmt_seconds(s: float) -> str:
+    for unit, size in (("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if s >= size:
+            return f"{s / size:,.1f} {unit}"
+    return f"{s:.1f} s"
+
+
 def _check_d(dsz: np.ndarray, n: int, max_d, pairs: np.ndarray | None = None,
-             what: str = "exact anchored decomposition") -> int:
+             what: str = "exact anchored decomposition",
+             probe: Callable[[], float] | None = None) -> int:
     """Refuse pairs with more than ``max_d`` differing features, naming the pair and its cost.
 
-    ``dsz[p]`` is |D| of plan entry p, whose pair index is ``pairs[p]`` (default p).
+    ``dsz[p]`` is |D| of plan entry p, whose pair index is ``pairs[p]`` (default p). ``probe()``
+    (called only when refusing) gives the model's seconds per row, for the time estimate.
     """
     max_d = check_positive_int("max_d", max_d, minimum=0)
     big = np.flatnonzero(dsz > min(max_d, _HARD_MAX_D))
@@ -93,10 +111,14 @@ def _check_d(dsz: np.ndarray, n: int, max_d, pairs: np.ndarray | None = None,
                   f"|D| = {int(dsz[w])}.")
     hint = (f"pass max_d={d} to allow it" if d <= _HARD_MAX_D
             else f"|D| > {_HARD_MAX_D} is never enumerated")
+    eta = ""
+    if probe is not None:
+        with contextlib.suppress(Exception):  # the estimate must never hide the real error
+            eta = f", about {_fmt_seconds(N * probe())} of model time on this machine"
     raise ValueError(
         f"pair {name(p)} differs in |D| = {d} features (> max_d = {max_d}): of its n = {n} "
         f"features only D = {{j : x_j != r_j}} matters, but the {what} of this pair still "
-        f"enumerates the 2^{d} subsets of D: 2**{d} = {N:,} model evaluations (time) and "
+        f"enumerates the 2^{d} subsets of D: 2**{d} = {N:,} model evaluations{eta}, and "
         f"{_fmt_bytes(16.0 * N)} for the values g(u) and Delta_u (16 bytes per subset)."
         f"{others} Group features, use a sampling-based attribution, or {hint}."
     )
@@ -780,7 +802,7 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
     model, X, R, Xd, Rd = _prepare(f, X, R, batch_size)
     B, n = X.shape
     dsz, Dflat, doff = _subspaces(X, R, dedup)
-    _check_d(dsz, n, max_d)
+    _check_d(dsz, n, max_d, probe=lambda: _seconds_per_row(model, Xd))
     total = int(np.sum(np.left_shift(np.int64(1), dsz)))
     with progress_bar(total, "decomposition", unit="row", enable=progress,
                       auto=total > 4_000_000) as bar:
@@ -918,7 +940,8 @@ def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = D
         if bad.any():
             raise ValueError(f"pairs: index {int(todo[bad][0])} out of range for B = {B} pairs.")
         todo = todo.astype(np.int64)
-    _check_d(dsz[todo], n, max_d, pairs=todo, what="exact Shapley computation")
+    _check_d(dsz[todo], n, max_d, pairs=todo, what="exact Shapley computation",
+             probe=lambda: _seconds_per_row(model, Xd))
     phi = np.full((B, n), np.nan)
     counts = np.left_shift(np.int64(1), dsz[todo])
     first = np.cumsum(counts) - counts

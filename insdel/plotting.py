@@ -35,7 +35,7 @@ __all__ = [
     "plot_curves", "plot_pair", "plot_image_curves", "abc_histogram", "abc_scatter",
     "random_abc_histogram", "insertion_deletion_scatter", "abc_bars", "figure4",
     "insertion_deletion_figure", "METHOD_LABELS", "plot_predictions", "policy_figures",
-    "save_figure", "compare_pair",
+    "save_figure", "compare_pair", "decomposition_figure",
 ]
 
 #: Display names of the attribution methods (the paper's table labels).
@@ -469,6 +469,54 @@ def abc_bars(src, *, ax=None, methods: Sequence[str] | None = None, differences:
     ax.set_title("Mean ABC per method")
     ax.legend(fontsize="small")
     return ax
+
+
+def decomposition_figure(dec: pd.DataFrame, methods: Sequence[str] | None = None, *,
+                         title: str | None = None):
+    """Each method's mean ABC against the exact bounds, one panel per mode: horizontal bars (mean
+    ABC ± one standard error over the decomposed pairs), a line at the best achievable mean ABC
+    (the best ordering of each pair, exact) and one at E[ABC] under random orderings (Theorem 1).
+
+    Parameters
+    ----------
+    dec : pandas.DataFrame
+        A run's decomposition table (``decomposition.parquet``): columns ``best_abc_<mode>``,
+        ``expected_abc_<mode>`` and ``abc_<mode>_<method>``.
+    methods : list of str, optional
+        Methods and their order (default: every ``abc_<mode>_*`` column).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    modes = [m for m in ("insertion", "deletion") if f"best_abc_{m}" in dec]
+    if not modes:
+        raise ValueError("dec has no best_abc_<mode> column: not a decomposition table.")
+    if methods is None:
+        pre = f"abc_{modes[0]}_"
+        methods = [c[len(pre):] for c in dec.columns if c.startswith(pre)]
+    fig, axes = _new_figure(1, len(modes), (4.6 * len(modes), 0.45 * len(methods) + 2.0))
+    n = len(dec)
+    for ax, mode in zip(axes[0], modes, strict=True):
+        y = np.arange(len(methods))
+        vals = [dec[f"abc_{mode}_{m}"].to_numpy() for m in methods]
+        mean = [v.mean() for v in vals]
+        se = [v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else 0.0 for v in vals]
+        ax.barh(y, mean, xerr=se, capsize=3, color=_MODE_COLOURS.get(mode, "C0"), alpha=0.8)
+        best = float(dec[f"best_abc_{mode}"].mean())
+        rand = float(dec[f"expected_abc_{mode}"].mean())
+        ax.axvline(best, color="k", lw=1.2, ls="-", label=f"best achievable {best:.3g}")
+        ax.axvline(rand, color="0.4", lw=1.2, ls="--", label=f"E[random order] {rand:.3g}")
+        ax.axvline(0.0, color="0.7", lw=0.6)
+        ax.set_yticks(y)
+        ax.set_yticklabels([_label(m) for m in methods])
+        ax.invert_yaxis()
+        ax.set_xlabel("mean ABC ± s.e.")
+        ax.set_title(f"{mode} ({n} pairs)")
+        ax.legend(fontsize="small", loc="lower right")
+    if title:
+        fig.suptitle(title)
+    return fig
 
 
 def figure4(ev, method: str | None = None, other: str | None = None, *,

@@ -36,7 +36,7 @@ from . import config as _config
 from ._progress import progress_bar
 from ._validation import to_jsonable
 from .evaluation import Evaluation, evaluate
-from .report import policy_table, run_header, run_tables
+from .report import policy_table, run_header, run_tables, sampled_vs_exact
 
 __all__ = ["run_experiment", "load_results", "RunResult", "OutputFolderBusy"]
 
@@ -70,6 +70,8 @@ class RunResult:
     figures : list of Path
     decompositions : dict
         Policy label -> per-pair decomposition table (when ``decomposition.n_pairs > 0``).
+    sampled_vs_exact : pandas.DataFrame or None
+        Sampled Kernel SHAP against exact Shapley, paired per pair (when both methods ran).
     """
 
     out: Path
@@ -83,6 +85,7 @@ class RunResult:
     model: Any = None
     dataset: Any = None
     decompositions: dict = field(default_factory=dict)
+    sampled_vs_exact: pd.DataFrame | None = None
 
     def to_markdown(self, digits: int = 3) -> str:
         """Every policy's table (paper layout), the Table 4 diagnostics and, when computed, the
@@ -91,7 +94,7 @@ class RunResult:
         m = self.manifest
         header = run_header(m["data"], m["model"], m["policy_specs"]) if m else None
         return run_tables(self.summary, self.diagnostics, self.decompositions, methods, digits,
-                          header=header)
+                          header=header, sampled=self.sampled_vs_exact)
 
 
 def load_results(out: str | os.PathLike) -> dict[str, Evaluation]:
@@ -287,15 +290,24 @@ def _attribute_chunk(model, X, R, method: str, options: dict) -> tuple[np.ndarra
 
 
 def _attributions(cfg, model, dataset, X, R, label, out, base_key, stages, log, progress,
-                  interrupt) -> dict[str, np.ndarray]:
+                  interrupt, given: Mapping[str, np.ndarray] | None = None
+                  ) -> dict[str, np.ndarray]:
+    """Every method's attributions, chunk by chunk (checkpointed); ``given`` holds methods already
+    computed by another stage (exact Shapley from the decomposition)."""
     B = X.shape[0]
     cs = cfg["evaluation"]["targets_per_chunk"]
     n_chunks = -(-B // cs)
+    given = dict(given or {})
     names = cfg["methods"]["names"]
     result = {}
-    with progress_bar(len(names) * n_chunks, f"attributions [{label}]", unit="chunk",
-                      enable=progress, auto=True) as bar:
+    with progress_bar((len(names) - len(given)) * n_chunks, f"attributions [{label}]",
+                      unit="chunk", enable=progress, auto=True) as bar:
         for method in names:
+            if method in given:
+                result[method] = given[method]
+                log(f"  {method}: from the exact decomposition (same values, no extra model "
+                    f"evaluations)")
+                continue
             opts = dict(cfg["methods"]["options"].get(method, {}) or {})
             key = ck.config_hash({**base_key, "stage": "attributions", "method": method,
                                   "options": opts, "targets_per_chunk": cs})
@@ -326,7 +338,24 @@ _DECOMP_COLS = ["best_abc_insertion", "best_abc_deletion", "expected_abc_inserti
                 "expected_abc_deletion"]
 
 
+#: exact_shapley options that do not change its values (the decomposition's Shapley values are the
+#: same numbers when every pair is decomposed)
+_SHAPLEY_FROM_DECOMPOSITION_OK = {"max_d", "batch_size", "progress"}
+
+
+def _shapley_from_decomposition(cfg, B: int) -> bool:
+    """Whether ``exact_shapley`` is taken from the decomposition stage (it computes the same
+    Shapley values, eq. (6), from the same 2^|D| evaluations): the method is requested, every pair
+    is decomposed and its options are only cost options."""
+    opts = cfg["methods"]["options"].get("exact_shapley", {}) or {}
+    return ("exact_shapley" in cfg["methods"]["names"] and cfg["decomposition"]["n_pairs"] >= B
+            and set(opts) <= _SHAPLEY_FROM_DECOMPOSITION_OK)
+
+
 def _decomposition(cfg, model, X, R, label, out, base_key, stages, log, progress, interrupt):
+    """The exact anchored decomposition of the first ``decomposition.n_pairs`` pairs (in each
+    pair's differing subspace, checkpointed in chunks): a table with the best achievable and
+    expected random-order ABC per mode and the exact Shapley values, or None."""
     import inspect
 
     from . import decomposition
@@ -492,6 +521,7 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt) -> RunResult:
 
     pool, pool_idx = _select_pool(dataset, cfg["targets"]["n"], cfg["seed"])
     evaluations, pairings, summaries, decomps, policy_specs = {}, {}, [], {}, {}
+    sampled: list[pd.DataFrame] = []
     ev_cfg = cfg["evaluation"]
     for entry in cfg["policies"]:
         label = _config.policy_label(entry)
@@ -507,8 +537,13 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt) -> RunResult:
         X, R = np.ascontiguousarray(pairing.X), np.ascontiguousarray(pairing.R)
         base_key = {"data": data_info["arrays_sha256"], "model": model_info["sha256"],
                     "seed": cfg["seed"], "pairs": _array_hash(X, R)}
+        dec = _decomposition(cfg, model, X, R, label, out, base_key, stages, log, progress,
+                             interrupt)
+        given = {}
+        if dec is not None and _shapley_from_decomposition(cfg, X.shape[0]):
+            given["exact_shapley"] = dec[[f"shapley_{j}" for j in range(X.shape[1])]].to_numpy()
         atts = _attributions(cfg, model, dataset, X, R, label, out, base_key, stages, log,
-                             progress, interrupt)
+                             progress, interrupt, given)
         t0 = time.perf_counter()
         ev = evaluate(model, X, R, atts, modes=ev_cfg["modes"], n_random=ev_cfg["n_random"],
                       seed=_chunk_seed(cfg["seed"], label, "orders"),
@@ -532,8 +567,11 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt) -> RunResult:
         ck.atomic_write_text(folder / "summary.md", policy_table(label, s) + "\n")
         s.insert(0, "policy", label)
         summaries.append(s)
-        dec = _decomposition(cfg, model, X, R, label, out, base_key, stages, log, progress,
-                             interrupt)
+        if "kernel_shap" in atts and "exact_shapley" in atts:
+            sve = sampled_vs_exact(ev, atts["kernel_shap"], atts["exact_shapley"])
+            ck.atomic_write_text(folder / "sampled_vs_exact.csv", sve.to_csv(index=False))
+            sve.insert(0, "policy", label)
+            sampled.append(sve)
         if dec is not None:
             for mode in ev.modes:
                 for m in ev.methods:
@@ -552,10 +590,13 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt) -> RunResult:
     ck.atomic_write_text(out / "diagnostics.csv", diag.to_csv())
     methods = next(iter(evaluations.values())).methods
     header = run_header(data_info, model_info, policy_specs)
+    sampled_df = pd.concat(sampled, ignore_index=True) if sampled else None
+    if sampled_df is not None:
+        ck.atomic_write_text(out / "sampled_vs_exact.csv", sampled_df.to_csv(index=False))
     ck.atomic_write_text(out / "summary.md", run_tables(summary, diag, decomps, methods,
-                                                        header=header))
+                                                        header=header, sampled=sampled_df))
 
-    fig_paths = _figures(cfg, evaluations, model, dataset, out, stages, log)
+    fig_paths = _figures(cfg, evaluations, model, dataset, out, stages, log, decomps)
 
     total = time.perf_counter() - t_all
     files = sorted(p for p in out.rglob("*") if p.is_file() and "checkpoints" not in p.parts
@@ -576,7 +617,8 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt) -> RunResult:
     ck.atomic_write_text(out / "manifest.json", json.dumps(manifest, indent=2) + "\n")
     return RunResult(out=out, config=cfg, evaluations=evaluations, pairings=pairings,
                      summary=summary, diagnostics=diag, manifest=manifest, figures=fig_paths,
-                     model=model, dataset=dataset, decompositions=decomps)
+                     model=model, dataset=dataset, decompositions=decomps,
+                     sampled_vs_exact=sampled_df)
 
 
 def _target_label(dataset) -> str | None:
@@ -585,7 +627,8 @@ def _target_label(dataset) -> str | None:
     return None if not name else (f"{name} / {scale:g}" if scale else str(name))
 
 
-def _figures(cfg, evaluations, model, dataset, out: Path, stages, log) -> list[Path]:
+def _figures(cfg, evaluations, model, dataset, out: Path, stages, log,
+             decomps: Mapping[str, pd.DataFrame] | None = None) -> list[Path]:
     if not cfg["figures"]["enabled"]:
         return []
     import matplotlib.pyplot as plt
@@ -601,6 +644,10 @@ def _figures(cfg, evaluations, model, dataset, out: Path, stages, log) -> list[P
             paths += plotting.policy_figures(ev, label, fdir, compare=f["compare"],
                                              n_random=f["n_random"], dpi=f["dpi"],
                                              seed=cfg["seed"], target=_target_label(dataset))
+        for label, dec in (decomps or {}).items():
+            fig = plotting.decomposition_figure(dec, evaluations[label].methods,
+                                                title=f"{label}: ABC against the exact bounds")
+            paths.append(plotting.save_figure(fig, fdir / f"{label}_decomposition.png", f["dpi"]))
         ax = plotting.plot_predictions(model, dataset)
         paths.append(plotting.save_figure(ax.figure, fdir / "model_predictions.png", f["dpi"]))
     stages.add("figures", time.perf_counter() - t0, count=len(paths))
