@@ -1,4 +1,8 @@
-"""LIME with the policy's reference: features "off" take r's value (paper Appendix A.3)."""
+"""LIME with the policy's reference: features "off" take r's value (paper Appendix A.3).
+
+Two engines compute captum's default LIME estimator: ``"insdel"`` (default) vectorised over points,
+``"captum"`` point by point through captum's ``Lime``.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +11,21 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_positive_int
+from .._progress import progress_bar
+from .._validation import check_positive_int, check_scalar
+from ..adapter import Model
 from .base import Attribution, captum_per_point, module_forward
 
 DEFAULT_LIME_SAMPLES = 1000
 
 
 class Lime(Attribution):
-    """LIME (captum ``Lime``) with baseline r.
+    """LIME with baseline r: captum ``Lime``'s default estimator.
 
-    captum's defaults otherwise: ``SkLearnLasso(alpha=0.01)`` as the interpretable model, an
-    exponential kernel on the cosine distance, Bernoulli(1/2) perturbations.
+    Perturbations z are Bernoulli(1/2) over the n features (feature j from x where z_j = 1, from r
+    otherwise); each is weighted by ``exp(-d^2 / 2)`` with d the cosine distance between x and the
+    perturbed input (kernel width 1); the attributions are the coefficients of a Lasso
+    (``alpha = 0.01``, with intercept, scikit-learn's objective) of f(perturbed input) on z.
 
     Parameters
     ----------
@@ -28,7 +36,8 @@ class Lime(Attribution):
     name = "lime"
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, n_samples: int = DEFAULT_LIME_SAMPLES,
-                  perturbations_per_eval: int = 4096, seed: int = 0,
+                  perturbations_per_eval: int = 4096, seed: int = 0, engine: str = "insdel",
+                  alpha: float = 0.01, chunk_rows: int = 1 << 18,
                   interpretable_model: Any = None, progress: bool | None = None) -> np.ndarray:
         """LIME attributions (B, n) of targets ``X`` against references ``R``.
 
@@ -40,11 +49,24 @@ class Lime(Attribution):
             Perturbations per point (captum's own default is 50; the paper used captum "with
             default set arguments").
         perturbations_per_eval : int, default 4096
-            Perturbations evaluated per model call.
+            Perturbations evaluated per model call (captum engine).
         seed : int, default 0
-            Seed of the perturbations (torch's global generator state is restored).
+            Seed of the perturbations (numpy's generator; with the captum engine torch's, whose
+            global state is restored).
+        engine : {"insdel", "captum"}, default "insdel"
+            ``"insdel"``: the estimator vectorised over points: perturbations of many points drawn
+            at once, each pair's distinct hybrids evaluated once (a perturbation's hybrid depends
+            only on its intersection with D = {j : x_j != r_j}), the similarity weights computed
+            in closed form, and all the weighted Lassos solved together by numba coordinate
+            descent (:func:`insdel.attribution._sampling.weighted_lasso`, equal to scikit-learn's
+            ``Lasso`` to 1e-7 in the tests). Agrees with captum in distribution (tested), not
+            bit-identical. ``"captum"``: captum's ``Lime`` point by point.
+        alpha : float, default 0.01
+            The Lasso penalty (captum's ``SkLearnLasso(alpha=0.01)``; insdel engine).
+        chunk_rows : int, default 262144
+            Perturbations per batch of points (insdel engine).
         interpretable_model : captum interpretable model, optional
-            Default: captum's ``SkLearnLasso(alpha=0.01)``.
+            captum engine only. Default: captum's ``SkLearnLasso(alpha=0.01)``.
         progress : bool, optional
             Progress bar.
 
@@ -54,12 +76,61 @@ class Lime(Attribution):
         """
         ns = check_positive_int("n_samples", n_samples, minimum=2)
         check_positive_int("perturbations_per_eval", perturbations_per_eval)
+        check_positive_int("chunk_rows", chunk_rows)
+        alpha = check_scalar("alpha", alpha, float, min_val=0.0)
+        if engine not in ("insdel", "captum"):
+            raise ValueError(f"lime: engine must be 'insdel' or 'captum'; got {engine!r}.")
+        if interpretable_model is not None and engine != "captum":
+            raise ValueError("lime: interpretable_model is a captum model and needs "
+                             "engine='captum' (the insdel engine fits the Lasso of alpha=).")
 
         def compute(model, X, R):
+            if engine == "insdel":
+                A, distinct = _lime_batched(model, X, R, ns, seed, alpha, chunk_rows, progress)
+                return A, {"n_samples": ns, "engine": engine, "distinct_rows": distinct}
             from captum.attr import Lime as _Lime
 
             lime = _Lime(module_forward(model), interpretable_model=interpretable_model)
             A = captum_per_point(lime, X, R, ns, perturbations_per_eval, seed, progress, "lime")
-            return A, {"n_samples": ns}
+            return A, {"n_samples": ns, "engine": engine}
 
         return self._run(X, R, compute)
+
+
+def _lime_batched(model: Model, X: np.ndarray, R: np.ndarray, n_samples: int, seed: int,
+                  alpha: float, chunk_rows: int, progress) -> tuple[np.ndarray, int]:
+    """captum's default LIME vectorised over points (``engine="insdel"``); returns the
+    attributions (B, n) and the number of distinct rows evaluated.
+
+    The cosine distance between x and the hybrid h = z x + (1 - z) r needs no rows:
+    ``x . h = z . (x^2 - r x) + r . x`` and ``|h|^2 = z . (x^2 - r^2) + |r|^2``.
+    """
+    from ._sampling import evaluate_coalitions, weighted_lasso
+
+    B, n = X.shape
+    rng = np.random.default_rng(seed)
+    S = n_samples
+    Xd = np.ascontiguousarray(X, dtype=model.dtype)
+    Rd = np.ascontiguousarray(R, dtype=model.dtype)
+    out = np.empty((B, n))
+    step = max(1, int(chunk_rows) // S)
+    distinct = 0
+    with progress_bar(B, "lime", "point", enable=progress, auto=B * S > 1 << 22) as bar:
+        for b0 in range(0, B, step):
+            b1 = min(B, b0 + step)
+            P = b1 - b0
+            masks = rng.random((P, S, n)) < 0.5
+            y, d = evaluate_coalitions(model, Xd, Rd, b0, masks)
+            distinct += d
+            x, r = X[b0:b1], R[b0:b1]
+            Z = masks.astype(np.float64)
+            xh = Z @ (x * x - r * x)[..., None]
+            hh = Z @ (x * x - r * r)[..., None]
+            xh = xh[..., 0] + (r * x).sum(1)[:, None]
+            hh = np.maximum(hh[..., 0] + (r * r).sum(1)[:, None], 0.0)
+            nx = np.sqrt((x * x).sum(1))[:, None]
+            cos = xh / np.maximum(nx * np.sqrt(hh), 1e-8)  # torch's CosineSimilarity eps
+            w = np.exp(-((1.0 - cos) ** 2) / 2.0)
+            out[b0:b1] = weighted_lasso(Z, y, w, alpha)[0]
+            bar.update(P)
+    return out, distinct

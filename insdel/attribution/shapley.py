@@ -133,13 +133,13 @@ def _kernel_shap_batched(model: Model, X, R, n_samples: int, seed: int, chunk_ro
 
     A coalition's hybrid depends only on its intersection with the pair's differing features
     D = {j : x_j != r_j}, so each pair needs at most ``min(n_samples, 2^|D|)`` distinct model rows:
-    those are found per pair (packed D-bits, ``np.unique``), built by
-    :func:`insdel.hybrid.build_rows` and evaluated once, in large model calls; the fits are batched
+    those are found per pair and evaluated once, in large model calls
+    (:func:`insdel.attribution._sampling.evaluate_coalitions`); the fits are batched
     normal equations in float64 (BLAS). Different random numbers from captum's (numpy's generator).
 
     Returns the attributions (B, n) and the number of distinct rows evaluated.
     """
-    from ..hybrid import build_rows, masks_to_words
+    from ._sampling import evaluate_coalitions
 
     B, n = X.shape
     if n == 1:
@@ -164,24 +164,8 @@ def _kernel_shap_batched(model: Model, X, R, n_samples: int, seed: int, chunk_ro
             masks = np.zeros((P, S, n), bool)
             masks[:, 0] = True
             _draw_members(sizes, rng.random((P, S - 2, n)), masks[:, 2:])
-            # distinct hybrids: a coalition's row depends only on its intersection with D
-            inv = np.empty((P, S), np.int64)
-            uniq, owner, offset = [], [], 0
-            for i in range(P):  # one pass per pair, vectorised over its samples
-                D = np.flatnonzero(Xd[b0 + i] != Rd[b0 + i])
-                if D.size:
-                    keys = np.ascontiguousarray(np.packbits(masks[i][:, D], axis=1))
-                    keys = keys.view(np.dtype((np.void, keys.shape[1])))[:, 0]
-                    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-                else:  # x == r: every coalition is the same row
-                    first, inverse = np.zeros(1, np.int64), np.zeros(S, np.int64)
-                uniq.append(masks[i, first])
-                owner.append(np.full(first.size, b0 + i))
-                inv[i] = inverse.reshape(-1) + offset
-                offset += first.size
-            rows = build_rows(Xd, Rd, np.concatenate(owner), masks_to_words(np.concatenate(uniq)))
-            distinct += offset
-            y = model(rows)[inv]
+            y, d = evaluate_coalitions(model, Xd, Rd, b0, masks)
+            distinct += d
             Z = np.concatenate([np.ones((P, S, 1)), masks], axis=2)
             Zw = Z * w[None, :, None]
             G = np.matmul(Zw.transpose(0, 2, 1), Z)
