@@ -35,13 +35,20 @@ def _progress(args):
     return None if not args.no_progress else False
 
 
+def _device(args, overrides: dict) -> dict:
+    """Add ``--device`` to the configuration overrides."""
+    if getattr(args, "device", None):
+        overrides = {**overrides, "compute": {"device": args.device}}
+    return overrides
+
+
 def _cmd_run(args) -> int:
     from . import config
     from .runner import run_experiment
 
     _use_agg()
-    cfg = config.load(args.config, quick=args.quick,
-                      overrides={"model": {"trust": True}} if args.trust_model else None)
+    over: dict = {"model": {"trust": True}} if args.trust_model else {}
+    cfg = config.load(args.config, quick=args.quick, overrides=_device(args, over) or None)
     res = run_experiment(cfg, args.out, verbose=True, progress=_progress(args), wait=args.wait)
     _print_result(res)
     return 0
@@ -53,7 +60,7 @@ def _cmd_reproduce(args) -> int:
 
     _use_agg()
     name = config.PAPER_CONFIGS[args.experiment]
-    cfg = config.load(name, quick=args.quick)
+    cfg = config.load(name, quick=args.quick, overrides=_device(args, {}) or None)
     if args.data is not None:
         path = Path(args.data)
         if not path.is_file():
@@ -75,7 +82,10 @@ def _cmd_demo(args) -> int:
     from .runner import run_experiment
 
     _use_agg()
-    res = run_experiment("demo", args.out, verbose=True, progress=_progress(args), wait=args.wait)
+    from . import config
+
+    cfg = config.load("demo", overrides=_device(args, {}) or None)
+    res = run_experiment(cfg, args.out, verbose=True, progress=_progress(args), wait=args.wait)
     _print_result(res)
     return 0
 
@@ -121,6 +131,9 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                    help="if another run writes the output folder, wait for it (default: refuse)")
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                    help="show tracebacks instead of messages")
+    p.add_argument("--device", default=None, metavar="DEVICE",
+                   help="torch device of training and model evaluation, e.g. cuda (overrides "
+                        "[compute] device; default cpu)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -8,6 +8,7 @@ An experiment is a TOML file (the shipped ones are in ``insdel/configs/``: ``pap
     [data]        recipe = "dielectron_sim", options = {n_events = 20000}
     [model]       preset = "quick_cern"          # or path = "model.pt", or params = {...}
     [targets]     n = 200                        # held-out points: the pool and the targets
+    [compute]     device = "cpu"                 # torch device of training and evaluation
     [[policies]]  spec = "cern_counterfactual"   # any insdel.policies.load spec (+ label, params)
     [methods]     names = [...], [methods.options.<name>] ...
     [evaluation]  modes, n_random = 20, normalize = true, targets_per_chunk = 50
@@ -51,6 +52,26 @@ class ConfigError(ValueError):
     """A configuration key that is unknown, missing or of the wrong type (names the key)."""
 
 
+def _check_device(source: str, device: str) -> None:
+    """``compute.device`` must be a torch device this machine has (a silent CPU fallback would
+    report CPU timings as GPU ones)."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError) as exc:
+        raise ConfigError(f"{source}: compute.device: {device!r} is not a torch device "
+                          f"({exc}); use 'cpu', 'cuda', 'cuda:1', 'mps', ...") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"{source}: compute.device = {device!r}, but torch sees no CUDA device "
+                          f"on this machine (torch {torch.__version__}).")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ConfigError(f"{source}: compute.device = {device!r}, but this machine has "
+                          f"{torch.cuda.device_count()} CUDA device(s).")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError(f"{source}: compute.device = {device!r}, but MPS is not available.")
+
+
 # -- the schema ---------------------------------------------------------------------------------------
 # A leaf is (types, default); a dict is a table; ``ANY_TABLE`` is a free-form table checked by its
 # consumer (recipe options, method options, policy parameters).
@@ -78,6 +99,7 @@ SCHEMA: dict[str, Any] = {
         "architecture": (_STR + (type(None),), None),
     },
     "targets": {"n": (_INT, 200)},
+    "compute": {"device": (_STR, "cpu")},
     "policies": ([{"spec": ((str, dict), _REQUIRED), "label": (_STR, None),
                    "params": (ANY_TABLE, {})}], [{"spec": "cern_counterfactual"}]),
     "methods": {
@@ -318,6 +340,7 @@ def _check_values(cfg: dict, source: str) -> None:
     need_int("decomposition.max_d", cfg["decomposition"]["max_d"], 1)
     need_int("figures.n_random", cfg["figures"]["n_random"], 0)
     need_int("figures.dpi", cfg["figures"]["dpi"], 10)
+    _check_device(source, cfg["compute"]["device"])
     if cfg["model"]["max_epochs"] is not None:
         need_int("model.max_epochs", cfg["model"]["max_epochs"], 1)
     modes = cfg["evaluation"]["modes"]

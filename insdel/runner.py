@@ -222,7 +222,8 @@ def _get_model(cfg: dict, dataset, data_hash: str, out: Path, log, progress
         model, info = load_any(m["path"], trust=m["trust"], preset=m["architecture"],
                                n_features=int(np.asarray(dataset.X_test).shape[1]))
         return model, {}, {"source": "path", **info}
-    key = ck.config_hash({"data": data_hash, "model": m, "seed": cfg["seed"]})
+    key = ck.config_hash({"data": data_hash, "model": m, "seed": cfg["seed"],
+                          "device": cfg["compute"]["device"]})
     path, keyfile = out / "model.pt", out / "model.key"
     if path.exists() and keyfile.exists() and keyfile.read_text().strip() == key:
         model, meta = models.load_model(path)
@@ -233,7 +234,7 @@ def _get_model(cfg: dict, dataset, data_hash: str, out: Path, log, progress
     log(f"model: training {spec if isinstance(spec, str) else 'custom MLP'} on "
         f"{len(dataset.X_train)} points ...")
     model, metrics = models.train_mlp(dataset, spec, seed=cfg["seed"], max_epochs=m["max_epochs"],
-                                      progress=progress)
+                                      progress=progress, device=cfg["compute"]["device"])
     with ck.atomic_write(path, suffix=".pt") as tmp:
         models.save_model(model, tmp, dataset=dataset, params=spec, metrics=metrics)
     ck.atomic_write_text(keyfile, key + "\n")
@@ -511,11 +512,16 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt) -> RunResult:
         + (f" {model_info['path']}" if model_info.get("path") else "")
         + (f" ({model_info['format']})" if model_info.get("format") else "")
         + f", sha256 {model_info['sha256'][:12]}")
+    device = cfg["compute"]["device"]
     try:
         import torch
 
         if isinstance(model, torch.nn.Module):
             model.eval()
+            if device != "cpu":
+                model.to(device)
+                log(f"compute: model on {device} "
+                    f"({torch.cuda.get_device_name(torch.device(device)) if device.startswith('cuda') else device})")
     except ImportError:  # pragma: no cover
         pass
 
@@ -536,7 +542,7 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt) -> RunResult:
             f"{pairing.mean_diff():.2f}")
         X, R = np.ascontiguousarray(pairing.X), np.ascontiguousarray(pairing.R)
         base_key = {"data": data_info["arrays_sha256"], "model": model_info["sha256"],
-                    "seed": cfg["seed"], "pairs": _array_hash(X, R)}
+                    "seed": cfg["seed"], "pairs": _array_hash(X, R), "device": device}
         dec = _decomposition(cfg, model, X, R, label, out, base_key, stages, log, progress,
                              interrupt)
         given = {}
@@ -610,7 +616,7 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt) -> RunResult:
         "policies": list(evaluations),
         "policy_specs": policy_specs,
         "model": {"metrics": to_jsonable(metrics), **to_jsonable(model_info)},
-        "compute": {"seconds_total": total, "model_evaluations_total": evals_total,
+        "compute": {"device": cfg["compute"]["device"], "seconds_total": total, "model_evaluations_total": evals_total,
                     "cpu_count": os.cpu_count(), "stages": to_jsonable(stages.stages)},
         "files": {str(p.relative_to(out)): ck.sha256_file(p) for p in files},
     }

@@ -14,6 +14,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+import torch  # noqa: E402
 
 import insdel  # noqa: E402
 from insdel import _checkpoint as ck  # noqa: E402
@@ -424,3 +425,15 @@ def test_exact_shapley_from_the_decomposition_and_sampled_vs_exact(tiny_toml, tm
         for mode in ("insertion", "deletion"):
             assert (dec[f"best_abc_{mode}"] >= dec[f"abc_{mode}_{m}"] - 1e-9).all(), (m, mode)
     assert (tmp_path / "figures" / "cf_decomposition.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_compute_device_is_validated_and_keys_the_run(tiny_toml):
+    with pytest.raises(C.ConfigError, match=r"compute\.device: 'cdua' is not a torch device"):
+        C.load(tiny_toml, overrides={"compute": {"device": "cdua"}})
+    if not torch.cuda.is_available():
+        with pytest.raises(C.ConfigError, match=r"compute\.device = 'cuda', but torch sees no CUDA"):
+            C.load(tiny_toml, overrides={"compute": {"device": "cuda"}})
+    with pytest.raises(C.ConfigError, match=r"compute\.devcie.*did you mean 'device'"):
+        C.load(tiny_toml, overrides={"compute": {"devcie": "cpu"}})
+    assert C.load(tiny_toml)["compute"]["device"] == "cpu"
+    assert cli.build_parser().parse_args(["demo", "--device", "cpu"]).device == "cpu"
