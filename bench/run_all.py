@@ -44,7 +44,7 @@ SCRIPTS: list[tuple[str, str, list[str], bool, str]] = [
     ("policies", "policies.py", [], False,
      "counterfactual reference selection on pools of 2,000 and 10,000"),
     ("paper_cost", "paper_cost.py", [], False,
-     "per-unit costs of the full paper-cern run (per pair, per epoch) and the extrapolated total"),
+     "the full paper-bangalore run measured whole; paper-cern from per-unit costs and its bound"),
 ]
 
 
