@@ -73,8 +73,31 @@ def _cmd_reproduce(args) -> int:
                        "options": {**dict(cfg["data"].get("real_options") or {}),
                                    "path": str(path.resolve())}}
     out = args.out or f"runs/{args.experiment}{'-quick' if args.quick else ''}"
+    if "roar" in cfg["sections"]:
+        from .runner import run_roar
+
+        return _finish_roar(run_roar(cfg, out, verbose=True, progress=_progress(args),
+                                     wait=args.wait))
     res = run_experiment(cfg, out, verbose=True, progress=_progress(args), wait=args.wait)
     _print_result(res)
+    return 0
+
+
+def _cmd_roar(args) -> int:
+    from . import config
+    from .runner import run_roar
+
+    _use_agg()
+    cfg = config.load(args.config, quick=args.quick, overrides=_device(args, {}) or None)
+    return _finish_roar(run_roar(cfg, args.out, verbose=True, progress=_progress(args),
+                                 wait=args.wait))
+
+
+def _finish_roar(res) -> int:
+    print(res.to_markdown())
+    print(f"results: {res.out} (roar.csv, roar_summary.csv, summary.md, manifest.json)")
+    if res.figure is not None:
+        print(f"figure: {res.figure}")
     return 0
 
 
@@ -169,6 +192,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="output folder (default: runs/<experiment>)")
     _run_options(p)
     p.set_defaults(func=_cmd_reproduce)
+
+    p = sub.add_parser("roar", help="remove and retrain (paper section 6, Figure 13)",
+                       description="ROAR for regression (docs/roar.md): CONFIG is a TOML file with "
+                       "a [roar] table, or a shipped one: paper_roar_bangalore, paper_roar_cern.")
+    p.add_argument("config", metavar="CONFIG")
+    p.add_argument("--out", default=None, help="output folder (default: the config's, else "
+                   "runs/<name>)")
+    p.add_argument("--quick", action="store_true", help="apply the config's [quick] sizes")
+    _run_options(p)
+    p.set_defaults(func=_cmd_roar)
 
     p = sub.add_parser("demo", help="the CERN experiment in miniature (a few minutes)",
                        description="dielectron_sim, the three paper policies, all seven methods at "

@@ -45,11 +45,44 @@ ALL_METHODS = ("kernel_shap", "integrated_gradients", "deeplift", "vanilla_grad"
                "input_x_gradient", "lime")
 
 #: ``insdel reproduce`` names -> shipped configuration names.
-PAPER_CONFIGS = {"paper-cern": "paper_cern", "paper-bangalore": "paper_bangalore"}
+PAPER_CONFIGS = {"paper-cern": "paper_cern", "paper-bangalore": "paper_bangalore",
+                 "paper-roar-bangalore": "paper_roar_bangalore",
+                 "paper-roar-cern": "paper_roar_cern"}
 
 
 class ConfigError(ValueError):
     """A configuration key that is unknown, missing or of the wrong type (names the key)."""
+
+
+def _check_roar(cfg: dict, source: str) -> None:
+    from . import roar as _roar
+    from ._validation import check_scalar
+
+    r = cfg["roar"]
+    for o in r["orderings"]:
+        if o not in _roar.ORDERINGS:
+            raise ConfigError(f"{source}: roar.orderings: unknown ordering {o!r}"
+                              f"{_suggest(str(o), _roar.ORDERINGS)} (known: "
+                              f"{', '.join(_roar.ORDERINGS)}).")
+    try:
+        _roar._check_fractions(r["fractions"])
+        check_scalar("roar.replicates", r["replicates"], int, min_val=1)
+        check_scalar("roar.points_per_chunk", r["points_per_chunk"], int, min_val=1)
+        if r["max_epochs"] is not None:
+            check_scalar("roar.max_epochs", r["max_epochs"], int, min_val=1)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{source}: roar: {exc}") from None
+    if r["reference"] != "removal":
+        from . import policies
+
+        try:
+            policies.load(r["reference"])
+        except Exception as exc:  # the policy loader's own message says what is wrong
+            raise ConfigError(f"{source}: roar.reference must be 'removal' or a policy spec; "
+                              f"{r['reference']!r}: {exc}") from None
+    if cfg["model"]["path"] is not None:
+        raise ConfigError(f"{source}: model.path: ROAR retrains the model from scratch, so it "
+                          "needs the architecture: give model.preset or model.params instead.")
 
 
 def _check_device(source: str, device: str) -> None:
@@ -100,6 +133,14 @@ SCHEMA: dict[str, Any] = {
     },
     "targets": {"n": (_INT, 200)},
     "compute": {"device": (_STR, "cpu")},
+    "roar": {
+        "orderings": (_LIST, ["absolute", "signed", "random"]),
+        "fractions": (_LIST, [0.1, 0.3, 0.5, 0.7, 0.9, 1.0]),
+        "replicates": (_INT, 5),
+        "reference": (_STR, "removal"),
+        "max_epochs": (_INT + (type(None),), None),
+        "points_per_chunk": (_INT, 500),
+    },
     "policies": ([{"spec": ((str, dict), _REQUIRED), "label": (_STR, None),
                    "params": (ANY_TABLE, {})}], [{"spec": "cern_counterfactual"}]),
     "methods": {
@@ -308,8 +349,33 @@ def load(config: str | os.PathLike | Mapping, *, quick: bool = False,
         cfg = _merge(cfg, overrides)
     cfg["source"] = source
     cfg["quick"] = bool(quick)
+    # the tables the file (or dict) itself gives: `insdel run` and `insdel roar` refuse tables the
+    # other reads, so that no key is silently ignored
+    cfg["sections"] = sorted(set(raw) | (set(quick_over) if quick else set())
+                             | set(overrides or {}))
     _check_values(cfg, source)
     return cfg
+
+
+#: Top-level keys `insdel roar` reads; `insdel run` reads every other one and not ``roar``.
+ROAR_SECTIONS = ("name", "description", "seed", "out", "data", "model", "methods", "compute",
+                 "roar")
+
+
+def check_sections(cfg: Mapping, command: str) -> None:
+    """Refuse a configuration whose tables the command would not read (``"run"`` or ``"roar"``)."""
+    given = set(cfg.get("sections", ()))
+    if command == "roar":
+        if "roar" not in given:
+            raise ConfigError(f"{cfg['source']}: `insdel roar` needs a [roar] table (see "
+                              "docs/roar.md); this configuration has none.")
+        extra = sorted(given - set(ROAR_SECTIONS))
+        if extra:
+            raise ConfigError(f"{cfg['source']}: {', '.join(extra)}: not read by `insdel roar` "
+                              f"(it reads {', '.join(ROAR_SECTIONS)}); remove them.")
+    elif "roar" in given:
+        raise ConfigError(f"{cfg['source']}: this is a ROAR configuration ([roar] table): run it "
+                          "with `insdel roar`, not `insdel run`.")
 
 
 def policy_label(entry: Mapping) -> str:
@@ -341,6 +407,8 @@ def _check_values(cfg: dict, source: str) -> None:
     need_int("figures.n_random", cfg["figures"]["n_random"], 0)
     need_int("figures.dpi", cfg["figures"]["dpi"], 10)
     _check_device(source, cfg["compute"]["device"])
+    if "roar" in cfg.get("sections", ()):
+        _check_roar(cfg, source)
     if cfg["model"]["max_epochs"] is not None:
         need_int("model.max_epochs", cfg["model"]["max_epochs"], 1)
     modes = cfg["evaluation"]["modes"]

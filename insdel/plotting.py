@@ -35,7 +35,7 @@ __all__ = [
     "plot_curves", "plot_pair", "plot_image_curves", "abc_histogram", "abc_scatter",
     "random_abc_histogram", "insertion_deletion_scatter", "abc_bars", "figure4",
     "insertion_deletion_figure", "METHOD_LABELS", "plot_predictions", "policy_figures",
-    "save_figure", "compare_pair", "decomposition_figure",
+    "save_figure", "compare_pair", "decomposition_figure", "roar_figure",
 ]
 
 #: Display names of the attribution methods (the paper's table labels).
@@ -517,6 +517,51 @@ def decomposition_figure(dec: pd.DataFrame, methods: Sequence[str] | None = None
     if title:
         fig.suptitle(title)
     return fig
+
+
+def roar_figure(summary: pd.DataFrame, *, title: str | None = None, ax=None):
+    """Paper Figure 13: ROAR test loss against the fraction q of features removed, one line per
+    method × ordering with ± one standard error bars, and the straight line joining q = 0 and
+    q = 1 (the same for every curve); each legend entry gives the curve's area against it.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        :func:`insdel.roar.summarize` output (``roar_summary.csv``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    need = {"method", "ordering", "q", "mean", "std_error"}
+    if not need <= set(summary.columns):
+        raise ValueError(f"summary needs columns {sorted(need)}; got {list(summary.columns)}.")
+    ax = _new_axes(ax, figsize=(6.4, 4.4))
+    styles = {"absolute": "-", "signed": "--", "random": ":", "kar_absolute": "-.",
+              "kar_signed": (0, (1, 1))}
+    methods = [m for m in dict.fromkeys(summary["method"]) if m != "random"]
+    colours = {m: f"C{i}" for i, m in enumerate(methods)}
+    colours["random"] = "0.45"
+    line = None
+    for (m, o), g in summary.groupby(["method", "ordering"], sort=False):
+        pts = g.dropna(subset=["q"]).sort_values("q")
+        area = g[g["q"].isna()]["mean"]
+        lab = f"{_label(m)}, {o}" if m != "random" else "random ordering"
+        if len(area):
+            lab += f" (area {area.iloc[0]:+.3g})"
+        ax.errorbar(pts["q"], pts["mean"], yerr=pts["std_error"].fillna(0.0), capsize=3,
+                    marker="o", ms=3.5, ls=styles.get(o, "-"), color=colours.get(m, "k"),
+                    label=lab)
+        if line is None:
+            line = (pts["mean"].iloc[0], pts["mean"].iloc[-1])
+    if line is not None:
+        ax.plot([0, 1], list(line), color="k", lw=0.8, ls="--", alpha=0.6,
+                label="straight line q = 0 to 1")
+    ax.set_xlabel("fraction q of features removed")
+    ax.set_ylabel("test Huber loss after retraining (± s.e.)")
+    ax.set_title(title or "ROAR (paper Figure 13)")
+    ax.legend(fontsize="x-small")
+    return ax.figure
 
 
 def figure4(ev, method: str | None = None, other: str | None = None, *,

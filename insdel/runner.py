@@ -472,6 +472,7 @@ def run_experiment(config: str | os.PathLike | Mapping, out: str | os.PathLike |
     """
     cfg = config if (isinstance(config, Mapping) and "source" in config) else _config.load(
         config, quick=quick)
+    _config.check_sections(cfg, "run")
     if figures is not None:
         cfg = {**cfg, "figures": {**cfg["figures"], "enabled": bool(figures)}}
     out = Path(out if out is not None else (cfg["out"] or Path("runs") / cfg["name"]))
@@ -659,3 +660,181 @@ def _figures(cfg, evaluations, model, dataset, out: Path, stages, log,
     stages.add("figures", time.perf_counter() - t0, count=len(paths))
     log(f"figures: {len(paths)} written to {fdir}")
     return paths
+
+
+# --------------------------------------------------------------------------------------------------
+# ROAR (paper §6): `insdel roar CONFIG`
+# --------------------------------------------------------------------------------------------------
+@dataclass
+class RoarRun:
+    """A finished ROAR run: the per-training table (``roar.csv``), its summary, the figure and the
+    manifest."""
+
+    out: Path
+    config: dict
+    table: pd.DataFrame
+    summary: pd.DataFrame
+    manifest: dict
+    figure: Path | None = None
+
+    def to_markdown(self, digits: int = 4) -> str:
+        from . import roar as _roar
+
+        return _roar.to_markdown(self.summary, digits)
+
+
+def _roar_attributions(cfg, model, dataset, Xall, R, out, base_key, stages, log, progress,
+                       interrupt) -> dict[str, np.ndarray]:
+    """Every method's attributions of the training and test points, checkpointed in chunks."""
+    N = Xall.shape[0]
+    cs = cfg["roar"]["points_per_chunk"]
+    n_chunks = -(-N // cs)
+    result = {}
+    names = cfg["methods"]["names"]
+    with progress_bar(len(names) * n_chunks, "roar attributions", unit="chunk", enable=progress,
+                      auto=True) as bar:
+        for method in names:
+            opts = dict(cfg["methods"]["options"].get(method, {}) or {})
+            key = ck.config_hash({**base_key, "stage": "roar_attributions", "method": method,
+                                  "options": opts, "points_per_chunk": cs})
+            store = ck.ChunkStore(out / "checkpoints" / "attributions" / method, key)
+
+            def compute(i, method=method, opts=opts):
+                lo, hi = i * cs, min(N, (i + 1) * cs)
+                kw = _method_options(method, opts, _chunk_seed(cfg["seed"], "roar", method, i),
+                                     dataset)
+                try:
+                    A, info = _attribute_chunk(model, Xall[lo:hi], R[lo:hi], method, kw)
+                except Exception as exc:
+                    raise type(exc)(f"{method} on points {lo}..{hi - 1}: {exc}") from exc
+                return A, info["model_evaluations"]
+
+            chunks, secs, evals, resumed = _chunked(store, n_chunks, compute, bar, interrupt)
+            stages.add(f"attributions/{method}", secs, model_evaluations=evals,
+                       chunks=n_chunks, chunks_resumed=resumed)
+            result[method] = np.concatenate(chunks, axis=0)
+            log(f"  {method}: {secs:.1f} s, {evals:,} model evaluations"
+                + (f" ({resumed} of {n_chunks} chunks resumed)" if resumed else ""))
+    return result
+
+
+def run_roar(config: str | os.PathLike | Mapping, out: str | os.PathLike | None = None, *,
+             quick: bool = False, progress: bool | None = None, verbose: bool = False,
+             wait: bool = False, _interrupt: Callable[[], None] | None = None) -> RoarRun:
+    """Run a ROAR experiment (paper §6, :mod:`insdel.roar`, ``docs/roar.md``).
+
+    The configuration's ``[data]``, ``[model]`` (a preset or params: every retraining uses them),
+    ``[methods]`` (names and options), ``[compute]`` and ``[roar]`` are read; any other table is an
+    error. The model trained on the unmodified data gives the attributions of every training and
+    test point, against the removal point itself (``roar.reference = "removal"``: training mean /
+    mode) or the references of a policy; then every (method, ordering, q, replicate) is one
+    checkpointed retraining.
+
+    Outputs in ``out``: ``roar.csv`` (method, ordering, q, replicate, loss, epochs),
+    ``roar_summary.csv`` / ``summary.md`` (mean ± se per q and the area against the straight line),
+    ``figures/roar.png`` (Figure 13), ``attributions.npz`` and ``manifest.json``. Started again on
+    the same folder it resumes without retraining finished units, with identical results.
+    """
+    from . import roar as _roar
+
+    cfg = config if (isinstance(config, Mapping) and "source" in config) else _config.load(
+        config, quick=quick)
+    _config.check_sections(cfg, "roar")
+    out = Path(out if out is not None else (cfg["out"] or Path("runs") / cfg["name"]))
+    out.mkdir(parents=True, exist_ok=True)
+    lock = _lock(out, wait)
+    try:
+        return _run_roar(cfg, out, progress, verbose, _interrupt, _roar)
+    finally:
+        lock.release()
+
+
+def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, _roar) -> RoarRun:
+    def log(msg: str) -> None:
+        if verbose:
+            print(msg, file=sys.stderr, flush=True)
+
+    stages = _Stages()
+    t_all = time.perf_counter()
+    dataset = _load_dataset(cfg)
+    data_info = _dataset_info(cfg, dataset)
+    log(f"data: {data_info['name']} (recipe {data_info['recipe']}): {data_info['rows_train']} "
+        f"train / {data_info['rows_test']} test rows, {data_info['features']} features")
+    t0 = time.perf_counter()
+    model, metrics, model_info = _get_model(cfg, dataset, data_info["arrays_sha256"], out, log,
+                                            progress)
+    from .model_files import check_gradient_methods
+
+    check_gradient_methods(model, cfg["methods"]["names"])
+    model_info["sha256"] = _model_hash(model, None)
+    stages.add("model", time.perf_counter() - t0, source=model_info["source"])
+    device = cfg["compute"]["device"]
+    model.eval()
+    if device != "cpu":
+        model.to(device)
+    values = _roar.removal_values(dataset)
+    Xall = np.concatenate([dataset.X_train, dataset.X_test]).astype(np.float64)
+    ref = cfg["roar"]["reference"]
+    if ref == "removal":
+        R = np.broadcast_to(values, Xall.shape).copy()
+        log(f"reference: the removal point (training mean, mode of the "
+            f"{int(dataset.binary_mask.sum())} binary features)")
+    else:
+        from . import policies
+
+        pol = policies.load(ref)
+        pairing = pol.pair(model, Xall, seed=cfg["seed"], progress=progress)
+        if len(pairing) != Xall.shape[0] or not np.array_equal(pairing.target_index,
+                                                                np.arange(Xall.shape[0])):
+            raise ValueError(f"roar.reference = {ref!r}: the policy paired {len(pairing)} of the "
+                             f"{Xall.shape[0]} points (or reordered them); ROAR needs a reference "
+                             "for every training and test point.")
+        R = np.ascontiguousarray(pairing.R)
+        log(f"reference: policy {pol!r}, mean |D| {pairing.mean_diff():.2f}")
+    base_key = {"data": data_info["arrays_sha256"], "model": model_info["sha256"],
+                "seed": cfg["seed"], "reference": ref, "pairs": _array_hash(Xall, R),
+                "device": device}
+    atts = _roar_attributions(cfg, model, dataset, Xall, R, out, base_key, stages, log, progress,
+                              interrupt)
+    ck.save_npz(out / "attributions.npz", atts)
+    spec = cfg["model"]["preset"] if cfg["model"]["preset"] is not None else \
+        dict(cfg["model"]["params"] or {})
+    r = cfg["roar"]
+    max_epochs = r["max_epochs"] if r["max_epochs"] is not None else cfg["model"]["max_epochs"]
+    t0 = time.perf_counter()
+    table = _roar.roar(dataset, atts, params=spec, orderings=r["orderings"],
+                       fractions=r["fractions"], replicates=r["replicates"], seed=cfg["seed"],
+                       max_epochs=max_epochs, device=device,
+                       store=out / "checkpoints" / "roar", progress=progress, log=log,
+                       _interrupt=interrupt)
+    stages.add("roar/trainings", time.perf_counter() - t0, units=len(table),
+               epochs=int(table["epochs"].sum()))
+    summary = _roar.summarize(table)
+    ck.atomic_write_text(out / "roar.csv", table.to_csv(index=False))
+    ck.atomic_write_text(out / "roar_summary.csv", summary.to_csv(index=False))
+    header = run_header(data_info, model_info, {"reference": ref})
+    ck.atomic_write_text(out / "summary.md", header + "\n" + _roar.to_markdown(summary))
+    fig_path = None
+    import matplotlib.pyplot as plt
+
+    from . import plotting
+
+    with plt.rc_context({"figure.max_open_warning": 0}):
+        fig = plotting.roar_figure(summary, title=f"ROAR on {data_info['name']}")
+        fig_path = plotting.save_figure(fig, out / "figures" / "roar.png", 110)
+    files = sorted(p for p in out.rglob("*") if p.is_file() and "checkpoints" not in p.parts
+                   and p.name != "manifest.json" and not p.name.startswith("."))
+    manifest = {
+        "name": cfg["name"], "source": cfg["source"], "quick": cfg["quick"], "seed": cfg["seed"],
+        "config": to_jsonable({k: v for k, v in cfg.items() if k != "source"}),
+        "versions": _versions(), "data": to_jsonable(data_info),
+        "model": {"metrics": to_jsonable(metrics), **to_jsonable(model_info)},
+        "roar": to_jsonable(_roar.run_info(cfg, dataset, values)),
+        "compute": {"device": device, "seconds_total": time.perf_counter() - t_all,
+                    "trainings": int(len(table)), "epochs_total": int(table["epochs"].sum()),
+                    "cpu_count": os.cpu_count(), "stages": to_jsonable(stages.stages)},
+        "files": {str(p.relative_to(out)): ck.sha256_file(p) for p in files},
+    }
+    ck.atomic_write_text(out / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    return RoarRun(out=out, config=cfg, table=table, summary=summary, manifest=manifest,
+                   figure=fig_path)
