@@ -69,15 +69,6 @@ def orderings(A: ArrayLike) -> np.ndarray:
     return np.argsort(-A, axis=-1, kind="stable").astype(np.int64)
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
-def _popcount64(v):  # pragma: no cover - numba
-    c = 0
-    while v:
-        v &= v - np.uint64(1)
-        c += 1
-    return c
-
-
 @nb.njit(cache=True, nogil=True)
 def _lookup_insert(words_buf, hash_buf, base, count, table, cur, h):  # pragma: no cover
     """Find the canonical set ``cur`` (hash h) among this pair's rows; insert it if new."""
@@ -109,7 +100,8 @@ def _lookup_insert(words_buf, hash_buf, base, count, table, cur, h):  # pragma: 
 @nb.njit(parallel=True, cache=True, nogil=True)
 def _index_kernel(orders, diff_words, zob, do_ins, do_del, cap, words_buf, hash_buf, counts,
                   idx):  # pragma: no cover - numba
-    """Assign every curve point of every pair its distinct-row index (local to the pair)."""
+    """Assign every curve point of every pair its distinct-row index (local to the pair), by
+    hashing the sets (K > 1 orderings; one ordering takes :func:`_chain_rows_kernel`)."""
     B, K, n = orders.shape
     W = diff_words.shape[1]
     T = 1
@@ -129,51 +121,6 @@ def _index_kernel(orders, diff_words, zob, do_ins, do_del, cap, words_buf, hash_
         for w in range(W):
             cur[w] = diff_words[b, w]
         id_x = _lookup_insert(words_buf, hash_buf, base, count, table, cur, hD)
-        if K == 1:
-            # One ordering: the insertion sets form a chain from {} to D and the deletion sets a
-            # chain from D to {}; two sets of the two chains coincide only at {} and D, so a new
-            # row is needed exactly where a step moves a feature of D. No hashing.
-            nD = 0
-            for w in range(W):
-                nD += _popcount64(diff_words[b, w])
-            m = 0
-            for mode in range(2):
-                if (mode == 0 and not do_ins) or (mode == 1 and not do_del):
-                    continue
-                ins = mode == 0
-                for w in range(W):
-                    if ins:
-                        cur[w] = np.uint64(0)
-                    else:
-                        cur[w] = diff_words[b, w]
-                inside = 0 if ins else nD
-                prev = id_r if ins else id_x
-                idx[b, 0, m, 0] = prev
-                for s in range(1, n):
-                    j = orders[b, 0, s - 1]
-                    bit = np.uint64(1) << np.uint64(j & 63)
-                    if diff_words[b, j >> 6] & bit:
-                        if ins:
-                            cur[j >> 6] |= bit
-                            inside += 1
-                        else:
-                            cur[j >> 6] &= ~bit
-                            inside -= 1
-                        if inside == nD:
-                            prev = id_x
-                        elif inside == 0:
-                            prev = id_r
-                        else:
-                            u = count[0]
-                            for w in range(W):
-                                words_buf[base + u, w] = cur[w]
-                            count[0] = u + 1
-                            prev = u
-                    idx[b, 0, m, s] = prev
-                idx[b, 0, m, n] = id_x if ins else id_r
-                m += 1
-            counts[b] = count[0]
-            continue
         m = 0
         if do_ins:
             for k in range(K):
@@ -221,6 +168,71 @@ def _compact_kernel(words_buf, cap, counts, offsets, out_words, out_pair, idx): 
             for m in range(idx.shape[2]):
                 for s in range(idx.shape[3]):
                     idx[b, k, m, s] += off
+
+
+@nb.njit(parallel=True, cache=True, nogil=True)
+def _chain_rows_kernel(orders, X, R, diff, n_d, do_ins, do_del, offsets, rows, idx):  # pragma: no cover
+    """One ordering per pair (K = 1): the distinct rows are known without hashing (r, x and, per
+    mode, one row per step that moves a feature of D, except the step that completes the chain),
+    so they are written straight into the model's input buffer in one pass, with their indices."""
+    B, _, n = orders.shape
+    for b in nb.prange(B):
+        off = offsets[b]
+        id_r = off
+        for j in range(n):
+            rows[off, j] = R[b, j]
+        id_x = off
+        u = off + 1
+        if n_d[b] > 0:
+            id_x = off + 1
+            for j in range(n):
+                rows[off + 1, j] = X[b, j]
+            u = off + 2
+        m = 0
+        for mode in range(2):
+            if (mode == 0 and not do_ins) or (mode == 1 and not do_del):
+                continue
+            ins = mode == 0
+            inside = 0 if ins else n_d[b]
+            prev = id_r if ins else id_x
+            idx[b, 0, m, 0] = prev
+            src = R if ins else X  # the row being changed, feature by feature, in place
+            dst = X if ins else R
+            last = -1
+            for s in range(1, n):
+                j = orders[b, 0, s - 1]
+                if diff[b, j]:
+                    inside += 1 if ins else -1
+                    if inside == n_d[b]:
+                        prev = id_x
+                    elif inside == 0:
+                        prev = id_r
+                    else:
+                        # the new row = the previous intermediate row (or the chain's start)
+                        # with feature j switched
+                        if last < 0:
+                            for i in range(n):
+                                rows[u, i] = src[b, i]
+                        else:
+                            for i in range(n):
+                                rows[u, i] = rows[last, i]
+                        rows[u, j] = dst[b, j]
+                        last = u
+                        prev = u
+                        u += 1
+                idx[b, 0, m, s] = prev
+            idx[b, 0, m, n] = id_x if ins else id_r
+            m += 1
+
+
+@nb.njit(parallel=True, cache=True, nogil=True)
+def _gather_kernel(values, idx, mi, out):  # pragma: no cover - numba
+    """``out[b, k, s] = values[idx[b, k, mi, s]]`` (the curves from the distinct values)."""
+    B, K, _, S = idx.shape
+    for b in nb.prange(B):
+        for k in range(K):
+            for s in range(S):
+                out[b, k, s] = values[idx[b, k, mi, s]]
 
 
 @dataclass
@@ -286,10 +298,11 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
     do_ins, do_del = "insertion" in modes, "deletion" in modes
     M = int(do_ins) + int(do_del)
     W = n_words(n)
-    zob = _zobrist(n)
     Xd = np.ascontiguousarray(X, dtype=model.dtype)
     Rd = np.ascontiguousarray(R, dtype=model.dtype)
-    diff_words = masks_to_words(X != R)
+    if K > 1:  # the hashed path (K = 1 takes the chain path below)
+        zob = _zobrist(n)
+        diff_words = masks_to_words(X != R)
 
     per_pair = K * M * (n + 1)
     cap = 2 + K * M * max(n - 1, 0)
@@ -305,9 +318,37 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
     show = progress if progress is not None else None
     with progress_bar(total=B, desc="curves", unit="pair", enable=show,
                       auto=total_points > 5_000_000) as bar:
+        if K == 1:
+            diff = np.ascontiguousarray(X != R)
+            n_d = diff.sum(axis=1).astype(np.int64)
         for b0 in starts:
             b1 = min(b0 + chunk_pairs, B)
             Bc = b1 - b0
+            if K == 1:  # the chain path: rows written once, straight into the model's input
+                t0 = time.perf_counter()
+                nd = n_d[b0:b1]
+                counts = np.where(nd > 0, 2 + M * np.maximum(nd - 1, 0), 1)
+                offsets = np.zeros(Bc, dtype=np.int64)
+                np.cumsum(counts[:-1], out=offsets[1:])
+                U = int(counts.sum())
+                rows = np.empty((U, n), dtype=model.dtype)
+                idx = np.empty((Bc, 1, M, n + 1), dtype=np.int64)
+                _chain_rows_kernel(orders[b0:b1], Xd[b0:b1], Rd[b0:b1], diff[b0:b1], nd,
+                                   do_ins, do_del, offsets, rows, idx)
+                t1 = time.perf_counter()
+                t_index += t1 - t0
+                values = model(rows)
+                t0 = time.perf_counter()
+                t_model += t0 - t1
+                for mi, m in enumerate(modes):
+                    _gather_kernel(values, idx, mi, out[m][b0:b1])
+                fr[b0:b1] = values[offsets]
+                first = modes[0]
+                fx[b0:b1] = out[first][b0:b1, 0, n if first == "insertion" else 0]
+                n_unique += U
+                t_index += time.perf_counter() - t0
+                bar.update(Bc)
+                continue
             t0 = time.perf_counter()
             words_buf = np.empty((Bc * cap, W), dtype=np.uint64)
             hash_buf = np.empty(Bc * cap, dtype=np.uint64)
