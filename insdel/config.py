@@ -152,6 +152,7 @@ SCHEMA: dict[str, Any] = {
         "n_random": (_INT, 20),
         "normalize": (_BOOL, True),
         "targets_per_chunk": (_INT, 50),
+        "order": (_STR, "signed"),
     },
     "decomposition": {
         "n_pairs": (_INT, 0),
@@ -407,6 +408,12 @@ def _check_values(cfg: dict, source: str) -> None:
     need_int("figures.n_random", cfg["figures"]["n_random"], 0)
     need_int("figures.dpi", cfg["figures"]["dpi"], 10)
     _check_device(source, cfg["compute"]["device"])
+    from .curves import ORDERS
+
+    if cfg["evaluation"]["order"] not in ORDERS:
+        raise ConfigError(f"{source}: evaluation.order must be one of {ORDERS}; got "
+                          f"{cfg['evaluation']['order']!r}"
+                          f"{_suggest(str(cfg['evaluation']['order']), ORDERS)}")
     if "roar" in cfg.get("sections", ()):
         _check_roar(cfg, source)
     if cfg["model"]["max_epochs"] is not None:

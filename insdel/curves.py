@@ -53,20 +53,38 @@ def _zobrist(n: int) -> np.ndarray:
     return z
 
 
-def orderings(A: ArrayLike) -> np.ndarray:
-    """Feature orderings of attributions: decreasing *signed* value, ties broken by feature index.
+#: How an ordering is derived from attributions (``order=``): the paper's decreasing signed value,
+#: decreasing absolute value (MoRF, what Quantus and ROAR use) and increasing signed value (LeRF).
+ORDERS = ("signed", "absolute", "ascending")
+
+
+def check_order(order: str) -> str:
+    """Validate an ``order=`` option (one of :data:`ORDERS`)."""
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}; got {order!r}.")
+    return order
+
+
+def orderings(A: ArrayLike, *, order: str = "signed") -> np.ndarray:
+    """Feature orderings of attributions, ties broken by feature index (stable sort).
 
     Parameters
     ----------
     A : array_like, shape (..., n)
+    order : {"signed", "absolute", "ascending"}, default "signed"
+        ``"signed"``: decreasing a_j, the paper's ordering (the convention of insdel's tables);
+        ``"absolute"``: decreasing |a_j| (MoRF, "most relevant first", as in Quantus and ROAR);
+        ``"ascending"``: increasing a_j (LeRF, "least relevant first").
 
     Returns
     -------
     ndarray of int64, shape (..., n)
         ``order[..., k]`` is the feature moved at step k + 1.
     """
+    check_order(order)
     A = as_float_array("A", A, ndim=tuple(range(1, 8)))
-    return np.argsort(-A, axis=-1, kind="stable").astype(np.int64)
+    key = {"signed": -A, "absolute": -np.abs(A), "ascending": A}[order]
+    return np.argsort(key, axis=-1, kind="stable").astype(np.int64)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -388,7 +406,8 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
                        timings={"bookkeeping_s": t_index, "model_s": t_model})
 
 
-def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str = "insertion", batch_size: int | None = None,
+def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str = "insertion",
+           order: str = "signed", batch_size: int | None = None,
            chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None) -> np.ndarray:
     """Insertion or deletion curves for B pairs ordered by their attributions.
 
@@ -405,6 +424,8 @@ def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str 
         (ties by feature index). K orderings per pair give K curves per pair.
     mode : {"insertion", "deletion"}
         Insertion starts at f(r) and ends at f(x); deletion starts at f(x) and ends at f(r).
+    order : {"signed", "absolute", "ascending"}, default "signed"
+        How the ordering is derived from ``A`` (:func:`orderings`).
     batch_size : int, optional
         Rows per model call.
     chunk_size : int
@@ -423,7 +444,7 @@ def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str 
         raise ValueError(
             f"A must have shape (B, n) or (B, K, n) with (B, n) = {X.shape}; got {A.shape}."
         )
-    res = trace(f, X, R, orderings(A), modes=(mode,), batch_size=batch_size,
+    res = trace(f, X, R, orderings(A, order=order), modes=(mode,), batch_size=batch_size,
                 chunk_size=chunk_size, progress=progress, validate=False)
     c = res.curves[mode]
     return c[:, 0, :] if A.ndim == 2 else c

@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 from ._validation import as_float_array, check_mode, check_pairs, feature_names_of
 from .adapter import ModelLike
 from .areas import abc as _abc
-from .curves import DEFAULT_CHUNK_SIZE, orderings, trace
+from .curves import DEFAULT_CHUNK_SIZE, check_order, orderings, trace
 
 __all__ = ["evaluate", "Evaluation", "summarize", "to_markdown", "random_orderings"]
 
@@ -67,6 +67,9 @@ class Evaluation:
         Each method's ordering of each pair.
     feature_names : list of str, optional
         Names of the n features (a DataFrame's columns, or ``evaluate(feature_names=...)``).
+    order : str
+        How the methods' orderings were derived from their attributions (``"signed"``, the
+        paper's, unless ``evaluate(order=...)`` said otherwise).
     stats : dict
         Compute used: curve points, distinct model evaluations, seconds.
     """
@@ -83,6 +86,7 @@ class Evaluation:
     orders: np.ndarray | None = None
     stats: dict = field(default_factory=dict)
     feature_names: list | None = None
+    order: str = "signed"
 
     @property
     def n_pairs(self) -> int:
@@ -143,7 +147,8 @@ class Evaluation:
     def from_curves(cls, *, methods: Sequence[str], modes: Sequence[str], curves: Mapping,
                     random_curves: Mapping, fx: np.ndarray, fr: np.ndarray, normalize: bool,
                     orders: np.ndarray | None = None, stats: dict | None = None,
-                    feature_names: Sequence[str] | None = None) -> Evaluation:
+                    feature_names: Sequence[str] | None = None,
+                    order: str = "signed") -> Evaluation:
         """Build an Evaluation from traced curves: the areas (paper eq. 1, 2) are computed here,
         the one place that turns curves into the long ABC table."""
         methods = list(methods)
@@ -164,7 +169,8 @@ class Evaluation:
                    random_curves=dict(random_curves), fx=np.asarray(fx), fr=np.asarray(fr),
                    abc=pd.concat(frames, ignore_index=True), random_abc=random_abc,
                    normalize=bool(normalize), orders=orders, stats=dict(stats or {}),
-                   feature_names=None if feature_names is None else list(feature_names))
+                   feature_names=None if feature_names is None else list(feature_names),
+                   order=str(order))
 
     def save(self, folder, *, pairing=None) -> Path:
         """Write ``curves.npz`` (every array needed by :meth:`load`) and ``abc.parquet`` (the long
@@ -176,6 +182,7 @@ class Evaluation:
         arrays: dict[str, np.ndarray] = {
             "methods": np.array(self.methods), "modes": np.array(list(self.modes)),
             "normalize": np.array(self.normalize), "fx": self.fx, "fr": self.fr,
+            "order": np.array(self.order),
         }
         if pairing is not None:
             arrays.update({"X": pairing.X, "R": pairing.R,
@@ -215,7 +222,8 @@ class Evaluation:
             fx=z["fx"], fr=z["fr"], normalize=bool(z["normalize"]),
             orders=z["orders"] if "orders" in z.files else None,
             feature_names=[str(c) for c in z["feature_names"]] if "feature_names" in z.files
-            else None)
+            else None,
+            order=str(z["order"].reshape(-1)[0]) if "order" in z.files else "signed")
 
 
 def summarize(abc: pd.DataFrame, differences="auto", methods: Sequence[str] | None = None
@@ -265,8 +273,9 @@ def to_markdown(summary: pd.DataFrame, digits: int = 3) -> str:
 
 def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str, ArrayLike], *,
              modes: Iterable[str] = ("insertion", "deletion"), n_random: int = 20, seed: int = 0,
-             normalize: bool = True, feature_names: Sequence[str] | None = None, add_random: bool = True, batch_size: int | None = None,
-        chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None) -> Evaluation:
+             normalize: bool = True, feature_names: Sequence[str] | None = None,
+             add_random: bool = True, order: str = "signed", batch_size: int | None = None,
+             chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None) -> Evaluation:
     """Insertion/deletion ABCs for several attribution methods on the same pairs (x, r).
 
     Parameters
@@ -293,6 +302,10 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
     add_random : bool, default True
         Add the ``random`` method (one seeded random ordering per pair, the paper's Random row).
         It is not added when ``attributions`` already holds a method called ``random``.
+    order : {"signed", "absolute", "ascending"}, default "signed"
+        How each method's ordering is derived from its attributions
+        (:func:`insdel.curves.orderings`): the paper's decreasing signed value, decreasing |a_j|
+        (MoRF) or increasing a_j (LeRF). Recorded as ``Evaluation.order``.
 
     Returns
     -------
@@ -303,6 +316,7 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
     modes = tuple(dict.fromkeys(check_mode(m) for m in modes))
     if not modes:
         raise ValueError("modes must name at least one of 'insertion', 'deletion'.")
+    check_order(order)
     names = feature_names_of(X, feature_names)
     X, R = check_pairs(X, R)
     B, n = X.shape
@@ -319,7 +333,7 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
                            ndim=(2,))
         if A.shape != (B, n):
             raise ValueError(f"attributions[{name!r}] must have shape (B, n) = {(B, n)}; got {A.shape}.")
-        orders.append(orderings(A))
+        orders.append(orderings(A, order=order))
     rand = random_orderings(B, 1 + n_random, n, seed=seed)
     if add_random and "random" not in attributions:
         methods.append("random")
@@ -339,4 +353,4 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         curves={m: res.curves[m][:, :Km, :] for m in modes},
         random_curves={m: res.curves[m][:, Km:, :] for m in modes},
         fx=res.fx, fr=res.fr, normalize=normalize, orders=all_orders[:, :Km, :], stats=stats,
-        feature_names=names)
+        feature_names=names, order=order)

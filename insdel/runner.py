@@ -554,7 +554,7 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt) -> RunResult:
         t0 = time.perf_counter()
         ev = evaluate(model, X, R, atts, modes=ev_cfg["modes"], n_random=ev_cfg["n_random"],
                       seed=_chunk_seed(cfg["seed"], label, "orders"),
-                      normalize=ev_cfg["normalize"], progress=progress,
+                      normalize=ev_cfg["normalize"], order=ev_cfg["order"], progress=progress,
                       feature_names=list(getattr(dataset, "feature_names", None) or []) or None)
         stages.add(f"{label}/curves", time.perf_counter() - t0,
                    model_evaluations=int(ev.stats.get("model_evaluations", 0)),

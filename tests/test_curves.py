@@ -360,3 +360,32 @@ def test_single_ordering_fast_path_equals_hashed_path(n, B, seed, modes):
         for b in range(B):
             np.testing.assert_allclose(one.curves[m][b, 0], brute_curve(f, X[b], R[b], o[b, 0], m))
     assert one.n_unique == two.n_unique
+
+
+def test_order_options_signed_absolute_ascending(tmp_path):
+    """order= everywhere an ordering comes from attributions (issue 16): the paper's signed order
+    (default), MoRF by |a| and LeRF ascending; ties by feature index; curves and evaluate agree."""
+    A = np.array([[0.5, -2.0, 1.0, 0.5]])
+    assert insdel.orderings(A).tolist() == [[2, 0, 3, 1]]
+    assert insdel.orderings(A, order="absolute").tolist() == [[1, 2, 0, 3]]
+    assert insdel.orderings(A, order="ascending").tolist() == [[1, 0, 3, 2]]
+    with pytest.raises(ValueError, match="order must be one of"):
+        insdel.orderings(A, order="MoRF")
+    rng = np.random.default_rng(5)
+    n = 6
+    w = rng.normal(size=n)
+    f = lambda Z: np.tanh(Z @ w)  # noqa: E731
+    X, R = rng.normal(size=(20, n)), rng.normal(size=(20, n))
+    A = rng.normal(size=(20, n))
+    for order in ("signed", "absolute", "ascending"):
+        c = insdel.curves(f, X, R, A, mode="deletion", order=order)
+        want = insdel.curves(f, X, R, -np.argsort(insdel.orderings(A, order=order), axis=1)
+                             .astype(float), mode="deletion")
+        np.testing.assert_array_equal(c, want)
+        ev = insdel.evaluate(f, X, R, {"m": A}, order=order, n_random=0)
+        assert ev.order == order
+        np.testing.assert_array_equal(ev.curves["deletion"][:, 0], c)
+    with pytest.raises(ValueError, match="order must be one of"):
+        insdel.evaluate(f, X, R, {"m": A}, order="abs")
+    ev.save(tmp_path)
+    assert insdel.Evaluation.load(tmp_path).order == "ascending"
