@@ -114,7 +114,8 @@ class Pairing:
         return pd.DataFrame(d)
 
     def save(self, path: str | Path) -> Path:
-        """Write the pairing to a ``.npz`` file (arrays plus a JSON header); see :meth:`load`."""
+        """Write the pairing to a ``.npz`` file (arrays plus a JSON header) atomically; see
+        :meth:`load`."""
         path = Path(path)
         if path.suffix != ".npz":
             path = path.with_suffix(".npz")
@@ -128,7 +129,10 @@ class Pairing:
             arrays["fr"] = self.fr
         for k, v in self.info.items():
             arrays[f"info__{k}"] = np.asarray(v)
-        np.savez_compressed(path, __meta__=np.array(json.dumps(meta)), **arrays)
+        from .. import _checkpoint as ck
+
+        with ck.atomic_write(path, suffix=".npz") as tmp:  # readable, never half-written
+            np.savez_compressed(tmp, __meta__=np.array(json.dumps(meta)), **arrays)
         return path
 
     @classmethod
