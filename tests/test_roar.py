@@ -180,3 +180,17 @@ def test_cli_roar_writes_its_outputs(tmp_path):
     # started again: every unit is resumed, the table is identical
     again = runner.run_roar(str(p), out)
     pd.testing.assert_frame_equal(again.table, t, check_dtype=False)
+
+
+def test_reference_from_a_policy(tmp_path):
+    """roar.reference names a policy: every training and test point gets that policy's
+    reference (here the data average), recorded in the manifest."""
+    p = tmp_path / "r.toml"
+    p.write_text(TINY_ROAR)
+    cfg = C.load(p, overrides={"roar": {"reference": "average", "orderings": ["absolute"]},
+                               "methods": {"names": ["integrated_gradients"]}})
+    res = runner.run_roar(cfg, tmp_path / "out")
+    assert res.manifest["roar"]["reference"] == "average"
+    atts = np.load(tmp_path / "out" / "attributions.npz")["integrated_gradients"]
+    assert atts.shape == (600, 16)
+    assert set(res.table["method"]) == {"none", "integrated_gradients"}
