@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numba as nb
 import numpy as np
 
 _MAX_LISTED = 5
@@ -150,6 +151,22 @@ def check_positive_int(name: str, value, *, minimum: int = 1) -> int:
     return int(value)
 
 
+@nb.njit(parallel=True, cache=True, nogil=True)
+def _not_permutations(flat, n):  # pragma: no cover - numba
+    """Rows of ``flat`` (m, n) that are not permutations of 0..n-1 (one pass, no sort)."""
+    m = flat.shape[0]
+    bad = np.zeros(m, np.bool_)
+    for i in nb.prange(m):
+        seen = np.zeros(n, np.bool_)
+        for s in range(n):
+            v = flat[i, s]
+            if v < 0 or v >= n or seen[v]:
+                bad[i] = True
+                break
+            seen[v] = True
+    return bad
+
+
 def check_orders(orders, n: int, *, name: str = "orders", B: int | None = None,
                  check_perm: bool = True) -> np.ndarray:
     """Integer orderings (..., n), each a permutation of 0..n-1; errors name the offending entry.
@@ -190,7 +207,7 @@ def check_orders(orders, n: int, *, name: str = "orders", B: int | None = None,
     if not check_perm:
         return o
     flat = o.reshape(-1, n)
-    bad = (np.sort(flat, axis=-1) != np.arange(n)).any(axis=-1)
+    bad = _not_permutations(flat, n)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         row = flat[i]
