@@ -299,12 +299,13 @@ def best_paths_ragged(values, off, dsz, Dflat, doff, n, insertion, best, orders)
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
-def subspace_rows(X, R, pairs, off, Dflat, doff, s0, out):  # pragma: no cover - numba
+def subspace_rows(X, R, pairs, off, Dflat, doff, starts, members, s0, out):  # pragma: no cover
     """Rows ``s0 .. s0 + len(out) - 1`` of the stream of subspace hybrids of a plan of pairs.
 
     Plan entry p (pair ``pairs[p]``) owns rows ``off[p] .. off[p + 1] - 1``, one per subset k of
-    its D (local bit t = feature ``Dflat[doff[p] + t]``): the row is r with the features of k
-    taken from x. Written straight into ``out`` (the model's dtype).
+    its D (local bit t = unit ``Dflat[doff[p] + t]``): the row is r with the units of k taken
+    from x. Unit g is the columns ``members[starts[g]:starts[g + 1]]`` (a feature, or a group).
+    Written straight into ``out`` (the model's dtype).
     """
     M = out.shape[0]
     n = out.shape[1]
@@ -326,7 +327,10 @@ def subspace_rows(X, R, pairs, off, Dflat, doff, s0, out):  # pragma: no cover -
         t = 0
         for q in range(doff[lo], doff[lo + 1]):
             if (k >> t) & 1:
-                out[i, Dflat[q]] = X[b, Dflat[q]]
+                u = Dflat[q]
+                for c in range(starts[u], starts[u + 1]):
+                    col = members[c]
+                    out[i, col] = X[b, col]
             t += 1
 
 

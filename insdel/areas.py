@@ -8,6 +8,17 @@ For a curve ``c_0 .. c_n`` (last axis, n + 1 points):
 
 ``normalize=True`` (the default, what the paper's tables report) divides by n: the trapezoid area over
 [0, 1] minus the straight line. All functions work over any leading shape.
+
+Curves recorded at other positions (groups, ``step=k``, ``fractions=``, partial curves; see
+:mod:`insdel.groups`) have points at ``x_s = t_s / m`` (``t_s`` units moved of m). Their ABC is the
+trapezoid on those positions minus the straight line joining the curve's ends::
+
+    ABC = sum_s (x_s - x_{s-1}) (c_{s-1} + c_s) / 2 - (x_last - x_0) (c_0 + c_last) / 2
+
+(deletion: the negative), times m when ``normalize=False``. On the whole one-per-step curve
+(``t_s = s``) this is exactly eq. (2) divided by n: ``AUC - AUL = n * trapezoid - n * line``,
+because ``sum_k c_k = n * trapezoid + (c_0 + c_n) / 2``. :func:`petsiuk_auc` is Petsiuk et al.'s
+AUC (the trapezoid over the fraction of units moved), the definition of the paper's Table 5.
 """
 
 from __future__ import annotations
@@ -17,7 +28,7 @@ import numpy as np
 
 from ._validation import as_float_array, check_mode
 
-__all__ = ["auc", "aul", "abc"]
+__all__ = ["auc", "aul", "abc", "petsiuk_auc"]
 
 
 @nb.njit(cache=True, nogil=True)
@@ -60,7 +71,63 @@ def aul(curves, *, normalize: bool = False) -> np.ndarray:
     return _areas(curves, "insertion", normalize)[1]
 
 
-def abc(curves, *, mode: str = "insertion", normalize: bool = True) -> np.ndarray:
+@nb.njit(cache=True, nogil=True)
+def _trapz_kernel(c, x, out_trap, out_line):  # pragma: no cover - numba
+    M, P = c.shape
+    span = x[P - 1] - x[0]
+    for i in range(M):
+        s = 0.0
+        for k in range(1, P):
+            s += (x[k] - x[k - 1]) * (c[i, k - 1] + c[i, k])
+        out_trap[i] = 0.5 * s
+        out_line[i] = 0.5 * span * (c[i, 0] + c[i, P - 1])
+
+
+def _x_of(positions, m, P: int) -> np.ndarray:
+    from .groups import check_positions
+
+    t = np.asarray(positions)
+    if t.shape != (P,):
+        raise ValueError(f"positions must have one entry per curve point ({P}); got shape "
+                         f"{t.shape}.")
+    mm = int(t[-1]) if m is None else int(m)
+    t = check_positions(t, mm)
+    return t / mm
+
+
+def _trapezoid(curves, positions, m):
+    c = as_float_array("curves", curves, ndim=tuple(range(1, 8)))
+    P = c.shape[-1]
+    x = _x_of(positions, m, P)
+    flat = np.ascontiguousarray(c.reshape(-1, P))
+    trap, line = np.empty(flat.shape[0]), np.empty(flat.shape[0])
+    _trapz_kernel(flat, x, trap, line)
+    return trap.reshape(c.shape[:-1]), line.reshape(c.shape[:-1])
+
+
+def petsiuk_auc(curves, *, positions=None, m: int | None = None) -> np.ndarray:
+    """Petsiuk et al.'s AUC: the trapezoid area under the curve over the fraction of units moved.
+
+    The definition of the paper's Table 5 (RISE's ``auc``: ``(sum c - c_0/2 - c_last/2) / (S - 1)``
+    for evenly spaced points). For a classifier's probability, a small deletion AUC and a large
+    insertion AUC are good.
+
+    Parameters
+    ----------
+    curves : array_like (..., S)
+    positions : array_like of int (S,), optional
+        Units moved at each point (default ``0 .. S - 1``).
+    m : int, optional
+        Total number of units (default ``positions[-1]``; give it for partial curves).
+    """
+    c = as_float_array("curves", curves, ndim=tuple(range(1, 8)))
+    if positions is None:
+        positions = np.arange(c.shape[-1])
+    return _trapezoid(c, positions, m)[0]
+
+
+def abc(curves, *, mode: str = "insertion", normalize: bool = True, positions=None,
+        m: int | None = None) -> np.ndarray:
     """Signed area between the curve and its straight line (paper eq. 2 and its deletion form).
 
     Parameters
@@ -72,9 +139,25 @@ def abc(curves, *, mode: str = "insertion", normalize: bool = True) -> np.ndarra
         below the line is good).
     normalize : bool, default True
         Divide by n (per-feature area, trapezoid over [0, 1] minus the line), as in the paper's tables.
+    positions : array_like of int (S,), optional
+        Units moved at each point, for curves recorded at other positions than ``0 .. n`` (steps,
+        fractions, partial curves): the trapezoid on ``x_s = positions[s] / m`` minus the line
+        joining the curve's ends (module docstring). Omitted: eq. (2) on evenly spaced points.
+    m : int, optional
+        Total number of units with ``positions`` (default ``positions[-1]``).
 
     Returns
     -------
     ndarray of shape (...)
     """
-    return _areas(curves, mode, normalize)[2]
+    if positions is None:
+        return _areas(curves, mode, normalize)[2]
+    check_mode(mode)
+    c = as_float_array("curves", curves, ndim=tuple(range(1, 8)))
+    t = np.asarray(positions)
+    mm = int(t[-1]) if m is None else int(m)
+    if t.shape == (c.shape[-1],) and mm == t.shape[0] - 1 and np.array_equal(t, np.arange(mm + 1)):
+        return _areas(c, mode, normalize)[2]  # the paper's curve: eq. (2) exactly
+    trap, line = _trapezoid(c, t, mm)
+    sign = 1.0 if mode == "insertion" else -1.0
+    return sign * (trap - line) * (1.0 if normalize else mm)

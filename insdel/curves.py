@@ -33,9 +33,18 @@ from numpy.typing import ArrayLike
 from ._progress import progress_bar
 from ._validation import as_float_array, check_mode, check_orders, check_pairs
 from .adapter import ModelLike, as_model
+from .groups import (
+    Groups,
+    check_groups,
+    check_positions,
+    full_positions,
+    group_attributions,
+    is_full,
+)
+from .groups import positions as make_positions
 from .hybrid import build_rows, masks_to_words, n_words
 
-__all__ = ["curves", "orderings", "trace", "TraceResult", "DEFAULT_CHUNK_SIZE"]
+__all__ = ["curves", "orderings", "unit_orderings", "trace", "TraceResult", "DEFAULT_CHUNK_SIZE"]
 
 DEFAULT_CHUNK_SIZE = 1 << 21  # curve points indexed per chunk of pairs
 MODES = ("insertion", "deletion")
@@ -116,12 +125,14 @@ def _lookup_insert(words_buf, hash_buf, base, count, table, cur, h):  # pragma: 
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
-def _index_kernel(orders, diff_words, zob, do_ins, do_del, cap, words_buf, hash_buf, counts,
+def _index_kernel(orders, diff_words, zob, pos, do_ins, do_del, cap, words_buf, hash_buf, counts,
                   idx):  # pragma: no cover - numba
     """Assign every curve point of every pair its distinct-row index (local to the pair), by
-    hashing the sets (K > 1 orderings; one ordering takes :func:`_chain_rows_kernel`)."""
-    B, K, n = orders.shape
+    hashing the sets of units taken from x (K > 1 orderings; one ordering takes
+    :func:`_chain_rows_kernel`). Point s moves the first ``pos[s]`` units of the ordering."""
+    B, K, m = orders.shape
     W = diff_words.shape[1]
+    S = pos.shape[0]
     T = 1
     while T < 2 * cap:
         T *= 2
@@ -130,45 +141,43 @@ def _index_kernel(orders, diff_words, zob, do_ins, do_del, cap, words_buf, hash_
         table = np.zeros(T, dtype=np.int64)
         count = np.zeros(1, dtype=np.int64)
         cur = np.zeros(W, dtype=np.uint64)
-        # end points: the empty set -> f(r), the full difference set D -> f(x)
-        id_r = _lookup_insert(words_buf, hash_buf, base, count, table, cur, np.uint64(0))
+        # end points: the empty set -> f(r) (local id 0), the full difference set D -> f(x) (id 1)
+        _lookup_insert(words_buf, hash_buf, base, count, table, cur, np.uint64(0))
         hD = np.uint64(0)
-        for j in range(n):
+        for j in range(m):
             if (diff_words[b, j >> 6] >> np.uint64(j & 63)) & np.uint64(1):
                 hD ^= zob[j]
         for w in range(W):
             cur[w] = diff_words[b, w]
-        id_x = _lookup_insert(words_buf, hash_buf, base, count, table, cur, hD)
-        m = 0
-        if do_ins:
+        _lookup_insert(words_buf, hash_buf, base, count, table, cur, hD)
+        mi = 0
+        for mode in range(2):
+            if (mode == 0 and not do_ins) or (mode == 1 and not do_del):
+                continue
             for k in range(K):
-                for w in range(W):
-                    cur[w] = 0
-                h = np.uint64(0)
-                idx[b, k, m, 0] = id_r
-                for s in range(1, n):
-                    j = orders[b, k, s - 1]
-                    bit = np.uint64(1) << np.uint64(j & 63)
-                    if diff_words[b, j >> 6] & bit:
-                        cur[j >> 6] |= bit
-                        h ^= zob[j]
-                    idx[b, k, m, s] = _lookup_insert(words_buf, hash_buf, base, count, table, cur, h)
-                idx[b, k, m, n] = id_x
-            m += 1
-        if do_del:
-            for k in range(K):
-                for w in range(W):
-                    cur[w] = diff_words[b, w]
-                h = hD
-                idx[b, k, m, 0] = id_x
-                for s in range(1, n):
-                    j = orders[b, k, s - 1]
-                    bit = np.uint64(1) << np.uint64(j & 63)
-                    if diff_words[b, j >> 6] & bit:
-                        cur[j >> 6] &= ~bit
-                        h ^= zob[j]
-                    idx[b, k, m, s] = _lookup_insert(words_buf, hash_buf, base, count, table, cur, h)
-                idx[b, k, m, n] = id_r
+                if mode == 0:
+                    for w in range(W):
+                        cur[w] = 0
+                    h = np.uint64(0)
+                else:
+                    for w in range(W):
+                        cur[w] = diff_words[b, w]
+                    h = hD
+                t = 0
+                for s in range(S):
+                    while t < pos[s]:
+                        j = orders[b, k, t]
+                        t += 1
+                        bit = np.uint64(1) << np.uint64(j & 63)
+                        if diff_words[b, j >> 6] & bit:
+                            if mode == 0:
+                                cur[j >> 6] |= bit
+                            else:
+                                cur[j >> 6] &= ~bit
+                            h ^= zob[j]
+                    idx[b, k, mi, s] = _lookup_insert(words_buf, hash_buf, base, count, table,
+                                                      cur, h)
+            mi += 1
         counts[b] = count[0]
 
 
@@ -189,16 +198,48 @@ def _compact_kernel(words_buf, cap, counts, offsets, out_words, out_pair, idx): 
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
-def _chain_rows_kernel(orders, X, R, diff, n_d, do_ins, do_del, offsets, rows, idx):  # pragma: no cover
+def _chain_count_kernel(orders, diff, n_d, pos, do_ins, do_del, counts):  # pragma: no cover
+    """Distinct rows of each pair under one ordering (the walk of :func:`_chain_rows_kernel`
+    without writing): r, x and one row per recorded point strictly between them."""
+    B = orders.shape[0]
+    S = pos.shape[0]
+    for b in nb.prange(B):
+        c = 1 if n_d[b] == 0 else 2
+        for mode in range(2):
+            if (mode == 0 and not do_ins) or (mode == 1 and not do_del):
+                continue
+            inside = 0 if mode == 0 else n_d[b]
+            changed = False
+            t = 0
+            for s in range(S):
+                while t < pos[s]:
+                    g = orders[b, 0, t]
+                    t += 1
+                    if diff[b, g]:
+                        inside += 1 if mode == 0 else -1
+                        changed = True
+                if changed:
+                    if inside != n_d[b] and inside != 0:
+                        c += 1
+                    changed = False
+        counts[b] = c
+
+
+@nb.njit(parallel=True, cache=True, nogil=True)
+def _chain_rows_kernel(orders, X, R, diff, n_d, pos, starts, members, do_ins, do_del, offsets,
+                       rows, idx):  # pragma: no cover - numba
     """One ordering per pair (K = 1): the distinct rows are known without hashing (r, x and, per
-    mode, one row per step that moves a feature of D, except the step that completes the chain),
-    so they are written straight into the model's input buffer in one pass, with their indices."""
-    B, _, n = orders.shape
+    mode, one row per recorded point that differs from the previous one and from both ends), so
+    they are written straight into the model's input buffer in one pass, with their indices.
+    Unit g is the columns ``members[starts[g]:starts[g + 1]]``."""
+    B = orders.shape[0]
+    n = X.shape[1]
+    S = pos.shape[0]
     for b in nb.prange(B):
         off = offsets[b]
-        id_r = off
         for j in range(n):
             rows[off, j] = R[b, j]
+        id_r = off
         id_x = off
         u = off + 1
         if n_d[b] > 0:
@@ -206,41 +247,43 @@ def _chain_rows_kernel(orders, X, R, diff, n_d, do_ins, do_del, offsets, rows, i
             for j in range(n):
                 rows[off + 1, j] = X[b, j]
             u = off + 2
-        m = 0
+        work = rows[off].copy()  # the current point, changed unit by unit
+        mi = 0
         for mode in range(2):
             if (mode == 0 and not do_ins) or (mode == 1 and not do_del):
                 continue
             ins = mode == 0
             inside = 0 if ins else n_d[b]
             prev = id_r if ins else id_x
-            idx[b, 0, m, 0] = prev
-            src = R if ins else X  # the row being changed, feature by feature, in place
+            src = R if ins else X
             dst = X if ins else R
-            last = -1
-            for s in range(1, n):
-                j = orders[b, 0, s - 1]
-                if diff[b, j]:
-                    inside += 1 if ins else -1
+            for i in range(n):
+                work[i] = src[b, i]
+            changed = False
+            t = 0
+            for s in range(S):
+                while t < pos[s]:
+                    g = orders[b, 0, t]
+                    t += 1
+                    if diff[b, g]:
+                        inside += 1 if ins else -1
+                        for c in range(starts[g], starts[g + 1]):
+                            col = members[c]
+                            work[col] = dst[b, col]
+                        changed = True
+                if changed:
                     if inside == n_d[b]:
                         prev = id_x
                     elif inside == 0:
                         prev = id_r
                     else:
-                        # the new row = the previous intermediate row (or the chain's start)
-                        # with feature j switched
-                        if last < 0:
-                            for i in range(n):
-                                rows[u, i] = src[b, i]
-                        else:
-                            for i in range(n):
-                                rows[u, i] = rows[last, i]
-                        rows[u, j] = dst[b, j]
-                        last = u
+                        for i in range(n):
+                            rows[u, i] = work[i]
                         prev = u
                         u += 1
-                idx[b, 0, m, s] = prev
-            idx[b, 0, m, n] = id_x if ins else id_r
-            m += 1
+                    changed = False
+                idx[b, 0, mi, s] = prev
+            mi += 1
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
@@ -260,13 +303,18 @@ class TraceResult:
     Attributes
     ----------
     curves : dict
-        mode -> array (B, K, n + 1).
+        mode -> array (B, K, S): S = n + 1 points for the paper's curves, or one per position.
     fx, fr : ndarray (B,)
         f(x) and f(r) per pair (each evaluated once).
     n_points : int
-        Curve points requested (B * K * modes * (n + 1)).
+        Curve points requested (B * K * modes * S).
     n_unique : int
         Distinct points evaluated by the model (the physical minimum for these curves).
+    positions : ndarray of int64 (S,)
+        Units moved at each point (``0 .. m`` for the paper's curves).
+    m : int
+        Number of units (groups; n without groups).
+    groups : Groups or None
     """
 
     curves: dict
@@ -275,9 +323,24 @@ class TraceResult:
     n_points: int = 0
     n_unique: int = 0
     timings: dict = field(default_factory=dict)
+    positions: np.ndarray | None = None
+    m: int = 0
+    groups: Groups | None = None
 
 
-def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=MODES, batch_size: int | None = None,
+def _unit_plan(X: np.ndarray, R: np.ndarray, groups: Groups | None):
+    """Which units differ per pair (B, m) and the unit -> columns map (starts, members)."""
+    diff = X != R
+    n = X.shape[1]
+    if groups is None:
+        return np.ascontiguousarray(diff), np.arange(n + 1, dtype=np.int64), np.arange(
+            n, dtype=np.int64), None
+    return (np.ascontiguousarray(groups.reduce_any(diff)), groups.starts, groups.members,
+            groups.labels)
+
+
+def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=MODES,
+          groups=None, positions: ArrayLike | None = None, batch_size: int | None = None,
           chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None,
           validate: bool = True) -> TraceResult:
     """Trace insertion and/or deletion curves of every pair under every given ordering.
@@ -288,9 +351,15 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
         Anything :func:`insdel.as_model` accepts.
     X, R : array_like (B, n)
         Targets and references (a 1-D R is one reference for all targets).
-    orders : array_like of int, (B, n) or (B, K, n)
-        Orderings (``orders[b, k, s]`` is the feature moved at step s + 1).
+    orders : array_like of int, (B, m) or (B, K, m)
+        Orderings of the m units (``orders[b, k, s]`` is the unit moved at step s + 1); the units
+        are the n features, or the m groups of ``groups``.
     modes : sequence of {"insertion", "deletion"}
+    groups : optional
+        A partition of the columns into m groups that move as one unit (:mod:`insdel.groups`).
+    positions : array_like of int (S,), optional
+        Units moved at each recorded point, strictly increasing in [0, m] (:func:`insdel.groups.positions`
+        builds them from ``step=``, ``fractions=``, ``max_fraction=``). Default ``0, 1, ..., m``.
     batch_size : int, optional
         Rows per model call.
     chunk_size : int
@@ -308,107 +377,119 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
     if validate:
         X, R = check_pairs(X, R)
     B, n = X.shape
-    modes = tuple(check_mode(m) for m in modes)
+    grp = check_groups(groups, n)
+    if grp is not None and grp.singleton:
+        grp = None
+    m = n if grp is None else grp.m
+    pos = full_positions(m) if positions is None else check_positions(positions, m)
+    full = is_full(pos, m)
+    S = pos.shape[0]
+    modes = tuple(check_mode(mo) for mo in modes)
     if not modes:
         raise ValueError("modes must name at least one of 'insertion', 'deletion'.")
-    orders = check_orders(orders, n, name="orders", B=B, check_perm=validate)
+    orders = check_orders(orders, m, name="orders", B=B, check_perm=validate)
     K = orders.shape[1]
     do_ins, do_del = "insertion" in modes, "deletion" in modes
     M = int(do_ins) + int(do_del)
-    W = n_words(n)
+    W = n_words(m)
     Xd = np.ascontiguousarray(X, dtype=model.dtype)
     Rd = np.ascontiguousarray(R, dtype=model.dtype)
+    diff, starts, members, labels = _unit_plan(X, R, grp)
+    n_d = diff.sum(axis=1).astype(np.int64)
     if K > 1:  # the hashed path (K = 1 takes the chain path below)
-        zob = _zobrist(n)
-        diff_words = masks_to_words(X != R)
+        zob = _zobrist(m)
+        diff_words = masks_to_words(diff)
 
-    per_pair = K * M * (n + 1)
-    cap = 2 + K * M * max(n - 1, 0)
+    per_pair = K * M * S
+    cap = 2 + K * M * S
     chunk_pairs = max(1, int(chunk_size) // max(per_pair, 1))
-    out = {m: np.empty((B, K, n + 1)) for m in modes}
+    out = {mo: np.empty((B, K, S)) for mo in modes}
     fx = np.empty(B)
     fr = np.empty(B)
     n_unique = 0
     t_index = t_model = 0.0
     bs = model.batch_size
-    starts = range(0, B, chunk_pairs)
     total_points = B * per_pair
-    show = progress if progress is not None else None
-    with progress_bar(total=B, desc="curves", unit="pair", enable=show,
+    with progress_bar(total=B, desc="curves", unit="pair", enable=progress,
                       auto=total_points > 5_000_000) as bar:
-        if K == 1:
-            diff = np.ascontiguousarray(X != R)
-            n_d = diff.sum(axis=1).astype(np.int64)
-        for b0 in starts:
+        for b0 in range(0, B, chunk_pairs):
             b1 = min(b0 + chunk_pairs, B)
             Bc = b1 - b0
+            nd = n_d[b0:b1]
             if K == 1:  # the chain path: rows written once, straight into the model's input
                 t0 = time.perf_counter()
-                nd = n_d[b0:b1]
-                counts = np.where(nd > 0, 2 + M * np.maximum(nd - 1, 0), 1)
+                if full:
+                    counts = np.where(nd > 0, 2 + M * np.maximum(nd - 1, 0), 1)
+                else:
+                    counts = np.empty(Bc, dtype=np.int64)
+                    _chain_count_kernel(orders[b0:b1], diff[b0:b1], nd, pos, do_ins, do_del,
+                                        counts)
                 offsets = np.zeros(Bc, dtype=np.int64)
                 np.cumsum(counts[:-1], out=offsets[1:])
                 U = int(counts.sum())
                 rows = np.empty((U, n), dtype=model.dtype)
-                idx = np.empty((Bc, 1, M, n + 1), dtype=np.int64)
-                _chain_rows_kernel(orders[b0:b1], Xd[b0:b1], Rd[b0:b1], diff[b0:b1], nd,
-                                   do_ins, do_del, offsets, rows, idx)
+                idx = np.empty((Bc, 1, M, S), dtype=np.int64)
+                _chain_rows_kernel(orders[b0:b1], Xd[b0:b1], Rd[b0:b1], diff[b0:b1], nd, pos,
+                                   starts, members, do_ins, do_del, offsets, rows, idx)
                 t1 = time.perf_counter()
                 t_index += t1 - t0
                 values = model(rows)
                 t0 = time.perf_counter()
                 t_model += t0 - t1
-                for mi, m in enumerate(modes):
-                    _gather_kernel(values, idx, mi, out[m][b0:b1])
-                fr[b0:b1] = values[offsets]
-                first = modes[0]
-                fx[b0:b1] = out[first][b0:b1, 0, n if first == "insertion" else 0]
-                n_unique += U
-                t_index += time.perf_counter() - t0
-                bar.update(Bc)
-                continue
-            t0 = time.perf_counter()
-            words_buf = np.empty((Bc * cap, W), dtype=np.uint64)
-            hash_buf = np.empty(Bc * cap, dtype=np.uint64)
-            counts = np.empty(Bc, dtype=np.int64)
-            idx = np.empty((Bc, K, M, n + 1), dtype=np.int64)
-            _index_kernel(orders[b0:b1], diff_words[b0:b1], zob, do_ins, do_del, cap, words_buf,
-                          hash_buf, counts, idx)
-            offsets = np.zeros(Bc, dtype=np.int64)
-            np.cumsum(counts[:-1], out=offsets[1:])
-            U = int(counts.sum())
-            uwords = np.empty((U, W), dtype=np.uint64)
-            upair = np.empty(U, dtype=np.int64)
-            _compact_kernel(words_buf, cap, counts, offsets, uwords, upair, idx)
-            del words_buf, hash_buf
-            values = np.empty(U)
-            rows = np.empty((min(bs, U), n), dtype=model.dtype)
-            t_index += time.perf_counter() - t0
-            for s0 in range(0, U, bs):
-                s1 = min(s0 + bs, U)
+                for mi, mo in enumerate(modes):
+                    _gather_kernel(values, idx, mi, out[mo][b0:b1])
+            else:
                 t0 = time.perf_counter()
-                buf = build_rows(Xd[b0:b1], Rd[b0:b1], upair[s0:s1], uwords[s0:s1],
-                                 out=rows[: s1 - s0])
-                t1 = time.perf_counter()
-                values[s0:s1] = model(buf)
-                t_model += time.perf_counter() - t1
-                t_index += t1 - t0
-            t0 = time.perf_counter()
-            for mi, m in enumerate(modes):
-                out[m][b0:b1] = values[idx[:, :, mi, :]]
-            fr[b0:b1] = values[offsets]  # local id 0 is the empty set
-            first = modes[0]
-            fx[b0:b1] = out[first][b0:b1, 0, n if first == "insertion" else 0]
+                words_buf = np.empty((Bc * cap, W), dtype=np.uint64)
+                hash_buf = np.empty(Bc * cap, dtype=np.uint64)
+                counts = np.empty(Bc, dtype=np.int64)
+                idx = np.empty((Bc, K, M, S), dtype=np.int64)
+                _index_kernel(orders[b0:b1], diff_words[b0:b1], zob, pos, do_ins, do_del, cap,
+                              words_buf, hash_buf, counts, idx)
+                offsets = np.zeros(Bc, dtype=np.int64)
+                np.cumsum(counts[:-1], out=offsets[1:])
+                U = int(counts.sum())
+                uwords = np.empty((U, W), dtype=np.uint64)
+                upair = np.empty(U, dtype=np.int64)
+                _compact_kernel(words_buf, cap, counts, offsets, uwords, upair, idx)
+                del words_buf, hash_buf
+                values = np.empty(U)
+                rows = np.empty((min(bs, U), n), dtype=model.dtype)
+                t_index += time.perf_counter() - t0
+                for s0 in range(0, U, bs):
+                    s1 = min(s0 + bs, U)
+                    t0 = time.perf_counter()
+                    buf = build_rows(Xd[b0:b1], Rd[b0:b1], upair[s0:s1], uwords[s0:s1],
+                                     out=rows[: s1 - s0], unit_of=labels)
+                    t1 = time.perf_counter()
+                    values[s0:s1] = model(buf)
+                    t_model += time.perf_counter() - t1
+                    t_index += t1 - t0
+                t0 = time.perf_counter()
+                for mi, mo in enumerate(modes):
+                    out[mo][b0:b1] = values[idx[:, :, mi, :]]
+            # local row 0 is r; row 1 is x when D is not empty (else x = r)
+            fr[b0:b1] = values[offsets]
+            fx[b0:b1] = values[offsets + (nd > 0)]
             n_unique += U
             t_index += time.perf_counter() - t0
             bar.update(Bc)
     return TraceResult(curves=out, fx=fx, fr=fr, n_points=total_points, n_unique=n_unique,
-                       timings={"bookkeeping_s": t_index, "model_s": t_model})
+                       timings={"bookkeeping_s": t_index, "model_s": t_model}, positions=pos,
+                       m=m, groups=grp)
+
+
+def unit_orderings(A: np.ndarray, groups: Groups | None, *, order: str = "signed",
+                   name: str = "A") -> np.ndarray:
+    """Orderings of the units (features, or groups with attributions summed per group)."""
+    return orderings(group_attributions(A, groups, name=name), order=order)
 
 
 def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str = "insertion",
-           order: str = "signed", batch_size: int | None = None,
-           chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None) -> np.ndarray:
+           order: str = "signed", groups=None, step: int | None = None,
+           fractions: ArrayLike | None = None, max_fraction: float | None = None,
+           batch_size: int | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE,
+           progress: bool | None = None) -> np.ndarray:
     """Insertion or deletion curves for B pairs ordered by their attributions.
 
     Parameters
@@ -419,13 +500,23 @@ def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str 
         Targets x (the points being explained).
     R : array_like, shape (B, n) or (n,)
         References r.
-    A : array_like, shape (B, n) or (B, K, n)
-        Attributions explaining f(x) - f(r); features are moved in decreasing signed order
-        (ties by feature index). K orderings per pair give K curves per pair.
+    A : array_like, shape (B, n) or (B, K, n); with groups also (B, m) or (B, K, m)
+        Attributions explaining f(x) - f(r); units are moved in decreasing signed order (ties by
+        index). K orderings per pair give K curves per pair. With groups, a group's attribution is
+        the sum of its columns' (or given per group).
     mode : {"insertion", "deletion"}
         Insertion starts at f(r) and ends at f(x); deletion starts at f(x) and ends at f(r).
     order : {"signed", "absolute", "ascending"}, default "signed"
         How the ordering is derived from ``A`` (:func:`orderings`).
+    groups : optional
+        Columns that move together (:mod:`insdel.groups`): m groups, m + 1 points.
+    step : int, optional
+        Groups (or features) moved per step; the curve is the subsequence of the one-per-step curve
+        at ``0, k, 2k, ..., m``.
+    fractions : array_like of float, optional
+        Points at these fractions of the units (instead of ``step``).
+    max_fraction : float, optional
+        A partial curve that stops after this fraction of the units.
     batch_size : int, optional
         Rows per model call.
     chunk_size : int
@@ -435,17 +526,26 @@ def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str 
 
     Returns
     -------
-    ndarray of float64, shape (B, n + 1) or (B, K, n + 1)
+    ndarray of float64, shape (B, S) or (B, K, S)
+        S = n + 1 (or m + 1) for the whole one-per-step curve, else one point per position
+        (:func:`insdel.groups.positions`).
     """
     check_mode(mode)
     X, R = check_pairs(X, R)
+    grp = check_groups(groups, X.shape[1])
     A = as_float_array("A", A, ndim=(2, 3))
-    if A.shape[0] != X.shape[0] or A.shape[-1] != X.shape[1]:
+    units = (X.shape[1],) if grp is None else (grp.n, grp.m)
+    if A.shape[0] != X.shape[0] or A.shape[-1] not in units:
         raise ValueError(
-            f"A must have shape (B, n) or (B, K, n) with (B, n) = {X.shape}; got {A.shape}."
+            f"A must have shape (B, n) or (B, K, n) with (B, n) = {X.shape}"
+            + ("" if grp is None else f" (or m = {grp.m} per group)") + f"; got {A.shape}."
         )
-    res = trace(f, X, R, orderings(A, order=order), modes=(mode,), batch_size=batch_size,
-                chunk_size=chunk_size, progress=progress, validate=False)
+    m = X.shape[1] if grp is None else grp.m
+    pos = None
+    if step is not None or fractions is not None or max_fraction is not None:
+        pos = make_positions(m, step=step, fractions=fractions, max_fraction=max_fraction)
+    res = trace(f, X, R, unit_orderings(A, grp, order=order), modes=(mode,), groups=grp,
+                positions=pos, batch_size=batch_size, chunk_size=chunk_size, progress=progress,
+                validate=False)
     c = res.curves[mode]
     return c[:, 0, :] if A.ndim == 2 else c
-

@@ -49,6 +49,7 @@ from ._validation import (
     check_positive_int,
 )
 from .adapter import Model, ModelLike, as_model
+from .groups import Groups, check_groups
 
 __all__ = [
     "DEFAULT_MAX_D", "FULL_LAYOUT_MAX_N", "AnchoredDecomposition", "BatchDecomposition",
@@ -131,10 +132,15 @@ def _n_from_length(N: int, name: str) -> int:
     return n
 
 
-def _subspaces(X: np.ndarray, R: np.ndarray, dedup: bool = True
+def _subspaces(X: np.ndarray, R: np.ndarray, dedup: bool = True, groups: Groups | None = None
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per pair: |D| (B,), the features of every D in increasing order (flat) and their offsets."""
-    diff = X != R if dedup else np.ones(X.shape, dtype=bool)
+    """Per pair: |D| (B,), the units (features or groups) of every D in increasing order (flat)
+    and their offsets. A group is in D when any of its columns differs."""
+    diff = X != R
+    if groups is not None:
+        diff = groups.reduce_any(diff)
+    if not dedup:
+        diff = np.ones(diff.shape, dtype=bool)
     dsz = diff.sum(axis=1).astype(np.int64)
     Dflat = np.nonzero(diff)[1].astype(np.int64)
     doff = np.zeros(X.shape[0] + 1, dtype=np.int64)
@@ -148,8 +154,15 @@ def _value_offsets(dsz: np.ndarray) -> np.ndarray:
     return off
 
 
+def _unit_map(n: int, groups: Groups | None) -> tuple[np.ndarray, np.ndarray]:
+    if groups is None:
+        return np.arange(n + 1, dtype=np.int64), np.arange(n, dtype=np.int64)
+    return groups.starts, groups.members
+
+
 def _evaluate(model: Model, Xd: np.ndarray, Rd: np.ndarray, pairs: np.ndarray, dsz: np.ndarray,
-              Dflat: np.ndarray, doff: np.ndarray, bar) -> tuple[np.ndarray, np.ndarray, float]:
+              Dflat: np.ndarray, doff: np.ndarray, bar, groups: Groups | None = None
+              ) -> tuple[np.ndarray, np.ndarray, float]:
     """``g_p(u)`` for every subset u of D_p of the plan entries p (pair ``pairs[p]``), flat.
 
     Each distinct hybrid is built once (numba, straight into the model's dtype) and evaluated in
@@ -163,10 +176,11 @@ def _evaluate(model: Model, Xd: np.ndarray, Rd: np.ndarray, pairs: np.ndarray, d
     rows = np.empty((min(bs, U), Xd.shape[1]), dtype=model.dtype)
     pairs = np.ascontiguousarray(pairs, dtype=np.int64)
     t_model = 0.0
+    starts, members = _unit_map(Xd.shape[1], groups)
     for s0 in range(0, U, bs):
         s1 = min(s0 + bs, U)
         buf = rows[:s1 - s0]
-        K.subspace_rows(Xd, Rd, pairs, off, Dflat, doff, s0, buf)
+        K.subspace_rows(Xd, Rd, pairs, off, Dflat, doff, starts, members, s0, buf)
         t0 = time.perf_counter()
         vals[s0:s1] = model(buf)
         t_model += time.perf_counter() - t0
@@ -751,18 +765,22 @@ class AnchoredDecomposition:
 
 
 # -- evaluation of the 2^|D| hybrids of many pairs ------------------------------------------------
-def _prepare(f, X, R, batch_size):
+def _prepare(f, X, R, batch_size, groups=None):
     model = as_model(f, batch_size=batch_size)
     X, R = check_pairs(X, R)
     Xd = np.ascontiguousarray(X, dtype=model.dtype)
     Rd = np.ascontiguousarray(R, dtype=model.dtype)
-    return model, X, R, Xd, Rd
+    grp = check_groups(groups, X.shape[1])
+    if grp is not None and grp.singleton:
+        grp = None
+    return model, X, R, Xd, Rd, grp
 
 
 def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
                         batch_size: int | None = None, progress: bool | None = None,
                         max_d: int = DEFAULT_MAX_D, dedup: bool = True,
-                        feature_names: Sequence[str] | None = None) -> BatchDecomposition:
+                        feature_names: Sequence[str] | None = None,
+                        groups=None) -> BatchDecomposition:
     """Anchored decompositions of B pairs, each in its differing subspace D_b = {j : x_j != r_j}.
 
     Evaluates ``g_b(u) = f(hybrid(x_b, r_b, u))`` for the 2^|D_b| subsets u of D_b (each distinct
@@ -788,6 +806,13 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
         Work in D_b. ``False`` takes D_b = all n features (2^n evaluations per pair, the full-space
         route; for checks).
     feature_names : sequence of str, optional
+        Names of the units (the features, or the groups).
+    groups : optional
+        A partition of the columns into m groups (:mod:`insdel.groups`): the decomposition of the
+        *group game* ``g(u) = f(hybrid(x, r, columns of the groups in u))`` over the m groups
+        (no Owen values: each group is one player). D_b is then the groups with a differing
+        column, and every result (Shapley values, orderings, areas) is over the m groups.
+        Singleton groups give today's results exactly.
 
     Returns
     -------
@@ -799,14 +824,17 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
         A pair with |D| > ``max_d``.
     """
     t0 = time.perf_counter()
-    model, X, R, Xd, Rd = _prepare(f, X, R, batch_size)
-    B, n = X.shape
-    dsz, Dflat, doff = _subspaces(X, R, dedup)
+    model, X, R, Xd, Rd, grp = _prepare(f, X, R, batch_size, groups)
+    B = X.shape[0]
+    n = X.shape[1] if grp is None else grp.m
+    if feature_names is None and grp is not None:
+        feature_names = grp.names
+    dsz, Dflat, doff = _subspaces(X, R, dedup, grp)
     _check_d(dsz, n, max_d, probe=lambda: _seconds_per_row(model, Xd))
     total = int(np.sum(np.left_shift(np.int64(1), dsz)))
     with progress_bar(total, "decomposition", unit="row", enable=progress,
                       auto=total > 4_000_000) as bar:
-        vals, _, t_model = _evaluate(model, Xd, Rd, np.arange(B), dsz, Dflat, doff, bar)
+        vals, _, t_model = _evaluate(model, Xd, Rd, np.arange(B), dsz, Dflat, doff, bar, grp)
     delta = vals.copy()
     K.mobius_ragged(delta, _value_offsets(dsz), dsz)
     elapsed = time.perf_counter() - t0
@@ -819,7 +847,7 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
 def anchored_decomposition(f: ModelLike, x: ArrayLike, r: ArrayLike, *,
                            feature_names: Sequence[str] | None = None,
                            batch_size: int | None = None, max_d: int = DEFAULT_MAX_D,
-                           progress: bool | None = None) -> AnchoredDecomposition:
+                           progress: bool | None = None, groups=None) -> AnchoredDecomposition:
     """The anchored decomposition of f for one pair (target x, reference/anchor r).
 
     Evaluates ``g(u) = f(hybrid(x, r, u))`` for the 2^|D| subsets u of D = {j : x_j != r_j} and
@@ -838,6 +866,8 @@ def anchored_decomposition(f: ModelLike, x: ArrayLike, r: ArrayLike, *,
     max_d : int, default 20
         Refuse |D| above this (the error states the evaluations and memory needed).
     progress : bool, optional
+    groups : optional
+        Decompose the group game over m groups (see :func:`batch_decomposition`).
 
     Returns
     -------
@@ -854,13 +884,14 @@ def anchored_decomposition(f: ModelLike, x: ArrayLike, r: ArrayLike, *,
     x = as_float_array("x", x, ndim=(1,))
     r = as_float_array("r", r, ndim=(1,))
     b = batch_decomposition(f, x[None, :], r[None, :], batch_size=batch_size,
-                            progress=progress, max_d=max_d, feature_names=feature_names)
+                            progress=progress, max_d=max_d, feature_names=feature_names,
+                            groups=groups)
     return AnchoredDecomposition._wrap(b)
 
 
 def shapley_values(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
                    batch_size: int | None = None, progress: bool | None = None,
-                   max_d: int = DEFAULT_MAX_D) -> np.ndarray:
+                   max_d: int = DEFAULT_MAX_D, groups=None) -> np.ndarray:
     """Exact baseline Shapley values of B pairs, ``phi_j = sum_{u ∋ j} Delta_u / |u|``.
 
     The same numbers as exact Kernel SHAP with the single background point r, computed in each
@@ -877,18 +908,21 @@ def shapley_values(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
     progress : bool, optional
     max_d : int, default 20
         Refuse pairs with more differing features (the error names the pair and the cost).
+    groups : optional
+        Shapley values of the group game over m groups (:mod:`insdel.groups`): shape (B, m).
 
     Returns
     -------
-    ndarray (B, n); rows sum to f(x_b) - f(r_b).
+    ndarray (B, n) or (B, m); rows sum to f(x_b) - f(r_b).
     """
-    return subspace_shapley(f, X, R, max_d=max_d, batch_size=batch_size, progress=progress)[0]
+    return subspace_shapley(f, X, R, max_d=max_d, batch_size=batch_size, progress=progress,
+                            groups=groups)[0]
 
 
 def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = DEFAULT_MAX_D,
                      batch_size: int | None = None, progress: bool | None = None,
-                     pairs: np.ndarray | None = None, max_rows: int = 1 << 20
-                     ) -> tuple[np.ndarray, np.ndarray]:
+                     pairs: np.ndarray | None = None, max_rows: int = 1 << 20,
+                     groups=None) -> tuple[np.ndarray, np.ndarray]:
     """Exact baseline Shapley values computed in each pair's differing subspace, and |D|.
 
     A pair (x, r) only involves D = {j : x_j != r_j}: every hybrid is determined by u ∩ D, so
@@ -913,10 +947,12 @@ def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = D
         Compute only these pairs (the others' rows of the result are NaN).
     max_rows : int, default 2^20
         Values held at once (pairs are streamed in chunks of about this many subsets).
+    groups : optional
+        The group game over m groups (:mod:`insdel.groups`); phi is then (B, m).
 
     Returns
     -------
-    phi : ndarray (B, n)
+    phi : ndarray (B, n) or (B, m)
         Exact Shapley values; ``phi.sum(1) == f(X) - f(R)`` up to rounding.
     d : ndarray of int (B,)
         |D| per pair.
@@ -926,10 +962,11 @@ def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = D
     ValueError
         A pair with |D| > ``max_d``; the message names the pair, its |D| and the cost.
     """
-    model, X, R, Xd, Rd = _prepare(f, X, R, batch_size)
+    model, X, R, Xd, Rd, grp = _prepare(f, X, R, batch_size, groups)
     max_rows = check_positive_int("max_rows", max_rows)
-    B, n = X.shape
-    dsz, Dflat, doff = _subspaces(X, R)
+    B = X.shape[0]
+    n = X.shape[1] if grp is None else grp.m
+    dsz, Dflat, doff = _subspaces(X, R, groups=grp)
     if pairs is None:
         todo = np.arange(B, dtype=np.int64)
     else:
@@ -960,7 +997,7 @@ def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = D
             dco = np.zeros(idx.size + 1, dtype=np.int64)
             np.cumsum(dc, out=dco[1:])
             Dc = Dflat[np.repeat(doff[idx] - dco[:-1], dc) + np.arange(dco[-1])]
-            vals, off, _ = _evaluate(model, Xd, Rd, idx, dc, Dc, dco, bar)
+            vals, off, _ = _evaluate(model, Xd, Rd, idx, dc, Dc, dco, bar, grp)
             K.mobius_ragged(vals, off, dc)
             out = np.empty((idx.size, n))
             K.shapley_ragged(vals, off, dc, Dc, dco, out)

@@ -19,6 +19,8 @@ from ._validation import as_float_array, check_mode, check_pairs, feature_names_
 from .adapter import ModelLike
 from .areas import abc as _abc
 from .curves import DEFAULT_CHUNK_SIZE, check_order, orderings, trace
+from .groups import Groups, check_groups, group_attributions, is_full
+from .groups import positions as make_positions
 
 __all__ = ["evaluate", "Evaluation", "summarize", "to_markdown", "random_orderings"]
 
@@ -72,6 +74,11 @@ class Evaluation:
         paper's, unless ``evaluate(order=...)`` said otherwise).
     stats : dict
         Compute used: curve points, distinct model evaluations, seconds.
+    groups : Groups, optional
+        The feature groups moved as units (None: one feature per unit).
+    positions : ndarray of int (S,), optional
+        Units moved at each curve point when not ``0 .. m`` (``step=``, ``fractions=``,
+        ``max_fraction=``); areas then use the trapezoid on these positions.
     """
 
     methods: list
@@ -87,10 +94,25 @@ class Evaluation:
     stats: dict = field(default_factory=dict)
     feature_names: list | None = None
     order: str = "signed"
+    groups: Groups | None = None
+    positions: np.ndarray | None = None
 
     @property
     def n_pairs(self) -> int:
         return int(self.fx.shape[0])
+
+    @property
+    def m(self) -> int:
+        """Number of units (groups, or features)."""
+        if self.groups is not None:
+            return self.groups.m
+        if self.orders is not None:
+            return int(self.orders.shape[-1])
+        return int(next(iter(self.curves.values())).shape[-1] - 1)
+
+    def _abc(self, c: np.ndarray, mode: str) -> np.ndarray:
+        return _abc(c, mode=mode, normalize=self.normalize, positions=self.positions,
+                    m=None if self.positions is None else self.m)
 
     def abc_array(self, method: str, mode: str = "insertion") -> np.ndarray:
         """ABCs of one method and mode, shape (B,)."""
@@ -100,7 +122,7 @@ class Evaluation:
         if mode not in self.modes:
             raise KeyError(f"mode {mode!r} was not evaluated; evaluated: {self.modes}.")
         k = self.methods.index(method)
-        return _abc(self.curves[mode][:, k, :], mode=mode, normalize=self.normalize)
+        return self._abc(self.curves[mode][:, k, :], mode)
 
     def wide(self) -> pd.DataFrame:
         """ABCs as a wide table: one row per pair, one column per (mode, method)."""
@@ -135,7 +157,20 @@ class Evaluation:
         k = self.methods.index(method)
         o = self.orders[int(pair), k]
         n = o.shape[0]
-        names = self.feature_names or [f"x{j}" for j in range(n)]
+        if self.groups is not None:
+            names = list(self.groups.names)
+        else:
+            names = self.feature_names or [f"x{j}" for j in range(n)]
+        if self.positions is not None:  # several units per point: list what moved since the last
+            t = self.positions
+            df = pd.DataFrame({"step": np.arange(t.shape[0]), "moved": t,
+                               "feature": [[int(j) for j in o[a:b]] for a, b in
+                                           zip(np.r_[t[0], t[:-1]], t, strict=True)],
+                               "name": [[names[int(j)] for j in o[a:b]] for a, b in
+                                        zip(np.r_[t[0], t[:-1]], t, strict=True)]})
+            for mo in self.modes:
+                df[mo] = self.curves[mo][int(pair), k]
+            return df
         df = pd.DataFrame({"step": np.arange(n + 1),
                            "feature": [None] + [int(j) for j in o],
                            "name": [None] + [names[int(j)] for j in o]})
@@ -148,29 +183,33 @@ class Evaluation:
                     random_curves: Mapping, fx: np.ndarray, fr: np.ndarray, normalize: bool,
                     orders: np.ndarray | None = None, stats: dict | None = None,
                     feature_names: Sequence[str] | None = None,
-                    order: str = "signed") -> Evaluation:
+                    order: str = "signed", groups: Groups | None = None,
+                    positions: np.ndarray | None = None) -> Evaluation:
         """Build an Evaluation from traced curves: the areas (paper eq. 1, 2) are computed here,
         the one place that turns curves into the long ABC table."""
         methods = list(methods)
+        obj = cls(methods=methods, modes=tuple(modes), curves=dict(curves),
+                  random_curves=dict(random_curves), fx=np.asarray(fx), fr=np.asarray(fr),
+                  abc=pd.DataFrame(), random_abc={}, normalize=bool(normalize), orders=orders,
+                  stats=dict(stats or {}),
+                  feature_names=None if feature_names is None else list(feature_names),
+                  order=str(order), groups=groups,
+                  positions=None if positions is None else np.asarray(positions, np.int64))
         modes = tuple(modes)
         B = int(np.asarray(fx).shape[0])
         Km = len(methods)
         frames = []
         for m in modes:
-            a = _abc(curves[m], mode=m, normalize=normalize)  # (B, Km)
+            a = obj._abc(curves[m], m)  # (B, Km)
             frames.append(pd.DataFrame({
                 "pair": np.repeat(np.arange(B), Km),
                 "method": np.tile(np.array(methods, dtype=object), B),
                 "mode": m,
                 "abc": a.reshape(-1),
             }))
-        random_abc = {m: _abc(random_curves[m], mode=m, normalize=normalize) for m in modes}
-        return cls(methods=methods, modes=modes, curves=dict(curves),
-                   random_curves=dict(random_curves), fx=np.asarray(fx), fr=np.asarray(fr),
-                   abc=pd.concat(frames, ignore_index=True), random_abc=random_abc,
-                   normalize=bool(normalize), orders=orders, stats=dict(stats or {}),
-                   feature_names=None if feature_names is None else list(feature_names),
-                   order=str(order))
+        obj.random_abc = {m: obj._abc(random_curves[m], m) for m in modes}
+        obj.abc = pd.concat(frames, ignore_index=True)
+        return obj
 
     def save(self, folder, *, pairing=None) -> Path:
         """Write ``curves.npz`` (every array needed by :meth:`load`) and ``abc.parquet`` (the long
@@ -192,6 +231,11 @@ class Evaluation:
             arrays["orders"] = self.orders
         if self.feature_names is not None:
             arrays["feature_names"] = np.array(self.feature_names)
+        if self.groups is not None:
+            arrays["group_labels"] = self.groups.labels
+            arrays["group_names"] = np.array(self.groups.names)
+        if self.positions is not None:
+            arrays["positions"] = self.positions
         for m in self.modes:
             arrays[f"curves_{m}"] = self.curves[m]
             arrays[f"random_curves_{m}"] = self.random_curves[m]
@@ -223,7 +267,10 @@ class Evaluation:
             orders=z["orders"] if "orders" in z.files else None,
             feature_names=[str(c) for c in z["feature_names"]] if "feature_names" in z.files
             else None,
-            order=str(z["order"].reshape(-1)[0]) if "order" in z.files else "signed")
+            order=str(z["order"].reshape(-1)[0]) if "order" in z.files else "signed",
+            groups=Groups.from_labels(z["group_labels"], [str(g) for g in z["group_names"]])
+            if "group_labels" in z.files else None,
+            positions=z["positions"] if "positions" in z.files else None)
 
 
 def summarize(abc: pd.DataFrame, differences="auto", methods: Sequence[str] | None = None
@@ -274,7 +321,9 @@ def to_markdown(summary: pd.DataFrame, digits: int = 3) -> str:
 def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str, ArrayLike], *,
              modes: Iterable[str] = ("insertion", "deletion"), n_random: int = 20, seed: int = 0,
              normalize: bool = True, feature_names: Sequence[str] | None = None,
-             add_random: bool = True, order: str = "signed", batch_size: int | None = None,
+             add_random: bool = True, order: str = "signed", groups=None,
+             step: int | None = None, fractions: ArrayLike | None = None,
+             max_fraction: float | None = None, batch_size: int | None = None,
              chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None) -> Evaluation:
     """Insertion/deletion ABCs for several attribution methods on the same pairs (x, r).
 
@@ -306,6 +355,16 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         How each method's ordering is derived from its attributions
         (:func:`insdel.curves.orderings`): the paper's decreasing signed value, decreasing |a_j|
         (MoRF) or increasing a_j (LeRF). Recorded as ``Evaluation.order``.
+    groups : optional
+        A partition of the columns into m groups moved as units (:mod:`insdel.groups`); each
+        method's group attribution is the sum of its columns' (or given per group, (B, m)).
+        Curves have m + 1 points and areas are normalised by m.
+    step : int, optional
+        Units moved per step (the curve is the subsequence of the one-per-step curve).
+    fractions : array_like of float, optional
+        Curve points at these fractions of the units (instead of ``step``).
+    max_fraction : float, optional
+        Partial curves that stop after this fraction of the units.
 
     Returns
     -------
@@ -326,15 +385,27 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         raise TypeError("attributions must be a mapping name -> array (B, n).")
     if n_random < 0:
         raise ValueError(f"n_random must be >= 0; got {n_random}.")
+    grp = check_groups(groups, n)
+    if grp is not None and grp.singleton:
+        grp = None
+    m = n if grp is None else grp.m
+    pos = None
+    if step is not None or fractions is not None or max_fraction is not None:
+        pos = make_positions(m, step=step, fractions=fractions, max_fraction=max_fraction)
+        if is_full(pos, m):
+            pos = None
     methods = list(attributions)
     orders = []
     for name in methods:
         A = as_float_array(f"attributions[{name!r}]", attribution_values(attributions[name]),
                            ndim=(2,))
-        if A.shape != (B, n):
-            raise ValueError(f"attributions[{name!r}] must have shape (B, n) = {(B, n)}; got {A.shape}.")
-        orders.append(orderings(A, order=order))
-    rand = random_orderings(B, 1 + n_random, n, seed=seed)
+        if A.shape[0] != B or A.shape[1] not in ((n,) if grp is None else (n, m)):
+            per = "" if grp is None else f" (or (B, m) = {(B, m)} per group)"
+            raise ValueError(f"attributions[{name!r}] must have shape (B, n) = {(B, n)}{per}; "
+                             f"got {A.shape}.")
+        orders.append(orderings(group_attributions(A, grp, name=f"attributions[{name!r}]"),
+                                order=order))
+    rand = random_orderings(B, 1 + n_random, m, seed=seed)
     if add_random and "random" not in attributions:
         methods.append("random")
         orders.append(rand[:, 0, :])
@@ -342,8 +413,8 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         raise ValueError("attributions is empty and add_random is False: nothing to evaluate.")
     all_orders = np.concatenate([np.stack(orders, axis=1), rand[:, 1:, :]], axis=1)
     t0 = time.perf_counter()
-    res = trace(f, X, R, all_orders, modes=modes, batch_size=batch_size, chunk_size=chunk_size,
-                progress=progress, validate=False)
+    res = trace(f, X, R, all_orders, modes=modes, groups=grp, positions=pos,
+                batch_size=batch_size, chunk_size=chunk_size, progress=progress, validate=False)
     elapsed = time.perf_counter() - t0
     Km = len(methods)
     stats = {"curve_points": res.n_points, "model_evaluations": res.n_unique,
@@ -353,4 +424,4 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         curves={m: res.curves[m][:, :Km, :] for m in modes},
         random_curves={m: res.curves[m][:, Km:, :] for m in modes},
         fx=res.fx, fr=res.fr, normalize=normalize, orders=all_orders[:, :Km, :], stats=stats,
-        feature_names=names, order=order)
+        feature_names=names, order=order, groups=grp, positions=pos)

@@ -53,18 +53,39 @@ def _build_rows_kernel(X, R, pair_idx, words, out):  # pragma: no cover - numba
                 word >>= np.uint64(1)
 
 
+@nb.njit(parallel=True, cache=True, nogil=True)
+def _build_rows_units_kernel(X, R, pair_idx, words, unit_of, out):  # pragma: no cover - numba
+    N = words.shape[0]
+    n = X.shape[1]
+    for i in nb.prange(N):
+        b = pair_idx[i]
+        for j in range(n):
+            g = unit_of[j]
+            if (words[i, g >> 6] >> np.uint64(g & 63)) & np.uint64(1):
+                out[i, j] = X[b, j]
+            else:
+                out[i, j] = R[b, j]
+
+
 def build_rows(X: np.ndarray, R: np.ndarray, pair_idx: np.ndarray, words: np.ndarray,
-               out: np.ndarray | None = None, dtype=None) -> np.ndarray:
+               out: np.ndarray | None = None, dtype=None, unit_of: np.ndarray | None = None
+               ) -> np.ndarray:
     """Build hybrid rows ``out[i] = hybrid(X[pair_idx[i]], R[pair_idx[i]], words[i])`` (numba).
 
-    ``X`` and ``R`` should already be in the output dtype (the model's input dtype).
+    ``X`` and ``R`` should already be in the output dtype (the model's input dtype). With
+    ``unit_of`` (n,) the words are sets of units (groups): column j comes from x when its unit
+    ``unit_of[j]`` is in the set.
     """
     if dtype is None:
         dtype = X.dtype
     N = words.shape[0]
     if out is None:
         out = np.empty((N, X.shape[1]), dtype=dtype)
-    if N:
+    if N and unit_of is not None:
+        _build_rows_units_kernel(X, R, np.ascontiguousarray(pair_idx, dtype=np.int64),
+                                 np.ascontiguousarray(words, dtype=np.uint64),
+                                 np.ascontiguousarray(unit_of, dtype=np.int64), out)
+    elif N:
         _build_rows_kernel(X, R, np.ascontiguousarray(pair_idx, dtype=np.int64),
                            np.ascontiguousarray(words, dtype=np.uint64), out)
     return out

@@ -54,11 +54,12 @@ class Attribution:
         return f"{type(self).__name__}({self.model.name})"
 
     def _run(self, X: ArrayLike, R: ArrayLike,
-             compute: Callable[[Model, np.ndarray, np.ndarray], tuple[np.ndarray, dict]]
-             ) -> np.ndarray:
+             compute: Callable[[Model, np.ndarray, np.ndarray], tuple[np.ndarray, dict]],
+             m: int | None = None) -> np.ndarray:
         """Validate, time and count one call of ``compute(model, X, R) -> (A, info)``; then the
         completeness gap (from ``info["fx_minus_fr"]`` when the method has f(x) - f(r), else from
-        two extra evaluations that are not counted as the method's)."""
+        two extra evaluations that are not counted as the method's). ``m``: the result has one
+        column per group (m groups) instead of one per feature."""
         X, R = check_pairs(X, R)
         model = self.model
         if self.needs_gradients and not model.has_gradients:
@@ -73,8 +74,9 @@ class Attribution:
         self.seconds_ = time.perf_counter() - t0
         self.n_evals_ = model.n_evals - e0
         A = np.ascontiguousarray(A, dtype=np.float64)
-        if A.shape != X.shape:
-            raise ValueError(f"{self.name} returned shape {A.shape}; expected {X.shape}.")
+        expected = X.shape if m is None else (X.shape[0], m)
+        if A.shape != expected:
+            raise ValueError(f"{self.name} returned shape {A.shape}; expected {expected}.")
         dfx = info.pop("fx_minus_fr", None)
         if dfx is None:
             dfx = model(X) - model(R)

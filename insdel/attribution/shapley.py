@@ -29,7 +29,7 @@ class KernelShap(Attribution):
     def attribute(self, X: ArrayLike, R: ArrayLike, *, n_samples: int = DEFAULT_KS_SAMPLES,
                   perturbations_per_eval: int = 4096, seed: int = 0, engine: str = "insdel",
                   chunk_rows: int = 1 << 18, exact: str = "auto",
-                  progress: bool | None = None) -> np.ndarray:
+                  progress: bool | None = None, groups=None) -> np.ndarray:
         """Kernel SHAP attributions (B, n) of targets ``X`` against references ``R``.
 
         Parameters
@@ -61,10 +61,14 @@ class KernelShap(Attribution):
             that took the exact road and ``info_["exact"]`` marks them.
         progress : bool, optional
             Progress bar (default: only on long runs in a terminal).
+        groups : optional
+            Shapley values of the group game over m groups (:mod:`insdel.groups`), shape (B, m).
+            Only the exact road takes groups: every pair needs 2^|D| <= ``n_samples`` with D the
+            groups that differ (else use ``exact_shapley``, or no groups).
 
         Returns
         -------
-        ndarray of float64, shape (B, n)
+        ndarray of float64, shape (B, n) (or (B, m) with groups)
         """
         ns = check_positive_int("n_samples", n_samples, minimum=2)
         check_positive_int("perturbations_per_eval", perturbations_per_eval)
@@ -73,6 +77,30 @@ class KernelShap(Attribution):
             raise ValueError(f"kernel_shap: engine must be 'captum' or 'insdel'; got {engine!r}.")
         if exact not in ("auto", "never"):
             raise ValueError(f"kernel_shap: exact must be 'auto' or 'never'; got {exact!r}.")
+
+        grp = _groups_of(groups, X)
+        if grp is not None:
+            if exact == "never":
+                raise ValueError("kernel_shap: groups= takes the exact road only; exact='never' "
+                                 "(sampling) does not support groups.")
+            from ..decomposition import subspace_shapley
+
+            def compute_groups(model, X, R):
+                d = grp.reduce_any(X != R).sum(axis=1)
+                big = np.flatnonzero(d > np.log2(ns))
+                if big.size:
+                    b = int(big[0])
+                    raise ValueError(
+                        f"kernel_shap with groups: pair {b} differs in {int(d[b])} groups, "
+                        f"2^{int(d[b])} > n_samples = {ns}; sampled Kernel SHAP over groups is "
+                        "not implemented (use exact_shapley, or raise n_samples).")
+                phi = subspace_shapley(model, X, R, max_d=int(np.log2(ns)), progress=progress,
+                                       groups=grp)[0]
+                return phi, {"n_samples": ns, "engine": engine, "exact": np.ones(len(X), bool),
+                             "exact_pairs": len(X), "sampled_distinct_rows": 0,
+                             "groups": grp.m}
+
+            return self._run(X, R, compute_groups, m=grp.m)
 
         def compute(model, X, R):
             from ..decomposition import subspace_shapley
@@ -190,7 +218,7 @@ class ExactShapley(Attribution):
     name = "exact_shapley"
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, batch_size: int | None = None,
-                  progress: bool | None = None, max_d: int = 20) -> np.ndarray:
+                  progress: bool | None = None, max_d: int = 20, groups=None) -> np.ndarray:
         """Exact baseline Shapley values (B, n): ``phi_j = sum_{u ∋ j} Delta_u / |u|``, computed in
         each pair's differing subspace D (2^|D| evaluations per pair, whatever n is).
 
@@ -204,16 +232,32 @@ class ExactShapley(Attribution):
             Progress bar.
         max_d : int, default 20
             Refuse pairs with more differing features (the error names the pair and the cost).
+        groups : optional
+            Shapley values of the group game over m groups (:mod:`insdel.groups`): one player per
+            group, shape (B, m).
 
         Returns
         -------
-        ndarray of float64, shape (B, n)
+        ndarray of float64, shape (B, n) (or (B, m) with groups)
         """
         from ..decomposition import subspace_shapley
 
+        grp = _groups_of(groups, X)
+
         def compute(model, X, R):
             phi, d = subspace_shapley(model, X, R, max_d=max_d, batch_size=batch_size,
-                                      progress=progress)
+                                      progress=progress, groups=grp)
             return phi, {"d": d}
 
-        return self._run(X, R, compute)
+        return self._run(X, R, compute, m=None if grp is None else grp.m)
+
+
+def _groups_of(groups, X):
+    """Validated groups for the columns of X (None for none or singleton groups)."""
+    from ..groups import check_groups
+
+    if groups is None:
+        return None
+    n = np.shape(X)[-1]
+    grp = check_groups(groups, n)
+    return None if grp.singleton else grp
