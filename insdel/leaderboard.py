@@ -254,8 +254,12 @@ class Leaderboard:
                        f"{'yes' if r.used else 'no: ' + r.note} | {r.path} |")
         pct = f"{100 * self.level:g}%"
         nblk = self.blocks[["group", "policy"]].drop_duplicates().shape[0]
+        names = ", ".join(f"{g}/{p}" for g, p in
+                          self.blocks[["group", "policy"]].drop_duplicates().itertuples(index=False))
         out += ["", f"### Overall: mean rank over {nblk} block(s) (data set x policy; 1 = best), "
-                f"{pct} bootstrap CI over pairs ({self.n_boot} replicates, seed {self.seed})", ""]
+                f"{pct} bootstrap CI over pairs ({self.n_boot} replicates, seed {self.seed})", "",
+                f"Blocks: {names}. Only ranks are averaged across blocks; scores are never "
+                "pooled across configuration groups.", ""]
         metrics = [m for m in METRICS if m in set(self.overall["metric"])]
         if metrics:
             out += ["| method | " + " | ".join(METRICS[m] for m in metrics) + " |",
@@ -311,8 +315,8 @@ class Leaderboard:
                 order = list(d.sort_values("mean_rank", ascending=False)["method"])
             d = d.set_index("method").reindex(order)
             y = np.arange(len(order))
-            ax.errorbar(d["mean_rank"], y, xerr=[d["mean_rank"] - d["ci_low"],
-                                                 d["ci_high"] - d["mean_rank"]],
+            xerr = np.maximum(0.0, [d["mean_rank"] - d["ci_low"], d["ci_high"] - d["mean_rank"]])
+            ax.errorbar(d["mean_rank"], y, xerr=xerr,
                         fmt="o", color="C0", ecolor="0.4", capsize=3)
             ax.set_yticks(y, order)
             ax.set_xlabel("mean rank (1 = best)")
