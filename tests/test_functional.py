@@ -4,6 +4,7 @@ exact Shapley passing (and random failing) what they should, metric grades, the 
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pandas as pd
@@ -125,6 +126,12 @@ def test_results_table_and_markdown(results):
     md = functional.to_markdown(results)
     assert md.splitlines()[0].startswith("| test | criterion | pass if | exact_shapley")
     assert "PASS" in md and "fail" in md and "**passed**" in md
+    def cells(line):
+        return len(re.split(r"(?<!\\)\|", line))
+
+    ncol = cells(md.splitlines()[0])
+    for line in md.splitlines()[2:]:  # criterion texts with |a| are escaped: columns line up
+        assert cells(line) == ncol, line
 
 
 def test_metric_grades_and_registration():

@@ -159,12 +159,12 @@ def to_markdown(results: pd.DataFrame) -> str:
     keys = list(dict.fromkeys(zip(results["test"], results["criterion"], strict=True)))
     idx = results.set_index(["test", "criterion", "method"])
     for test, crit in keys:
-        text = idx.loc[(test, crit, methods[0]), "criterion_text"]
+        text = str(idx.loc[(test, crit, methods[0]), "criterion_text"]).replace("|", "\\|")
         cells = []
         for m in methods:
             r = idx.loc[(test, crit, m)]
             cells.append(("PASS " if r["passed"] else "fail ") + _fmt(r["measured"]))
-        lines.append("| " + " | ".join([test, crit, str(text), *cells]) + " |")
+        lines.append("| " + " | ".join([test, crit, text, *cells]) + " |")
     tally = results.groupby("method", sort=False)["passed"].agg(["sum", "count"])
     lines.append("| **passed** | | | " + " | ".join(
         f"**{int(tally.loc[m, 'sum'])}/{int(tally.loc[m, 'count'])}**" for m in methods) + " |")
