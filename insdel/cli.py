@@ -1,4 +1,5 @@
-"""Command-line interface: ``insdel demo | run | reproduce | datasets | policies``.
+"""Command-line interface: ``insdel demo | run | reproduce | roar | datasets | policies |
+functional | leaderboard``.
 
 Every sub-command is registered here; the modules it drives expose plain functions (the runner's
 :func:`insdel.runner.run_experiment`, the text of :func:`insdel.datasets.format_list` and
@@ -148,6 +149,47 @@ def _cmd_policies_show(args) -> int:
     return 0
 
 
+def _cmd_functional(args) -> int:
+    from . import functional
+
+    results = functional.run_catalogue(args.methods, seed=args.seed, cases=args.tests)
+    print("### Functional tests (PASS/fail and the measured value)\n")
+    print(functional.to_markdown(results))
+    grades = None
+    if not args.no_metrics:
+        grades = functional.grade_metrics(args.metrics, seed=args.seed, cases=args.tests)
+        print("\n### Metric grades: does the metric rank the known-better ordering first? "
+              "(mean score difference; wins/ties/losses over pairs)\n")
+        print(functional.grading_markdown(grades) if len(grades) else "(no graded tests)")
+    if args.out:
+        from . import _checkpoint as ck
+
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        ck.atomic_write_text(out / "functional.csv", results.to_csv(index=False))
+        written = [out / "functional.csv"]
+        if grades is not None:
+            ck.atomic_write_text(out / "metric_grades.csv", grades.to_csv(index=False))
+            written.append(out / "metric_grades.csv")
+        print("\nwritten: " + ", ".join(str(p) for p in written))
+    return 0
+
+
+def _cmd_leaderboard(args) -> int:
+    from .leaderboard import leaderboard
+
+    _use_agg()
+    board = leaderboard(args.run_dirs, n_boot=args.n_boot, seed=args.seed, level=args.level)
+    print(board.to_markdown())
+    paths = board.save(args.out)
+    print("written: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def _split(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
 def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--wait", action="store_true",
@@ -237,6 +279,39 @@ def build_parser() -> argparse.ArgumentParser:
     pshow = ps.add_parser("show", help="print a specification (or a policy's parameters)")
     pshow.add_argument("name", help="spec name, TOML path or policy name")
     pshow.set_defaults(func=_cmd_policies_show)
+
+    p = sub.add_parser("functional", help="functional tests of attribution methods (exact answers)",
+                       description="Run attribution methods through the catalogue of functional "
+                       "tests with exact answers (docs/functional.md) and grade the metrics "
+                       "(insertion / deletion ABC and AUC) on known-better orderings.")
+    p.add_argument("--methods", type=_split, default=None, metavar="A,B,...",
+                   help="methods or variants (ig_cast, ig_interpolate, ig_jump); default: "
+                        "exact_shapley, kernel_shap, the three IG modes, deeplift, vanilla_grad, "
+                        "input_x_gradient, lime, random")
+    p.add_argument("--tests", type=_split, default=None, metavar="T,U,...",
+                   help="which tests (default: all)")
+    p.add_argument("--metrics", type=_split, default=None, metavar="M,N,...",
+                   help="metrics to grade (default: all registered)")
+    p.add_argument("--no-metrics", action="store_true", help="skip the metric grades")
+    p.add_argument("--seed", type=int, default=0, help="seed of the data and seeded methods")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="also write functional.csv and metric_grades.csv into DIR")
+    p.set_defaults(func=_cmd_functional)
+
+    p = sub.add_parser("leaderboard", help="rank methods over finished runs",
+                       description="Aggregate finished runs (docs/leaderboard.md): method x metric "
+                       "means, standard errors and ranks per data set and policy, overall mean "
+                       "ranks with bootstrap CIs. Runs with different configurations are kept "
+                       "apart.")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
+                   help="run directories (or folders holding them)")
+    p.add_argument("--out", default="insdel-leaderboard", metavar="DIR",
+                   help="where leaderboard.md, the CSVs and leaderboard.png go "
+                        "(default: ./insdel-leaderboard)")
+    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    p.set_defaults(func=_cmd_leaderboard)
     return parser
 
 

@@ -1,0 +1,43 @@
+"""Functional tests with exact answers (Compare-xAI / XAI-Bench style) and metric grading.
+
+A catalogue of small synthetic torch models whose exact Shapley values, anchored decomposition
+and best orderings are known in closed form or by enumeration (:mod:`.cases`), each with pass
+criteria (:mod:`.criteria`) that an attribution method meets or fails; :func:`run_catalogue`
+runs methods through it (``insdel functional``). :func:`grade_metrics` asks the converse: does an
+evaluation metric (insertion / deletion ABC and AUC, or any registered callable
+``(f, X, R, A) -> scores``) rank a known-better ordering above a known-worse one?
+
+Modules: ``models`` (the torch models), ``criteria``, ``cases`` (the catalogue), ``run``
+(running methods, the pass/fail table), ``grading`` (metric grades).
+"""
+
+from __future__ import annotations
+
+from .cases import CASES, COUNTEREXAMPLE_A, Case, Truth, available, get
+from .criteria import (
+    Criterion,
+    Efficiency,
+    EqualFor,
+    MatchesShapley,
+    MatchesValues,
+    OrderRegret,
+    RanksLast,
+    ZeroFor,
+)
+from .grading import (
+    METRICS,
+    available_metrics,
+    grade_metrics,
+    grading_markdown,
+    order_scores,
+    register_metric,
+)
+from .run import DEFAULT_METHODS, VARIANTS, MethodSpec, resolve_methods, run_catalogue, to_markdown
+
+__all__ = [
+    "CASES", "COUNTEREXAMPLE_A", "Case", "Truth", "available", "get", "Criterion", "Efficiency",
+    "EqualFor", "MatchesShapley", "MatchesValues", "OrderRegret", "RanksLast", "ZeroFor",
+    "METRICS", "available_metrics", "grade_metrics", "grading_markdown", "order_scores",
+    "register_metric", "DEFAULT_METHODS", "VARIANTS", "MethodSpec", "resolve_methods",
+    "run_catalogue", "to_markdown",
+]

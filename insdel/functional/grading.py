@@ -1,0 +1,191 @@
+"""Grade evaluation metrics: do they rank a known-better ordering above a known-worse one?
+
+A **metric** is any callable ``metric(f, X, R, A) -> scores (B,)``, higher is better, where ``A``
+(B, n) are attributions whose signed ordering is the one being scored — the same
+``(f, X, R, ...)`` convention as the rest of insdel. Built in: insertion and deletion ABC
+(:func:`insdel.abc`), their sum, and the insertion and deletion AUC (:func:`insdel.auc`; the
+deletion AUC' is negated so that higher is better). Register more with :func:`register_metric`.
+
+On every case of the catalogue that declares ``grading`` pairs (better, worse) of orderings
+(exact-Shapley order vs its reverse and a random order on h(additive) models, the off-manifold
+``trap_first`` order on the OOD trap, the §3.4 AUC-optimal order vs the Shapley order), each
+metric scores both orderings on every pair; it passes when it never ranks the worse ordering
+strictly above the better one and ranks the better one higher on average.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from ..adapter import ModelLike
+from ..areas import abc, auc
+from ..curves import curves
+from .cases import select
+
+__all__ = ["METRICS", "register_metric", "available_metrics", "grade_metrics", "order_scores",
+           "grading_markdown"]
+
+Metric = Callable[[ModelLike, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+def insertion_abc(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike) -> np.ndarray:
+    """Insertion ABC (paper eq. 2, per feature)."""
+    return abc(curves(f, X, R, A, mode="insertion", progress=False), mode="insertion")
+
+
+def deletion_abc(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike) -> np.ndarray:
+    """Deletion ABC' (per feature)."""
+    return abc(curves(f, X, R, A, mode="deletion", progress=False), mode="deletion")
+
+
+def abc_total(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike) -> np.ndarray:
+    """ABC + ABC' (App. B.1)."""
+    return insertion_abc(f, X, R, A) + deletion_abc(f, X, R, A)
+
+
+def insertion_auc(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike) -> np.ndarray:
+    """Insertion AUC (paper eq. 1, per feature); higher is better."""
+    return auc(curves(f, X, R, A, mode="insertion", progress=False), normalize=True)
+
+
+def deletion_auc(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike) -> np.ndarray:
+    """Minus the deletion AUC' (per feature): a fast fall is good, so higher is better."""
+    return -auc(curves(f, X, R, A, mode="deletion", progress=False), normalize=True)
+
+
+#: name -> metric ``(f, X, R, A) -> (B,)``, higher is better.
+METRICS: dict[str, Metric] = {
+    "insertion_abc": insertion_abc, "deletion_abc": deletion_abc, "abc_total": abc_total,
+    "insertion_auc": insertion_auc, "deletion_auc": deletion_auc,
+}
+
+
+def register_metric(name: str, metric: Metric, *, overwrite: bool = False) -> None:
+    """Register ``metric(f, X, R, A) -> (B,)`` (higher is better) under ``name``.
+
+    Raises
+    ------
+    TypeError
+        ``metric`` is not callable.
+    ValueError
+        ``name`` is taken and ``overwrite`` is False.
+    """
+    if not callable(metric):
+        raise TypeError(f"metric must be callable (f, X, R, A) -> scores; got "
+                        f"{type(metric).__name__}.")
+    if name in METRICS and not overwrite:
+        raise ValueError(f"metric {name!r} is already registered (overwrite=True replaces it).")
+    METRICS[str(name)] = metric
+
+
+def available_metrics() -> list[str]:
+    """Names of the registered metrics."""
+    return list(METRICS)
+
+
+def order_scores(orders: ArrayLike) -> np.ndarray:
+    """Attribution-like scores (B, n) whose signed ordering is ``orders`` (B, n): the feature at
+    step k gets n - k."""
+    o = np.asarray(orders, dtype=np.int64)
+    B, n = o.shape
+    A = np.empty((B, n))
+    np.put_along_axis(A, o, np.arange(n, 0, -1, dtype=np.float64)[None, :].repeat(B, 0), axis=1)
+    return A
+
+
+def _metrics(metrics) -> dict[str, Metric]:
+    if metrics is None:
+        return dict(METRICS)
+    if isinstance(metrics, str):
+        metrics = [m.strip() for m in metrics.split(",") if m.strip()]
+    out: dict[str, Metric] = {}
+    for m in metrics:
+        if callable(m):
+            out[getattr(m, "__name__", repr(m))] = m
+        elif m in METRICS:
+            out[m] = METRICS[m]
+        else:
+            raise ValueError(f"metrics: unknown metric {m!r}; registered: {list(METRICS)}.")
+    return out
+
+
+def grade_metrics(metrics: Sequence[str | Metric] | str | None = None, *, seed: int = 0,
+                  cases: Sequence[str] | None = None, rel_tol: float = 1e-9) -> pd.DataFrame:
+    """Does each metric rank the known-better ordering above the known-worse one?
+
+    Parameters
+    ----------
+    metrics : names or callables, or comma-separated str, optional
+        Default: every registered metric (:func:`available_metrics`).
+    seed : int, default 0
+        Seed of the cases' data and of the random orderings.
+    cases : list of str, optional
+        Tests to use (those without grading pairs are skipped); default all. A grading pair
+        restricted to some metrics (``Case.grading``) is not scored by the others.
+    rel_tol : float, default 1e-9
+        Score differences within ``rel_tol * max(1, |score|)`` count as ties.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``test, better, worse, metric, better_mean, worse_mean, mean_diff, wins, ties,
+        losses, passed, why``.
+    """
+    ms = _metrics(metrics)
+    rows = []
+    for case in select(cases):
+        if not case.grading:
+            continue
+        truth = case.truth(seed=seed)
+        for better, worse, *scope in case.grading:
+            Ab = order_scores(truth.ordering(better, seed=seed))
+            Aw = order_scores(truth.ordering(worse, seed=seed))
+            for name, metric in ms.items():
+                if scope and scope[0] is not None and name not in scope[0]:
+                    continue
+                sb = np.asarray(metric(truth.f, truth.X, truth.R, Ab), dtype=np.float64)
+                sw = np.asarray(metric(truth.f, truth.X, truth.R, Aw), dtype=np.float64)
+                d = sb - sw
+                tie = np.abs(d) <= rel_tol * np.maximum(1.0, np.maximum(np.abs(sb), np.abs(sw)))
+                wins = int(np.sum((d > 0) & ~tie))
+                losses = int(np.sum((d < 0) & ~tie))
+                rows.append({"test": case.name, "better": better, "worse": worse,
+                             "metric": name, "better_mean": float(sb.mean()),
+                             "worse_mean": float(sw.mean()), "mean_diff": float(d.mean()),
+                             "wins": wins, "ties": int(tie.sum()), "losses": losses,
+                             "passed": bool(losses == 0 and wins > 0), "why": case.why})
+    out = pd.DataFrame(rows)
+    out.attrs["metrics"] = list(ms)
+    return out
+
+
+def grading_markdown(grades: pd.DataFrame) -> str:
+    """The metric grades as Markdown: one row per (test, better > worse), one column per metric;
+    cells ``PASS +0.42 (6/0/0)`` with the mean score difference and wins / ties / losses
+    (``n/a`` where the pair's claim does not cover the metric)."""
+    present = set(grades["metric"])
+    metrics = [m for m in grades.attrs.get("metrics", []) if m in present]
+    metrics += [m for m in dict.fromkeys(grades["metric"]) if m not in metrics]
+    head = ["test", "better > worse", *metrics]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    keys = list(dict.fromkeys(zip(grades["test"], grades["better"], grades["worse"],
+                                  strict=True)))
+    idx = grades.set_index(["test", "better", "worse", "metric"])
+    for t, b, w in keys:
+        cells = []
+        for m in metrics:
+            if (t, b, w, m) not in idx.index:
+                cells.append("n/a")
+                continue
+            r = idx.loc[(t, b, w, m)]
+            cells.append(f"{'PASS' if r['passed'] else 'fail'} {r['mean_diff']:+.3g} "
+                         f"({r['wins']}/{r['ties']}/{r['losses']})")
+        lines.append("| " + " | ".join([t, f"{b} > {w}", *cells]) + " |")
+    tally = grades.groupby("metric", sort=False)["passed"].agg(["sum", "count"])
+    lines.append("| **passed** | | " + " | ".join(
+        f"**{int(tally.loc[m, 'sum'])}/{int(tally.loc[m, 'count'])}**" for m in metrics) + " |")
+    return "\n".join(lines)

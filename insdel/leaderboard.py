@@ -1,0 +1,461 @@
+"""Leaderboard of finished runs: method x metric means, standard errors and ranks, per data set
+and policy, and overall mean ranks with bootstrap confidence intervals.
+
+A finished run directory (:func:`insdel.run_experiment`) holds ``manifest.json`` (the merged
+configuration, seed, data and model fingerprints) and one folder per policy with
+``abc.parquet`` (one row per pair, method and mode). The metrics read from it are the insertion
+ABC, the deletion ABC' and their sum ABC + ABC' (App. B.1), per pair; higher is better for all
+three.
+
+Runs are grouped by a **configuration fingerprint**: the hash of everything in the configuration
+that changes the numbers (data recipe and options, model, targets, policies, methods and their
+options, evaluation settings, and the fingerprints of user data or model files), but not the seed,
+the name, the output folder, figures, compute device or chunk sizes. Runs of one group are
+replicates (other seeds): their pairs are pooled. Runs with different fingerprints are never
+pooled; each (group, policy) is a **block** with its own table, and the overall table only
+averages *ranks* across blocks, over the methods every block has. A run whose fingerprint and
+seed repeat an earlier one (the same pairs) is listed and skipped, not counted twice.
+
+Ranks: 1 is best (largest mean), ties get the average rank. The overall mean rank of a method is
+the average of its block ranks; its confidence interval comes from a seeded bootstrap that
+resamples the pairs of every block with replacement (the same resampled pairs for every method,
+so the comparison stays paired), recomputes the block means and ranks, and takes percentiles of
+the mean rank.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import _checkpoint as ck
+from ._validation import check_positive_int, check_scalar
+
+__all__ = ["METRICS", "RunInfo", "Leaderboard", "find_runs", "read_run", "config_fingerprint",
+           "leaderboard", "rank_means", "bootstrap_mean_ranks"]
+
+#: metric name -> label in the tables.
+METRICS = {"insertion": "insertion ABC", "deletion": "deletion ABC'", "total": "ABC + ABC'"}
+
+# Configuration keys that do not change the numbers (left out of the fingerprint).
+_IGNORED_TOP = ("name", "description", "seed", "out", "figures", "compute", "roar",
+                "decomposition", "quick", "sections", "source")
+_IGNORED_NESTED = {"evaluation": ("targets_per_chunk",), "model": ("trust",)}
+
+
+def config_fingerprint(manifest: dict) -> str:
+    """A 12-hex-digit fingerprint of what in a run's configuration changes its numbers.
+
+    Parameters
+    ----------
+    manifest : dict
+        The run's ``manifest.json`` (its ``config``, and the sha256 of a user's data or model
+        file when there is one).
+
+    Returns
+    -------
+    str
+    """
+    cfg = manifest.get("config")
+    if not isinstance(cfg, dict):
+        raise ValueError("manifest: no 'config' table (not a run written by insdel's runner).")
+    keep = {k: v for k, v in cfg.items() if k not in _IGNORED_TOP}
+    for k, drop in _IGNORED_NESTED.items():
+        if isinstance(keep.get(k), dict):
+            keep[k] = {kk: vv for kk, vv in keep[k].items() if kk not in drop}
+    keep["_data_file"] = (manifest.get("data") or {}).get("file_sha256")
+    keep["_model_file"] = (manifest.get("model") or {}).get("file_sha256")
+    blob = json.dumps(keep, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:12]
+
+
+@dataclass
+class RunInfo:
+    """One finished run: where it is, its seed, fingerprint and data set, and its pairs' ABCs.
+
+    Attributes
+    ----------
+    path : Path
+    name : str
+    seed : int or None
+    fingerprint : str
+    dataset : str
+        The data recipe (or data set name) of the run.
+    policies : list of str
+    abc : pandas.DataFrame
+        Columns ``policy, pair, method, metric, score`` (metric: insertion, deletion, total).
+    """
+
+    path: Path
+    name: str
+    seed: int | None
+    fingerprint: str
+    dataset: str
+    policies: list
+    abc: pd.DataFrame = field(repr=False)
+
+
+def find_runs(paths: Sequence[str | os.PathLike]) -> list[Path]:
+    """Run directories from the given paths: a folder with ``manifest.json`` is a run; a folder
+    without one is searched one level down. Duplicates (same resolved path) are dropped.
+
+    Raises
+    ------
+    FileNotFoundError
+        A path that does not exist or holds no run.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if not p.is_dir():
+            raise FileNotFoundError(f"run directory {str(p)!r}: no such folder.")
+        if (p / "manifest.json").is_file():
+            found = [p]
+        else:
+            found = sorted(q for q in p.iterdir() if (q / "manifest.json").is_file())
+            if not found:
+                raise FileNotFoundError(f"run directory {str(p)!r} holds no finished run "
+                                        "(no manifest.json in it or in its sub-folders).")
+        for q in found:
+            if q.resolve() not in {o.resolve() for o in out}:
+                out.append(q)
+    if not out:
+        raise ValueError("run_dirs: give at least one run directory.")
+    return out
+
+
+def read_run(path: str | os.PathLike) -> RunInfo:
+    """Read one finished run (its manifest and every policy's ``abc.parquet``).
+
+    Raises
+    ------
+    FileNotFoundError
+        No manifest, or a policy folder without ``abc.parquet``.
+    ValueError
+        A run that is not an insertion/deletion evaluation (e.g. a ROAR run).
+    """
+    path = Path(path)
+    mpath = path / "manifest.json"
+    if not mpath.is_file():
+        raise FileNotFoundError(f"{path} holds no finished run (no manifest.json).")
+    manifest = json.loads(mpath.read_text())
+    policies = manifest.get("policies")
+    if not policies:
+        raise ValueError(f"{path}: the manifest lists no policies (a ROAR run or not an "
+                         "insertion/deletion evaluation); leaderboards rank evaluation runs.")
+    frames = []
+    for pol in policies:
+        f = path / pol / "abc.parquet"
+        if not f.is_file():
+            raise FileNotFoundError(f"{path}: policy {pol!r} has no abc.parquet ({f}).")
+        df = pd.read_parquet(f, columns=["pair", "method", "mode", "abc"])
+        wide = df.pivot_table(index=["pair", "method"], columns="mode", values="abc",
+                              aggfunc="first")
+        long = []
+        for mode in ("insertion", "deletion"):
+            if mode in wide.columns:
+                long.append(wide[mode].rename("score").reset_index().assign(metric=mode))
+        if {"insertion", "deletion"} <= set(wide.columns):
+            tot = (wide["insertion"] + wide["deletion"]).rename("score").reset_index()
+            long.append(tot.assign(metric="total"))
+        frames.append(pd.concat(long, ignore_index=True).assign(policy=pol))
+    abc = pd.concat(frames, ignore_index=True)[["policy", "pair", "method", "metric", "score"]]
+    cfg = manifest.get("config") or {}
+    data = manifest.get("data") or {}
+    dataset = str(data.get("name") or (cfg.get("data") or {}).get("recipe") or "data")
+    seed = manifest.get("seed", cfg.get("seed"))
+    return RunInfo(path=path, name=str(manifest.get("name", path.name)),
+                   seed=None if seed is None else int(seed),
+                   fingerprint=config_fingerprint(manifest), dataset=dataset,
+                   policies=list(policies), abc=abc)
+
+
+def rank_means(means: np.ndarray) -> np.ndarray:
+    """Ranks of the columns of ``means`` (..., M): 1 = largest, ties get their average rank."""
+    from scipy.stats import rankdata
+
+    return rankdata(-np.asarray(means, dtype=np.float64), method="average", axis=-1)
+
+
+def bootstrap_mean_ranks(blocks: Sequence[np.ndarray], *, n_boot: int = 1000, seed: int = 0
+                         ) -> np.ndarray:
+    """Bootstrap replicates of the mean rank over blocks, (n_boot, M).
+
+    Parameters
+    ----------
+    blocks : sequence of ndarray (P_k, M)
+        Per-pair scores of the same M methods (columns) in each block; higher is better.
+    n_boot : int, default 1000
+    seed : int, default 0
+        Seed of numpy's generator; blocks are resampled in the order given.
+
+    Returns
+    -------
+    ndarray (n_boot, M)
+        For each replicate: the pairs of every block resampled with replacement (paired across
+        methods), block means ranked, ranks averaged over the blocks.
+    """
+    n_boot = check_positive_int("n_boot", n_boot)
+    rng = np.random.default_rng(seed)
+    M = blocks[0].shape[1]
+    acc = np.zeros((n_boot, M))
+    for V in blocks:
+        P = V.shape[0]
+        counts = rng.multinomial(P, np.full(P, 1.0 / P), size=n_boot)
+        acc += rank_means(counts @ V / P)
+    return acc / len(blocks)
+
+
+@dataclass
+class Leaderboard:
+    """Result of :func:`leaderboard`.
+
+    Attributes
+    ----------
+    blocks : pandas.DataFrame
+        Per block (group, policy) and metric: ``method, mean, se, n_pairs, rank, rank_low,
+        rank_high`` (rank CI from the same bootstrap).
+    overall : pandas.DataFrame
+        Per metric: ``method, mean_rank, ci_low, ci_high, n_blocks``.
+    groups : pandas.DataFrame
+        One row per run: ``group, fingerprint, dataset, run, path, seed, used, note``.
+    notes : list of str
+        Runs skipped, methods left out of the overall ranks, and why.
+    n_boot, seed, level : bootstrap settings.
+    """
+
+    blocks: pd.DataFrame
+    overall: pd.DataFrame
+    groups: pd.DataFrame
+    notes: list
+    n_boot: int
+    seed: int
+    level: float
+
+    def to_markdown(self, digits: int = 3) -> str:
+        """Groups, overall ranks and the per-block tables as Markdown."""
+        out = ["## Leaderboard", "", "### Runs and configuration groups", "",
+               "Runs with the same configuration fingerprint (everything but the seed, name, "
+               "output and compute settings) are replicates: their pairs are pooled. Different "
+               "fingerprints are never pooled.", "",
+               "| group | fingerprint | data set | run | seed | used | path |",
+               "|---|---|---|---|---:|---|---|"]
+        for r in self.groups.itertuples():
+            out.append(f"| {r.group} | `{r.fingerprint}` | {r.dataset} | {r.run} | {r.seed} | "
+                       f"{'yes' if r.used else 'no: ' + r.note} | {r.path} |")
+        pct = f"{100 * self.level:g}%"
+        nblk = self.blocks[["group", "policy"]].drop_duplicates().shape[0]
+        names = ", ".join(f"{g}/{p}" for g, p in
+                          self.blocks[["group", "policy"]].drop_duplicates().itertuples(index=False))
+        out += ["", f"### Overall: mean rank over {nblk} block(s) (data set x policy; 1 = best), "
+                f"{pct} bootstrap CI over pairs ({self.n_boot} replicates, seed {self.seed})", "",
+                f"Blocks: {names}. Only ranks are averaged across blocks; scores are never "
+                "pooled across configuration groups.", ""]
+        metrics = [m for m in METRICS if m in set(self.overall["metric"])]
+        if metrics:
+            out += ["| method | " + " | ".join(METRICS[m] for m in metrics) + " |",
+                    "|---|" + "---:|" * len(metrics)]
+            ov = self.overall.set_index(["metric", "method"])
+            first = self.overall[self.overall["metric"] == metrics[0]]
+            for meth in first.sort_values("mean_rank")["method"]:
+                cells = []
+                for m in metrics:
+                    if (m, meth) in ov.index:
+                        r = ov.loc[(m, meth)]
+                        cells.append(f"{r['mean_rank']:.2f} [{r['ci_low']:.2f}, "
+                                     f"{r['ci_high']:.2f}]")
+                    else:
+                        cells.append("n/a")
+                out.append(f"| {meth} | " + " | ".join(cells) + " |")
+        for note in self.notes:
+            out.append(f"\n- {note}")
+        for (g, pol), blk in self.blocks.groupby(["group", "policy"], sort=False):
+            ds = blk["dataset"].iloc[0]
+            runs = ", ".join(self.groups.loc[(self.groups["group"] == g) & self.groups["used"],
+                                             "run"])
+            npairs = int(blk["n_pairs"].max())
+            out += ["", f"### {ds} / {pol} (group {g}: {runs}; {npairs} pairs)", "",
+                    "| method | " + " | ".join(
+                        f"{METRICS[m]} mean ± s.e. (rank)" for m in METRICS
+                        if m in set(blk["metric"])) + " |"]
+            ms = [m for m in METRICS if m in set(blk["metric"])]
+            out.append("|---|" + "---:|" * len(ms))
+            b = blk.set_index(["metric", "method"])
+            order = blk[blk["metric"] == ms[0]].sort_values("rank")["method"]
+            for meth in order:
+                cells = []
+                for m in ms:
+                    r = b.loc[(m, meth)]
+                    cells.append(f"{r['mean']:.{digits}f} ± {r['se']:.{digits}f} "
+                                 f"({r['rank']:g})")
+                out.append(f"| {meth} | " + " | ".join(cells) + " |")
+        return "\n".join(out) + "\n"
+
+    def figure(self):
+        """Mean-rank dot plot with CI bars, one panel per metric (matplotlib Figure)."""
+        import matplotlib.pyplot as plt
+
+        metrics = [m for m in METRICS if m in set(self.overall["metric"])]
+        fig, axes = plt.subplots(1, max(1, len(metrics)), figsize=(4.2 * max(1, len(metrics)),
+                                 0.45 * max(3, self.overall["method"].nunique()) + 1.2),
+                                 squeeze=False, sharey=True)
+        order = None
+        for ax, m in zip(axes[0], metrics, strict=False):
+            d = self.overall[self.overall["metric"] == m]
+            if order is None:
+                order = list(d.sort_values("mean_rank", ascending=False)["method"])
+            d = d.set_index("method").reindex(order)
+            y = np.arange(len(order))
+            xerr = np.maximum(0.0, [d["mean_rank"] - d["ci_low"], d["ci_high"] - d["mean_rank"]])
+            ax.errorbar(d["mean_rank"], y, xerr=xerr,
+                        fmt="o", color="C0", ecolor="0.4", capsize=3)
+            ax.set_yticks(y, order)
+            ax.set_xlabel("mean rank (1 = best)")
+            ax.set_title(METRICS[m])
+            ax.grid(axis="x", alpha=0.3)
+        fig.suptitle(f"Leaderboard: mean rank, {100 * self.level:g}% bootstrap CI", fontsize=10)
+        fig.tight_layout()
+        return fig
+
+    def save(self, out: str | os.PathLike, *, dpi: int = 110) -> list[Path]:
+        """Write ``leaderboard.md``, ``leaderboard_blocks.csv``, ``leaderboard_overall.csv``,
+        ``leaderboard_runs.csv`` and ``leaderboard.png`` into ``out`` (atomically); returns
+        the paths."""
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = []
+        ck.atomic_write_text(out / "leaderboard.md", self.to_markdown())
+        paths.append(out / "leaderboard.md")
+        for name, df in (("blocks", self.blocks), ("overall", self.overall),
+                         ("runs", self.groups)):
+            p = out / f"leaderboard_{name}.csv"
+            ck.atomic_write_text(p, df.to_csv(index=False))
+            paths.append(p)
+        if len(self.overall):
+            import matplotlib.pyplot as plt
+
+            fig = self.figure()
+            with ck.atomic_write(out / "leaderboard.png", suffix=".png") as tmp:
+                fig.savefig(tmp, dpi=dpi)
+            plt.close(fig)
+            paths.append(out / "leaderboard.png")
+        return paths
+
+
+def _group_runs(runs: list[RunInfo]) -> tuple[pd.DataFrame, dict[str, list[RunInfo]]]:
+    fps = list(dict.fromkeys(r.fingerprint for r in runs))
+    label = {fp: f"g{i + 1}" for i, fp in enumerate(fps)}
+    rows, used = [], {label[fp]: [] for fp in fps}
+    seen: dict[tuple, str] = {}
+    for r in runs:
+        g = label[r.fingerprint]
+        key = (r.fingerprint, r.seed)
+        note = ""
+        if key in seen:
+            note = f"same configuration and seed as {seen[key]} (identical pairs)"
+        else:
+            seen[key] = str(r.path)
+            used[g].append(r)
+        rows.append({"group": g, "fingerprint": r.fingerprint, "dataset": r.dataset,
+                     "run": r.name, "path": str(r.path), "seed": r.seed, "used": not note,
+                     "note": note})
+    return pd.DataFrame(rows), used
+
+
+def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, seed: int = 0,
+                level: float = 0.95) -> Leaderboard:
+    """Aggregate finished runs into a method x metric leaderboard.
+
+    Parameters
+    ----------
+    run_dirs : sequence of paths
+        Run directories (or folders holding run directories one level down).
+    n_boot : int, default 1000
+        Bootstrap replicates for the rank confidence intervals.
+    seed : int, default 0
+        Seed of the bootstrap.
+    level : float, default 0.95
+        Confidence level of the intervals (percentile bootstrap).
+
+    Returns
+    -------
+    Leaderboard
+
+    Raises
+    ------
+    FileNotFoundError
+        A path without a finished run.
+    ValueError
+        Bad ``n_boot`` / ``level``, or a run that is not an insertion/deletion evaluation.
+    """
+    n_boot = check_positive_int("n_boot", n_boot)
+    seed = check_positive_int("seed", seed, minimum=0)
+    level = float(check_scalar("level", level, (int, float)))
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1); got {level}.")
+    runs = [read_run(p) for p in find_runs(run_dirs)]
+    groups, used = _group_runs(runs)
+    rng_seed = seed
+    blocks_rows: list[dict] = []
+    per_metric: dict[str, list[tuple[str, list[str], np.ndarray]]] = {m: [] for m in METRICS}
+    lo_q, hi_q = 100 * (1 - level) / 2, 100 * (1 + level) / 2
+    notes: list[str] = []
+    for g, rs in used.items():
+        pooled = pd.concat([r.abc.assign(run=i) for i, r in enumerate(rs)], ignore_index=True)
+        dataset = rs[0].dataset
+        for pol in dict.fromkeys(pooled["policy"]):
+            for m in METRICS:
+                d = pooled[(pooled["policy"] == pol) & (pooled["metric"] == m)]
+                if d.empty:
+                    continue
+                W = d.pivot_table(index=["run", "pair"], columns="method", values="score",
+                                  aggfunc="first", sort=False)
+                W = W.dropna(axis=1, how="any")
+                methods = list(W.columns)
+                V = W.to_numpy(dtype=np.float64)
+                P = V.shape[0]
+                mean = V.mean(axis=0)
+                se = V.std(axis=0, ddof=1) / np.sqrt(P) if P > 1 else np.full(len(mean), np.nan)
+                rank = rank_means(mean)
+                boot = bootstrap_mean_ranks([V], n_boot=n_boot, seed=rng_seed)
+                rng_seed += 1
+                lo, hi = np.percentile(boot, [lo_q, hi_q], axis=0)
+                for j, meth in enumerate(methods):
+                    blocks_rows.append({"group": g, "fingerprint": rs[0].fingerprint,
+                                        "dataset": dataset, "policy": pol, "metric": m,
+                                        "method": meth, "mean": mean[j], "se": se[j],
+                                        "n_pairs": P, "n_runs": len(rs), "rank": rank[j],
+                                        "rank_low": lo[j], "rank_high": hi[j]})
+                per_metric[m].append((f"{g}/{pol}", methods, V))
+    overall_rows = []
+    for m, blks in per_metric.items():
+        if not blks:
+            continue
+        common = [meth for meth in blks[0][1] if all(meth in b[1] for b in blks)]
+        dropped = sorted({meth for b in blks for meth in b[1]} - set(common))
+        if dropped:
+            notes.append(f"{METRICS[m]}: {', '.join(dropped)} left out of the overall ranks "
+                         "(not present in every block).")
+        if not common:
+            continue
+        Vs = [b[2][:, [b[1].index(meth) for meth in common]] for b in blks]
+        point = np.mean([rank_means(V.mean(axis=0)) for V in Vs], axis=0)
+        boot = bootstrap_mean_ranks(Vs, n_boot=n_boot, seed=seed)
+        lo, hi = np.percentile(boot, [lo_q, hi_q], axis=0)
+        for j, meth in enumerate(common):
+            overall_rows.append({"metric": m, "method": meth, "mean_rank": point[j],
+                                 "ci_low": lo[j], "ci_high": hi[j], "n_blocks": len(blks)})
+    skipped = groups[~groups["used"]]
+    for r in skipped.itertuples():
+        notes.append(f"run {r.path} skipped: {r.note}.")
+    return Leaderboard(blocks=pd.DataFrame(blocks_rows), overall=pd.DataFrame(overall_rows),
+                       groups=groups, notes=notes, n_boot=n_boot, seed=seed, level=level)

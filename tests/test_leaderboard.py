@@ -1,0 +1,232 @@
+"""The leaderboard: grouping by configuration fingerprint, ranks, seeded bootstrap, outputs, CLI."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from insdel import cli, runner  # noqa: E402
+from insdel import leaderboard as L  # noqa: E402
+
+BASE_CONFIG = {
+    "name": "hand", "description": "", "seed": 0, "out": None,
+    "data": {"recipe": "toy", "options": {"n": 10}},
+    "model": {"preset": "quick_cern", "path": None, "trust": False},
+    "targets": {"n": 4},
+    "compute": {"device": "cpu"},
+    "policies": [{"spec": "average"}],
+    "methods": {"names": ["a", "b", "c"], "options": {}},
+    "evaluation": {"modes": ["insertion", "deletion"], "n_random": 2, "normalize": True,
+                   "targets_per_chunk": 50, "order": "signed"},
+    "figures": {"enabled": False},
+}
+
+
+def fake_run(path: Path, scores: dict, *, seed: int = 0, config: dict | None = None,
+             policy: str = "average", name: str = "hand") -> Path:
+    """A run directory as the runner writes it: manifest.json and POLICY/abc.parquet.
+
+    ``scores``: method -> {mode: per-pair scores}."""
+    cfg = copy.deepcopy(config or BASE_CONFIG)
+    cfg["seed"] = seed
+    cfg["name"] = name
+    path.mkdir(parents=True)
+    (path / "manifest.json").write_text(json.dumps({
+        "name": name, "seed": seed, "config": cfg, "policies": [policy],
+        "data": {"name": cfg["data"]["recipe"], "file_sha256": None},
+        "model": {"file_sha256": None}}))
+    rows = []
+    for meth, by_mode in scores.items():
+        for mode, v in by_mode.items():
+            for i, s in enumerate(v):
+                rows.append({"pair": i, "method": meth, "mode": mode, "abc": float(s)})
+    (path / policy).mkdir()
+    pd.DataFrame(rows).to_parquet(path / policy / "abc.parquet", index=False)
+    return path
+
+
+def simple_scores(rng, P=6, shift=(0.3, 0.2, 0.1)):
+    return {m: {"insertion": s + 0.01 * rng.normal(size=P),
+                "deletion": -s + 0.01 * rng.normal(size=P)}
+            for m, s in zip("abc", shift, strict=True)}
+
+
+def test_rank_means_hand_made():
+    np.testing.assert_array_equal(L.rank_means([3.0, 1.0, 2.0]), [1, 3, 2])
+    np.testing.assert_array_equal(L.rank_means([2.0, 2.0, 1.0]), [1.5, 1.5, 3])
+    np.testing.assert_array_equal(L.rank_means([[1.0, 2.0], [5.0, 0.0]]), [[2, 1], [1, 2]])
+
+
+def test_ranks_and_means_on_a_hand_made_run(tmp_path):
+    ins = {"a": [3.0, 3.0, 3.0], "b": [1.0, 2.0, 3.0], "c": [0.0, 0.0, 0.0]}
+    dele = {"a": [0.0, 0.0, 0.0], "b": [1.0, 1.0, 1.0], "c": [2.0, 2.0, 2.0]}
+    run = fake_run(tmp_path / "r", {m: {"insertion": ins[m], "deletion": dele[m]} for m in "abc"})
+    board = L.leaderboard([run], n_boot=50)
+    b = board.blocks.set_index(["metric", "method"])
+    assert b.loc[("insertion", "a"), "mean"] == 3.0 and b.loc[("insertion", "b"), "mean"] == 2.0
+    assert b.loc[("insertion", "b"), "se"] == pytest.approx(np.std([1, 2, 3], ddof=1) / np.sqrt(3))
+    assert list(b.loc["insertion"].loc[["a", "b", "c"], "rank"]) == [1, 2, 3]
+    assert list(b.loc["deletion"].loc[["a", "b", "c"], "rank"]) == [3, 2, 1]
+    # total = insertion + deletion per pair: a 3, b 3 (2, 3, 4), c 2 -> a and b tie
+    assert list(b.loc["total"].loc[["a", "b", "c"], "rank"]) == [1.5, 1.5, 3]
+    o = board.overall.set_index(["metric", "method"])
+    assert o.loc[("insertion", "a"), "mean_rank"] == 1.0
+    assert o.loc[("insertion", "a"), "ci_low"] <= 1.0 <= o.loc[("insertion", "a"), "ci_high"]
+
+
+def test_same_config_grouped_different_configs_kept_apart(tmp_path):
+    rng = np.random.default_rng(0)
+    r1 = fake_run(tmp_path / "r1", simple_scores(rng), seed=1, name="first")
+    r2 = fake_run(tmp_path / "r2", simple_scores(rng), seed=2, name="second")
+    other = copy.deepcopy(BASE_CONFIG)
+    other["methods"]["options"] = {"a": {"n_samples": 10}}
+    r3 = fake_run(tmp_path / "r3", simple_scores(rng), seed=1, config=other, name="third")
+    dup = fake_run(tmp_path / "r4", simple_scores(rng), seed=2, name="again")
+    board = L.leaderboard([r1, r2, r3, dup, r1], n_boot=50)
+    g = board.groups.set_index("run")
+    assert len(g) == 4  # r1 given twice is read once
+    assert g.loc["first", "group"] == g.loc["second", "group"] != g.loc["third", "group"]
+    assert g.loc["first", "fingerprint"] == g.loc["second", "fingerprint"]
+    assert not g.loc["again", "used"] and "same configuration and seed" in g.loc["again", "note"]
+    blk = board.blocks
+    assert set(blk.loc[blk["group"] == g.loc["first", "group"], "n_pairs"]) == {12}  # pooled
+    assert set(blk.loc[blk["group"] == g.loc["third", "group"], "n_pairs"]) == {6}
+    assert board.overall["n_blocks"].eq(2).all()
+    md = board.to_markdown()
+    assert "first" in md and "third" in md and "skipped" in md and "g1/average, g2/average" in md
+
+
+def test_fingerprint_ignores_seed_name_output_and_compute():
+    m = {"config": copy.deepcopy(BASE_CONFIG)}
+    fp = L.config_fingerprint(m)
+    m2 = copy.deepcopy(m)
+    m2["config"].update(seed=9, name="x", out="elsewhere", compute={"device": "cuda"},
+                        figures={"enabled": True})
+    m2["config"]["evaluation"]["targets_per_chunk"] = 7
+    assert L.config_fingerprint(m2) == fp
+    m3 = copy.deepcopy(m)
+    m3["config"]["evaluation"]["n_random"] = 3
+    assert L.config_fingerprint(m3) != fp
+    m4 = copy.deepcopy(m)
+    m4["model"] = {"file_sha256": "abc"}
+    assert L.config_fingerprint(m4) != fp
+    with pytest.raises(ValueError, match="config"):
+        L.config_fingerprint({})
+
+
+def test_methods_missing_from_a_block_are_left_out_with_a_note(tmp_path):
+    rng = np.random.default_rng(1)
+    s = simple_scores(rng)
+    r1 = fake_run(tmp_path / "r1", s)
+    other = copy.deepcopy(BASE_CONFIG)
+    other["targets"]["n"] = 5
+    r2 = fake_run(tmp_path / "r2", {k: v for k, v in s.items() if k != "c"}, config=other)
+    board = L.leaderboard([r1, r2], n_boot=20)
+    assert set(board.overall["method"]) == {"a", "b"}
+    assert any("c left out" in n for n in board.notes)
+
+
+def test_bootstrap_seeded_and_reproducible(tmp_path):
+    rng = np.random.default_rng(2)
+    run = fake_run(tmp_path / "r", simple_scores(rng, P=8, shift=(0.2, 0.19, 0.18)))
+    a = L.leaderboard([run], n_boot=300, seed=5).overall
+    b = L.leaderboard([run], n_boot=300, seed=5).overall
+    c = L.leaderboard([run], n_boot=300, seed=6).overall
+    pd.testing.assert_frame_equal(a, b)
+    assert list(a["method"]) == list(c["method"])
+    V = [np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.5]])]
+    np.testing.assert_array_equal(L.bootstrap_mean_ranks(V, n_boot=40, seed=1),
+                                  L.bootstrap_mean_ranks(V, n_boot=40, seed=1))
+    assert not np.array_equal(L.bootstrap_mean_ranks(V, n_boot=40, seed=1),
+                              L.bootstrap_mean_ranks(V, n_boot=40, seed=2))
+    reps = L.bootstrap_mean_ranks(V, n_boot=400, seed=1)
+    assert reps.shape == (400, 2) and np.allclose(reps.sum(axis=1), 3.0)
+    assert 0 < (reps[:, 0] == 1).mean() < 1  # resampling changes the winner sometimes
+
+
+def test_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such folder"):
+        L.leaderboard([tmp_path / "missing"])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no finished run"):
+        L.leaderboard([tmp_path / "empty"])
+    run = fake_run(tmp_path / "r", simple_scores(np.random.default_rng(0)))
+    with pytest.raises(ValueError, match="n_boot"):
+        L.leaderboard([run], n_boot=0)
+    with pytest.raises(ValueError, match="level"):
+        L.leaderboard([run], level=1.5)
+    roar = tmp_path / "roar"
+    roar.mkdir()
+    (roar / "manifest.json").write_text(json.dumps({"config": BASE_CONFIG, "roar": {}}))
+    with pytest.raises(ValueError, match="ROAR"):
+        L.leaderboard([roar])
+
+
+def test_cli_writes_md_csv_png(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    parent = tmp_path / "runs"
+    parent.mkdir()
+    fake_run(parent / "r1", simple_scores(rng), seed=1)
+    fake_run(parent / "r2", simple_scores(rng), seed=2)
+    out = tmp_path / "lb"
+    assert cli.main(["leaderboard", str(parent), "--out", str(out), "--n-boot", "50"]) == 0
+    text = capsys.readouterr().out
+    assert "## Leaderboard" in text and "| method | insertion ABC" in text
+    for f in ("leaderboard.md", "leaderboard_blocks.csv", "leaderboard_overall.csv",
+              "leaderboard_runs.csv", "leaderboard.png"):
+        assert (out / f).is_file() and (out / f).stat().st_size > 0
+    assert (out / "leaderboard.png").read_bytes()[:4] == b"\x89PNG"
+    assert set(pd.read_csv(out / "leaderboard_runs.csv")["group"]) == {"g1"}
+    assert cli.main(["leaderboard", str(tmp_path / "nope"), "--out", str(out)]) == 1
+
+
+TINY = """
+name = "lb_tiny"
+seed = 1
+
+[data]
+recipe = "dielectron_sim"
+[data.options]
+n_events = 400
+
+[model]
+preset = "quick_cern"
+max_epochs = 1
+
+[targets]
+n = 6
+
+[[policies]]
+spec = "average"
+
+[methods]
+names = ["vanilla_grad", "input_x_gradient"]
+
+[evaluation]
+n_random = 2
+
+[figures]
+enabled = false
+"""
+
+
+def test_real_runs_grouped_by_fingerprint(tmp_path):
+    cfg = tmp_path / "tiny.toml"
+    cfg.write_text(TINY)
+    runner.run_experiment(cfg, tmp_path / "s1", progress=False)
+    cfg.write_text(TINY.replace("seed = 1", "seed = 2"))
+    runner.run_experiment(cfg, tmp_path / "s2", progress=False)
+    board = L.leaderboard([tmp_path / "s1", tmp_path / "s2"], n_boot=50)
+    assert board.groups["group"].nunique() == 1 and board.groups["used"].all()
+    assert set(board.blocks["n_pairs"]) == {12}
+    assert set(board.blocks["method"]) == {"vanilla_grad", "input_x_gradient", "random"}
+    assert set(board.blocks["metric"]) == {"insertion", "deletion", "total"}
