@@ -49,6 +49,9 @@ PAPER_CONFIGS = {"paper-cern": "paper_cern", "paper-bangalore": "paper_bangalore
                  "paper-roar-bangalore": "paper_roar_bangalore",
                  "paper-roar-cern": "paper_roar_cern"}
 
+#: ``insdel reproduce`` experiments that are not TOML runs (they take --quick, --out, --seed).
+PAPER_EXPERIMENTS = ("paper-images",)
+
 
 class ConfigError(ValueError):
     """A configuration key that is unknown, missing or of the wrong type (names the key)."""

@@ -281,6 +281,67 @@ def plot_image_curves(image: np.ndarray, attribution: np.ndarray, curves: Mappin
     return fig
 
 
+def figure1(image: np.ndarray, saliency: np.ndarray, curves: Mapping[str, np.ndarray], *,
+            positions: np.ndarray | None = None, m: int | None = None, title: str | None = None,
+            figsize=(12.0, 3.2)):
+    """Paper Figure 1's layout: the image, its saliency map, and the deletion and insertion
+    curves against the fraction of units (pixels) moved, Petsiuk's AUC shaded and printed.
+
+    Parameters
+    ----------
+    image : array (H, W) or (H, W, 3)
+    saliency : array (H, W) (channels summed beforehand)
+    curves : mapping {"deletion": (S,), "insertion": (S,)}
+        One image's curves (either may be missing).
+    positions : array of int (S,), optional
+        Units moved at each point (default ``0 .. S - 1``).
+    m : int, optional
+        Total units (default ``positions[-1]``).
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from .areas import petsiuk_auc
+
+    img = np.asarray(image, dtype=float)
+    sal = np.asarray(saliency, dtype=float)
+    if sal.shape != img.shape[:2]:
+        raise ValueError(f"saliency must cover the image's {img.shape[:2]} pixels; got {sal.shape}.")
+    fig, axes = _new_figure(1, 4, figsize)
+    axes[0, 0].imshow(img, cmap="gray" if img.ndim == 2 else None)
+    axes[0, 0].set_title("image x")
+    lim = float(np.max(np.abs(sal))) or 1.0
+    im = axes[0, 1].imshow(sal, cmap="RdBu_r", vmin=-lim, vmax=lim)
+    axes[0, 1].set_title("saliency")
+    fig.colorbar(im, ax=axes[0, 1], shrink=0.8)
+    for a in axes[0, :2]:
+        a.set_xticks([])
+        a.set_yticks([])
+    for j, mode in enumerate(("deletion", "insertion")):
+        ax = axes[0, 2 + j]
+        c = curves.get(mode)
+        if c is None:
+            ax.set_visible(False)
+            continue
+        c = np.asarray(c, dtype=float)
+        t = np.arange(c.shape[0]) if positions is None else np.asarray(positions)
+        mm = int(t[-1]) if m is None else int(m)
+        x = t / mm
+        a = float(petsiuk_auc(c[None], positions=t, m=mm)[0])
+        ax.plot(x, c, color="C3" if mode == "deletion" else "C0", lw=1.8)
+        ax.fill_between(x, c, 0, alpha=0.25, color="C3" if mode == "deletion" else "C0")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, max(1.0, float(c.max()) * 1.05))
+        ax.set_xlabel("fraction of pixels " + ("deleted" if mode == "deletion" else "inserted"))
+        ax.set_ylabel("probability")
+        ax.set_title(f"{mode}: AUC = {a:.3f}")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
 # --------------------------------------------------------------------------------------------------
 # many pairs
 # --------------------------------------------------------------------------------------------------

@@ -12,7 +12,9 @@ parameterised and pluggable:
   :class:`Policy` subclass implementing ``select(f, X_pool, targets, seed)``).
 
 Built-ins: ``counterfactual`` (§5.1, §5.2), ``one_to_one`` and ``average`` (§5.2), and the constant
-references ``mean``, ``median``, ``mode`` (of a background set) and ``fixed`` (a given point).
+references ``mean``, ``median``, ``mode`` (of a background set) and ``fixed`` (a given point);
+for flattened images, the reference images ``black``, ``white``, ``channel_mean``, ``blurred``,
+``noise`` and ``image`` (module ``images``; paper Table 5).
 The paper's Table 4 diagnostics of a pairing live in :mod:`insdel.diagnostics`.
 
 Modules: ``base`` (Pairing, Policy), ``registry`` (names -> policies), ``counterfactual`` (with its
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 from .base import FunctionPolicy, Pairing, Policy, UnknownPolicyError
 from .counterfactual import Counterfactual
+from .images import Black, Blurred, ChannelMean, Image, Noise, White
 from .registry import available, defaults, describe, get, register, unregister
 from .simple import Average, Constant, Fixed, Mean, Median, Mode, OneToOne
 from .specs import format_list, format_show, list_specs, load, spec_text
@@ -31,5 +34,5 @@ __all__ = [
     "Policy", "Pairing", "FunctionPolicy", "UnknownPolicyError", "get", "load", "register",
     "unregister", "available", "defaults", "describe", "list_specs", "spec_text", "format_list",
     "format_show", "Counterfactual", "OneToOne", "Average", "Constant", "Mean", "Median", "Mode",
-    "Fixed",
+    "Fixed", "Black", "White", "ChannelMean", "Blurred", "Noise", "Image",
 ]
