@@ -33,6 +33,8 @@ SCRIPTS: list[tuple[str, str, list[str], bool, str]] = [
      "insertion + deletion curves: insdel vs per-pair / per-point loops vs bare forward pass"),
     ("peers", "peers.py", [], True,
      "deletion curves: insdel vs Quantus PixelFlipping / RegionPerturbation vs bare forward pass"),
+    ("images", "images.py", [], True,
+     "grouped image deletion (digits CNN, 1,000 images, step 4) vs Quantus PixelFlipping"),
     ("scaling", "scaling.py", [], False,
      "curve time against n (8..256) and B (100..100,000) and where it goes"),
     ("decomposition", "decomposition.py", ["--pairs", "20"], False,

@@ -244,8 +244,8 @@ def evaluate(f, X: ArrayLike, R: ArrayLike, attributions: Mapping[str, ArrayLike
              fractions: ArrayLike | None = None, max_fraction: float | None = None,
              output: str | int = "predicted", probability: bool = True,
              order: str = "signed", modes: Sequence[str] = ("insertion", "deletion"),
-             n_random: int = 5, seed: int = 0, batch_size: int | None = None,
-             progress: bool | None = None) -> ImageEvaluation:
+             n_random: int = 5, add_random: bool = True, seed: int = 0,
+             batch_size: int | None = None, progress: bool | None = None) -> ImageEvaluation:
     """The image insertion/deletion test on a classifier (paper Figure 1 and Table 5).
 
     Parameters
@@ -270,7 +270,7 @@ def evaluate(f, X: ArrayLike, R: ArrayLike, attributions: Mapping[str, ArrayLike
     probability : bool, default True
         Trace the softmax probability (else the raw score).
     order : {"signed", "absolute", "ascending"}
-    modes, n_random, seed, batch_size, progress :
+    modes, n_random, add_random, seed, batch_size, progress :
         As in :func:`insdel.evaluate`.
 
     Returns
@@ -321,7 +321,8 @@ def evaluate(f, X: ArrayLike, R: ArrayLike, attributions: Mapping[str, ArrayLike
         parts.append((idx, _evaluate(model, X[idx], R[idx], {k: a[idx] for k, a in atts.items()},
                                      groups=grp, step=step, fractions=fractions,
                                      max_fraction=max_fraction, order=order, modes=modes,
-                                     n_random=n_random, seed=seed + int(c), batch_size=batch_size,
+                                     n_random=n_random, add_random=add_random,
+                                     seed=seed + int(c), batch_size=batch_size,
                                      progress=progress)))
     B = X.shape[0]
     first = parts[0][1]

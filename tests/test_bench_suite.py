@@ -133,3 +133,10 @@ def test_run_all_tiny_every_script(tmp_path):
                        capture_output=True, text=True, timeout=1200)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "FAILED" not in out.read_text()
+
+
+def test_images_bench_tiny_agrees_with_quantus(tmp_path):
+    """The grouped-image bench (issue #16) runs on tiny sizes; it exits non-zero if insdel's
+    curves and Quantus' PixelFlipping disagree."""
+    pytest.importorskip("quantus", reason=PEER_MISSING.format("quantus"))
+    _run_all_tiny(tmp_path, ["images"], ["## bench/images.py", "(q)/(a)"])
