@@ -28,7 +28,6 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 from _common import machine_line, markdown_table, time_call  # noqa: E402
 
-import insdel  # noqa: E402
 from insdel import digits, images  # noqa: E402
 
 
