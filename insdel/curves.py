@@ -279,7 +279,7 @@ class TraceResult:
 
 def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=MODES, batch_size: int | None = None,
           chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None,
-          validate: bool = True) -> TraceResult:
+          validate: bool = True, client=None) -> TraceResult:
     """Trace insertion and/or deletion curves of every pair under every given ordering.
 
     Parameters
@@ -297,6 +297,10 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
         Maximum number of curve points indexed at once (bounds memory).
     progress : bool, optional
         Show a progress bar (default: only on long runs in a terminal).
+    client : dask.distributed.Client, optional
+        Trace each chunk of pairs (the ``chunk_size`` chunks above) on the client's workers; the
+        curves are identical to ``client=None`` (the same chunks, the same model calls). A smaller
+        ``chunk_size`` gives more, smaller tasks.
 
     Returns
     -------
@@ -315,6 +319,11 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
     K = orders.shape[1]
     do_ins, do_del = "insertion" in modes, "deletion" in modes
     M = int(do_ins) + int(do_del)
+    per_pair = K * M * (n + 1)
+    chunk_pairs = max(1, int(chunk_size) // max(per_pair, 1))
+    if client is not None:
+        return _trace_on(client, f, X, R, orders, modes, batch_size, chunk_size, chunk_pairs,
+                         progress)
     W = n_words(n)
     Xd = np.ascontiguousarray(X, dtype=model.dtype)
     Rd = np.ascontiguousarray(R, dtype=model.dtype)
@@ -322,9 +331,7 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
         zob = _zobrist(n)
         diff_words = masks_to_words(X != R)
 
-    per_pair = K * M * (n + 1)
     cap = 2 + K * M * max(n - 1, 0)
-    chunk_pairs = max(1, int(chunk_size) // max(per_pair, 1))
     out = {m: np.empty((B, K, n + 1)) for m in modes}
     fx = np.empty(B)
     fr = np.empty(B)
@@ -404,6 +411,37 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
             bar.update(Bc)
     return TraceResult(curves=out, fx=fx, fr=fr, n_points=total_points, n_unique=n_unique,
                        timings={"bookkeeping_s": t_index, "model_s": t_model})
+
+
+def _trace_chunk(b0: int, b1: int, modes: tuple, batch_size: int | None, chunk_size: int, *,
+                 f, X, R, orders) -> TraceResult:
+    """One chunk of pairs of :func:`trace` (on a Dask worker): exactly one chunk of the serial
+    loop, so the same rows reach the model in the same batches."""
+    return trace(f, X[b0:b1], R[b0:b1], orders[b0:b1], modes=modes, batch_size=batch_size,
+                 chunk_size=chunk_size, progress=False, validate=False)
+
+
+def _trace_on(client, f, X, R, orders, modes, batch_size, chunk_size, chunk_pairs,
+              progress) -> TraceResult:
+    """:func:`trace` with its chunks of pairs on Dask workers, gathered in order."""
+    from .distributed import gather_chunks
+
+    B = X.shape[0]
+    bounds = [(b0, min(B, b0 + chunk_pairs), modes, batch_size, chunk_size)
+              for b0 in range(0, B, chunk_pairs)]
+    parts = gather_chunks(client, _trace_chunk, bounds,
+                          shared={"f": f, "X": X, "R": R, "orders": orders},
+                          describe=lambda k: f"curves of pairs {bounds[k][0]}..{bounds[k][1] - 1}",
+                          progress=progress, desc="curves", name="insdel-curves")
+    timings: dict = {}
+    for p in parts:
+        for k, v in p.timings.items():
+            timings[k] = timings.get(k, 0.0) + v
+    return TraceResult(curves={m: np.concatenate([p.curves[m] for p in parts]) for m in modes},
+                       fx=np.concatenate([p.fx for p in parts]),
+                       fr=np.concatenate([p.fr for p in parts]),
+                       n_points=sum(p.n_points for p in parts),
+                       n_unique=sum(p.n_unique for p in parts), timings=timings)
 
 
 def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str = "insertion",

@@ -275,7 +275,8 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
              modes: Iterable[str] = ("insertion", "deletion"), n_random: int = 20, seed: int = 0,
              normalize: bool = True, feature_names: Sequence[str] | None = None,
              add_random: bool = True, order: str = "signed", batch_size: int | None = None,
-             chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None) -> Evaluation:
+             chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None,
+             client=None) -> Evaluation:
     """Insertion/deletion ABCs for several attribution methods on the same pairs (x, r).
 
     Parameters
@@ -306,6 +307,11 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         How each method's ordering is derived from its attributions
         (:func:`insdel.curves.orderings`): the paper's decreasing signed value, decreasing |a_j|
         (MoRF) or increasing a_j (LeRF). Recorded as ``Evaluation.order``.
+    client : dask.distributed.Client, optional
+        Trace the curves of each chunk of pairs (``chunk_size`` curve points) on the client's
+        workers (:func:`insdel.trace`); the orderings, random ones included, are drawn here, so the
+        result is identical to ``client=None``. The model and the pairs are sent to each worker
+        once.
 
     Returns
     -------
@@ -343,7 +349,7 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
     all_orders = np.concatenate([np.stack(orders, axis=1), rand[:, 1:, :]], axis=1)
     t0 = time.perf_counter()
     res = trace(f, X, R, all_orders, modes=modes, batch_size=batch_size, chunk_size=chunk_size,
-                progress=progress, validate=False)
+                progress=progress, validate=False, client=client)
     elapsed = time.perf_counter() - t0
     Km = len(methods)
     stats = {"curve_points": res.n_points, "model_evaluations": res.n_unique,
