@@ -24,7 +24,9 @@ def _use_agg() -> None:
 def _print_result(res) -> None:
     print(res.to_markdown())
     c = res.manifest["compute"]
-    print(f"compute: {c['seconds_total']:.1f} s, {c['model_evaluations_total']:,} model "
+    where = (f"Dask, {c['workers']} workers at {c['scheduler']}" if c.get("backend") == "dask"
+             else "serial")
+    print(f"compute: {c['seconds_total']:.1f} s ({where}), {c['model_evaluations_total']:,} model "
           f"evaluations (per stage: {res.out / 'manifest.json'})")
     print(f"results: {res.out}")
     if res.figures:
