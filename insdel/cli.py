@@ -25,7 +25,9 @@ def _use_agg() -> None:
 def _print_result(res) -> None:
     print(res.to_markdown())
     c = res.manifest["compute"]
-    print(f"compute: {c['seconds_total']:.1f} s, {c['model_evaluations_total']:,} model "
+    where = (f"Dask, {c['workers']} workers at {c['scheduler']}" if c.get("backend") == "dask"
+             else "serial")
+    print(f"compute: {c['seconds_total']:.1f} s ({where}), {c['model_evaluations_total']:,} model "
           f"evaluations (per stage: {res.out / 'manifest.json'})")
     print(f"results: {res.out}")
     if res.figures:
@@ -36,10 +38,32 @@ def _progress(args):
     return None if not args.no_progress else False
 
 
+def _scheduler(value: str) -> dict:
+    """The ``[compute]`` overrides of ``--scheduler``: ``serial``, ``local`` (a LocalCluster) or a
+    scheduler address (``tcp://host:8786``)."""
+    from .config import SCHEDULER_SCHEMES
+
+    if value == "serial":
+        return {"backend": "serial", "address": None, "n_workers": None,
+                "threads_per_worker": None}
+    if value == "local":
+        return {"backend": "dask", "address": None}
+    if value.startswith(SCHEDULER_SCHEMES):
+        return {"backend": "dask", "address": value, "n_workers": None,
+                "threads_per_worker": None}
+    raise ValueError(f"--scheduler {value!r}: give 'local' (a Dask LocalCluster on this machine), "
+                     "'serial', or a scheduler address such as tcp://host:8786.")
+
+
 def _device(args, overrides: dict) -> dict:
-    """Add ``--device`` to the configuration overrides."""
+    """Add ``--device`` and ``--scheduler`` to the configuration overrides."""
+    compute: dict = {}
     if getattr(args, "device", None):
-        overrides = {**overrides, "compute": {"device": args.device}}
+        compute["device"] = args.device
+    if getattr(args, "scheduler", None):
+        compute.update(_scheduler(args.scheduler))
+    if compute:
+        overrides = {**overrides, "compute": compute}
     return overrides
 
 
@@ -65,6 +89,9 @@ def _cmd_reproduce(args) -> int:
 
         if args.data is not None:
             raise ValueError("paper-images uses scikit-learn's digits; it takes no --data.")
+        for opt in ("scheduler", "device"):
+            if getattr(args, opt, None):
+                raise ValueError(f"paper-images runs serially on the CPU; it takes no --{opt}.")
         res = run_paper_images(args.out or f"runs/paper-images{'-quick' if args.quick else ''}",
                                quick=args.quick, seed=args.seed if args.seed is not None else 0,
                                progress=_progress(args))
@@ -214,6 +241,11 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default=None, metavar="DEVICE",
                    help="torch device of training and model evaluation, e.g. cuda (overrides "
                         "[compute] device; default cpu)")
+    p.add_argument("--scheduler", default=None, metavar="SCHEDULER",
+                   help="where the checkpoint chunks run: 'local' (a Dask LocalCluster on this "
+                        "machine), a Dask scheduler address such as tcp://host:8786, or 'serial' "
+                        "(overrides [compute] backend / address; needs pip install "
+                        "'insdel[dask]'; results are identical to a serial run)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -347,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 130
     except (ValueError, FileNotFoundError, PermissionError, KeyError, TypeError,
-            RuntimeError) as exc:
+            RuntimeError, ImportError) as exc:
         if args.debug:
             raise
         print(f"insdel: error: {exc}", file=sys.stderr)

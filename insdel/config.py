@@ -9,6 +9,8 @@ An experiment is a TOML file (the shipped ones are in ``insdel/configs/``: ``pap
     [model]       preset = "quick_cern"          # or path = "model.pt", or params = {...}
     [targets]     n = 200                        # held-out points: the pool and the targets
     [compute]     device = "cpu"                 # torch device of training and evaluation
+                  backend = "serial"             # or "dask": address = "tcp://host:8786", or a
+                                                 # LocalCluster: n_workers, threads_per_worker
     [[policies]]  spec = "cern_counterfactual"   # any insdel.policies.load spec (+ label, params)
     [methods]     names = [...], [methods.options.<name>] ...
     [evaluation]  modes, n_random = 20, normalize = true, targets_per_chunk = 50
@@ -108,6 +110,40 @@ def _check_device(source: str, device: str) -> None:
         raise ConfigError(f"{source}: compute.device = {device!r}, but MPS is not available.")
 
 
+#: Schemes of ``compute.address`` (a Dask scheduler).
+SCHEDULER_SCHEMES = ("tcp://", "tls://", "ucx://", "inproc://", "ws://", "wss://")
+
+
+def _check_compute(source: str, c: Mapping) -> None:
+    """``compute.backend`` and the keys of its Dask cluster: an existing scheduler (``address``) or
+    a LocalCluster (``n_workers``, ``threads_per_worker``), never both; none with the serial
+    backend (they would be silently ignored)."""
+    from .distributed import BACKENDS
+
+    backend = c["backend"]
+    if backend not in BACKENDS:
+        raise ConfigError(f"{source}: compute.backend must be one of {BACKENDS}; got {backend!r}"
+                          f"{_suggest(str(backend), BACKENDS)}")
+    given = [k for k in ("address", "n_workers", "threads_per_worker") if c[k] is not None]
+    if backend == "serial" and given:
+        raise ConfigError(f"{source}: compute.{given[0]} is only read with compute.backend = "
+                          "'dask' (the backend is 'serial').")
+    for k in ("n_workers", "threads_per_worker"):
+        if c[k] is not None and (isinstance(c[k], bool) or c[k] < 1):
+            raise ConfigError(f"{source}: compute.{k} must be an integer >= 1; got {c[k]!r}.")
+    address = c["address"]
+    if address is not None:
+        if not address.startswith(SCHEDULER_SCHEMES) or "://" not in address \
+                or not address.split("://", 1)[1]:
+            raise ConfigError(f"{source}: compute.address must be a Dask scheduler address such "
+                              f"as 'tcp://host:8786'; got {address!r}.")
+        extra = [k for k in ("n_workers", "threads_per_worker") if c[k] is not None]
+        if extra:
+            raise ConfigError(f"{source}: compute.{extra[0]} configures a LocalCluster started by "
+                              "insdel; with compute.address (an existing cluster) the cluster's "
+                              "own workers are used: remove one of the two.")
+
+
 # -- the schema ---------------------------------------------------------------------------------------
 # A leaf is (types, default); a dict is a table; ``ANY_TABLE`` is a free-form table checked by its
 # consumer (recipe options, method options, policy parameters).
@@ -135,7 +171,13 @@ SCHEMA: dict[str, Any] = {
         "architecture": (_STR + (type(None),), None),
     },
     "targets": {"n": (_INT, 200)},
-    "compute": {"device": (_STR, "cpu")},
+    "compute": {
+        "device": (_STR, "cpu"),
+        "backend": (_STR, "serial"),
+        "address": (_STR + (type(None),), None),
+        "n_workers": (_INT + (type(None),), None),
+        "threads_per_worker": (_INT + (type(None),), None),
+    },
     "roar": {
         "orderings": (_LIST, ["absolute", "signed", "random"]),
         "fractions": (_LIST, [0.1, 0.3, 0.5, 0.7, 0.9, 1.0]),
@@ -411,6 +453,7 @@ def _check_values(cfg: dict, source: str) -> None:
     need_int("figures.n_random", cfg["figures"]["n_random"], 0)
     need_int("figures.dpi", cfg["figures"]["dpi"], 10)
     _check_device(source, cfg["compute"]["device"])
+    _check_compute(source, cfg["compute"])
     from .curves import ORDERS
 
     if cfg["evaluation"]["order"] not in ORDERS:

@@ -342,7 +342,7 @@ def _unit_plan(X: np.ndarray, R: np.ndarray, groups: Groups | None):
 def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=MODES,
           groups=None, positions: ArrayLike | None = None, batch_size: int | None = None,
           chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None,
-          validate: bool = True) -> TraceResult:
+          validate: bool = True, client=None) -> TraceResult:
     """Trace insertion and/or deletion curves of every pair under every given ordering.
 
     Parameters
@@ -366,6 +366,10 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
         Maximum number of curve points indexed at once (bounds memory).
     progress : bool, optional
         Show a progress bar (default: only on long runs in a terminal).
+    client : dask.distributed.Client, optional
+        Trace each chunk of pairs (the ``chunk_size`` chunks above) on the client's workers; the
+        curves are identical to ``client=None`` (the same chunks, the same model calls). A smaller
+        ``chunk_size`` gives more, smaller tasks.
 
     Returns
     -------
@@ -391,6 +395,11 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
     K = orders.shape[1]
     do_ins, do_del = "insertion" in modes, "deletion" in modes
     M = int(do_ins) + int(do_del)
+    per_pair = K * M * S
+    chunk_pairs = max(1, int(chunk_size) // max(per_pair, 1))
+    if client is not None:
+        return _trace_on(client, f, X, R, orders, modes, batch_size, chunk_size, chunk_pairs,
+                         progress, grp, pos)
     W = n_words(m)
     Xd = np.ascontiguousarray(X, dtype=model.dtype)
     Rd = np.ascontiguousarray(R, dtype=model.dtype)
@@ -400,9 +409,7 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
         zob = _zobrist(m)
         diff_words = masks_to_words(diff)
 
-    per_pair = K * M * S
     cap = 2 + K * M * S
-    chunk_pairs = max(1, int(chunk_size) // max(per_pair, 1))
     out = {mo: np.empty((B, K, S)) for mo in modes}
     fx = np.empty(B)
     fr = np.empty(B)
@@ -483,6 +490,40 @@ def unit_orderings(A: np.ndarray, groups: Groups | None, *, order: str = "signed
                    name: str = "A") -> np.ndarray:
     """Orderings of the units (features, or groups with attributions summed per group)."""
     return orderings(group_attributions(A, groups, name=name), order=order)
+
+
+def _trace_chunk(b0: int, b1: int, modes: tuple, batch_size: int | None, chunk_size: int, *,
+                 f, X, R, orders, groups=None, positions=None) -> TraceResult:
+    """One chunk of pairs of :func:`trace` (on a Dask worker): exactly one chunk of the serial
+    loop, so the same rows reach the model in the same batches."""
+    return trace(f, X[b0:b1], R[b0:b1], orders[b0:b1], modes=modes, groups=groups,
+                 positions=positions, batch_size=batch_size, chunk_size=chunk_size,
+                 progress=False, validate=False)
+
+
+def _trace_on(client, f, X, R, orders, modes, batch_size, chunk_size, chunk_pairs,
+              progress, groups=None, positions=None) -> TraceResult:
+    """:func:`trace` with its chunks of pairs on Dask workers, gathered in order."""
+    from .distributed import gather_chunks
+
+    B = X.shape[0]
+    bounds = [(b0, min(B, b0 + chunk_pairs), modes, batch_size, chunk_size)
+              for b0 in range(0, B, chunk_pairs)]
+    parts = gather_chunks(client, _trace_chunk, bounds,
+                          shared={"f": f, "X": X, "R": R, "orders": orders, "groups": groups,
+                                  "positions": positions},
+                          describe=lambda k: f"curves of pairs {bounds[k][0]}..{bounds[k][1] - 1}",
+                          progress=progress, desc="curves", name="insdel-curves")
+    timings: dict = {}
+    for p in parts:
+        for k, v in p.timings.items():
+            timings[k] = timings.get(k, 0.0) + v
+    return TraceResult(curves={m: np.concatenate([p.curves[m] for p in parts]) for m in modes},
+                       fx=np.concatenate([p.fx for p in parts]),
+                       fr=np.concatenate([p.fr for p in parts]),
+                       n_points=sum(p.n_points for p in parts),
+                       n_unique=sum(p.n_unique for p in parts), timings=timings,
+                       positions=parts[0].positions, m=parts[0].m, groups=parts[0].groups)
 
 
 def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str = "insertion",

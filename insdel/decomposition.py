@@ -891,7 +891,8 @@ def anchored_decomposition(f: ModelLike, x: ArrayLike, r: ArrayLike, *,
 
 def shapley_values(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
                    batch_size: int | None = None, progress: bool | None = None,
-                   max_d: int = DEFAULT_MAX_D, groups=None) -> np.ndarray:
+                   max_d: int = DEFAULT_MAX_D, max_rows: int = 1 << 20,
+                   client=None, groups=None) -> np.ndarray:
     """Exact baseline Shapley values of B pairs, ``phi_j = sum_{u ∋ j} Delta_u / |u|``.
 
     The same numbers as exact Kernel SHAP with the single background point r, computed in each
@@ -908,6 +909,12 @@ def shapley_values(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
     progress : bool, optional
     max_d : int, default 20
         Refuse pairs with more differing features (the error names the pair and the cost).
+    max_rows : int, default 2^20
+        Subsets held at once: pairs are streamed in chunks of about this many 2^|D| values.
+    client : dask.distributed.Client, optional
+        Compute each of those chunks on the client's workers (the model and the pairs are sent
+        to each worker once); the values are identical to ``client=None``, which computes the same
+        chunks here. A smaller ``max_rows`` gives more, smaller tasks.
     groups : optional
         Shapley values of the group game over m groups (:mod:`insdel.groups`): shape (B, m).
 
@@ -915,8 +922,44 @@ def shapley_values(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
     -------
     ndarray (B, n) or (B, m); rows sum to f(x_b) - f(r_b).
     """
-    return subspace_shapley(f, X, R, max_d=max_d, batch_size=batch_size, progress=progress,
-                            groups=groups)[0]
+    if client is None:
+        return subspace_shapley(f, X, R, max_d=max_d, batch_size=batch_size, progress=progress,
+                                max_rows=max_rows, groups=groups)[0]
+    X, R = check_pairs(X, R)
+    max_rows = check_positive_int("max_rows", max_rows)
+    grp = check_groups(groups, X.shape[1])
+    dsz = _subspaces(X, R, groups=grp)[0]
+    if int(dsz.max(initial=0)) > int(max_d):  # the serial call names the pair and the cost
+        return subspace_shapley(f, X, R, max_d=max_d, batch_size=batch_size, max_rows=max_rows,
+                                groups=grp)[0]
+    from .distributed import gather_chunks
+
+    bounds = [(s, e, max_d, batch_size, max_rows) for s, e in _stream_chunks(dsz, max_rows)]
+    parts = gather_chunks(client, _shapley_chunk, bounds,
+                          shared={"f": f, "X": X, "R": R, "groups": grp},
+                          describe=lambda k: f"exact Shapley of pairs {bounds[k][0]}.."
+                          f"{bounds[k][1] - 1}", progress=progress, desc="exact Shapley",
+                          name="insdel-shapley")
+    return np.concatenate(parts, axis=0)
+
+
+def _stream_chunks(dsz: np.ndarray, max_rows: int) -> list[tuple[int, int]]:
+    """Consecutive chunks ``(start, end)`` of pairs whose first subsets' offsets fall in the same
+    block of ``max_rows`` values (the chunks :func:`subspace_shapley` streams)."""
+    counts = np.left_shift(np.int64(1), np.asarray(dsz, dtype=np.int64))
+    first = np.cumsum(counts) - counts
+    cid = first // max_rows
+    cut = np.flatnonzero(np.diff(cid) != 0) + 1
+    starts = np.concatenate([[0], cut]).astype(np.int64)
+    ends = np.concatenate([cut, [counts.size]]).astype(np.int64)
+    return [(s, e) for s, e in zip(starts.tolist(), ends.tolist(), strict=True) if s < e]
+
+
+def _shapley_chunk(s: int, e: int, max_d: int, batch_size: int | None, max_rows: int, *,
+                   f, X, R, groups=None) -> np.ndarray:
+    """Exact Shapley values of pairs s..e - 1, one streamed chunk (on a Dask worker)."""
+    return subspace_shapley(f, X[s:e], R[s:e], max_d=max_d, batch_size=batch_size,
+                            max_rows=max_rows, groups=groups)[0]
 
 
 def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = DEFAULT_MAX_D,
@@ -980,18 +1023,10 @@ def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = D
     _check_d(dsz[todo], n, max_d, pairs=todo, what="exact Shapley computation",
              probe=lambda: _seconds_per_row(model, Xd))
     phi = np.full((B, n), np.nan)
-    counts = np.left_shift(np.int64(1), dsz[todo])
-    first = np.cumsum(counts) - counts
-    cid = first // max_rows
-    cut = np.flatnonzero(np.diff(cid) != 0) + 1
-    starts = np.concatenate([[0], cut]).astype(np.int64)
-    ends = np.concatenate([cut, [todo.size]]).astype(np.int64)
-    total = int(counts.sum())
+    total = int(np.left_shift(np.int64(1), dsz[todo]).sum())
     with progress_bar(total, "exact Shapley (subspace)", unit="row", enable=progress,
                       auto=total > 1 << 22) as bar:
-        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-            if s == e:
-                continue
+        for s, e in _stream_chunks(dsz[todo], max_rows):
             idx = todo[s:e]
             dc = dsz[idx]
             dco = np.zeros(idx.size + 1, dtype=np.int64)

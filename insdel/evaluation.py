@@ -324,7 +324,8 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
              add_random: bool = True, order: str = "signed", groups=None,
              step: int | None = None, fractions: ArrayLike | None = None,
              max_fraction: float | None = None, batch_size: int | None = None,
-             chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None) -> Evaluation:
+             chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None,
+             client=None) -> Evaluation:
     """Insertion/deletion ABCs for several attribution methods on the same pairs (x, r).
 
     Parameters
@@ -365,6 +366,11 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         Curve points at these fractions of the units (instead of ``step``).
     max_fraction : float, optional
         Partial curves that stop after this fraction of the units.
+    client : dask.distributed.Client, optional
+        Trace the curves of each chunk of pairs (``chunk_size`` curve points) on the client's
+        workers (:func:`insdel.trace`); the orderings, random ones included, are drawn here, so the
+        result is identical to ``client=None``. The model and the pairs are sent to each worker
+        once.
 
     Returns
     -------
@@ -414,7 +420,8 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
     all_orders = np.concatenate([np.stack(orders, axis=1), rand[:, 1:, :]], axis=1)
     t0 = time.perf_counter()
     res = trace(f, X, R, all_orders, modes=modes, groups=grp, positions=pos,
-                batch_size=batch_size, chunk_size=chunk_size, progress=progress, validate=False)
+                batch_size=batch_size, chunk_size=chunk_size, progress=progress, validate=False,
+                client=client)
     elapsed = time.perf_counter() - t0
     Km = len(methods)
     stats = {"curve_points": res.n_points, "model_evaluations": res.n_unique,

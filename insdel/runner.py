@@ -16,13 +16,13 @@ run writes it. Every file is written atomically (temporary file + ``os.replace``
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import platform
 import sys
 import time
-import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +35,7 @@ from . import _checkpoint as ck
 from . import config as _config
 from ._progress import progress_bar
 from ._validation import to_jsonable
+from .distributed import chunk_seed, client_info, make_client, map_chunks, scatter
 from .evaluation import Evaluation, evaluate
 from .report import policy_table, run_header, run_tables, sampled_vs_exact
 
@@ -134,33 +135,122 @@ def _array_hash(*arrays: np.ndarray) -> str:
     return h.hexdigest()
 
 
-def _chunk_seed(seed: int, *names: str | int) -> int:
-    words = [int(seed)] + [zlib.crc32(str(x).encode()) for x in names]
-    return int(np.random.SeedSequence(words).generate_state(1)[0] & 0x7FFFFFFF)
+_chunk_seed = chunk_seed  # the runner's name for it: one random stream per (policy, method, chunk)
 
 
-def _chunked(store: ck.ChunkStore, n_chunks: int, compute: Callable[[int], tuple[np.ndarray, int]],
-             bar, interrupt: Callable[[], None] | None) -> tuple[list[np.ndarray], float, int, int]:
-    """Run one checkpointed stage: ``compute(i) -> (array, model evaluations)`` for each chunk not
-    on disk. Returns (chunks, seconds, model evaluations, chunks resumed) of this run."""
-    secs, evals, computed = 0.0, 0, 0
+def _chunked(store: ck.ChunkStore, n_chunks: int, task: Callable, args_of: Callable[[int], tuple],
+             shared: Mapping[str, Any], bar, interrupt: Callable[[], None] | None, client=None,
+             describe: Callable[[int], str] | None = None
+             ) -> tuple[list[np.ndarray], float, int, int]:
+    """Run one checkpointed stage: ``task(*args_of(i), **shared) -> (array, model evaluations,
+    seconds)`` for each chunk not on disk, here (``client=None``) or on the Dask workers, in any
+    order; the driver alone saves each chunk as it arrives. Returns (chunks in order, seconds,
+    model evaluations, chunks resumed) of this run."""
+    secs, evals = 0.0, 0
+    out: dict[int, np.ndarray] = {}
+    todo = []
+    for i in range(n_chunks):
+        if store.done(i):
+            out[i] = store.load(i)
+            bar.update(1)
+        else:
+            todo.append(i)
 
-    def work(i: int) -> np.ndarray:
-        nonlocal secs, evals, computed
-        t0 = time.perf_counter()
-        arr, e = compute(i)
-        secs += time.perf_counter() - t0
+    def finish(i: int, res) -> None:
+        nonlocal secs, evals
+        arr, e, s = res
+        arr = np.asarray(arr)
+        store.save(i, arr)
+        out[i] = arr
+        secs += float(s)
         evals += int(e)
-        computed += 1
-        return arr
-
-    def on_chunk(i: int, was_computed: bool) -> None:
         bar.update(1)
-        if was_computed and interrupt is not None:
+        if interrupt is not None:
             interrupt()
 
-    chunks = store.run(n_chunks, work, on_chunk)
-    return chunks, secs, evals, n_chunks - computed
+    if client is None:
+        for i in todo:
+            finish(i, task(*args_of(i), **shared))
+    else:
+        for i, res in map_chunks(client, task, [args_of(i) for i in todo], shared=shared,
+                                 ids=todo, describe=describe, name=getattr(task, "__name__",
+                                                                           "insdel-chunk")):
+            finish(i, res)
+    return [out[i] for i in range(n_chunks)], secs, evals, n_chunks - len(todo)
+
+
+class _ModelFromFile:
+    """A user's model file sent to the workers by path (models that do not pickle, e.g. ONNX):
+    each worker loads it once (:func:`_resolve_model`)."""
+
+    def __init__(self, path: str, trust: bool, preset: str | None, n_features: int,
+                 sha256: str | None):
+        self.path, self.trust, self.preset = path, trust, preset
+        self.n_features, self.sha256 = n_features, sha256
+
+
+_WORKER_MODELS: dict[tuple, Any] = {}
+
+
+def _resolve_model(model):
+    if not isinstance(model, _ModelFromFile):
+        return model
+    key = (model.path, model.sha256)
+    if key not in _WORKER_MODELS:
+        from .model_files import load_any
+
+        _WORKER_MODELS[key] = load_any(model.path, trust=model.trust, preset=model.preset,
+                                       n_features=model.n_features)[0]
+    return _WORKER_MODELS[key]
+
+
+def _shareable_model(model, cfg: dict, n_features: int, file_sha256: str | None):
+    """The model as it travels to Dask workers: itself when it pickles, else its file path."""
+    try:
+        import cloudpickle
+
+        cloudpickle.dumps(model)
+        return model
+    except Exception as exc:
+        if cfg["model"]["path"] is None:
+            raise TypeError(f"the model ({type(model).__name__}) cannot be sent to Dask workers "
+                            f"({exc}); use compute.backend = 'serial'.") from exc
+        m = cfg["model"]
+        return _ModelFromFile(str(Path(m["path"]).resolve()), m["trust"], m["architecture"],
+                              n_features, file_sha256)
+
+
+def _rows(where: str, lo: int, hi: int) -> str:
+    return where.replace("{lo}", str(lo)).replace("{hi}", str(hi - 1))
+
+
+def _attribution_task(lo: int, hi: int, method: str, kw: dict, where: str, *, model, X, R):
+    """One attribution chunk (rows lo..hi - 1): (A, model evaluations, seconds); an error names
+    the method and the rows (``where`` formats them)."""
+    t0 = time.perf_counter()
+    try:
+        A, info = _attribute_chunk(_resolve_model(model), X[lo:hi], R[lo:hi], method, kw)
+    except Exception as exc:
+        raise type(exc)(f"{method} on {_rows(where, lo, hi)}: {exc}") from exc
+    return A, info["model_evaluations"], time.perf_counter() - t0
+
+
+def _decomposition_task(lo: int, hi: int, kw: dict, normalize: bool, where: str, *, model, X, R):
+    """One decomposition chunk (pairs lo..hi - 1): (table, model evaluations, seconds)."""
+    from . import decomposition
+
+    t0 = time.perf_counter()
+    try:
+        dec = decomposition.batch_decomposition(_resolve_model(model), X[lo:hi], R[lo:hi], **kw)
+    except Exception as exc:
+        raise type(exc)(f"exact decomposition on {_rows(where, lo, hi)}: {exc}") \
+            from exc
+    arr = np.column_stack([dec.best_abc(mode="insertion", normalize=normalize),
+                           dec.best_abc(mode="deletion", normalize=normalize),
+                           dec.expected_abc(mode="insertion", normalize=normalize),
+                           dec.expected_abc(mode="deletion", normalize=normalize),
+                           dec.shapley()])
+    return arr, int(dec.n_evals), time.perf_counter() - t0
 
 
 # --------------------------------------------------------------------------------------------------
@@ -291,8 +381,8 @@ def _attribute_chunk(model, X, R, method: str, options: dict) -> tuple[np.ndarra
 
 
 def _attributions(cfg, model, dataset, X, R, label, out, base_key, stages, log, progress,
-                  interrupt, given: Mapping[str, np.ndarray] | None = None
-                  ) -> dict[str, np.ndarray]:
+                  interrupt, given: Mapping[str, np.ndarray] | None = None, client=None,
+                  remote: Mapping | None = None) -> dict[str, np.ndarray]:
     """Every method's attributions, chunk by chunk (checkpointed); ``given`` holds methods already
     computed by another stage (exact Shapley from the decomposition)."""
     B = X.shape[0]
@@ -314,18 +404,17 @@ def _attributions(cfg, model, dataset, X, R, label, out, base_key, stages, log, 
                                   "options": opts, "targets_per_chunk": cs})
             store = ck.ChunkStore(out / "checkpoints" / label / method, key)
 
-            def compute(i, method=method, opts=opts):
+            def args_of(i, method=method, opts=opts):
                 lo, hi = i * cs, min(B, (i + 1) * cs)
                 kw = _method_options(method, opts, _chunk_seed(cfg["seed"], label, method, i),
                                      dataset)
-                try:
-                    A, info = _attribute_chunk(model, X[lo:hi], R[lo:hi], method, kw)
-                except Exception as exc:
-                    raise type(exc)(f"{method} on pairs {lo}..{hi - 1} of policy {label!r}: "
-                                    f"{exc}") from exc
-                return A, info["model_evaluations"]
+                return lo, hi, method, kw, "pairs {lo}..{hi} of policy " + repr(label)
 
-            chunks, secs, evals, resumed = _chunked(store, n_chunks, compute, bar, interrupt)
+            shared = {"model": model, "X": X, "R": R} if client is None else remote
+            chunks, secs, evals, resumed = _chunked(
+                store, n_chunks, _attribution_task, args_of, shared, bar, interrupt, client,
+                describe=lambda i, method=method: f"{method} on pairs {i * cs}.."
+                f"{min(B, (i + 1) * cs) - 1} of policy {label!r}")
             stages.add(f"{label}/attributions/{method}", secs, model_evaluations=evals,
                        chunks=n_chunks, chunks_resumed=resumed,
                        seconds_per_pair=secs / max(B - resumed * cs, 1))
@@ -353,7 +442,8 @@ def _shapley_from_decomposition(cfg, B: int) -> bool:
             and set(opts) <= _SHAPLEY_FROM_DECOMPOSITION_OK)
 
 
-def _decomposition(cfg, model, X, R, label, out, base_key, stages, log, progress, interrupt):
+def _decomposition(cfg, model, X, R, label, out, base_key, stages, log, progress, interrupt,
+                   client=None, remote: Mapping | None = None):
     """The exact anchored decomposition of the first ``decomposition.n_pairs`` pairs (in each
     pair's differing subspace, checkpointed in chunks): a table with the best achievable and
     expected random-order ABC per mode and the exact Shapley values, or None."""
@@ -375,19 +465,17 @@ def _decomposition(cfg, model, X, R, label, out, base_key, stages, log, progress
                                                      if k != "progress"}})
     store = ck.ChunkStore(out / "checkpoints" / label / "decomposition", key)
 
-    def compute(i):
-        lo, hi = i * cs, min(K, (i + 1) * cs)
-        dec = decomposition.batch_decomposition(model, X[lo:hi], R[lo:hi], **kw)
-        arr = np.column_stack([dec.best_abc(mode="insertion", normalize=normalize),
-                               dec.best_abc(mode="deletion", normalize=normalize),
-                               dec.expected_abc(mode="insertion", normalize=normalize),
-                               dec.expected_abc(mode="deletion", normalize=normalize),
-                               dec.shapley()])
-        return arr, int(dec.n_evals)
+    def args_of(i):
+        return (i * cs, min(K, (i + 1) * cs), kw, normalize,
+                "pairs {lo}..{hi} of policy " + repr(label))
 
+    shared = {"model": model, "X": X, "R": R} if client is None else remote
     with progress_bar(n_chunks, f"exact decomposition [{label}]", unit="chunk",
                       enable=progress) as bar:
-        chunks, secs, evals, resumed = _chunked(store, n_chunks, compute, bar, interrupt)
+        chunks, secs, evals, resumed = _chunked(
+            store, n_chunks, _decomposition_task, args_of, shared, bar, interrupt, client,
+            describe=lambda i: f"exact decomposition on pairs {i * cs}..{min(K, (i + 1) * cs) - 1}"
+            f" of policy {label!r}")
     arr = np.concatenate(chunks, axis=0)
     stages.add(f"{label}/decomposition", secs, model_evaluations=evals, pairs=K,
                chunks_resumed=resumed)
@@ -434,7 +522,7 @@ def _lock(out: Path, wait: bool):
 
 def run_experiment(config: str | os.PathLike | Mapping, out: str | os.PathLike | None = None, *,
                    quick: bool = False, progress: bool | None = None, verbose: bool = False,
-                   figures: bool | None = None, wait: bool = False,
+                   figures: bool | None = None, wait: bool = False, client=None,
                    _interrupt: Callable[[], None] | None = None) -> RunResult:
     """Run an experiment: data -> model -> policies -> attributions -> curves -> tables, figures.
 
@@ -454,6 +542,10 @@ def run_experiment(config: str | os.PathLike | Mapping, out: str | os.PathLike |
         Override ``figures.enabled``.
     wait : bool
         If another run holds the output folder, wait for it instead of refusing.
+    client : dask.distributed.Client, optional
+        Run the checkpoint chunks (attributions, exact decomposition) on this client's workers
+        instead of the backend of ``[compute]`` (a serial run, an existing scheduler or a
+        LocalCluster started and stopped by the run). The results are identical either way.
 
     Returns
     -------
@@ -479,12 +571,28 @@ def run_experiment(config: str | os.PathLike | Mapping, out: str | os.PathLike |
     out.mkdir(parents=True, exist_ok=True)
     lock = _lock(out, wait)
     try:
-        return _run(cfg, out, progress, verbose, _interrupt)
+        with _client_of(cfg, client, verbose) as cl:
+            return _run(cfg, out, progress, verbose, _interrupt, cl)
     finally:
         lock.release()
 
 
-def _run(cfg, out: Path, progress, verbose: bool, interrupt) -> RunResult:
+@contextlib.contextmanager
+def _client_of(cfg: Mapping, client, verbose: bool):
+    """The given client, or the one ``[compute]`` describes (None: serial)."""
+    if client is not None:
+        yield client
+        return
+
+    def log(msg: str) -> None:
+        if verbose:
+            print(msg, file=sys.stderr, flush=True)
+
+    with make_client(cfg["compute"], log=log) as cl:
+        yield cl
+
+
+def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None) -> RunResult:
     def log(msg: str) -> None:
         if verbose:
             print(msg, file=sys.stderr, flush=True)
@@ -526,6 +634,9 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt) -> RunResult:
     except ImportError:  # pragma: no cover
         pass
 
+    # the model reaches every Dask worker once (a future shared by every stage and policy)
+    remote_model = None if client is None else scatter(client, [_shareable_model(
+        model, cfg, int(np.asarray(dataset.X_test).shape[1]), model_info["file_sha256"])])[0]
     pool, pool_idx = _select_pool(dataset, cfg["targets"]["n"], cfg["seed"])
     evaluations, pairings, summaries, decomps, policy_specs = {}, {}, [], {}, {}
     sampled: list[pd.DataFrame] = []
@@ -544,13 +655,15 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt) -> RunResult:
         X, R = np.ascontiguousarray(pairing.X), np.ascontiguousarray(pairing.R)
         base_key = {"data": data_info["arrays_sha256"], "model": model_info["sha256"],
                     "seed": cfg["seed"], "pairs": _array_hash(X, R), "device": device}
+        remote = None if client is None else dict(
+            zip(("model", "X", "R"), [remote_model, *scatter(client, [X, R])], strict=True))
         dec = _decomposition(cfg, model, X, R, label, out, base_key, stages, log, progress,
-                             interrupt)
+                             interrupt, client, remote)
         given = {}
         if dec is not None and _shapley_from_decomposition(cfg, X.shape[0]):
             given["exact_shapley"] = dec[[f"shapley_{j}" for j in range(X.shape[1])]].to_numpy()
         atts = _attributions(cfg, model, dataset, X, R, label, out, base_key, stages, log,
-                             progress, interrupt, given)
+                             progress, interrupt, given, client, remote)
         t0 = time.perf_counter()
         ev = evaluate(model, X, R, atts, modes=ev_cfg["modes"], n_random=ev_cfg["n_random"],
                       seed=_chunk_seed(cfg["seed"], label, "orders"),
@@ -617,7 +730,8 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt) -> RunResult:
         "policies": list(evaluations),
         "policy_specs": policy_specs,
         "model": {"metrics": to_jsonable(metrics), **to_jsonable(model_info)},
-        "compute": {"device": cfg["compute"]["device"], "seconds_total": total, "model_evaluations_total": evals_total,
+        "compute": {"device": cfg["compute"]["device"], **client_info(client),
+                    "seconds_total": total, "model_evaluations_total": evals_total,
                     "cpu_count": os.cpu_count(), "stages": to_jsonable(stages.stages)},
         "files": {str(p.relative_to(out)): ck.sha256_file(p) for p in files},
     }
@@ -684,7 +798,8 @@ class RoarRun:
 
 
 def _roar_attributions(cfg, model, dataset, Xall, R, out, base_key, stages, log, progress,
-                       interrupt) -> dict[str, np.ndarray]:
+                       interrupt, client=None, remote: Mapping | None = None
+                       ) -> dict[str, np.ndarray]:
     """Every method's attributions of the training and test points, checkpointed in chunks."""
     N = Xall.shape[0]
     cs = cfg["roar"]["points_per_chunk"]
@@ -699,17 +814,17 @@ def _roar_attributions(cfg, model, dataset, Xall, R, out, base_key, stages, log,
                                   "options": opts, "points_per_chunk": cs})
             store = ck.ChunkStore(out / "checkpoints" / "attributions" / method, key)
 
-            def compute(i, method=method, opts=opts):
+            def args_of(i, method=method, opts=opts):
                 lo, hi = i * cs, min(N, (i + 1) * cs)
                 kw = _method_options(method, opts, _chunk_seed(cfg["seed"], "roar", method, i),
                                      dataset)
-                try:
-                    A, info = _attribute_chunk(model, Xall[lo:hi], R[lo:hi], method, kw)
-                except Exception as exc:
-                    raise type(exc)(f"{method} on points {lo}..{hi - 1}: {exc}") from exc
-                return A, info["model_evaluations"]
+                return lo, hi, method, kw, "points {lo}..{hi}"
 
-            chunks, secs, evals, resumed = _chunked(store, n_chunks, compute, bar, interrupt)
+            shared = {"model": model, "X": Xall, "R": R} if client is None else remote
+            chunks, secs, evals, resumed = _chunked(
+                store, n_chunks, _attribution_task, args_of, shared, bar, interrupt, client,
+                describe=lambda i, method=method: f"{method} on points {i * cs}.."
+                f"{min(N, (i + 1) * cs) - 1}")
             stages.add(f"attributions/{method}", secs, model_evaluations=evals,
                        chunks=n_chunks, chunks_resumed=resumed)
             result[method] = np.concatenate(chunks, axis=0)
@@ -720,7 +835,8 @@ def _roar_attributions(cfg, model, dataset, Xall, R, out, base_key, stages, log,
 
 def run_roar(config: str | os.PathLike | Mapping, out: str | os.PathLike | None = None, *,
              quick: bool = False, progress: bool | None = None, verbose: bool = False,
-             wait: bool = False, _interrupt: Callable[[], None] | None = None) -> RoarRun:
+             wait: bool = False, client=None,
+             _interrupt: Callable[[], None] | None = None) -> RoarRun:
     """Run a ROAR experiment (paper §6, :mod:`insdel.roar`, ``docs/roar.md``).
 
     The configuration's ``[data]``, ``[model]`` (a preset or params: every retraining uses them),
@@ -728,7 +844,8 @@ def run_roar(config: str | os.PathLike | Mapping, out: str | os.PathLike | None 
     error. The model trained on the unmodified data gives the attributions of every training and
     test point, against the removal point itself (``roar.reference = "removal"``: training mean /
     mode) or the references of a policy; then every (method, ordering, q, replicate) is one
-    checkpointed retraining.
+    checkpointed retraining. With ``compute.backend = "dask"`` (or ``client=``) the attribution
+    chunks run on Dask workers (the retrainings stay on the driver).
 
     Outputs in ``out``: ``roar.csv`` (method, ordering, q, replicate, loss, epochs),
     ``roar_summary.csv`` / ``summary.md`` (mean ± se per q and the area against the straight line),
@@ -744,12 +861,13 @@ def run_roar(config: str | os.PathLike | Mapping, out: str | os.PathLike | None 
     out.mkdir(parents=True, exist_ok=True)
     lock = _lock(out, wait)
     try:
-        return _run_roar(cfg, out, progress, verbose, _interrupt, _roar)
+        with _client_of(cfg, client, verbose) as cl:
+            return _run_roar(cfg, out, progress, verbose, _interrupt, _roar, cl)
     finally:
         lock.release()
 
 
-def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, _roar) -> RoarRun:
+def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, _roar, client=None) -> RoarRun:
     def log(msg: str) -> None:
         if verbose:
             print(msg, file=sys.stderr, flush=True)
@@ -794,8 +912,10 @@ def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, _roar) -> Roar
     base_key = {"data": data_info["arrays_sha256"], "model": model_info["sha256"],
                 "seed": cfg["seed"], "reference": ref, "pairs": _array_hash(Xall, R),
                 "device": device}
+    remote = None if client is None else dict(zip(("model", "X", "R"), scatter(
+        client, [_shareable_model(model, cfg, Xall.shape[1], None), Xall, R]), strict=True))
     atts = _roar_attributions(cfg, model, dataset, Xall, R, out, base_key, stages, log, progress,
-                              interrupt)
+                              interrupt, client, remote)
     ck.save_npz(out / "attributions.npz", atts)
     spec = cfg["model"]["preset"] if cfg["model"]["preset"] is not None else \
         dict(cfg["model"]["params"] or {})
@@ -830,7 +950,8 @@ def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, _roar) -> Roar
         "versions": _versions(), "data": to_jsonable(data_info),
         "model": {"metrics": to_jsonable(metrics), **to_jsonable(model_info)},
         "roar": to_jsonable(_roar.run_info(cfg, dataset, values)),
-        "compute": {"device": device, "seconds_total": time.perf_counter() - t_all,
+        "compute": {"device": device, **client_info(client),
+                    "seconds_total": time.perf_counter() - t_all,
                     "trainings": int(len(table)), "epochs_total": int(table["epochs"].sum()),
                     "cpu_count": os.cpu_count(), "stages": to_jsonable(stages.stages)},
         "files": {str(p.relative_to(out)): ck.sha256_file(p) for p in files},

@@ -50,7 +50,7 @@ __all__ = [
     "attribute", "available", "get", "options_of", "Attribution", "External", "KernelShap", "ExactShapley",
     "IntegratedGradients", "DeepLift", "VanillaGrad", "InputXGradient", "Lime",
     "RandomAttribution", "METHODS", "MODEL_AGNOSTIC", "GRADIENT_METHODS", "DEFAULT_KS_SAMPLES",
-    "DEFAULT_LIME_SAMPLES", "PAPER_KS_SAMPLES",
+    "DEFAULT_LIME_SAMPLES", "PAPER_KS_SAMPLES", "DEFAULT_PAIRS_PER_CHUNK",
 ]
 
 #: name -> class.
@@ -92,8 +92,13 @@ def options_of(name: str) -> dict[str, Any]:
     return {k: p.default for k, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY}
 
 
+#: Pairs per chunk of :func:`attribute` with a Dask ``client`` and no ``pairs_per_chunk``.
+DEFAULT_PAIRS_PER_CHUNK = 50
+
+
 def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str | Any, *,
-              return_info: bool = False, **options: Any):
+              return_info: bool = False, client: Any = None, pairs_per_chunk: int | None = None,
+              **options: Any):
     """Attributions of one method for B pairs, explaining ``f(x) - f(r)``.
 
     Parameters
@@ -113,6 +118,17 @@ def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str | Any, *,
     return_info : bool, default False
         Also return a dict: ``method``, ``seconds``, ``model_evaluations``, ``completeness_gap``
         (B,) and the method's details.
+    client : dask.distributed.Client, optional
+        Compute chunks of ``pairs_per_chunk`` pairs (default 50) on the client's workers; the
+        model and the pairs are sent to each worker once.
+    pairs_per_chunk : int, optional
+        Split the pairs into chunks of this many, computed one after the other (``client=None``)
+        or on the workers: the results are identical either way. A seeded method (``seed``
+        option) draws one random stream per chunk, seeded by ``seed`` and the chunk's index, so
+        its values depend on ``pairs_per_chunk`` (not on the client, the workers or the order
+        chunks finish in); ``attribute(..., client=c)`` equals
+        ``attribute(..., pairs_per_chunk=50)``. Unseeded methods give the values of an unchunked
+        call up to the model's own rounding on other batch sizes.
     **options
         The method's keyword options (:func:`options_of`; its class's ``attribute`` documents
         them).
@@ -127,6 +143,8 @@ def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str | Any, *,
         An option the method does not take (with the closest valid one), or a gradient method on
         a model without gradients.
     """
+    if client is not None or pairs_per_chunk is not None:
+        return _attribute_chunked(f, X, R, method, return_info, client, pairs_per_chunk, options)
     if not isinstance(method, str):
         obj = External(f, method)
         A = obj.attribute(X, R, **options)
@@ -136,13 +154,7 @@ def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str | Any, *,
                    "model_evaluations": int(obj.n_evals_),
                    "completeness_gap": np.asarray(obj.completeness_gap_)}
     cls = get(method)
-    valid = options_of(cls.name)
-    for k in options:
-        if k not in valid:
-            close = difflib.get_close_matches(k, list(valid), n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise TypeError(f"{cls.name}: unknown option {k!r}.{hint} Options: "
-                            f"{', '.join(valid)}.")
+    _check_options(cls, options)
     obj = cls(f)
     A = obj.attribute(X, R, **options)
     if not return_info:
@@ -151,6 +163,52 @@ def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str | Any, *,
     return A, {"method": cls.name, "seconds": float(obj.seconds_),
                "model_evaluations": int(obj.n_evals_),
                "completeness_gap": np.asarray(obj.completeness_gap_), **info}
+
+
+def _check_options(cls: type[Attribution], options: dict) -> None:
+    valid = options_of(cls.name)
+    for k in options:
+        if k not in valid:
+            close = difflib.get_close_matches(k, list(valid), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise TypeError(f"{cls.name}: unknown option {k!r}.{hint} Options: "
+                            f"{', '.join(valid)}.")
+
+
+def _attribute_task(lo: int, hi: int, method: str, options: dict, *, f, X, R):
+    """One chunk of :func:`attribute` (pairs lo..hi - 1), on a Dask worker or here."""
+    return attribute(f, X[lo:hi], R[lo:hi], method, return_info=True, **options)
+
+
+def _attribute_chunked(f, X, R, method, return_info: bool, client, pairs_per_chunk, options):
+    """:func:`attribute` chunk by chunk (``pairs_per_chunk``), here or on a Dask client."""
+    from .._validation import check_pairs
+    from ..distributed import chunk_bounds, chunk_seed, gather_chunks
+
+    if not isinstance(method, str):
+        raise TypeError("client= and pairs_per_chunk= need a method name (one of "
+                        f"{', '.join(available())}); got {type(method).__name__}.")
+    cls = get(method)
+    _check_options(cls, options)
+    X, R = check_pairs(X, R)
+    size = DEFAULT_PAIRS_PER_CHUNK if pairs_per_chunk is None else pairs_per_chunk
+    bounds = chunk_bounds(X.shape[0], size)
+    seeded = "seed" in options_of(cls.name)
+    seed = options.get("seed", options_of(cls.name).get("seed", 0)) if seeded else None
+    args = [(lo, hi, cls.name, {**options, **({"seed": chunk_seed(seed, cls.name, k)}
+                                              if seeded else {})})
+            for k, (lo, hi) in enumerate(bounds)]
+    parts = gather_chunks(client, _attribute_task, args, shared={"f": f, "X": X, "R": R},
+                          describe=lambda k: f"{cls.name} on pairs {bounds[k][0]}.."
+                          f"{bounds[k][1] - 1}", progress=options.get("progress"),
+                          desc=cls.name, name=f"insdel-{cls.name}")
+    A = np.concatenate([p[0] for p in parts], axis=0)
+    if not return_info:
+        return A
+    return A, {"method": cls.name, "seconds": float(sum(p[1]["seconds"] for p in parts)),
+               "model_evaluations": int(sum(p[1]["model_evaluations"] for p in parts)),
+               "completeness_gap": np.concatenate([p[1]["completeness_gap"] for p in parts]),
+               "chunks": len(parts), "pairs_per_chunk": int(size)}
 
 
 class External(Attribution):

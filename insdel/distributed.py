@@ -1,0 +1,276 @@
+"""Chunks of work on a Dask cluster, with the same results as a serial run.
+
+insdel writes no scheduler of its own: work that is already cut into chunks (the runner's
+checkpoint chunks, the curve engine's chunks of pairs, exact Shapley's streamed chunks) is submitted
+to a ``dask.distributed.Client``, one task per chunk; the results come back to the caller (the
+driver), which alone writes files. What a chunk computes depends only on its inputs and its index
+(random streams are seeded by :func:`chunk_seed`, never by worker or completion order), so a chunk
+gives the same numbers on any worker, and on the driver.
+
+* :func:`make_client` turns a configuration's ``[compute]`` table into a client (or ``None`` for
+  the serial backend): an existing cluster (``address``) or a ``LocalCluster`` started and stopped
+  here (``n_workers``, ``threads_per_worker``).
+* :func:`map_chunks` submits one task per chunk, with the large shared inputs (model, data) sent to
+  the workers once (``client.scatter``), and yields ``(chunk, result)`` as tasks finish.
+* :func:`gather_chunks` runs every chunk (on the client, or here when it is ``None``) and returns the
+  results in chunk order.
+
+Dask is imported only when a client is asked for or used; without it, :func:`require_dask` raises an
+error that names the extra (``pip install 'insdel[dask]'``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import zlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["BACKENDS", "DASK_MISSING", "require_dask", "chunk_seed", "chunk_bounds",
+           "make_client", "scatter", "map_chunks", "gather_chunks", "client_info", "set_torch_threads",
+           "worker_env"]
+
+#: Values of ``[compute] backend``.
+BACKENDS = ("serial", "dask")
+
+#: The message of the error raised when dask is asked for but not installed.
+DASK_MISSING = ("the Dask backend needs dask.distributed, which is not installed: "
+                "pip install 'insdel[dask]' (or pip install 'dask[distributed]')")
+
+
+def require_dask():
+    """Import and return ``dask.distributed``; a clear ImportError naming the extra otherwise."""
+    try:
+        import dask.distributed as dd
+    except ImportError as exc:
+        raise ImportError(DASK_MISSING) from exc
+    return dd
+
+
+def chunk_seed(seed: int, *names: str | int) -> int:
+    """The seed of one chunk's random stream, from the run's seed and the chunk's names (policy,
+    method, chunk index): the same chunk gets the same stream on any worker and in any order."""
+    words = [int(seed)] + [zlib.crc32(str(x).encode()) for x in names]
+    return int(np.random.SeedSequence(words).generate_state(1)[0] & 0x7FFFFFFF)
+
+
+def chunk_bounds(total: int, size: int) -> list[tuple[int, int]]:
+    """``[(lo, hi), ...]`` cutting ``range(total)`` into consecutive chunks of ``size``."""
+    from ._validation import check_positive_int
+
+    size = check_positive_int("pairs_per_chunk", size)
+    return [(lo, min(total, lo + size)) for lo in range(0, total, size)]
+
+
+def worker_env(threads: int) -> dict[str, str]:
+    """Environment of a LocalCluster's worker processes: torch, numba and the BLAS libraries use
+    ``threads`` threads each, so that workers x threads does not oversubscribe the cores (OpenMP
+    threads that spin while another process holds the core make a chunk many times slower)."""
+    n = str(int(threads))
+    return {"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n,
+            "NUMBA_NUM_THREADS": n}
+
+
+def set_torch_threads(n: int) -> int:
+    """Set torch's intra-op threads of this process (run on every worker); returns ``n``."""
+    with contextlib.suppress(ImportError):
+        import torch
+
+        torch.set_num_threads(int(n))
+    return int(n)
+
+
+@contextlib.contextmanager
+def make_client(compute: Mapping, *, log: Callable[[str], None] | None = None
+                ) -> Iterator[Any]:
+    """The client described by a ``[compute]`` table, closed (and its LocalCluster stopped) on exit.
+
+    Parameters
+    ----------
+    compute : mapping
+        ``backend`` ("serial" or "dask"), ``address`` (an existing scheduler,
+        ``"tcp://host:8786"``) or ``n_workers`` / ``threads_per_worker`` (a LocalCluster of
+        processes started here; torch uses ``threads_per_worker`` threads in each).
+    log : callable, optional
+        Receives one line naming the scheduler (and the dashboard of a LocalCluster).
+
+    Yields
+    ------
+    dask.distributed.Client or None
+        None for the serial backend.
+
+    Raises
+    ------
+    ImportError
+        ``backend = "dask"`` without dask installed (the message names the extra).
+    """
+    backend = compute.get("backend", "serial")
+    if backend not in BACKENDS:
+        raise ValueError(f"compute.backend must be one of {BACKENDS}; got {backend!r}.")
+    if backend == "serial":
+        yield None
+        return
+    dd = require_dask()
+    address = compute.get("address")
+    if address:
+        client = dd.Client(address)
+        try:
+            if log is not None:
+                log(f"compute: Dask scheduler {address}, {len(client.scheduler_info()['workers'])} "
+                    f"workers")
+            yield client
+        finally:
+            client.close()
+        return
+    threads = int(compute.get("threads_per_worker") or 1)
+    n_workers = compute.get("n_workers")
+    if n_workers is None:
+        n_workers = max(1, (os.cpu_count() or 1) // threads)
+    cluster = dd.LocalCluster(n_workers=int(n_workers), threads_per_worker=threads,
+                              processes=True, env=worker_env(threads))
+    try:
+        client = dd.Client(cluster)
+        try:
+            client.run(set_torch_threads, threads)
+            if log is not None:
+                log(f"compute: Dask LocalCluster of {n_workers} worker processes x {threads} "
+                    f"thread(s), scheduler {cluster.scheduler_address}, dashboard "
+                    f"{client.dashboard_link}")
+            yield client
+        finally:
+            client.close()
+    finally:
+        cluster.close()
+
+
+def client_info(client) -> dict:
+    """What a run actually used, for the manifest: backend, scheduler, workers and threads."""
+    if client is None:
+        return {"backend": "serial", "scheduler": None, "workers": None, "threads": None}
+    workers = client.scheduler_info().get("workers", {})
+    return {"backend": "dask", "scheduler": client.scheduler.address, "workers": len(workers),
+            "threads": int(sum(w.get("nthreads", 0) for w in workers.values()))}
+
+
+def _reraise(exc: BaseException, where: str):
+    """``exc`` again with ``where`` (the chunk's pairs) in front of its message."""
+    if str(exc).startswith(where):  # the task named its chunk already
+        raise exc
+    msg = f"{where}: {exc}"
+    try:
+        new = type(exc)(msg)
+    except Exception:  # an exception type whose constructor wants more than a message
+        new = RuntimeError(f"{type(exc).__name__}: {msg}")
+    raise new from exc
+
+
+def scatter(client, objects: Sequence[Any]) -> list:
+    """Send ``objects`` (the model, the data) to every worker once; their futures, in order.
+
+    Each gets a fresh key (never the content's hash, so two runs' futures never collide); a worker
+    that joins later fetches them from a peer."""
+    if not objects:
+        return []
+    return list(client.scatter(list(objects), broadcast=True, hash=False))
+
+
+def map_chunks(client, fn: Callable, chunk_args: Sequence[tuple], *,
+               shared: Mapping[str, Any] | None = None, ids: Sequence[int] | None = None,
+               describe: Callable[[int], str] | None = None, name: str = "insdel-chunk"
+               ) -> Iterator[tuple[int, Any]]:
+    """Submit ``fn(*chunk_args[k], **shared)`` for every chunk; yield ``(id, result)`` as they finish.
+
+    Parameters
+    ----------
+    client : dask.distributed.Client
+    fn : callable
+        A module-level function (pickled by reference).
+    chunk_args : sequence of tuple
+        The positional arguments of each chunk (small: indices, options, seeds).
+    shared : mapping, optional
+        Keyword arguments common to every chunk (the model, the data): scattered to the workers
+        once and passed to each task as a reference, not once per chunk. Values that are already
+        futures (:func:`scatter`, to share them between several calls) are passed as they are.
+    ids : sequence of int, optional
+        The id yielded with each chunk's result (default 0, 1, ...).
+    describe : callable, optional
+        ``describe(id)`` names a chunk (e.g. its pair indices) in the error of a failed task.
+    name : str
+        Prefix of the task keys (shown on the dashboard).
+
+    Yields
+    ------
+    (int, object)
+        In completion order; a task that raised re-raises here, naming its chunk. Tasks still
+        pending when the caller stops (an error, an interrupt) are cancelled.
+
+    Notes
+    -----
+    A worker that dies mid-chunk is replaced and its chunks are run again by the scheduler; the
+    result is the same, since a chunk depends only on its arguments.
+    """
+    dd = require_dask()
+    ids = list(range(len(chunk_args))) if ids is None else list(ids)
+    if len(ids) != len(chunk_args):
+        raise ValueError(f"ids has {len(ids)} entries for {len(chunk_args)} chunks.")
+    if not chunk_args:
+        return
+    shared = dict(shared or {})
+    sent = [k for k, v in shared.items() if not isinstance(v, dd.Future)]
+    scattered = scatter(client, [shared[k] for k in sent])
+    shared_f = {**shared, **dict(zip(sent, scattered, strict=True))}
+    token = os.urandom(4).hex()
+    futures = {}
+    for cid, args in zip(ids, chunk_args, strict=True):
+        fut = client.submit(fn, *args, **shared_f, key=f"{name}-{cid}-{token}", pure=False)
+        futures[fut] = cid
+    try:
+        for fut in dd.as_completed(list(futures)):
+            cid = futures[fut]
+            try:
+                res = fut.result()
+            except Exception as exc:
+                if describe is None:
+                    raise
+                _reraise(exc, describe(cid))
+            fut.release()
+            yield cid, res
+    finally:
+        client.cancel(list(futures))
+        if scattered:
+            client.cancel(scattered)
+
+
+def gather_chunks(client, fn: Callable, chunk_args: Sequence[tuple], *,
+                  shared: Mapping[str, Any] | None = None,
+                  describe: Callable[[int], str] | None = None, progress: bool | None = None,
+                  desc: str = "chunks", name: str = "insdel-chunk") -> list:
+    """Every chunk's ``fn(*chunk_args[k], **shared)``, in chunk order.
+
+    With ``client=None`` the chunks run here one after the other; with a client, on its workers
+    (:func:`map_chunks`). The results are the same either way.
+    """
+    from ._progress import progress_bar
+
+    out: list = [None] * len(chunk_args)
+    shared = dict(shared or {})
+    with progress_bar(len(chunk_args), desc, unit="chunk", enable=progress,
+                      auto=client is not None) as bar:
+        if client is None:
+            for k, args in enumerate(chunk_args):
+                try:
+                    out[k] = fn(*args, **shared)
+                except Exception as exc:
+                    if describe is None:
+                        raise
+                    _reraise(exc, describe(k))
+                bar.update(1)
+        else:
+            for k, res in map_chunks(client, fn, chunk_args, shared=shared, describe=describe,
+                                     name=name):
+                out[k] = res
+                bar.update(1)
+    return out

@@ -1,0 +1,238 @@
+"""The Dask backend (issue #18): the same bytes as a serial run, through worker deaths, driver
+interruptions and backend changes; ``client=`` in the Python API; the missing-extra error."""
+
+from __future__ import annotations
+
+import builtins
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+pytest.importorskip("dask.distributed")
+
+import insdel  # noqa: E402
+from insdel import cli, distributed, runner  # noqa: E402
+from insdel import config as C  # noqa: E402
+
+# the demo's configuration (dielectron_sim, quick_cern, the counterfactual policy, Kernel SHAP,
+# IG, LIME, Random, the exact decomposition), at test sizes
+TINY = {
+    "name": "dask_tiny", "seed": 5,
+    "data": {"recipe": "dielectron_sim", "options": {"n_events": 1000}},
+    "model": {"preset": "quick_cern", "max_epochs": 1},
+    "targets": {"n": 12},
+    "policies": [{"spec": "cern_counterfactual", "label": "counterfactual",
+                  "params": {"on_unmet": "relax"}}],
+    "methods": {"names": ["kernel_shap", "integrated_gradients", "lime"],
+                "options": {"kernel_shap": {"n_samples": 48}, "lime": {"n_samples": 48},
+                            "integrated_gradients": {"n_steps": 8}}},
+    "evaluation": {"n_random": 3, "targets_per_chunk": 3},
+    "decomposition": {"n_pairs": 2, "pairs_per_chunk": 1},
+    "figures": {"enabled": False},
+}
+N_CHUNKS = 3 * 4 + 2  # three methods x four attribution chunks, two decomposition chunks
+DATA_SUFFIXES = (".parquet", ".npz", ".csv", ".md")
+
+
+@pytest.fixture(scope="module")
+def client():
+    dd = distributed.require_dask()
+    with dd.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                         dashboard_address=None, env=distributed.worker_env(1)) as cluster, \
+            dd.Client(cluster) as cl:
+        cl.run(distributed.set_torch_threads, 1)
+        yield cl
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory):
+    """The reference: a serial run."""
+    return runner.run_experiment(C.load(TINY), tmp_path_factory.mktemp("serial"), progress=False)
+
+
+def _folder(serial, tmp_path: Path, name: str) -> Path:
+    """A fresh output folder holding the serial run's trained model (no training again)."""
+    out = tmp_path / name
+    out.mkdir()
+    for f in ("model.pt", "model.key"):
+        shutil.copy(serial.out / f, out / f)
+    return out
+
+
+def _data(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.suffix in DATA_SUFFIXES and "checkpoints" not in p.parts}
+
+
+def _chunks(out: Path) -> set[str]:
+    return {str(p.relative_to(out)) for p in (out / "checkpoints").rglob("chunk_*.npy")}
+
+
+def _same(a: Path, b: Path) -> None:
+    da, db = _data(a), _data(b)
+    assert da.keys() == db.keys() and any(k.endswith("summary.csv") for k in da)
+    assert [k for k in da if da[k] != db[k]] == []
+
+
+def test_dask_run_is_byte_identical_to_serial(serial, client, tmp_path):
+    out = _folder(serial, tmp_path, "dask")
+    res = runner.run_experiment(C.load(TINY), out, progress=False, client=client)
+    _same(serial.out, out)  # summary CSVs, ABC tables (abc.parquet), curves, attributions
+    assert _chunks(out) == _chunks(serial.out)  # the checkpoint keys do not name the backend
+    assert res.manifest["compute"]["backend"] == "dask"
+    assert res.manifest["compute"]["workers"] == 2
+    assert serial.manifest["compute"]["backend"] == "serial"
+    assert res.manifest["compute"]["stages"]["counterfactual/attributions/lime"][
+        "chunks_resumed"] == 0
+
+
+def test_a_worker_killed_mid_run_changes_nothing(serial, client, tmp_path):
+    out = _folder(serial, tmp_path, "killed")
+    pids = client.run(os.getpid)
+    killed: list[int] = []
+
+    def kill_a_busy_worker():
+        if killed:
+            return
+        busy = [w for w, tasks in client.processing().items() if tasks and w in pids]
+        if busy:
+            killed.append(pids[busy[0]])
+            os.kill(pids[busy[0]], signal.SIGKILL)
+
+    runner.run_experiment(C.load(TINY), out, progress=False, client=client,
+                          _interrupt=kill_a_busy_worker)
+    assert killed, "no worker was busy when a chunk finished"
+    _same(serial.out, out)
+    client.wait_for_workers(2, timeout=60)  # the nanny restarts it
+
+
+@pytest.mark.parametrize("first", ["serial", "dask"])
+def test_driver_interrupted_resumes_on_the_other_backend(serial, client, tmp_path, first):
+    out = _folder(serial, tmp_path, f"from-{first}")
+    count = [0]
+
+    def interrupt():
+        count[0] += 1
+        if count[0] == 5:  # the driver dies after five chunks
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_experiment(C.load(TINY), out, progress=False, _interrupt=interrupt,
+                              client=client if first == "dask" else None)
+    done = _chunks(out)
+    assert 5 <= len(done) < N_CHUNKS and not (out / "manifest.json").exists()
+    if first == "serial":  # finish on Dask, through the configuration's scheduler address
+        over = {"compute": {"backend": "dask", "address": client.scheduler.address}}
+        res = runner.run_experiment(C.load(TINY, overrides=over), out, progress=False)
+        assert res.manifest["compute"]["scheduler"] == client.scheduler.address
+    else:  # finish serially, with a chunk deleted as well
+        os.unlink(out / sorted(done)[0])
+        res = runner.run_experiment(C.load(TINY), out, progress=False)
+        assert res.manifest["compute"]["backend"] == "serial"
+    resumed = sum(s.get("chunks_resumed", 0) for s in res.manifest["compute"]["stages"].values())
+    assert resumed >= 4
+    _same(serial.out, out)
+
+
+def test_python_api_client_equals_serial(serial, client):
+    model = serial.model
+    X, R = serial.pairings["counterfactual"].X, serial.pairings["counterfactual"].R
+    atts = {"kernel_shap": insdel.attribute(model, X, R, "kernel_shap", n_samples=32,
+                                            pairs_per_chunk=5)}
+    np.testing.assert_array_equal(
+        atts["kernel_shap"],
+        insdel.attribute(model, X, R, "kernel_shap", n_samples=32, pairs_per_chunk=5,
+                         client=client))
+    ig, info = insdel.attribute(model, X, R, "ig", n_steps=8, pairs_per_chunk=4,
+                                return_info=True, client=client)
+    np.testing.assert_array_equal(ig, insdel.attribute(model, X, R, "ig", n_steps=8,
+                                                       pairs_per_chunk=4))
+    assert info["chunks"] == 3 and info["completeness_gap"].shape == (X.shape[0],)
+    atts["integrated_gradients"] = ig
+    a = insdel.evaluate(model, X, R, atts, n_random=3, seed=2, chunk_size=400)
+    b = insdel.evaluate(model, X, R, atts, n_random=3, seed=2, chunk_size=400, client=client)
+    for m in a.modes:
+        np.testing.assert_array_equal(a.curves[m], b.curves[m])
+        np.testing.assert_array_equal(a.random_curves[m], b.random_curves[m])
+    assert a.abc.equals(b.abc) and a.summary().equals(b.summary())
+    phi = insdel.shapley_values(model, X, R, max_rows=256)
+    np.testing.assert_array_equal(phi, insdel.shapley_values(model, X, R, max_rows=256,
+                                                             client=client))
+    # groups and steps (issue #16) take the same road
+    n = X.shape[1]
+    groups = [list(range(0, n, 2)), list(range(1, n, 2))] if n < 4 else \
+        [[0, 1], list(range(2, n // 2)), list(range(n // 2, n))]
+    a = insdel.evaluate(model, X, R, atts, groups=groups, step=2, n_random=2, chunk_size=60)
+    b = insdel.evaluate(model, X, R, atts, groups=groups, step=2, n_random=2, chunk_size=60,
+                        client=client)
+    assert a.abc.equals(b.abc) and b.positions is not None
+    np.testing.assert_array_equal(
+        insdel.shapley_values(model, X, R, groups=groups, max_rows=64),
+        insdel.shapley_values(model, X, R, groups=groups, max_rows=64, client=client))
+
+
+def test_a_model_error_names_the_pairs(client):
+    def model(X):
+        if np.any(X[:, 0] > 1e5):
+            raise ValueError("the model refuses these points")
+        return X.sum(axis=1)
+
+    X = np.zeros((10, 4))
+    X[7, 0] = 1e6
+    with pytest.raises(ValueError, match=r"kernel_shap on pairs 5\.\.9: .*refuses"):
+        insdel.attribute(model, X, np.ones((10, 4)), "kernel_shap", n_samples=16,
+                         pairs_per_chunk=5, client=client)
+
+
+def test_compute_keys_are_validated_and_the_cli_sets_them():
+    base = {"data": {"recipe": "dielectron_sim"}, "model": {"preset": "quick_cern"}}
+    for bad, msg in [({"backend": "daks"}, "did you mean 'dask'"),
+                     ({"address": "tcp://h:8786"}, "compute.address is only read"),
+                     ({"backend": "dask", "address": "h:8786"}, "tcp://host:8786"),
+                     ({"backend": "dask", "address": "tcp://h:1", "n_workers": 2},
+                      "compute.n_workers"),
+                     ({"backend": "dask", "threads_per_worker": 0}, "threads_per_worker"),
+                     ({"backend": "dask", "nworkers": 2}, "did you mean 'n_workers'")]:
+        with pytest.raises(C.ConfigError, match=msg):
+            C.load({**base, "compute": bad})
+    p = cli.build_parser()
+    for cmd in (["run", "x.toml"], ["reproduce", "paper-cern"], ["demo"]):
+        args = p.parse_args([*cmd, "--scheduler", "tcp://h:8786"])
+        assert cli._device(args, {})["compute"] == {"backend": "dask", "address": "tcp://h:8786",
+                                                    "n_workers": None,
+                                                    "threads_per_worker": None}
+    args = p.parse_args(["run", "x.toml", "--scheduler", "local"])
+    cfg = C.load({**base, "compute": {"backend": "dask", "n_workers": 3}},
+                 overrides=cli._device(args, {}))
+    assert cfg["compute"]["backend"] == "dask" and cfg["compute"]["n_workers"] == 3
+    with pytest.raises(ValueError, match="--scheduler"):
+        cli._device(p.parse_args(["demo", "--scheduler", "h:8786"]), {})
+
+
+def test_without_dask_the_error_names_the_extra(monkeypatch, tmp_path, capsys):
+    real = builtins.__import__
+
+    def no_dask(name, *args, **kwargs):
+        if name == "dask" or name.startswith("dask."):
+            raise ImportError(f"No module named {name!r}")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_dask)  # as if dask were not installed
+    with pytest.raises(ImportError, match=r"pip install 'insdel\[dask\]'"):
+        with distributed.make_client({"backend": "dask"}):
+            pass
+    with distributed.make_client({"backend": "serial"}) as cl:  # serial needs no dask
+        assert cl is None
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[data]\nrecipe = "dielectron_sim"\n[model]\npreset = "quick_cern"\n'
+                   '[compute]\nbackend = "dask"\n')
+    assert cli.main(["run", str(cfg), "--out", str(tmp_path / "o"), "--no-progress"]) == 1
+    assert "insdel[dask]" in capsys.readouterr().err
