@@ -305,7 +305,9 @@ def gaussian_mixture_conditional_mean(x: np.ndarray, S: Sequence[int]) -> np.nda
         cm.append(m)
     w = np.exp(np.array(logw) - max(logw))
     w /= w.sum()
-    return w @ np.array(cm)
+    out = w @ np.array(cm)
+    out[S] = x[S]  # exactly: a weighted mean of equal values can differ in the last bit
+    return out
 
 
 def conditional_shapley_linear(w: np.ndarray, X: np.ndarray) -> np.ndarray:
