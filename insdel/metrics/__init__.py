@@ -1,0 +1,239 @@
+"""The field's faithfulness metrics from one engine (issue #17).
+
+Every metric is a :class:`~insdel.metrics.base.Metric` subclass, one per metric, grouped in one
+module per family: :mod:`.insertion_deletion` (insdel's ABC and AUC), :mod:`.quantus_family`
+(Quantus' faithfulness metrics), :mod:`.beexai_family` (BEExAI's faithfulness table),
+:mod:`.openxai_family` (OpenXAI's PGI / PGU) and :mod:`.ground_truth` (OpenXAI's agreement with a
+known attribution). Each takes ``(f, X, R, A, *, groups=None, ...)`` with R from a policy, and
+documents its source and how it maps to regression.
+
+:func:`evaluate_metrics` runs many metrics on many methods' attributions with one
+:class:`~insdel.metrics.base.MetricContext`: a hybrid point needed by several metrics or methods is
+evaluated once.
+
+Registry verbs as elsewhere in insdel: :func:`available` lists names, :func:`get` builds a metric
+with its options, :func:`catalogue` describes them all.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from .._progress import progress_bar
+from ..adapter import ModelLike
+from .base import Metric, MetricContext, describe
+
+__all__ = ["Metric", "MetricContext", "available", "get", "catalogue", "evaluate_metrics",
+           "MetricResults", "register", "FAMILY_MODULES"]
+
+#: Family modules, in catalogue order. A module that is not there yet is skipped.
+FAMILY_MODULES = ("insertion_deletion", "quantus_family", "beexai_family", "openxai_family",
+                  "ground_truth")
+
+_REGISTRY: dict[str, type[Metric]] = {}
+
+
+def register(cls: type[Metric], *, overwrite: bool = False) -> type[Metric]:
+    """Register a :class:`Metric` subclass under ``cls.name`` (usable as a decorator)."""
+    if not (isinstance(cls, type) and issubclass(cls, Metric)) or not cls.name:
+        raise TypeError(f"register takes a Metric subclass with a name; got {cls!r}.")
+    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls and not overwrite:
+        raise ValueError(f"metric {cls.name!r} is already registered (overwrite=True replaces it).")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _load() -> dict[str, type[Metric]]:
+    if not _REGISTRY:
+        for mod in FAMILY_MODULES:
+            try:
+                m = importlib.import_module(f"{__name__}.{mod}")
+            except ModuleNotFoundError as e:
+                if e.name != f"{__name__}.{mod}":
+                    raise
+                continue
+            for obj in vars(m).values():
+                if (isinstance(obj, type) and issubclass(obj, Metric) and obj.name
+                        and obj.__module__ == m.__name__):
+                    register(obj)
+    return _REGISTRY
+
+
+def available(family: str | None = None) -> list[str]:
+    """Names of the registered metrics (of one ``family`` if given)."""
+    reg = _load()
+    return [k for k, c in reg.items() if family is None or c.family == family]
+
+
+def get(name: str | Metric, **options) -> Metric:
+    """The metric ``name`` built with ``options`` (a :class:`Metric` instance passes through).
+
+    Raises
+    ------
+    ValueError
+        Unknown name (with the closest names), or an option the metric does not take.
+    """
+    if isinstance(name, Metric):
+        if options:
+            raise ValueError(f"options are given to an already built metric {name!r}.")
+        return name
+    reg = _load()
+    if name not in reg:
+        import difflib
+
+        close = difflib.get_close_matches(str(name), list(reg), n=3)
+        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise ValueError(f"metrics: unknown metric {name!r}.{hint} Available: {sorted(reg)}.")
+    cls = reg[name]
+    try:
+        return cls(**options)
+    except TypeError as e:
+        import inspect
+
+        allowed = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+        raise ValueError(f"metric {name!r}: {e}; its options are {allowed}.") from None
+
+
+def catalogue() -> pd.DataFrame:
+    """One row per registered metric: name, family, source, direction, default options."""
+    return pd.DataFrame([describe(c()) for c in _load().values()])
+
+
+@dataclass
+class MetricResults:
+    """Scores of every (metric, method, pair).
+
+    Attributes
+    ----------
+    scores : pandas.DataFrame
+        Long table: ``pair, method, metric, value``.
+    directions : dict
+        metric -> True when higher is better.
+    stats : dict
+        Hybrid points requested by all metrics and distinct points evaluated, model rows.
+    """
+
+    scores: pd.DataFrame
+    directions: dict
+    stats: dict = field(default_factory=dict)
+
+    def wide(self) -> pd.DataFrame:
+        """(pair, method) x metric."""
+        return self.scores.pivot_table(index=["pair", "method"], columns="metric",
+                                       values="value", sort=False)
+
+    def summary(self) -> pd.DataFrame:
+        """Mean and standard error per method and metric (NaN scores left out and counted)."""
+        g = self.scores.groupby(["metric", "method"], sort=False)["value"]
+        out = pd.DataFrame({"mean": g.mean(), "std_error": g.sem(), "n": g.count(),
+                            "n_nan": g.apply(lambda v: int(v.isna().sum()))}).reset_index()
+        out["higher_is_better"] = out["metric"].map(self.directions)
+        return out
+
+    def ranks(self) -> pd.DataFrame:
+        """Rank of each method per metric (1 = best by the metric's direction), from the means."""
+        s = self.summary()
+        s["rank"] = s.groupby("metric")["mean"].rank(ascending=False, method="average")
+        flip = ~s["higher_is_better"].astype(bool)
+        s.loc[flip, "rank"] = s[flip].groupby("metric")["mean"].rank(ascending=True,
+                                                                      method="average")
+        return s.pivot(index="method", columns="metric", values="rank")
+
+    def to_markdown(self, digits: int = 3) -> str:
+        """method x metric table of means ± standard errors (↑ / ↓ marks the good direction)."""
+        s = self.summary()
+        metrics = list(dict.fromkeys(s["metric"]))
+        methods = list(dict.fromkeys(s["method"]))
+        idx = s.set_index(["metric", "method"])
+        head = ["method"] + [f"{m} {'↑' if self.directions[m] else '↓'}" for m in metrics]
+        lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * len(metrics)]
+        for me in methods:
+            cells = []
+            for mt in metrics:
+                r = idx.loc[(mt, me)]
+                cells.append(f"{r['mean']:.{digits}g} ± {r['std_error']:.2g}")
+            lines.append("| " + " | ".join([me, *cells]) + " |")
+        return "\n".join(lines)
+
+
+def evaluate_metrics(f: ModelLike, X: ArrayLike, R: ArrayLike,
+                     attributions: Mapping[str, ArrayLike], *,
+                     metrics: Sequence[str | Metric] | None = None, groups=None, seed: int = 0,
+                     batch_size: int | None = None, ground_truth: ArrayLike | None = None,
+                     explainers: Mapping | None = None, progress: bool | None = None
+                     ) -> MetricResults:
+    """Score every method's attributions on every metric, each distinct hybrid evaluated once.
+
+    Parameters
+    ----------
+    f : model
+    X, R : array_like (B, n)
+        Targets and their references (from a policy).
+    attributions : mapping
+        method name -> attributions (B, n) (or per group (B, m)).
+    metrics : sequence of names or Metric instances, optional
+        Default: every registered metric that needs neither a ground truth nor an explainer
+        (plus the ground-truth ones when ``ground_truth`` is given, the explainer ones when
+        ``explainers`` is).
+    groups : optional
+        Units that move together.
+    seed : int, default 0
+        Seed of the random draws (each metric and method has its own stream).
+    ground_truth : array_like (B, n), optional
+        Known attributions, for the ground-truth agreement metrics.
+    explainers : mapping, optional
+        method name -> callable ``(X, R) -> A``, for metrics that re-explain perturbed inputs
+        (sensitivity).
+
+    Returns
+    -------
+    MetricResults
+    """
+    if not isinstance(attributions, Mapping) or not attributions:
+        raise ValueError("attributions must be a non-empty mapping method -> (B, n) array.")
+    reg = _load()
+    if metrics is None:
+        metrics = [n for n, c in reg.items()
+                   if (not c.needs_ground_truth or ground_truth is not None)
+                   and (not c.needs_explainer or explainers is not None)]
+    ms = [get(m) for m in metrics]
+    names = [m.name for m in ms]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise ValueError(f"metrics: {sorted(dup)} given more than once; give each once.")
+    ctx = MetricContext(f, X, R, groups=groups, seed=seed, batch_size=batch_size)
+    As = {k: ctx.unit_attributions(v, name=f"attributions[{k!r}]") for k, v in
+          attributions.items()}
+    gt = None if ground_truth is None else ctx.unit_attributions(ground_truth,
+                                                                 name="ground_truth")
+    rows = []
+    with progress_bar(total=len(ms) * len(As), desc="metrics", unit="metric",
+                      enable=progress) as bar:
+        for metric in ms:
+            for method, A in As.items():
+                kw = {}
+                if metric.needs_ground_truth:
+                    if gt is None:
+                        raise ValueError(f"metric {metric.name!r} needs ground_truth=.")
+                    kw["ground_truth"] = gt
+                if metric.needs_explainer:
+                    if not explainers or method not in explainers:
+                        raise ValueError(f"metric {metric.name!r} re-explains perturbed inputs: "
+                                         f"give explainers={{{method!r}: callable(X, R) -> A}}.")
+                    kw["explainer"] = explainers[method]
+                v = np.asarray(metric.compute(ctx, A, method=method, **kw), dtype=np.float64)
+                if v.shape != (ctx.B,):
+                    raise RuntimeError(f"metric {metric.name!r} returned shape {v.shape}; "
+                                       f"expected ({ctx.B},).")
+                rows.append(pd.DataFrame({"pair": np.arange(ctx.B), "method": method,
+                                          "metric": metric.name, "value": v}))
+                bar.update(1)
+    return MetricResults(scores=pd.concat(rows, ignore_index=True),
+                         directions={m.name: m.higher_is_better for m in ms},
+                         stats={**ctx.stats, "model_rows": int(ctx.model.n_evals)})

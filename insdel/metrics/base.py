@@ -1,0 +1,298 @@
+"""The shared base of every metric: one context per (model, pairs), one hybrid cache, one class.
+
+Every metric in :mod:`insdel.metrics` scores attributions ``A`` of B pairs (x, r) on a model f,
+``(f, X, R, A, *, groups=None, ...)`` like the rest of insdel. Most of the field's faithfulness
+metrics only ever evaluate f at **hybrid points** (some units from x, the rest from r): a deletion
+or insertion curve, the top-k features removed or kept, a random subset removed, one feature
+removed at a time. Where a peer package replaces features by a constant ("black", zero, the mean),
+insdel replaces them by the pair's reference r, so the policy chooses the baseline (Hama, Mase &
+Owen, §4); with ``R = 0`` the two coincide, which is how the metrics are checked against the peers'
+own code.
+
+:class:`MetricContext` holds the pairs and a :class:`HybridCache`: a metric asks for the values of
+boolean masks (B, K, m) (True: the unit comes from x) and each distinct hybrid of a pair is
+evaluated once, for every metric and every method sharing the context (the same dedup rule as the
+curve engine: a set is first reduced to its canonical form ``S ∩ D`` with ``D`` the units where x
+and r differ). Points that are not hybrids (Gaussian perturbations, imputations) go through
+:meth:`MetricContext.predict`.
+"""
+
+from __future__ import annotations
+
+import zlib
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .._validation import as_float_array, check_pairs
+from ..adapter import ModelLike, as_model
+from ..groups import Groups, check_groups, group_attributions
+from ..hybrid import build_rows, masks_to_words, n_words
+
+__all__ = ["HybridCache", "MetricContext", "Metric", "top_units", "rank_of"]
+
+
+class HybridCache:
+    """Values of hybrid points of B pairs, each distinct canonical set evaluated once.
+
+    Parameters
+    ----------
+    model : insdel.Model
+    X, R : ndarray (B, n)
+    groups : Groups or None
+        Units are the groups' (m of them), else the n columns.
+    """
+
+    def __init__(self, model, X: np.ndarray, R: np.ndarray, groups: Groups | None):
+        self.model = model
+        self.X = np.ascontiguousarray(X, dtype=model.dtype)
+        self.R = np.ascontiguousarray(R, dtype=model.dtype)
+        self.groups = groups
+        diff = X != R
+        self.diff = diff if groups is None else groups.reduce_any(diff)
+        self.m = self.diff.shape[1]
+        self.W = n_words(self.m)
+        self._keys = np.empty((0, self.W + 1), dtype=np.uint64)
+        self._vals = np.empty(0)
+        self.n_requested = 0
+
+    @property
+    def n_unique(self) -> int:
+        """Distinct hybrid points evaluated so far."""
+        return int(self._vals.shape[0])
+
+    def _void(self, keys: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(keys).view(f"V{8 * (self.W + 1)}").ravel()
+
+    def values(self, masks: ArrayLike, *, pairs: np.ndarray | None = None) -> np.ndarray:
+        """f at the hybrids of ``masks`` (B, K, m) or (B, m): unit u from x where True.
+
+        ``pairs`` (B,) selects which pairs the first axis refers to (default all, in order).
+        Returns float64 (B, K) or (B,).
+        """
+        M = np.asarray(masks, dtype=bool)
+        squeeze = M.ndim == 2
+        if squeeze:
+            M = M[:, None, :]
+        if M.ndim != 3 or M.shape[2] != self.m:
+            raise ValueError(f"masks must have shape (B, K, m) with m = {self.m}; got {M.shape}.")
+        pairs = np.arange(self.X.shape[0]) if pairs is None else np.asarray(pairs, np.int64)
+        if M.shape[0] != pairs.shape[0]:
+            raise ValueError(f"masks cover {M.shape[0]} pairs; expected {pairs.shape[0]}.")
+        Bq, K, _ = M.shape
+        canon = M & self.diff[pairs][:, None, :]
+        keys = np.empty((Bq * K, self.W + 1), dtype=np.uint64)
+        keys[:, 0] = np.repeat(pairs.astype(np.uint64), K)
+        keys[:, 1:] = masks_to_words(canon).reshape(Bq * K, self.W)
+        self.n_requested += Bq * K
+        v = self._void(keys)
+        uv, first, inv = np.unique(v, return_index=True, return_inverse=True)
+        ukeys = keys[first]
+        known = self._void(self._keys)
+        pos = np.searchsorted(known, uv)
+        found = pos < known.shape[0]
+        found[found] = known[pos[found]] == uv[found]
+        uvals = np.empty(uv.shape[0])
+        uvals[found] = self._vals[pos[found]]
+        new = ~found
+        if new.any():
+            nk = ukeys[new]
+            nv = self._evaluate(nk)
+            uvals[new] = nv
+            allk = np.concatenate([self._keys, nk])
+            allv = np.concatenate([self._vals, nv])
+            order = np.argsort(self._void(allk), kind="stable")
+            self._keys, self._vals = allk[order], allv[order]
+        out = uvals[inv.reshape(-1)].reshape(Bq, K)
+        return out[:, 0] if squeeze else out
+
+    def _evaluate(self, keys: np.ndarray) -> np.ndarray:
+        bs = self.model.batch_size
+        N = keys.shape[0]
+        out = np.empty(N)
+        unit_of = None if self.groups is None else self.groups.labels
+        pair = keys[:, 0].astype(np.int64)
+        words = np.ascontiguousarray(keys[:, 1:])
+        buf = np.empty((min(bs, N), self.X.shape[1]), dtype=self.model.dtype)
+        for s0 in range(0, N, bs):
+            s1 = min(N, s0 + bs)
+            rows = build_rows(self.X, self.R, pair[s0:s1], words[s0:s1], out=buf[: s1 - s0],
+                              unit_of=unit_of)
+            out[s0:s1] = self.model(rows)
+        return out
+
+
+class MetricContext:
+    """The pairs a set of metrics is computed on, with their shared hybrid cache.
+
+    Parameters
+    ----------
+    f : model
+        Anything :func:`insdel.as_model` accepts (a scalar output: regression, or a class's
+        probability selected by the adapter).
+    X, R : array_like (B, n)
+        Targets and references (a 1-D R is one reference for all targets).
+    groups : optional
+        Units that move together (:mod:`insdel.groups`); metrics rank and perturb units.
+    seed : int, default 0
+        Seed of the metrics' random draws; each metric draws from its own stream
+        (:meth:`rng`), so results do not depend on which other metrics run.
+    batch_size : int, optional
+        Rows per model call.
+    """
+
+    def __init__(self, f: ModelLike, X: ArrayLike, R: ArrayLike, *, groups=None, seed: int = 0,
+                 batch_size: int | None = None):
+        self.model = as_model(f, batch_size=batch_size)
+        self.X, self.R = check_pairs(X, R)
+        self.B, self.n = self.X.shape
+        grp = check_groups(groups, self.n)
+        self.groups = None if grp is None or grp.singleton else grp
+        self.m = self.n if self.groups is None else self.groups.m
+        self.seed = int(seed)
+        self.cache = HybridCache(self.model, self.X, self.R, self.groups)
+        self._fx = self._fr = None
+
+    @property
+    def diff(self) -> np.ndarray:
+        """(B, m) bool: the units where x and r differ (the pair's subspace D)."""
+        return self.cache.diff
+
+    @property
+    def fx(self) -> np.ndarray:
+        """f(x), (B,)."""
+        if self._fx is None:
+            self._fx = self.cache.values(np.ones((self.B, self.m), bool))
+        return self._fx
+
+    @property
+    def fr(self) -> np.ndarray:
+        """f(r), (B,)."""
+        if self._fr is None:
+            self._fr = self.cache.values(np.zeros((self.B, self.m), bool))
+        return self._fr
+
+    def values(self, masks: ArrayLike) -> np.ndarray:
+        """f at hybrids (True: unit from x), (B, K, m) -> (B, K); each distinct one evaluated once."""
+        return self.cache.values(masks)
+
+    def removed(self, masks: ArrayLike) -> np.ndarray:
+        """f with the units in ``masks`` replaced by the reference (the rest from x)."""
+        return self.cache.values(~np.asarray(masks, dtype=bool))
+
+    def predict(self, rows: ArrayLike) -> np.ndarray:
+        """f at arbitrary points (..., n) (not hybrids: no deduplication)."""
+        rows = np.asarray(rows, dtype=np.float64)
+        flat = rows.reshape(-1, self.n)
+        return np.asarray(self.model(np.ascontiguousarray(flat, dtype=self.model.dtype)),
+                          dtype=np.float64).reshape(rows.shape[:-1])
+
+    def expand(self, unit_values: np.ndarray) -> np.ndarray:
+        """Column-level array (..., n) from a unit-level one (..., m)."""
+        return unit_values if self.groups is None else self.groups.expand(unit_values)
+
+    def unit_attributions(self, A: ArrayLike, *, name: str = "A") -> np.ndarray:
+        """Attributions per unit (B, m) (summed over a group's columns)."""
+        A = as_float_array(name, A, ndim=(2,))
+        if A.shape[0] != self.B:
+            raise ValueError(f"{name} must have one row per pair (B = {self.B}); got shape "
+                             f"{A.shape}.")
+        if self.groups is None and A.shape[1] != self.n:
+            raise ValueError(f"{name} must have shape (B, n) = {(self.B, self.n)}; got {A.shape}.")
+        return group_attributions(A, self.groups, name=name)
+
+    def rng(self, *keys: Any) -> np.random.Generator:
+        """A random stream for ``keys`` (e.g. the metric's name and the method's), from the seed."""
+        words = [self.seed] + [zlib.crc32(str(k).encode()) for k in keys]
+        return np.random.default_rng(words)
+
+    @property
+    def stats(self) -> dict:
+        """Hybrid points requested and distinct ones evaluated."""
+        return {"requested": self.cache.n_requested, "evaluated": self.cache.n_unique}
+
+
+def rank_of(A: np.ndarray, *, order: str = "absolute") -> np.ndarray:
+    """Unit orderings (B, m), most important first, ties by index (stable).
+
+    ``"absolute"``: decreasing |a| (MoRF); ``"signed"``: decreasing a (the paper's order);
+    ``"ascending"``: increasing a (LeRF); ``"least"``: increasing |a|.
+    """
+    key = {"absolute": -np.abs(A), "signed": -A, "ascending": A, "least": np.abs(A)}
+    if order not in key:
+        raise ValueError(f"order must be one of {sorted(key)}; got {order!r}.")
+    return np.argsort(key[order], axis=-1, kind="stable")
+
+
+def top_units(orders: np.ndarray, k: ArrayLike) -> np.ndarray:
+    """Masks (B, K, m): True for the first ``k[i]`` units of each ordering (one K per k)."""
+    orders = np.asarray(orders)
+    B, m = orders.shape
+    k = np.atleast_1d(np.asarray(k, dtype=np.int64))
+    pos = np.empty_like(orders)
+    np.put_along_axis(pos, orders, np.arange(m)[None, :].repeat(B, 0), axis=1)
+    return pos[:, None, :] < k[None, :, None]
+
+
+class Metric(ABC):
+    """Base class of every metric (one subclass per metric, options in ``__init__``).
+
+    A metric is configured once (keyword-only options with documented defaults, checked when
+    set) and called on pairs: ``metric(f, X, R, A, groups=None)`` returns one score per pair
+    (B,). :meth:`compute` does the work on a shared :class:`MetricContext`, so that
+    :func:`insdel.metrics.evaluate_metrics` can run many metrics and methods on one cache.
+
+    Class attributes
+    ----------------
+    name : str
+        Registry name.
+    family : str
+        Where it comes from: ``"insdel"``, ``"quantus"``, ``"beexai"`` or ``"openxai"``.
+    source : str
+        Paper and equation it implements.
+    higher_is_better : bool
+        The direction of a good score (for rankings).
+    needs_ground_truth : bool
+        Ground-truth agreement metrics take ``ground_truth=`` instead of a model.
+    """
+
+    name: ClassVar[str] = ""
+    family: ClassVar[str] = ""
+    source: ClassVar[str] = ""
+    higher_is_better: ClassVar[bool] = True
+    needs_ground_truth: ClassVar[bool] = False
+    needs_explainer: ClassVar[bool] = False
+
+    @abstractmethod
+    def compute(self, ctx: MetricContext, A: np.ndarray, **kwargs) -> np.ndarray:
+        """Scores (B,) of unit attributions ``A`` (B, m) on the context's pairs."""
+
+    def __call__(self, f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, groups=None,
+                 seed: int = 0, batch_size: int | None = None, **kwargs) -> np.ndarray:
+        """Score attributions ``A`` (B, n) (or per group (B, m)) of the pairs (X, R) on f.
+
+        Returns
+        -------
+        ndarray of float64 (B,)
+            One score per pair (NaN where the metric is undefined for the pair, e.g. a
+            correlation over constant values).
+        """
+        ctx = MetricContext(f, X, R, groups=groups, seed=seed, batch_size=batch_size)
+        return self.compute(ctx, ctx.unit_attributions(A), **kwargs)
+
+    def options(self) -> dict:
+        """The metric's options as set (for manifests and tables)."""
+        return {k: v for k, v in vars(self).items() if not k.startswith("_")}
+
+    def __repr__(self) -> str:
+        opts = ", ".join(f"{k}={v!r}" for k, v in self.options().items())
+        return f"{type(self).__name__}({opts})"
+
+
+def describe(metric: Metric) -> Mapping[str, Any]:
+    """Name, family, source, direction and options of a metric (one row of the catalogue)."""
+    return {"metric": metric.name, "family": metric.family, "source": metric.source,
+            "higher_is_better": metric.higher_is_better, "options": metric.options()}
