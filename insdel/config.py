@@ -204,6 +204,10 @@ SCHEMA: dict[str, Any] = {
         "pairs_per_chunk": (_INT, 8),
         "max_d": (_INT, 16),
     },
+    "metrics": {
+        "names": (_LIST, []),
+        "options": (ANY_TABLE, {}),
+    },
     "figures": {
         "enabled": (_BOOL, True),
         "compare": (_LIST, ["kernel_shap", "integrated_gradients"]),
@@ -477,6 +481,7 @@ def _check_values(cfg: dict, source: str) -> None:
     if len(set(names)) != len(names):
         raise ConfigError(f"{source}: methods.names lists a method twice: {names}.")
     _check_methods(cfg, source)
+    _check_metrics(cfg, source)
     labels = [policy_label(p) for p in cfg["policies"]]
     if len(set(labels)) != len(labels):
         raise ConfigError(f"{source}: two policies share the label; give each a distinct 'label' "
@@ -564,6 +569,40 @@ def _check_policies(cfg: dict, source: str) -> None:
             if valid and any(k not in valid for k in params):
                 _check_free(f"{where}.params", params, valid, source)
             raise ConfigError(f"{source}: {where}.params: {exc}") from None
+
+
+def _check_metrics(cfg: dict, source: str) -> None:
+    """Metric names exist and can run in a run (no ground truth there); ``metrics.options.<name>``
+    are options that metric takes (built once here, so a bad value fails when the file is read)."""
+    from . import metrics
+
+    names = cfg["metrics"]["names"]
+    known = metrics.available()
+    for m in names:
+        if m not in known:
+            raise ConfigError(f"{source}: metrics.names: unknown metric {m!r}"
+                              f"{_suggest(m, known)} (known: {', '.join(known)}).")
+        if metrics.get(m).needs_ground_truth:
+            raise ConfigError(f"{source}: metrics.names: {m!r} compares with a known ground-truth "
+                              "attribution, which a run does not have; use it from Python "
+                              "(insdel.metrics.evaluate_metrics(..., ground_truth=)).")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{source}: metrics.names lists a metric twice: {names}.")
+    for m, opts in cfg["metrics"]["options"].items():
+        if m not in names:
+            raise ConfigError(f"{source}: metrics.options.{m} is given but {m!r} is not in "
+                              f"metrics.names {names}{_suggest(m, names)}")
+        if not isinstance(opts, Mapping):
+            raise ConfigError(f"{source}: metrics.options.{m} must be a table; got {opts!r}.")
+        valid = metrics.options_of(m)
+        for k in opts:
+            if k not in valid:
+                raise ConfigError(f"{source}: unknown key 'metrics.options.{m}.{k}'"
+                                  f"{_suggest(k, valid)} (options of {m}: {', '.join(valid)}).")
+        try:
+            metrics.get(m, **opts)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{source}: metrics.options.{m}: {exc}") from None
 
 
 def _check_methods(cfg: dict, source: str) -> None:

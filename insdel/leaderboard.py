@@ -5,7 +5,9 @@ A finished run directory (:func:`insdel.run_experiment`) holds ``manifest.json``
 configuration, seed, data and model fingerprints) and one folder per policy with
 ``abc.parquet`` (one row per pair, method and mode). The metrics read from it are the insertion
 ABC, the deletion ABC' and their sum ABC + ABC' (App. B.1), per pair; higher is better for all
-three.
+three. A run with a ``[metrics]`` table also holds ``metrics.parquet`` per policy (every metric of
+:mod:`insdel.metrics` it ran, per pair, with the metric's direction): those metrics join the
+table, ranked by their own direction (1 = best, also where lower is better).
 
 Runs are grouped by a **configuration fingerprint**: the hash of everything in the configuration
 that changes the numbers (data recipe and options, model, targets, policies, methods and their
@@ -100,6 +102,7 @@ class RunInfo:
     dataset: str
     policies: list
     abc: pd.DataFrame = field(repr=False)
+    directions: dict = field(default_factory=dict)
 
 
 def find_runs(paths: Sequence[str | os.PathLike]) -> list[Path]:
@@ -153,6 +156,7 @@ def read_run(path: str | os.PathLike) -> RunInfo:
         raise ValueError(f"{path}: the manifest lists no policies (a ROAR run or not an "
                          "insertion/deletion evaluation); leaderboards rank evaluation runs.")
     frames = []
+    directions = dict.fromkeys(METRICS, True)
     for pol in policies:
         f = path / pol / "abc.parquet"
         if not f.is_file():
@@ -168,6 +172,13 @@ def read_run(path: str | os.PathLike) -> RunInfo:
             tot = (wide["insertion"] + wide["deletion"]).rename("score").reset_index()
             long.append(tot.assign(metric="total"))
         frames.append(pd.concat(long, ignore_index=True).assign(policy=pol))
+        mf = path / pol / "metrics.parquet"
+        if mf.is_file():  # the run's [metrics] (insdel.metrics), with their directions
+            md = pd.read_parquet(mf)
+            for name, up in md.groupby("metric", sort=False)["higher_is_better"].first().items():
+                directions[str(name)] = bool(up)
+            frames.append(md.rename(columns={"value": "score"})[
+                ["pair", "method", "metric", "score"]].assign(policy=pol))
     abc = pd.concat(frames, ignore_index=True)[["policy", "pair", "method", "metric", "score"]]
     cfg = manifest.get("config") or {}
     data = manifest.get("data") or {}
@@ -176,7 +187,7 @@ def read_run(path: str | os.PathLike) -> RunInfo:
     return RunInfo(path=path, name=str(manifest.get("name", path.name)),
                    seed=None if seed is None else int(seed),
                    fingerprint=config_fingerprint(manifest), dataset=dataset,
-                   policies=list(policies), abc=abc)
+                   policies=list(policies), abc=abc, directions=directions)
 
 
 def rank_means(means: np.ndarray) -> np.ndarray:
@@ -240,6 +251,12 @@ class Leaderboard:
     n_boot: int
     seed: int
     level: float
+    labels: dict = field(default_factory=lambda: dict(METRICS))
+    directions: dict = field(default_factory=dict)
+
+    def _label(self, m: str) -> str:
+        lab = self.labels.get(m, m)
+        return lab if self.directions.get(m, True) else f"{lab} (lower is better)"
 
     def to_markdown(self, digits: int = 3) -> str:
         """Groups, overall ranks and the per-block tables as Markdown."""
@@ -260,9 +277,9 @@ class Leaderboard:
                 f"{pct} bootstrap CI over pairs ({self.n_boot} replicates, seed {self.seed})", "",
                 f"Blocks: {names}. Only ranks are averaged across blocks; scores are never "
                 "pooled across configuration groups.", ""]
-        metrics = [m for m in METRICS if m in set(self.overall["metric"])]
+        metrics = [m for m in self.labels if m in set(self.overall["metric"])]
         if metrics:
-            out += ["| method | " + " | ".join(METRICS[m] for m in metrics) + " |",
+            out += ["| method | " + " | ".join(self._label(m) for m in metrics) + " |",
                     "|---|" + "---:|" * len(metrics)]
             ov = self.overall.set_index(["metric", "method"])
             first = self.overall[self.overall["metric"] == metrics[0]]
@@ -285,9 +302,9 @@ class Leaderboard:
             npairs = int(blk["n_pairs"].max())
             out += ["", f"### {ds} / {pol} (group {g}: {runs}; {npairs} pairs)", "",
                     "| method | " + " | ".join(
-                        f"{METRICS[m]} mean ± s.e. (rank)" for m in METRICS
+                        f"{self._label(m)} mean ± s.e. (rank)" for m in self.labels
                         if m in set(blk["metric"])) + " |"]
-            ms = [m for m in METRICS if m in set(blk["metric"])]
+            ms = [m for m in self.labels if m in set(blk["metric"])]
             out.append("|---|" + "---:|" * len(ms))
             b = blk.set_index(["metric", "method"])
             order = blk[blk["metric"] == ms[0]].sort_values("rank")["method"]
@@ -304,7 +321,7 @@ class Leaderboard:
         """Mean-rank dot plot with CI bars, one panel per metric (matplotlib Figure)."""
         import matplotlib.pyplot as plt
 
-        metrics = [m for m in METRICS if m in set(self.overall["metric"])]
+        metrics = [m for m in self.labels if m in set(self.overall["metric"])]
         fig, axes = plt.subplots(1, max(1, len(metrics)), figsize=(4.2 * max(1, len(metrics)),
                                  0.45 * max(3, self.overall["method"].nunique()) + 1.2),
                                  squeeze=False, sharey=True)
@@ -320,7 +337,7 @@ class Leaderboard:
                         fmt="o", color="C0", ecolor="0.4", capsize=3)
             ax.set_yticks(y, order)
             ax.set_xlabel("mean rank (1 = best)")
-            ax.set_title(METRICS[m])
+            ax.set_title(self._label(m))
             ax.grid(axis="x", alpha=0.3)
         fig.suptitle(f"Leaderboard: mean rank, {100 * self.level:g}% bootstrap CI", fontsize=10)
         fig.tight_layout()
@@ -406,14 +423,21 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
     groups, used = _group_runs(runs)
     rng_seed = seed
     blocks_rows: list[dict] = []
-    per_metric: dict[str, list[tuple[str, list[str], np.ndarray]]] = {m: [] for m in METRICS}
+    directions: dict[str, bool] = {}
+    for r in runs:
+        for m, up in r.directions.items():
+            if directions.setdefault(m, up) != up:
+                raise ValueError(f"metric {m!r} is higher-is-better in one run and "
+                                 f"lower-is-better in another ({r.path}).")
+    labels = {m: METRICS.get(m, m) for m in directions}
+    per_metric: dict[str, list[tuple[str, list[str], np.ndarray]]] = {m: [] for m in labels}
     lo_q, hi_q = 100 * (1 - level) / 2, 100 * (1 + level) / 2
     notes: list[str] = []
     for g, rs in used.items():
         pooled = pd.concat([r.abc.assign(run=i) for i, r in enumerate(rs)], ignore_index=True)
         dataset = rs[0].dataset
         for pol in dict.fromkeys(pooled["policy"]):
-            for m in METRICS:
+            for m in labels:
                 d = pooled[(pooled["policy"] == pol) & (pooled["metric"] == m)]
                 if d.empty:
                     continue
@@ -425,8 +449,9 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
                 P = V.shape[0]
                 mean = V.mean(axis=0)
                 se = V.std(axis=0, ddof=1) / np.sqrt(P) if P > 1 else np.full(len(mean), np.nan)
-                rank = rank_means(mean)
-                boot = bootstrap_mean_ranks([V], n_boot=n_boot, seed=rng_seed)
+                sign = 1.0 if directions[m] else -1.0  # ranks: 1 = best by the metric's direction
+                rank = rank_means(sign * mean)
+                boot = bootstrap_mean_ranks([sign * V], n_boot=n_boot, seed=rng_seed)
                 rng_seed += 1
                 lo, hi = np.percentile(boot, [lo_q, hi_q], axis=0)
                 for j, meth in enumerate(methods):
@@ -435,7 +460,7 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
                                         "method": meth, "mean": mean[j], "se": se[j],
                                         "n_pairs": P, "n_runs": len(rs), "rank": rank[j],
                                         "rank_low": lo[j], "rank_high": hi[j]})
-                per_metric[m].append((f"{g}/{pol}", methods, V))
+                per_metric[m].append((f"{g}/{pol}", methods, sign * V))
     overall_rows = []
     for m, blks in per_metric.items():
         if not blks:
@@ -443,7 +468,7 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
         common = [meth for meth in blks[0][1] if all(meth in b[1] for b in blks)]
         dropped = sorted({meth for b in blks for meth in b[1]} - set(common))
         if dropped:
-            notes.append(f"{METRICS[m]}: {', '.join(dropped)} left out of the overall ranks "
+            notes.append(f"{labels[m]}: {', '.join(dropped)} left out of the overall ranks "
                          "(not present in every block).")
         if not common:
             continue
@@ -458,4 +483,5 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
     for r in skipped.itertuples():
         notes.append(f"run {r.path} skipped: {r.note}.")
     return Leaderboard(blocks=pd.DataFrame(blocks_rows), overall=pd.DataFrame(overall_rows),
-                       groups=groups, notes=notes, n_boot=n_boot, seed=seed, level=level)
+                       groups=groups, notes=notes, n_boot=n_boot, seed=seed, level=level,
+                       labels=labels, directions=directions)

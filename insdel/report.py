@@ -156,7 +156,8 @@ def sampled_vs_exact_table(sampled: pd.DataFrame, digits: int = 3) -> str:
 def run_tables(summary: pd.DataFrame, diagnostics: pd.DataFrame,
                decomps: Mapping[str, pd.DataFrame] | None = None,
                methods: list[str] | None = None, digits: int = 3, *,
-               header: str | None = None, sampled: pd.DataFrame | None = None) -> str:
+               header: str | None = None, sampled: pd.DataFrame | None = None,
+               metrics: pd.DataFrame | None = None) -> str:
     """The run's inputs (``header``, see :func:`run_header`), every policy's table, the Table 4
     diagnostics and (when computed) the sampled-vs-exact Kernel SHAP table and the decomposition
     table."""
@@ -169,4 +170,27 @@ def run_tables(summary: pd.DataFrame, diagnostics: pd.DataFrame,
         parts.append(sampled_vs_exact_table(sampled, digits))
     if decomps:
         parts.append(decomposition_table(decomps, list(methods or []), digits))
+    if metrics is not None and len(metrics):
+        parts.append(metrics_table(metrics, digits))
+    return "\n".join(parts)
+
+
+def metrics_table(metrics: pd.DataFrame, digits: int = 3) -> str:
+    """``[metrics]`` results: per policy, method x metric means ± standard errors (↑ higher is
+    better, ↓ lower is better)."""
+    parts = []
+    for label in dict.fromkeys(metrics["policy"]):
+        sub = metrics[metrics["policy"] == label]
+        names = list(dict.fromkeys(sub["metric"]))
+        meths = list(dict.fromkeys(sub["method"]))
+        up = dict(zip(sub["metric"], sub["higher_is_better"], strict=False))
+        idx = sub.set_index(["metric", "method"])
+        lines = [f"## Metrics, policy {label}", "",
+                 "| method | " + " | ".join(f"{m} {'↑' if up[m] else '↓'}" for m in names) + " |",
+                 "|---|" + "---:|" * len(names)]
+        for me in meths:
+            cells = [f"{idx.loc[(mt, me), 'mean']:.{digits}g} ± "
+                     f"{idx.loc[(mt, me), 'std_error']:.2g}" for mt in names]
+            lines.append(f"| {me} | " + " | ".join(cells) + " |")
+        parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)

@@ -73,6 +73,8 @@ class RunResult:
         Policy label -> per-pair decomposition table (when ``decomposition.n_pairs > 0``).
     sampled_vs_exact : pandas.DataFrame or None
         Sampled Kernel SHAP against exact Shapley, paired per pair (when both methods ran).
+    metrics : pandas.DataFrame or None
+        ``[metrics]`` summaries of every policy (``metrics_summary.csv``), when metrics ran.
     """
 
     out: Path
@@ -87,6 +89,7 @@ class RunResult:
     dataset: Any = None
     decompositions: dict = field(default_factory=dict)
     sampled_vs_exact: pd.DataFrame | None = None
+    metrics: pd.DataFrame | None = None
 
     def to_markdown(self, digits: int = 3) -> str:
         """Every policy's table (paper layout), the Table 4 diagnostics and, when computed, the
@@ -95,7 +98,7 @@ class RunResult:
         m = self.manifest
         header = run_header(m["data"], m["model"], m["policy_specs"]) if m else None
         return run_tables(self.summary, self.diagnostics, self.decompositions, methods, digits,
-                          header=header, sampled=self.sampled_vs_exact)
+                          header=header, sampled=self.sampled_vs_exact, metrics=self.metrics)
 
 
 def load_results(out: str | os.PathLike) -> dict[str, Evaluation]:
@@ -490,6 +493,53 @@ def _decomposition(cfg, model, X, R, label, out, base_key, stages, log, progress
 # --------------------------------------------------------------------------------------------------
 # the run
 # --------------------------------------------------------------------------------------------------
+def _explainer(X, R, *, model, method: str, kw: dict) -> np.ndarray:
+    """Re-explain (X, R) with a configured method (metrics that perturb x and explain again)."""
+    return _attribute_chunk(model, X, R, method, kw)[0]
+
+
+def _metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log, progress
+                   ) -> pd.DataFrame | None:
+    """``[metrics]``: every configured metric on every method's attributions (and a seeded random
+    attribution, the control), on one shared hybrid cache. Writes ``metrics.parquet`` (pair,
+    method, metric, value) and ``metrics_summary.csv``; returns the summary."""
+    from functools import partial
+
+    from . import metrics as _metrics
+
+    names = cfg["metrics"]["names"]
+    if not names:
+        return None
+    t0 = time.perf_counter()
+    ms = [_metrics.get(n, **dict(cfg["metrics"]["options"].get(n, {}) or {})) for n in names]
+    seed = _chunk_seed(cfg["seed"], label, "metrics")
+    A = dict(atts)
+    A.setdefault("random", np.random.default_rng(seed).normal(size=X.shape))
+    explainers = None
+    if any(m.needs_explainer for m in ms):
+        explainers = {meth: partial(_explainer, model=model, method=meth, kw=_method_options(
+            meth, dict(cfg["methods"]["options"].get(meth, {}) or {}), seed, dataset))
+            for meth in atts}
+        # the random control re-draws: its explanation does not depend on x
+        explainers["random"] = lambda X_, R_: np.random.default_rng(seed).normal(size=X_.shape)
+    res = _metrics.evaluate_metrics(model, X, R, A, metrics=ms, seed=seed,
+                                    explainers=explainers, progress=progress)
+    with ck.atomic_write(folder / "metrics.parquet", suffix=".parquet") as tmp:
+        res.scores.assign(higher_is_better=res.scores["metric"].map(res.directions)).to_parquet(
+            tmp, index=False)
+    summ = res.summary()
+    ck.atomic_write_text(folder / "metrics_summary.csv", summ.to_csv(index=False))
+    ck.atomic_write_text(folder / "metrics.md", f"## Metrics, policy {label}\n\n"
+                         + res.to_markdown() + "\n")
+    stages.add(f"{label}/metrics", time.perf_counter() - t0, model_evaluations=int(
+        res.stats["model_rows"]), hybrids_requested=int(res.stats["requested"]),
+        hybrids_evaluated=int(res.stats["evaluated"]))
+    log(f"  metrics: {len(ms)} metrics x {len(A)} methods, {res.stats['requested']:,} hybrid "
+        f"points requested, {res.stats['evaluated']:,} distinct evaluated, "
+        f"{time.perf_counter() - t0:.1f} s")
+    return summ.assign(policy=label)
+
+
 def _versions() -> dict:
     import importlib.metadata as md
 
@@ -640,6 +690,7 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None) -> Run
     pool, pool_idx = _select_pool(dataset, cfg["targets"]["n"], cfg["seed"])
     evaluations, pairings, summaries, decomps, policy_specs = {}, {}, [], {}, {}
     sampled: list[pd.DataFrame] = []
+    metric_summaries: list[pd.DataFrame] = []
     ev_cfg = cfg["evaluation"]
     for entry in cfg["policies"]:
         label = _config.policy_label(entry)
@@ -682,6 +733,10 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None) -> Run
                                            pool_idx[np.maximum(pairing.reference_index, 0)], -1)
         ev.save(folder, pairing=pairing)
         ck.save_npz(folder / "attributions.npz", atts)
+        msum = _metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log,
+                              progress)
+        if msum is not None:
+            metric_summaries.append(msum)
         s = ev.summary()
         ck.atomic_write_text(folder / "summary.csv", s.to_csv(index=False))
         ck.atomic_write_text(folder / "summary.md", policy_table(label, s) + "\n")
@@ -713,8 +768,12 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None) -> Run
     sampled_df = pd.concat(sampled, ignore_index=True) if sampled else None
     if sampled_df is not None:
         ck.atomic_write_text(out / "sampled_vs_exact.csv", sampled_df.to_csv(index=False))
+    metrics_df = pd.concat(metric_summaries, ignore_index=True) if metric_summaries else None
+    if metrics_df is not None:
+        ck.atomic_write_text(out / "metrics_summary.csv", metrics_df.to_csv(index=False))
     ck.atomic_write_text(out / "summary.md", run_tables(summary, diag, decomps, methods,
-                                                        header=header, sampled=sampled_df))
+                                                        header=header, sampled=sampled_df,
+                                                        metrics=metrics_df))
 
     fig_paths = _figures(cfg, evaluations, model, dataset, out, stages, log, decomps)
 
@@ -739,7 +798,7 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None) -> Run
     return RunResult(out=out, config=cfg, evaluations=evaluations, pairings=pairings,
                      summary=summary, diagnostics=diag, manifest=manifest, figures=fig_paths,
                      model=model, dataset=dataset, decompositions=decomps,
-                     sampled_vs_exact=sampled_df)
+                     sampled_vs_exact=sampled_df, metrics=metrics_df)
 
 
 def _target_label(dataset) -> str | None:

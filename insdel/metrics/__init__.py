@@ -30,7 +30,7 @@ from ..adapter import ModelLike
 from .base import Metric, MetricContext, describe
 
 __all__ = ["Metric", "MetricContext", "available", "get", "catalogue", "evaluate_metrics",
-           "MetricResults", "register", "FAMILY_MODULES"]
+           "MetricResults", "register", "options_of", "FAMILY_MODULES"]
 
 #: Family modules, in catalogue order. A module that is not there yet is skipped.
 FAMILY_MODULES = ("insertion_deletion", "quantus_family", "beexai_family", "openxai_family",
@@ -98,6 +98,15 @@ def get(name: str | Metric, **options) -> Metric:
 
         allowed = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
         raise ValueError(f"metric {name!r}: {e}; its options are {allowed}.") from None
+
+
+def options_of(name: str) -> list[str]:
+    """The keyword options the metric ``name`` takes."""
+    import inspect
+
+    cls = _load()[name] if name in _load() else type(get(name))
+    return [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "args",
+                                                                                 "kwargs")]
 
 
 def catalogue() -> pd.DataFrame:
