@@ -1,0 +1,229 @@
+"""insdel.metrics: the shared hybrid cache, the registry, evaluate_metrics, runs and leaderboard."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import insdel
+from insdel import metrics as M
+from insdel.groups import Groups
+from insdel.hybrid import hybrid
+from insdel.metrics.base import HybridCache, MetricContext, rank_of, top_units
+
+
+class Counting:
+    def __init__(self, w):
+        self.w = w
+        self.rows = 0
+
+    def __call__(self, Z):
+        self.rows += Z.shape[0]
+        return np.tanh(Z @ self.w) + Z[:, 0] * Z[:, -1]
+
+
+def _pairs(B=12, n=6, seed=0, same=2):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(B, n))
+    R = X + rng.normal(size=(B, n))
+    R[:, :same] = X[:, :same]          # features outside D
+    return X, R, rng
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 9), st.integers(1, 12))
+def test_cache_values_equal_brute_force_hybrids(seed, n, K):
+    X, R, rng = _pairs(B=5, n=n, seed=seed, same=min(2, n - 1))
+    f = Counting(rng.normal(size=n))
+    ctx = MetricContext(f, X, R)
+    masks = rng.random((5, K, n)) < 0.5
+    got = ctx.values(masks)
+    want = np.array([[f(hybrid(X[b], R[b], masks[b, k])[None])[0] for k in range(K)]
+                     for b in range(5)])
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    # asking again evaluates nothing new
+    before = ctx.stats["evaluated"]
+    np.testing.assert_array_equal(ctx.values(masks), got)
+    assert ctx.stats["evaluated"] == before
+
+
+def test_each_distinct_hybrid_is_evaluated_once_across_calls():
+    X, R, rng = _pairs(B=8, n=5, same=2)
+    f = Counting(rng.normal(size=5))
+    ctx = MetricContext(f, X, R)
+    a = rng.random((8, 30, 5)) < 0.5
+    b = rng.random((8, 30, 5)) < 0.5
+    ctx.values(a)
+    ctx.values(b)
+    # distinct canonical sets (S ∩ D) per pair over both requests
+    canon = np.concatenate([a, b], axis=1) & (X != R)[:, None, :]
+    distinct = sum(len({tuple(r) for r in canon[i]}) for i in range(8))
+    assert f.rows == distinct == ctx.stats["evaluated"]
+    assert ctx.stats["requested"] == 8 * 60
+
+
+def test_groups_move_together_and_fx_fr():
+    X, R, rng = _pairs(B=4, n=6, same=0)
+    g = Groups.from_labels([0, 0, 1, 2, 2, 2])
+    f = Counting(rng.normal(size=6))
+    ctx = MetricContext(f, X, R, groups=g)
+    unit_mask = np.array([[True, False, True]] * 4)
+    col_mask = g.expand(unit_mask)
+    np.testing.assert_allclose(ctx.values(unit_mask), f(np.where(col_mask, X, R)), atol=1e-12)
+    np.testing.assert_allclose(ctx.fx, f(X), atol=1e-12)
+    np.testing.assert_allclose(ctx.fr, f(R), atol=1e-12)
+    np.testing.assert_allclose(ctx.removed(unit_mask), f(np.where(col_mask, R, X)), atol=1e-12)
+
+
+def test_rank_of_and_top_units():
+    A = np.array([[0.5, -2.0, 1.0, 0.0]])
+    np.testing.assert_array_equal(rank_of(A, order="absolute"), [[1, 2, 0, 3]])
+    np.testing.assert_array_equal(rank_of(A, order="signed"), [[2, 0, 3, 1]])
+    np.testing.assert_array_equal(rank_of(A, order="ascending"), [[1, 3, 0, 2]])
+    np.testing.assert_array_equal(rank_of(A, order="least"), [[3, 0, 2, 1]])
+    t = top_units(rank_of(A, order="absolute"), [0, 2, 4])
+    np.testing.assert_array_equal(t[0], [[0, 0, 0, 0], [0, 1, 1, 0], [1, 1, 1, 1]])
+    with pytest.raises(ValueError, match="order must be one of"):
+        rank_of(A, order="morf")
+
+
+def test_insdel_family_equals_insdel_curves_and_evaluate():
+    X, R, rng = _pairs(B=20, n=7, same=1)
+    f = Counting(rng.normal(size=7))
+    A = rng.normal(size=(20, 7))
+    ins = insdel.abc(insdel.curves(f, X, R, A, mode="insertion"), mode="insertion")
+    dele = insdel.abc(insdel.curves(f, X, R, A, mode="deletion"), mode="deletion")
+    np.testing.assert_allclose(M.get("insertion_abc")(f, X, R, A), ins, atol=1e-12)
+    np.testing.assert_allclose(M.get("deletion_abc")(f, X, R, A), dele, atol=1e-12)
+    c = insdel.curves(f, X, R, A, mode="insertion", step=3)
+    pos = insdel.groups.positions(7, step=3)
+    np.testing.assert_allclose(M.get("insertion_abc", step=3)(f, X, R, A),
+                               insdel.abc(c, mode="insertion", positions=pos, m=7), atol=1e-12)
+    np.testing.assert_allclose(M.get("insertion_auc")(f, X, R, A),
+                               insdel.auc(insdel.curves(f, X, R, A), normalize=True), atol=1e-12)
+
+
+def test_evaluate_metrics_shares_the_cache_and_tabulates():
+    X, R, rng = _pairs(B=16, n=6, same=1)
+    f = Counting(rng.normal(size=6))
+    atts = {"a": rng.normal(size=(16, 6)), "b": rng.normal(size=(16, 6))}
+    res = M.evaluate_metrics(f, X, R, atts, metrics=["insertion_abc", "deletion_abc",
+                                                     "insertion_auc", "deletion_auc"])
+    # AUC and ABC need the same curve points: every model row serves several metrics
+    assert res.stats["requested"] > 2 * res.stats["evaluated"]
+    assert f.rows == res.stats["evaluated"] == res.stats["model_rows"]
+    assert set(res.scores.columns) == {"pair", "method", "metric", "value"}
+    assert len(res.scores) == 16 * 2 * 4
+    s = res.summary()
+    assert {"mean", "std_error", "n", "n_nan", "higher_is_better"} <= set(s.columns)
+    md = res.to_markdown()
+    assert "insertion_abc ↑" in md and "| a |" in md
+    r = res.ranks()
+    assert set(r.index) == {"a", "b"} and r.shape[1] == 4
+    for name in ("insertion_abc", "deletion_abc"):
+        one = M.get(name)(f, X, R, atts["a"])
+        np.testing.assert_allclose(
+            res.scores.query("metric == @name and method == 'a'")["value"], one, atol=1e-12)
+
+
+def test_registry_errors_name_the_problem():
+    assert {"insertion_abc", "deletion_abc"} <= set(M.available())
+    assert M.available("insdel") == ["insertion_abc", "deletion_abc", "insertion_auc",
+                                     "deletion_auc"]
+    with pytest.raises(ValueError, match="Did you mean 'insertion_abc'"):
+        M.get("insertion_abd")
+    with pytest.raises(ValueError, match="its options are"):
+        M.get("insertion_abc", nope=1)
+    with pytest.raises(ValueError, match="order must be one of"):
+        M.get("insertion_abc", order="morf")
+    cat = M.catalogue()
+    assert {"metric", "family", "source", "higher_is_better", "options"} <= set(cat.columns)
+    X, R, rng = _pairs(B=3, n=4)
+    with pytest.raises(ValueError, match="non-empty mapping"):
+        M.evaluate_metrics(np.sum, X, R, {})
+    with pytest.raises(ValueError, match="more than once"):
+        M.evaluate_metrics(lambda Z: Z.sum(1), X, R, {"a": X}, metrics=["insertion_abc"] * 2)
+    with pytest.raises(ValueError, match=r"attributions\['a'\]"):
+        M.evaluate_metrics(lambda Z: Z.sum(1), X, R, {"a": X[:2]}, metrics=["insertion_abc"])
+
+
+def test_cache_rejects_bad_masks():
+    X, R, _ = _pairs(B=3, n=4)
+    cache = HybridCache(insdel.as_model(lambda Z: Z.sum(1)), X, R, None)
+    with pytest.raises(ValueError, match="masks must have shape"):
+        cache.values(np.ones((3, 2, 5), bool))
+
+
+TOML = """
+name = "tiny-metrics"
+seed = {seed}
+[data]
+recipe = "dielectron_sim"
+[data.options]
+n_events = 800
+[model]
+preset = "quick_cern"
+max_epochs = 1
+[targets]
+n = 12
+[[policies]]
+spec = "average"
+[methods]
+names = ["integrated_gradients", "vanilla_grad"]
+[methods.options.integrated_gradients]
+n_steps = 8
+[metrics]
+names = ["insertion_abc", "deletion_auc"]
+[metrics.options.insertion_abc]
+order = "absolute"
+[figures]
+enabled = false
+"""
+
+
+def test_run_with_metrics_table_and_leaderboard(tmp_path):
+    runs = []
+    for seed in (1, 2):
+        p = tmp_path / f"m{seed}.toml"
+        p.write_text(TOML.format(seed=seed))
+        runs.append(insdel.run_experiment(p, tmp_path / f"run{seed}", progress=False,
+                                          verbose=False))
+    outs = [r.out for r in runs]
+    res = runs[0]
+    df = pd.read_parquet(outs[0] / "average" / "metrics.parquet")
+    assert set(df["metric"]) == {"insertion_abc", "deletion_auc"}
+    assert set(df["method"]) == {"integrated_gradients", "vanilla_grad", "random"}
+    assert df["higher_is_better"].all()
+    # the metric equals the same metric computed directly on the saved pairs
+    X, R = res.pairings["average"].X, res.pairings["average"].R
+    A = np.load(outs[0] / "average" / "attributions.npz")["integrated_gradients"]
+    direct = M.get("insertion_abc", order="absolute")(res.model, X, R, A)
+    np.testing.assert_allclose(df.query("metric == 'insertion_abc' and method == "
+                                        "'integrated_gradients'")["value"], direct, atol=1e-9)
+    assert "## Metrics, policy average" in (outs[0] / "summary.md").read_text()
+    assert res.metrics is not None and "## Metrics" in res.to_markdown()
+    from insdel.leaderboard import leaderboard
+
+    lb = leaderboard(outs, n_boot=50)
+    assert {"insertion_abc", "deletion_auc", "insertion"} <= set(lb.overall["metric"])
+    assert "insertion_abc" in lb.to_markdown()
+
+
+@pytest.mark.parametrize("patch, match", [
+    ({"names": ["insertion_abd"]}, "did you mean 'insertion_abc'"),
+    ({"names": ["insertion_abc"], "options": {"insertion_abc": {"ordr": "absolute"}}},
+     "metrics.options.insertion_abc.ordr"),
+    ({"names": ["insertion_abc"], "options": {"deletion_abc": {}}},
+     "metrics.options.deletion_abc is given"),
+    ({"names": ["insertion_abc"], "options": {"insertion_abc": {"step": 0}}},
+     "metrics.options.insertion_abc"),
+])
+def test_config_metrics_errors(patch, match):
+    from insdel import config as C
+
+    base = {"data": {"recipe": "dielectron_sim"}, "model": {"preset": "quick_cern"},
+            "metrics": patch}
+    with pytest.raises(C.ConfigError, match=match):
+        C.load(base)
