@@ -1,10 +1,11 @@
 """Grade evaluation metrics: do they rank a known-better ordering above a known-worse one?
 
 A **metric** is any callable ``metric(f, X, R, A) -> scores (B,)``, higher is better, where ``A``
-(B, n) are attributions whose signed ordering is the one being scored — the same
-``(f, X, R, ...)`` convention as the rest of insdel. Built in: insertion and deletion ABC
-(:func:`insdel.abc`), their sum, and the insertion and deletion AUC (:func:`insdel.auc`; the
-deletion AUC' is negated so that higher is better). Register more with :func:`register_metric`.
+(B, n) are attributions whose ordering is the one being scored — the same ``(f, X, R, ...)``
+convention as the rest of insdel. Graded by default: every metric of :mod:`insdel.metrics` that
+needs only a model (insdel's ABC and AUC, Quantus', BEExAI's and OpenXAI's faithfulness metrics;
+a lower-is-better metric is negated), and ABC + ABC' (App. B.1). Register more with
+:func:`register_metric`.
 
 On every case of the catalogue that declares ``grading`` pairs (better, worse) of orderings
 (exact-Shapley order vs its reverse and a random order on h(additive) models, the off-manifold
@@ -22,8 +23,6 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from ..adapter import ModelLike
-from ..areas import abc, auc
-from ..curves import curves
 from .cases import select
 
 __all__ = ["METRICS", "register_metric", "available_metrics", "grade_metrics", "order_scores",
@@ -32,36 +31,38 @@ __all__ = ["METRICS", "register_metric", "available_metrics", "grade_metrics", "
 Metric = Callable[[ModelLike, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
-def insertion_abc(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike) -> np.ndarray:
-    """Insertion ABC (paper eq. 2, per feature)."""
-    return abc(curves(f, X, R, A, mode="insertion", progress=False), mode="insertion")
+def _from_catalogue(name: str) -> Metric:
+    """A metric of :mod:`insdel.metrics` as ``(f, X, R, A) -> scores``, higher is better (a
+    lower-is-better metric is negated)."""
+    from .. import metrics as _metrics
+
+    m = _metrics.get(name)
+
+    def score(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike) -> np.ndarray:
+        v = np.asarray(m(f, X, R, A), dtype=np.float64)
+        return v if m.higher_is_better else -v
+
+    score.__name__ = name
+    return score
 
 
-def deletion_abc(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike) -> np.ndarray:
-    """Deletion ABC' (per feature)."""
-    return abc(curves(f, X, R, A, mode="deletion", progress=False), mode="deletion")
+def _gradable() -> list[str]:
+    """Metrics of :mod:`insdel.metrics` that need only (f, X, R, A)."""
+    from .. import metrics as _metrics
+
+    return [n for n in _metrics.available()
+            if not (_metrics.get(n).needs_ground_truth or _metrics.get(n).needs_explainer)]
 
 
 def abc_total(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike) -> np.ndarray:
     """ABC + ABC' (App. B.1)."""
-    return insertion_abc(f, X, R, A) + deletion_abc(f, X, R, A)
+    return _from_catalogue("insertion_abc")(f, X, R, A) + _from_catalogue("deletion_abc")(
+        f, X, R, A)
 
 
-def insertion_auc(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike) -> np.ndarray:
-    """Insertion AUC (paper eq. 1, per feature); higher is better."""
-    return auc(curves(f, X, R, A, mode="insertion", progress=False), normalize=True)
-
-
-def deletion_auc(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike) -> np.ndarray:
-    """Minus the deletion AUC' (per feature): a fast fall is good, so higher is better."""
-    return -auc(curves(f, X, R, A, mode="deletion", progress=False), normalize=True)
-
-
-#: name -> metric ``(f, X, R, A) -> (B,)``, higher is better.
-METRICS: dict[str, Metric] = {
-    "insertion_abc": insertion_abc, "deletion_abc": deletion_abc, "abc_total": abc_total,
-    "insertion_auc": insertion_auc, "deletion_auc": deletion_auc,
-}
+#: name -> metric ``(f, X, R, A) -> (B,)``, higher is better, registered here (beside every
+#: metric of :mod:`insdel.metrics`, which are graded too).
+METRICS: dict[str, Metric] = {"abc_total": abc_total}
 
 
 def register_metric(name: str, metric: Metric, *, overwrite: bool = False) -> None:
@@ -83,8 +84,9 @@ def register_metric(name: str, metric: Metric, *, overwrite: bool = False) -> No
 
 
 def available_metrics() -> list[str]:
-    """Names of the registered metrics."""
-    return list(METRICS)
+    """Names of the gradable metrics: :mod:`insdel.metrics` (those that need only a model) and
+    the ones registered here."""
+    return list(dict.fromkeys(_gradable() + list(METRICS)))
 
 
 def order_scores(orders: ArrayLike) -> np.ndarray:
@@ -99,7 +101,7 @@ def order_scores(orders: ArrayLike) -> np.ndarray:
 
 def _metrics(metrics) -> dict[str, Metric]:
     if metrics is None:
-        return dict(METRICS)
+        metrics = available_metrics()
     if isinstance(metrics, str):
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     out: dict[str, Metric] = {}
@@ -108,8 +110,10 @@ def _metrics(metrics) -> dict[str, Metric]:
             out[getattr(m, "__name__", repr(m))] = m
         elif m in METRICS:
             out[m] = METRICS[m]
+        elif m in _gradable():
+            out[m] = _from_catalogue(m)
         else:
-            raise ValueError(f"metrics: unknown metric {m!r}; registered: {list(METRICS)}.")
+            raise ValueError(f"metrics: unknown metric {m!r}; gradable: {available_metrics()}.")
     return out
 
 
