@@ -49,7 +49,8 @@ ALL_METHODS = ("kernel_shap", "integrated_gradients", "deeplift", "vanilla_grad"
 #: ``insdel reproduce`` names -> shipped configuration names.
 PAPER_CONFIGS = {"paper-cern": "paper_cern", "paper-bangalore": "paper_bangalore",
                  "paper-roar-bangalore": "paper_roar_bangalore",
-                 "paper-roar-cern": "paper_roar_cern"}
+                 "paper-roar-cern": "paper_roar_cern",
+                 "metrics-cern": "metrics_cern", "metrics-housing": "metrics_housing"}
 
 #: ``insdel reproduce`` experiments that are not TOML runs (they take --quick, --out, --seed).
 PAPER_EXPERIMENTS = ("paper-images",)

@@ -529,8 +529,25 @@ def _metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log, 
             tmp, index=False)
     summ = res.summary()
     ck.atomic_write_text(folder / "metrics_summary.csv", summ.to_csv(index=False))
-    ck.atomic_write_text(folder / "metrics.md", f"## Metrics, policy {label}\n\n"
-                         + res.to_markdown() + "\n")
+    text = f"## Metrics, policy {label}\n\n" + res.to_markdown() + "\n"
+    if len(ms) > 1 and len(A) > 1:  # do the metrics rank the methods alike, pair by pair?
+        from .metrics.agreement import agreement_figure, agreement_markdown, metric_agreement
+
+        agree = metric_agreement(res.scores, res.directions)
+        ck.atomic_write_text(folder / "metric_agreement.csv", agree.to_csv(index=False))
+        text += ("\n### Agreement: Kendall τ between the metrics' rankings of the methods, "
+                 "mean over pairs\n\n" + agreement_markdown(agree) + "\n")
+        if cfg["figures"]["enabled"]:
+            import matplotlib.pyplot as plt
+
+            fig = agreement_figure(agree, title=f"{label}: Kendall τ between metrics' method "
+                                   "rankings (mean over pairs)")
+            (folder.parent / "figures").mkdir(parents=True, exist_ok=True)
+            with ck.atomic_write(folder.parent / "figures" / f"{label}_metric_agreement.png",
+                                 suffix=".png") as tmp:
+                fig.savefig(tmp, dpi=cfg["figures"]["dpi"])
+            plt.close(fig)
+    ck.atomic_write_text(folder / "metrics.md", text)
     stages.add(f"{label}/metrics", time.perf_counter() - t0, model_evaluations=int(
         res.stats["model_rows"]), hybrids_requested=int(res.stats["requested"]),
         hybrids_evaluated=int(res.stats["evaluated"]))

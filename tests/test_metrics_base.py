@@ -227,3 +227,27 @@ def test_config_metrics_errors(patch, match):
             "metrics": patch}
     with pytest.raises(C.ConfigError, match=match):
         C.load(base)
+
+
+def test_kendall_tau_matrix_equals_scipy_per_pair_with_ties():
+    from scipy.stats import kendalltau
+
+    from insdel.metrics.agreement import kendall_tau_matrix, metric_agreement
+
+    rng = np.random.default_rng(1)
+    S = rng.normal(size=(30, 3, 6))
+    S[:, 2] = np.round(S[:, 2])                      # ties
+    mean, se, count = kendall_tau_matrix(S)
+    ref = np.array([[np.mean([kendalltau(S[p, a], S[p, b]).statistic for p in range(30)])
+                     for b in range(3)] for a in range(3)])
+    np.testing.assert_allclose(mean, ref, atol=1e-12)
+    assert (count == 30).all() and np.allclose(np.diag(mean), 1.0)
+    # a lower-is-better metric is flipped before ranking
+    rows = [{"pair": p, "method": f"m{k}", "metric": q, "value": v}
+            for p in range(30) for k in range(6)
+            for q, v in (("up", S[p, 0, k]), ("down", -S[p, 0, k]))]
+    agree = metric_agreement(pd.DataFrame(rows), {"up": True, "down": False})
+    t = agree.set_index(["metric_a", "metric_b"])["tau"]
+    assert t[("up", "down")] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="no direction"):
+        metric_agreement(pd.DataFrame(rows), {"up": True})
