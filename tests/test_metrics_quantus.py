@@ -204,6 +204,50 @@ def test_road_evaluates_quantus_points(setup):
     np.testing.assert_allclose(got, drops.mean(1), **TOL)
 
 
+@pytest.mark.parametrize("shape", [(1, N), (2, 3)])
+def test_road_noisy_linear_matches_quantus_imputation(setup, shape):
+    """Quantus' own noisy linear imputation (noise 0: deterministic) on a (1, H, W) image."""
+    net, X, A = setup
+    pct = [10, 30, 50, 70, 90]
+    rec = _Recorder(net).eval()
+    Xi, Ai = X.reshape(B, 1, *shape), A.reshape(B, 1, *shape)
+    quantus.ROAD(percentages=pct, noise=0.0, normalise=False, abs=False, disable_warnings=True)(
+        rec, Xi, np.zeros(B, int), Ai, channel_first=True, softmax=False, device="cpu")
+    pts = [s for s in rec.seen if len(s) == B][-len(pct):]
+    with torch.no_grad():
+        fx = net(torch.from_numpy(X)).numpy().ravel()
+        drops = np.stack([fx - net(torch.from_numpy(p)).numpy().ravel() for p in pts], 1)
+    got = ours("road", net, X, A, percentages=pct, imputation="noisy_linear", noise=0.0,
+               image_shape=shape)
+    np.testing.assert_allclose(got, drops.mean(1), rtol=1e-4, atol=1e-5)
+    # The imputed rows themselves.
+    k = [int(N * p / 100) for p in pct]
+    order = np.argsort(-A, axis=1, kind="stable")
+    removed = np.zeros((B, len(pct), N), bool)
+    for j, kk in enumerate(k):
+        np.put_along_axis(removed[:, j], order[:, :kk], True, axis=1)
+    rows = qf.noisy_linear_imputation(np.repeat(X, len(pct), 0), removed.reshape(-1, N), shape,
+                                      noise=0.0)
+    np.testing.assert_allclose(rows.reshape(B, len(pct), N), np.stack(pts, 1), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_road_noisy_linear_is_seeded_and_checked():
+    rng = np.random.default_rng(0)
+    X, R, A = rng.normal(size=(3, 6)), rng.normal(size=(3, 6)), rng.normal(size=(3, 6))
+    f = _lin(np.arange(1.0, 7.0))
+    m = M.get("road", imputation="noisy_linear")
+    np.testing.assert_array_equal(m(f, X, R, A), m(f, X, R, A))
+    # r is not used by the imputation.
+    np.testing.assert_array_equal(m(f, X, R, A), m(f, X, 0 * R + 5, A))
+    with pytest.raises(ValueError, match="image_shape"):
+        M.get("road", imputation="noisy_linear", image_shape=(4, 4))(f, X, R, A)
+    with pytest.raises(ValueError, match="groups"):
+        m(f, X, R, A, groups=[0, 0, 1, 1, 2, 2])
+    with pytest.raises(ValueError, match="keep at least"):
+        M.get("road", imputation="noisy_linear", percentages=[100])(f, X, R, A)
+
+
 @pytest.mark.parametrize("labels", [np.arange(N), np.array([0, 0, 1, 2, 2, 3])])
 def test_irof_matches_quantus_with_units_as_segments(setup, monkeypatch, labels):
     net, X, A = setup
@@ -381,7 +425,8 @@ def test_region_perturbation_direction_and_random():
     ("faithfulness_correlation", {"subset_size": 0}, "subset_size"),
     ("road", {"percentages": [10, 120]}, "percentages"),
     ("road", {"percentages": "abc"}, "percentages"),
-    ("road", {"imputation": "noisy_linear"}, "imputation"),
+    ("road", {"noise": -0.1}, "noise"),
+    ("road", {"image_shape": (2, 0)}, "image_shape"),
     ("road", {"imputation": "mean"}, "imputation"),
     ("sufficiency_dasgupta", {"threshold": -0.1}, "threshold"),
     ("sufficiency_dasgupta", {"distance_func": "nope"}, "distance_func"),

@@ -21,8 +21,9 @@ Quantus' ``normalise=True`` divides the whole attribution batch by its largest a
 score below is invariant to that positive scaling, so there is no ``normalise`` option. ``abs``
 keeps Quantus' default per metric; with groups it takes |sum| over a group, not the sum of |a|.
 Every hybrid point goes through the context's cache (:meth:`MetricContext.values` /
-:meth:`MetricContext.removed`); only the optional noise perturbation of
-:class:`MonotonicityNguyen` evaluates other points (:meth:`MetricContext.predict`). Scores are one
+:meth:`MetricContext.removed`); only the optional Gaussian perturbation of
+:class:`MonotonicityNguyen` and ROAD's noisy linear imputation evaluate other points
+(:meth:`MetricContext.predict`). Scores are one
 float per pair, NaN where a correlation meets constant values.
 """
 
@@ -31,6 +32,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.sparse import coo_matrix, diags
+from scipy.sparse.linalg import spsolve
 from scipy.spatial.distance import cdist
 from scipy.stats import rankdata
 
@@ -39,7 +42,8 @@ from .base import Metric, MetricContext, rank_of, top_units
 
 __all__ = ["PixelFlipping", "RegionPerturbation", "Selectivity", "MonotonicityArya",
            "MonotonicityNguyen", "FaithfulnessCorrelation", "FaithfulnessEstimate", "ROAD",
-           "IROF", "SufficiencyDasgupta", "pearson_rows", "spearman_rows"]
+           "IROF", "SufficiencyDasgupta", "pearson_rows", "spearman_rows",
+           "noisy_linear_imputation"]
 
 
 # --------------------------------------------------------------------------------------- helpers
@@ -448,6 +452,59 @@ class FaithfulnessEstimate(_QuantusMetric):
 
 
 # ------------------------------------------------------------------------------ ROAD, IROF
+#: Quantus' (and Rong et al.'s) neighbour weights of the noisy linear imputation.
+_NLI_OFFSETS = (((1, 1), 1 / 12), ((0, 1), 1 / 6), ((-1, 1), 1 / 12), ((1, -1), 1 / 12),
+                ((0, -1), 1 / 6), ((-1, -1), 1 / 12), ((1, 0), 1 / 6), ((-1, 0), 1 / 6))
+
+
+def noisy_linear_imputation(rows: np.ndarray, removed: np.ndarray, shape: tuple[int, int], *,
+                            noise: float = 0.01,
+                            rng: np.random.Generator | None = None) -> np.ndarray:
+    """Rong et al.'s noisy linear imputation of many rows at once (one sparse solve).
+
+    Each row (n = H * W columns, a one-channel image flattened row by row) has its ``removed``
+    pixels replaced by the solution of "every removed pixel is the weighted mean of its valid
+    8-neighbours" (weights 1/6 edge, 1/12 corner; Quantus' ``noisy_linear_imputation``), plus
+    ``noise * N(0, 1)``. The systems of all rows are stacked block-diagonally and solved once.
+    Every connected group of removed pixels needs a kept neighbour (else the system is singular).
+    """
+    H, W = shape
+    X = np.asarray(rows, np.float64)
+    N, n = X.shape
+    rem = np.asarray(removed, bool).reshape(-1)
+    flat = X.reshape(-1)
+    ridx = np.flatnonzero(rem)
+    V = ridx.size
+    out = flat.copy()
+    if V == 0:
+        return out.reshape(N, n)
+    var_of = np.full(N * n, -1, np.int64)
+    var_of[ridx] = np.arange(V)
+    row, pix = np.divmod(ridx, n)
+    h, w = np.divmod(pix, W)
+    total = np.ones(V)
+    rhs = np.zeros(V)
+    ii, jj, vals = [], [], []
+    for (dh, dw), wt in _NLI_OFFSETS:
+        hh, ww = h + dh, w + dw
+        valid = (hh >= 0) & (ww >= 0) & (hh < H) & (ww < W)
+        total[~valid] -= wt
+        vi = np.flatnonzero(valid)
+        g = row[vi] * n + hh[vi] * W + ww[vi]
+        inside = rem[g]
+        np.subtract.at(rhs, vi[~inside], wt * flat[g[~inside]])
+        ii.append(vi[inside])
+        jj.append(var_of[g[inside]])
+        vals.append(np.full(int(inside.sum()), wt))
+    Msys = coo_matrix((np.concatenate(vals), (np.concatenate(ii), np.concatenate(jj))),
+                      shape=(V, V)).tocsc() - diags(total, format="csc")
+    sol = np.atleast_1d(spsolve(Msys, rhs))
+    if noise:
+        sol = sol + noise * (rng if rng is not None else np.random.default_rng()).standard_normal(V)
+    out[ridx] = sol
+    return out.reshape(N, n)
+
+
 class ROAD(_QuantusMetric):
     """ROAD (Rong et al.): mean prediction drop as the top percentages of units are removed.
 
@@ -462,24 +519,32 @@ class ROAD(_QuantusMetric):
     over the percentages (higher is better: removing what the attribution calls important lowers
     the prediction). The same points Quantus evaluates are used (the tests replay them).
 
-    Imputation. Quantus fills removed pixels by *noisy linear imputation*: each removed pixel is
-    the weighted mean of its 8 image neighbours (plus noise 0.01), which needs a pixel grid. Rows
-    of tabular data have no neighbourhood, so only ``imputation="reference"`` (removed units take
-    r: the policy's point plays the imputer's role) is offered; an image-grid imputation is left
-    to a later change.
+    Imputation. ``imputation="reference"`` (default): removed units take r, the policy's point
+    playing the imputer's role (one hybrid per percentage, through the cache).
+    ``imputation="noisy_linear"``: Quantus' default, Rong et al.'s noisy linear imputation: each
+    removed column is the weighted mean of its 8 neighbours on a one-channel ``image_shape``
+    (H, W) grid (default (1, n): the row as a one-row image, which is what Quantus does with a
+    (1, 1, n) input), plus ``noise`` times a standard normal from the metric's own stream. These
+    points are not hybrids (``ctx.predict``); r is not used; units must be the columns (no
+    groups) and every percentage must keep at least one unit.
 
     Parameters
     ----------
     percentages : sequence of float, default range(1, 100, 2)
         In [0, 100].
-    imputation : {"reference"}, default "reference"
+    imputation : {"reference", "noisy_linear"}, default "reference"
+    noise : float, default 0.01
+        Noise of the noisy linear imputation (Quantus' default).
+    image_shape : (int, int), optional
+        (H, W) with H * W = n for the noisy linear imputation; default (1, n).
     abs : bool, default False
     """
 
     name = "road"
     source = "Rong et al. (2022); quantus.ROAD (drop of f instead of accuracy)"
 
-    def __init__(self, *, percentages=None, imputation: str = "reference", abs: bool = False):
+    def __init__(self, *, percentages=None, imputation: str = "reference", noise: float = 0.01,
+                 image_shape: tuple[int, int] | None = None, abs: bool = False):
         p = list(range(1, 100, 2)) if percentages is None else percentages
         try:
             arr = np.asarray(p, dtype=np.float64)
@@ -490,17 +555,39 @@ class ROAD(_QuantusMetric):
             raise ValueError(f"percentages must be a non-empty sequence of numbers in [0, 100]; "
                              f"got {percentages!r}.")
         self.percentages = [float(v) for v in arr]
-        if imputation == "noisy_linear":
-            raise ValueError("imputation='noisy_linear' (Quantus' image-grid imputation) needs a "
-                             "pixel neighbourhood that tabular rows lack; use "
-                             "imputation='reference'.")
-        self.imputation = _choice("imputation", imputation, ("reference",))
+        self.imputation = _choice("imputation", imputation, ("reference", "noisy_linear"))
+        self.noise = check_scalar("noise", noise, float, min_val=0.0)
+        if image_shape is not None:
+            if (not isinstance(image_shape, (tuple, list)) or len(image_shape) != 2
+                    or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1
+                           for v in image_shape)):
+                raise ValueError(f"image_shape must be (H, W), two positive ints; got "
+                                 f"{image_shape!r}.")
+            image_shape = (int(image_shape[0]), int(image_shape[1]))
+        self.image_shape = image_shape
         self.abs = _flag("abs", abs)
 
-    def compute(self, ctx: MetricContext, A: np.ndarray, **kwargs) -> np.ndarray:
+    def compute(self, ctx: MetricContext, A: np.ndarray, *, method=None, **kwargs) -> np.ndarray:
         orders = rank_of(self._attr(A), order="signed")
         k = np.array([int(ctx.m * p / 100) for p in self.percentages], dtype=np.int64)
-        return (ctx.fx[:, None] - ctx.removed(top_units(orders, k))).mean(axis=1)
+        masks = top_units(orders, k)  # (B, P, m): removed
+        if self.imputation == "reference":
+            return (ctx.fx[:, None] - ctx.removed(masks)).mean(axis=1)
+        if ctx.groups is not None:
+            raise ValueError("imputation='noisy_linear' imputes columns on a pixel grid; it "
+                             "does not take groups.")
+        shape = (1, ctx.n) if self.image_shape is None else self.image_shape
+        if shape[0] * shape[1] != ctx.n:
+            raise ValueError(f"image_shape {shape} does not hold n = {ctx.n} columns.")
+        if np.any(k >= ctx.m):
+            raise ValueError("imputation='noisy_linear' needs every percentage to keep at least "
+                             f"one unit; got percentages removing all {ctx.m}.")
+        P = k.size
+        rows = np.repeat(ctx.X, P, axis=0)
+        imputed = noisy_linear_imputation(rows, masks.reshape(ctx.B * P, ctx.n), shape,
+                                          noise=self.noise, rng=ctx.rng(self.name, method))
+        preds = ctx.predict(imputed).reshape(ctx.B, P)
+        return (ctx.fx[:, None] - preds).mean(axis=1)
 
 
 class IROF(_QuantusMetric):
