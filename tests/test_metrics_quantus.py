@@ -399,6 +399,18 @@ def test_monotonicity_nguyen_noise_option():
     assert np.all(np.abs(a) <= 1)
     tiny = M.get("monotonicity_nguyen", noise=1e-9, nr_samples=2)(f, X, R, A)
     np.testing.assert_allclose(tiny, M.get("monotonicity_nguyen")(f, X, R, A))
+    g = [0, 0, 1, 2, 2]
+    tiny_g = M.get("monotonicity_nguyen", noise=1e-9, nr_samples=2)(f, X, R, A, groups=g)
+    np.testing.assert_allclose(tiny_g, M.get("monotonicity_nguyen")(f, X, R, A, groups=g))
+
+
+def test_metrics_share_the_hybrid_cache():
+    rng = np.random.default_rng(0)
+    X, R, A = rng.normal(size=(4, 5)), rng.normal(size=(4, 5)), rng.normal(size=(4, 5))
+    res = M.evaluate_metrics(_lin(np.ones(5)), X, R, {"a": A},
+                             metrics=["pixel_flipping", "selectivity", "irof"], progress=False)
+    # Selectivity and IROF (singletons) remove the same units as pixel flipping: no new points.
+    assert res.stats["evaluated"] == 4 * 5 + 4
 
 
 def test_region_perturbation_direction_and_random():
