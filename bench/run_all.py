@@ -35,6 +35,8 @@ SCRIPTS: list[tuple[str, str, list[str], bool, str]] = [
      "deletion curves: insdel vs Quantus PixelFlipping / RegionPerturbation vs bare forward pass"),
     ("images", "images.py", [], True,
      "grouped image deletion (digits CNN, 1,000 images, step 4) vs Quantus PixelFlipping"),
+    ("metrics_suite", "metrics_suite.py", [], True,
+     "the faithfulness-metric suite from one engine vs Quantus' metrics one by one"),
     ("scaling", "scaling.py", [], False,
      "curve time against n (8..256) and B (100..100,000) and where it goes"),
     ("decomposition", "decomposition.py", ["--pairs", "20"], False,

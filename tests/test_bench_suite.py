@@ -140,3 +140,11 @@ def test_images_bench_tiny_agrees_with_quantus(tmp_path):
     curves and Quantus' PixelFlipping disagree."""
     pytest.importorskip("quantus", reason=PEER_MISSING.format("quantus"))
     _run_all_tiny(tmp_path, ["images"], ["## bench/images.py", "(q)/(a)"])
+
+
+def test_metrics_suite_bench_tiny_agrees_with_quantus(tmp_path):
+    """The metric-suite bench (issue #17) runs on tiny sizes; it exits non-zero if any metric's
+    scores differ from Quantus' own."""
+    import quantus  # noqa: F401  (in the [test] extra: this test never skips)
+
+    _run_all_tiny(tmp_path, ["metrics_suite"], ["## bench/metrics_suite.py", "(q)/(a)"])
