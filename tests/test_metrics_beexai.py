@@ -192,6 +192,8 @@ def test_infidelity_reference_of_exact_additive_attributions_is_zero():
     assert np.allclose(M.get("infidelity", n_samples=9)(f, X, R, A), 0, atol=1e-20)
     with pytest.raises(ValueError, match="groups"):
         M.get("infidelity", perturbation="gaussian")(f, X, R, A, groups=[[0, 1], [2, 3, 4]])
+    with pytest.raises(ValueError, match="sigma"):
+        M.get("infidelity", perturbation="gaussian")(f, X[:1], R[:1], A[:1])
 
 
 class _Explainer:

@@ -332,6 +332,9 @@ class Infidelity(Metric):
         if self.perturbation == "reference":
             return rng.random((ctx.B, self.n_samples, ctx.m)) < self.p
         sd = ctx.X.std(axis=0) if self.sigma == "auto" else self.sigma
+        if np.all(sd == 0):
+            raise ValueError("infidelity: sigma='auto' takes each column's standard deviation "
+                             "over the targets, and they do not vary; give sigma=<float>.")
         return rng.normal(0.0, 1.0, (self.n_samples, ctx.B, ctx.n)) * sd
 
     def compute(self, ctx: MetricContext, A: np.ndarray, *, method=None, **kwargs) -> np.ndarray:
