@@ -143,6 +143,20 @@ def check_scalar(name: str, value, target_type: type | tuple[type, ...], *,
     return value
 
 
+def check_bool(name: str, value) -> bool:
+    """``value`` is True or False (not 0 / 1, not a string); returns it as a bool."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False; got {value!r}.")
+    return bool(value)
+
+
+def check_choice(name: str, value, allowed) -> str:
+    """``value`` is one of ``allowed``; the error lists them."""
+    if value not in tuple(allowed):
+        raise ValueError(f"{name} must be one of {list(allowed)}; got {value!r}.")
+    return value
+
+
 def check_positive_int(name: str, value, *, minimum: int = 1) -> int:
     """An integer ``>= minimum`` (``bool`` refused); errors name the argument."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \

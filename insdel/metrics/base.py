@@ -26,13 +26,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.stats import rankdata
 
 from .._validation import as_float_array, check_pairs
 from ..adapter import ModelLike, as_model
 from ..groups import Groups, check_groups, group_attributions
 from ..hybrid import build_rows, masks_to_words, n_words
 
-__all__ = ["HybridCache", "MetricContext", "Metric", "top_units", "rank_of"]
+__all__ = ["HybridCache", "MetricContext", "Metric", "top_units", "rank_of", "pearson_rows",
+           "spearman_rows"]
 
 
 class HybridCache:
@@ -235,6 +237,26 @@ def top_units(orders: np.ndarray, k: ArrayLike) -> np.ndarray:
     pos = np.empty_like(orders)
     np.put_along_axis(pos, orders, np.arange(m)[None, :].repeat(B, 0), axis=1)
     return pos[:, None, :] < k[None, :, None]
+
+
+def pearson_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Pearson correlation of each row of ``a`` with the same row of ``b``; NaN where either row is
+    constant (or has fewer than two values)."""
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    ac = a - a.mean(axis=-1, keepdims=True)
+    bc = b - b.mean(axis=-1, keepdims=True)
+    den = np.sqrt((ac * ac).sum(-1) * (bc * bc).sum(-1))
+    const = (np.ptp(a, axis=-1) == 0) | (np.ptp(b, axis=-1) == 0) | (a.shape[-1] < 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (ac * bc).sum(-1) / den
+    r = np.clip(r, -1.0, 1.0)
+    return np.where(const | ~np.isfinite(den) | (den == 0), np.nan, r)
+
+
+def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Spearman correlation row by row (Pearson of average ranks); NaN where a row is constant."""
+    return pearson_rows(rankdata(a, axis=-1), rankdata(b, axis=-1))
 
 
 class Metric(ABC):

@@ -21,20 +21,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._validation import check_scalar
+from .._validation import check_choice, check_scalar
 from ..curves import check_order
 from ..groups import group_attributions
-from .base import Metric, MetricContext, rank_of, top_units
+from .base import Metric, MetricContext, pearson_rows, rank_of, top_units
 
 __all__ = ["Comprehensiveness", "Sufficiency", "AucTp", "MonotonicityBEExAI",
            "FaithfulnessCorrelationBEExAI", "Infidelity", "Sensitivity", "Sparseness",
            "Complexity"]
-
-
-def _check_choice(name: str, value, choices: Sequence[str]) -> str:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {list(choices)}; got {value!r}.")
-    return value
 
 
 def _check_ratios(name: str, value) -> tuple[float, ...]:
@@ -43,16 +37,6 @@ def _check_ratios(name: str, value) -> tuple[float, ...]:
     if not vals:
         raise ValueError(f"{name} must be a ratio in [0, 1] or a non-empty list of them.")
     return tuple(check_scalar(f"{name}", v, float, min_val=0.0, max_val=1.0) for v in vals)
-
-
-def _pearson_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Pearson correlation along the last axis; NaN where either side is constant."""
-    a = a - a.mean(axis=-1, keepdims=True)
-    b = b - b.mean(axis=-1, keepdims=True)
-    den = np.sqrt((a * a).sum(-1) * (b * b).sum(-1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = (a * b).sum(-1) / den
-    return np.where(den > 0, r, np.nan)
 
 
 class _RatioMetric(Metric):
@@ -164,7 +148,7 @@ class AucTp(Metric):
     higher_is_better = False
 
     def __init__(self, *, level: str = "pair", order: str = "absolute"):
-        self.level = _check_choice("level", level, ("pair", "dataset"))
+        self.level = check_choice("level", level, ("pair", "dataset"))
         self.order = check_order(order)
 
     def compute(self, ctx: MetricContext, A: np.ndarray, **kwargs) -> np.ndarray:
@@ -203,7 +187,7 @@ class MonotonicityBEExAI(Metric):
     higher_is_better = True
 
     def __init__(self, *, first_point: str = "gap", order: str = "absolute"):
-        self.first_point = _check_choice("first_point", first_point, ("gap", "beexai"))
+        self.first_point = check_choice("first_point", first_point, ("gap", "beexai"))
         self.order = check_order(order)
 
     def compute(self, ctx: MetricContext, A: np.ndarray, **kwargs) -> np.ndarray:
@@ -269,7 +253,7 @@ class FaithfulnessCorrelationBEExAI(Metric):
         sums = (S * attr[:, None, :]).sum(axis=-1)
         if self.absolute:
             delta = np.abs(delta)
-        return _pearson_rows(sums, delta)
+        return pearson_rows(sums, delta)
 
 
 class Infidelity(Metric):
@@ -316,11 +300,11 @@ class Infidelity(Metric):
 
     def __init__(self, *, perturbation: str = "reference", n_samples: int = 5, p: float = 0.5,
                  sigma: float | str = "auto", absolute: bool = False):
-        self.perturbation = _check_choice("perturbation", perturbation, ("reference", "gaussian"))
+        self.perturbation = check_choice("perturbation", perturbation, ("reference", "gaussian"))
         self.n_samples = check_scalar("n_samples", n_samples, int, min_val=1)
         self.p = check_scalar("p", p, float, min_val=0.0, max_val=1.0)
         if isinstance(sigma, str):
-            self.sigma = _check_choice("sigma", sigma, ("auto",))
+            self.sigma = check_choice("sigma", sigma, ("auto",))
         else:
             self.sigma = check_scalar("sigma", sigma, float, min_val=0.0,
                                       include_boundaries="neither")
@@ -391,11 +375,11 @@ class Sensitivity(Metric):
                  normalize: str = "noise"):
         self.n_samples = check_scalar("n_samples", n_samples, int, min_val=1)
         if isinstance(radius, str):
-            self.radius = _check_choice("radius", radius, ("auto",))
+            self.radius = check_choice("radius", radius, ("auto",))
         else:
             self.radius = check_scalar("radius", radius, float, min_val=0.0,
                                        include_boundaries="neither")
-        self.normalize = _check_choice("normalize", normalize, ("noise", "explanation", "none"))
+        self.normalize = check_choice("normalize", normalize, ("noise", "explanation", "none"))
 
     def noise(self, ctx: MetricContext, method=None) -> np.ndarray:
         """The draws d of a call, (K, B, n)."""
@@ -476,7 +460,7 @@ class Complexity(Metric):
     higher_is_better = False
 
     def __init__(self, *, normalize: str = "n"):
-        self.normalize = _check_choice("normalize", normalize, ("n", "log", "none"))
+        self.normalize = check_choice("normalize", normalize, ("n", "log", "none"))
 
     def compute(self, ctx: MetricContext, A: np.ndarray, **kwargs) -> np.ndarray:
         a = np.abs(A)

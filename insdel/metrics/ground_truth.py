@@ -23,8 +23,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import rankdata
 
-from .base import Metric, MetricContext, rank_of, top_units
-from .beexai_family import _pearson_rows
+from .base import Metric, MetricContext, pearson_rows, rank_of, top_units
 from .openxai_family import check_k, resolve_k
 
 __all__ = ["FeatureAgreement", "RankAgreement", "SignAgreement", "SignedRankAgreement",
@@ -138,7 +137,7 @@ class RankCorrelation(_GroundTruthMetric):
     def compute(self, ctx: MetricContext, A: np.ndarray, *, ground_truth=None,
                 **kwargs) -> np.ndarray:
         G = _ground_truth(ctx, A, ground_truth)
-        return _pearson_rows(_dense_ranks(A).astype(float), _dense_ranks(G).astype(float))
+        return pearson_rows(_dense_ranks(A).astype(float), _dense_ranks(G).astype(float))
 
 
 class PairwiseRankAgreement(_GroundTruthMetric):

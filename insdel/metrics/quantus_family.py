@@ -35,30 +35,17 @@ import numpy as np
 from scipy.sparse import coo_matrix, diags
 from scipy.sparse.linalg import spsolve
 from scipy.spatial.distance import cdist
-from scipy.stats import rankdata
 
-from .._validation import check_positive_int, check_scalar
-from .base import Metric, MetricContext, rank_of, top_units
+from .._validation import check_bool, check_choice, check_positive_int, check_scalar
+from .base import Metric, MetricContext, pearson_rows, rank_of, spearman_rows, top_units
 
 __all__ = ["PixelFlipping", "RegionPerturbation", "Selectivity", "MonotonicityArya",
            "MonotonicityNguyen", "FaithfulnessCorrelation", "FaithfulnessEstimate", "ROAD",
-           "IROF", "SufficiencyDasgupta", "pearson_rows", "spearman_rows",
+           "IROF", "SufficiencyDasgupta",
            "noisy_linear_imputation"]
 
 
 # --------------------------------------------------------------------------------------- helpers
-def _flag(name: str, value) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False; got {value!r}.")
-    return bool(value)
-
-
-def _choice(name: str, value, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {list(allowed)}; got {value!r}.")
-    return value
-
-
 def _steps(m: int, features_in_step: int) -> np.ndarray:
     """Units moved after each of Quantus' ``ceil(m / features_in_step)`` steps: k, 2k, ..., m."""
     S = math.ceil(m / features_in_step)
@@ -84,26 +71,6 @@ def _chunks(orders: np.ndarray, features_in_step: int) -> np.ndarray:
 def _trapezoid(y: np.ndarray) -> np.ndarray:
     """Quantus' ``utils.calculate_auc``: the trapezoid rule with dx = 1 along the last axis."""
     return np.trapezoid(y, dx=1.0, axis=-1)
-
-
-def pearson_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Pearson correlation of each row of ``a`` with the same row of ``b``; NaN where either row is
-    constant (or has fewer than two values)."""
-    a = np.asarray(a, np.float64)
-    b = np.asarray(b, np.float64)
-    ac = a - a.mean(axis=-1, keepdims=True)
-    bc = b - b.mean(axis=-1, keepdims=True)
-    den = np.sqrt((ac * ac).sum(-1) * (bc * bc).sum(-1))
-    const = (np.ptp(a, axis=-1) == 0) | (np.ptp(b, axis=-1) == 0) | (a.shape[-1] < 2)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = (ac * bc).sum(-1) / den
-    r = np.clip(r, -1.0, 1.0)
-    return np.where(const | ~np.isfinite(den) | (den == 0), np.nan, r)
-
-
-def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Spearman correlation row by row (Pearson of average ranks); NaN where a row is constant."""
-    return pearson_rows(rankdata(a, axis=-1), rankdata(b, axis=-1))
 
 
 class _QuantusMetric(Metric):
@@ -147,7 +114,7 @@ class PixelFlipping(_QuantusMetric):
 
     def __init__(self, *, features_in_step: int = 1, abs: bool = False):
         self.features_in_step = self._check_step(features_in_step)
-        self.abs = _flag("abs", abs)
+        self.abs = check_bool("abs", abs)
 
     def curve(self, ctx: MetricContext, A: np.ndarray) -> np.ndarray:
         """The pixel-flipping curve (B, ceil(m / features_in_step))."""
@@ -187,10 +154,10 @@ class RegionPerturbation(_QuantusMetric):
 
     def __init__(self, *, order: str = "morf", regions_evaluation: int = 100, score: str = "auc",
                  abs: bool = False):
-        self.order = _choice("order", order, ("morf", "lerf", "random"))
+        self.order = check_choice("order", order, ("morf", "lerf", "random"))
         self.regions_evaluation = check_positive_int("regions_evaluation", regions_evaluation)
-        self.score = _choice("score", score, ("auc", "aopc"))
-        self.abs = _flag("abs", abs)
+        self.score = check_choice("score", score, ("auc", "aopc"))
+        self.abs = check_bool("abs", abs)
 
     @property
     def higher_is_better(self) -> bool:  # type: ignore[override]
@@ -235,7 +202,7 @@ class Selectivity(_QuantusMetric):
     higher_is_better = False
 
     def __init__(self, *, abs: bool = False):
-        self.abs = _flag("abs", abs)
+        self.abs = check_bool("abs", abs)
 
     def compute(self, ctx: MetricContext, A: np.ndarray, **kwargs) -> np.ndarray:
         orders = rank_of(self._attr(A), order="signed")
@@ -271,7 +238,7 @@ class MonotonicityArya(_QuantusMetric):
 
     def __init__(self, *, features_in_step: int = 1, abs: bool = True):
         self.features_in_step = self._check_step(features_in_step)
-        self.abs = _flag("abs", abs)
+        self.abs = check_bool("abs", abs)
 
     def compute(self, ctx: MetricContext, A: np.ndarray, **kwargs) -> np.ndarray:
         orders = rank_of(self._attr(A), order="ascending")
@@ -318,7 +285,7 @@ class MonotonicityNguyen(_QuantusMetric):
         self.eps = check_scalar("eps", eps, float, min_val=0.0)
         self.nr_samples = check_positive_int("nr_samples", nr_samples)
         self.noise = check_scalar("noise", noise, float, min_val=0.0)
-        self.abs = _flag("abs", abs)
+        self.abs = check_bool("abs", abs)
 
     def compute(self, ctx: MetricContext, A: np.ndarray, *, method=None, **kwargs) -> np.ndarray:
         a = self._attr(A)
@@ -378,7 +345,7 @@ class FaithfulnessCorrelation(_QuantusMetric):
         self.nr_runs = check_positive_int("nr_runs", nr_runs)
         self.subset_size = (None if subset_size is None
                             else check_positive_int("subset_size", subset_size))
-        self.abs = _flag("abs", abs)
+        self.abs = check_bool("abs", abs)
 
     def _size(self, m: int) -> int:
         if self.subset_size is None:
@@ -442,7 +409,7 @@ class FaithfulnessEstimate(_QuantusMetric):
 
     def __init__(self, *, features_in_step: int = 1, abs: bool = False):
         self.features_in_step = self._check_step(features_in_step)
-        self.abs = _flag("abs", abs)
+        self.abs = check_bool("abs", abs)
 
     def compute(self, ctx: MetricContext, A: np.ndarray, **kwargs) -> np.ndarray:
         a = self._attr(A)
@@ -555,7 +522,7 @@ class ROAD(_QuantusMetric):
             raise ValueError(f"percentages must be a non-empty sequence of numbers in [0, 100]; "
                              f"got {percentages!r}.")
         self.percentages = [float(v) for v in arr]
-        self.imputation = _choice("imputation", imputation, ("reference", "noisy_linear"))
+        self.imputation = check_choice("imputation", imputation, ("reference", "noisy_linear"))
         self.noise = check_scalar("noise", noise, float, min_val=0.0)
         if image_shape is not None:
             if (not isinstance(image_shape, (tuple, list)) or len(image_shape) != 2
@@ -565,7 +532,7 @@ class ROAD(_QuantusMetric):
                                  f"{image_shape!r}.")
             image_shape = (int(image_shape[0]), int(image_shape[1]))
         self.image_shape = image_shape
-        self.abs = _flag("abs", abs)
+        self.abs = check_bool("abs", abs)
 
     def compute(self, ctx: MetricContext, A: np.ndarray, *, method=None, **kwargs) -> np.ndarray:
         orders = rank_of(self._attr(A), order="signed")
@@ -614,7 +581,7 @@ class IROF(_QuantusMetric):
     source = "Rieger & Hansen (2020); quantus.IROF"
 
     def __init__(self, *, abs: bool = False):
-        self.abs = _flag("abs", abs)
+        self.abs = check_bool("abs", abs)
 
     def compute(self, ctx: MetricContext, A: np.ndarray, **kwargs) -> np.ndarray:
         a = np.asarray(A, np.float64)
@@ -672,7 +639,7 @@ class SufficiencyDasgupta(_QuantusMetric):
                              f"cdist.") from None
         self.distance_func = distance_func
         self.tol = None if tol is None else check_scalar("tol", tol, float, min_val=0.0)
-        self.abs = _flag("abs", abs)
+        self.abs = check_bool("abs", abs)
 
     def compute(self, ctx: MetricContext, A: np.ndarray, **kwargs) -> np.ndarray:
         a = self._attr(A)
