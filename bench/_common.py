@@ -262,3 +262,10 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]],
     for r in rows:
         lines.append("| " + " | ".join(str(c) for c in r) + " |")
     return "\n".join(lines)
+
+
+def fmt(v: Any) -> str:
+    """A table cell: 3 significant digits for floats (scientific below 1e-3), str otherwise."""
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.1e}"
+    return str(v)

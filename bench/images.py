@@ -26,7 +26,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import machine_line, markdown_table, time_call  # noqa: E402
+from _common import fmt, machine_line, markdown_table, time_call  # noqa: E402
 
 from insdel import digits, images  # noqa: E402
 
@@ -109,14 +109,8 @@ def main(argv=None) -> list[dict]:
     print(machine_line())
     print(f"# digits CNN ({info['epochs']} epochs, test accuracy {info['test_accuracy']:.3f}), "
           "black reference, probability of the predicted class, one group per pixel")
-    print(markdown_table(list(row), [[_fmt(v) for v in row.values()]]))
+    print(markdown_table(list(row), [[fmt(v) for v in row.values()]]))
     return [row]
-
-
-def _fmt(v):
-    if isinstance(v, float):
-        return f"{v:.3g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.1e}"
-    return str(v)
 
 
 if __name__ == "__main__":

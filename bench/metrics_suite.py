@@ -31,7 +31,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import CERN_HIDDEN, machine_line, markdown_table, mlp, time_call  # noqa: E402
+from _common import CERN_HIDDEN, fmt, machine_line, markdown_table, mlp, time_call  # noqa: E402
 
 import insdel.metrics as M  # noqa: E402
 
@@ -168,14 +168,8 @@ def main(argv=None) -> list[dict]:
            "max rel. |insdel - Quantus|": max(worst.values())}
     print(machine_line())
     print(f"# CERN-shaped MLP (16 inputs), black reference R = 0; suite: {', '.join(names)}")
-    print(markdown_table(list(row), [[_fmt(v) for v in row.values()]]))
+    print(markdown_table(list(row), [[fmt(v) for v in row.values()]]))
     return [row]
-
-
-def _fmt(v):
-    if isinstance(v, float):
-        return f"{v:.3g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.1e}"
-    return str(v)
 
 
 if __name__ == "__main__":

@@ -572,6 +572,24 @@ def _check_policies(cfg: dict, source: str) -> None:
             raise ConfigError(f"{source}: {where}.params: {exc}") from None
 
 
+def _checked_options(cfg: dict, table: str, options_of, source: str):
+    """``<table>.options.<name>.<key>``: each name is in ``<table>.names``, each value a table
+    of options that name takes (``options_of(name)``). Yields (name, options)."""
+    names = cfg[table]["names"]
+    for m, opts in cfg[table]["options"].items():
+        if m not in names:
+            raise ConfigError(f"{source}: {table}.options.{m} is given but {m!r} is not in "
+                              f"{table}.names {names}{_suggest(m, names)}")
+        if not isinstance(opts, Mapping):
+            raise ConfigError(f"{source}: {table}.options.{m} must be a table; got {opts!r}.")
+        valid = options_of(m)
+        for k in opts:
+            if k not in valid:
+                raise ConfigError(f"{source}: unknown key '{table}.options.{m}.{k}'"
+                                  f"{_suggest(k, valid)} (options of {m}: {', '.join(valid)}).")
+        yield m, opts
+
+
 def _check_metrics(cfg: dict, source: str) -> None:
     """Metric names exist and can run in a run (no ground truth there); ``metrics.options.<name>``
     are options that metric takes (built once here, so a bad value fails when the file is read)."""
@@ -589,17 +607,7 @@ def _check_metrics(cfg: dict, source: str) -> None:
                               "(insdel.metrics.evaluate_metrics(..., ground_truth=)).")
     if len(set(names)) != len(names):
         raise ConfigError(f"{source}: metrics.names lists a metric twice: {names}.")
-    for m, opts in cfg["metrics"]["options"].items():
-        if m not in names:
-            raise ConfigError(f"{source}: metrics.options.{m} is given but {m!r} is not in "
-                              f"metrics.names {names}{_suggest(m, names)}")
-        if not isinstance(opts, Mapping):
-            raise ConfigError(f"{source}: metrics.options.{m} must be a table; got {opts!r}.")
-        valid = metrics.options_of(m)
-        for k in opts:
-            if k not in valid:
-                raise ConfigError(f"{source}: unknown key 'metrics.options.{m}.{k}'"
-                                  f"{_suggest(k, valid)} (options of {m}: {', '.join(valid)}).")
+    for m, opts in _checked_options(cfg, "metrics", metrics.options_of, source):
         try:
             metrics.get(m, **opts)
         except (TypeError, ValueError) as exc:
@@ -616,14 +624,5 @@ def _check_methods(cfg: dict, source: str) -> None:
         if m not in known:
             raise ConfigError(f"{source}: methods.names: unknown attribution method {m!r}"
                               f"{_suggest(m, known)} (known: {', '.join(known)}).")
-    for m, opts in cfg["methods"]["options"].items():
-        if m not in names:
-            raise ConfigError(f"{source}: methods.options.{m} is given but {m!r} is not in "
-                              f"methods.names {names}{_suggest(m, names)}")
-        if not isinstance(opts, Mapping):
-            raise ConfigError(f"{source}: methods.options.{m} must be a table; got {opts!r}.")
-        valid = attribution.options_of(m)
-        for k in opts:
-            if k not in valid:
-                raise ConfigError(f"{source}: unknown key 'methods.options.{m}.{k}'"
-                                  f"{_suggest(k, valid)} (options of {m}: {', '.join(valid)}).")
+    for _ in _checked_options(cfg, "methods", attribution.options_of, source):
+        pass
