@@ -170,7 +170,7 @@ def build(*, path=None, seed: int = 0, location: str = "drop", min_count: int = 
                      "location_pooled_levels": loc_info["pooled_levels"],
                      "location_pooled_rows": loc_info["pooled_rows"],
                      "min_count": min_count})
-        pooled = (f", {loc_info['pooled_levels']} levels with < {min_count} rows pooled into "
+        pooled = (f", {loc_info['pooled_levels']} level(s) with < {min_count} rows pooled into "
                   f"{LOCATION}={OTHER_LEVEL}" if loc_info["pooled_levels"] else "")
         loc_text = (f"Location kept as {loc_info['columns']} one-hot 0/1 columns "
                     f"({loc_info['levels']} levels{pooled}), one feature group")
