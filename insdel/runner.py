@@ -553,16 +553,20 @@ def _metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log, 
     t0 = time.perf_counter()
     ms = [_metrics.get(n, **dict(cfg["metrics"]["options"].get(n, {}) or {})) for n in names]
     seed = _chunk_seed(cfg["seed"], label, "metrics")
+    grp = _groups_of(dataset)
+    # the random control: one draw per unit (a per-column draw summed per group is not uniform)
+    shape_of = (lambda X_: X_.shape) if grp is None else (lambda X_: (X_.shape[0], grp.m))
     A = dict(atts)
-    A.setdefault("random", np.random.default_rng(seed).normal(size=X.shape))
+    A.setdefault("random", np.random.default_rng(seed).normal(size=shape_of(X)))
     explainers = None
     if any(m.needs_explainer for m in ms):
         explainers = {meth: partial(_explainer, model=model, method=meth, kw=_method_options(
             meth, dict(cfg["methods"]["options"].get(meth, {}) or {}), seed, dataset))
             for meth in atts}
         # the random control re-draws: its explanation does not depend on x
-        explainers["random"] = lambda X_, R_: np.random.default_rng(seed).normal(size=X_.shape)
-    res = _metrics.evaluate_metrics(model, X, R, A, metrics=ms, seed=seed,
+        explainers["random"] = lambda X_, R_: np.random.default_rng(seed).normal(
+            size=shape_of(X_))
+    res = _metrics.evaluate_metrics(model, X, R, A, metrics=ms, seed=seed, groups=grp,
                                     explainers=explainers, progress=progress)
     with ck.atomic_write(folder / "metrics.parquet", suffix=".parquet") as tmp:
         res.scores.assign(higher_is_better=res.scores["metric"].map(res.directions)).to_parquet(

@@ -181,6 +181,7 @@ def _tiny_cfg(**over):
                                 "integrated_gradients": {"n_steps": 8}}},
         "evaluation": {"n_random": 3, "targets_per_chunk": 5},
         "decomposition": {"n_pairs": 10, "pairs_per_chunk": 5, "max_d": 20},
+        "metrics": {"names": ["insertion_abc", "deletion_abc"]},
         "figures": {"enabled": False},
     }
     base.update(over)
@@ -251,6 +252,20 @@ def test_runner_attributions_and_decomposition_are_per_group(grouped_run, tmp_pa
     dec = res.decompositions["cf"]
     assert [c for c in dec.columns if c.startswith("shapley_")] == [
         f"shapley_{g}" for g in range(grp.m)]
+
+
+def test_runner_metrics_stage_uses_the_groups(grouped_run):
+    import pandas as pd
+
+    res, _ = grouped_run
+    ev = res.evaluations["cf"]
+    scores = pd.read_parquet(res.out / "cf" / "metrics.parquet")
+    for meth in ("exact_shapley", "kernel_shap", "integrated_gradients", "lime"):
+        for mode in ("insertion", "deletion"):
+            got = scores[(scores["method"] == meth) & (scores["metric"] == f"{mode}_abc")]
+            got = got.sort_values("pair")["value"].to_numpy()
+            np.testing.assert_allclose(got, ev.abc_array(meth, mode), rtol=1e-6, atol=1e-9,
+                                       err_msg=f"{meth} {mode}")
 
 
 def test_runner_reports_and_keys_the_groups(grouped_run):
