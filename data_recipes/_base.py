@@ -52,6 +52,11 @@ class RawData:
         Counts (rows read, rows dropped and why), source file and its SHA-256, simulator options.
     test_mask : numpy.ndarray of bool, optional
         The recipe's own train/test split (True = test row); default: insdel's seeded 80/20 split.
+    groups : dict, optional
+        Feature groups moved as one unit in insertion/deletion (issue #16): group name -> its
+        feature names (e.g. ``{"Location": ["Location=A", "Location=B", ...]}``, a one-hot
+        block). Features in no group are groups of their own; None (default): every feature is
+        its own unit, as in the paper.
     """
 
     features: pd.DataFrame
@@ -63,6 +68,7 @@ class RawData:
     description: str = ""
     info: dict[str, Any] = field(default_factory=dict)
     test_mask: np.ndarray | None = None
+    groups: dict[str, list[str]] | None = None
 
 
 def _row_list(rows: Sequence[int]) -> str:

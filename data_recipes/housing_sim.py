@@ -14,6 +14,14 @@ The generator (seeded, vectorised):
   + Σ β_j amenity_j + interactions + ε``, ε ~ N(0, 0.28²): the price is right-skewed
   (log-normal-like). Interactions: SwimmingPool × ClubHouse, Gymnasium × JoggingTrack,
   Resale × log Area, AC × Wifi, GolfCourse × LandscapedGardens.
+
+Variant (issue #16), ``location="onehot"``: a categorical ``Location`` with ``n_locations`` levels
+(default 30, named ``Locality 01`` ...) is simulated as well, with Zipf-like frequencies
+(P(level k) ∝ k^-0.8) and a location effect on log price (N(0, 0.25²) per level, tied to the
+latent quality: better localities have more amenities), and kept as one-hot columns
+``Location=<level>`` declared as ONE feature group, as in the ``bangalore`` recipe. The location
+draws use their own random stream, so the 38 features of a seed are the same as the default's; the
+price then includes the location effect. ``min_count`` pools rare levels into ``Location=other``.
 """
 
 from __future__ import annotations
@@ -22,11 +30,22 @@ import numpy as np
 import pandas as pd
 
 from ._base import RawData
-from .bangalore import AMENITIES, CONTINUOUS, FEATURES, TARGET, TARGET_SCALE
+from .bangalore import (
+    AMENITIES,
+    CONTINUOUS,
+    FEATURES,
+    LOCATION,
+    TARGET,
+    TARGET_SCALE,
+    check_location_options,
+    location_groups,
+    onehot_location,
+)
 
 NAME = "housing_sim"
 EMBEDDED = True
-SUMMARY = "Simulated Bangalore-like housing prices, 38 features (2 continuous + 36 binary)"
+SUMMARY = ("Simulated Bangalore-like housing prices, 38 features (2 continuous + 36 binary); "
+           "location='onehot' adds a one-hot Location group")
 
 # block of each amenity (loading on the latent quality), its prevalence, and its price effect
 _SPORTS = {"Gymnasium", "SwimmingPool", "JoggingTrack", "IndoorGames", "SportsFacility",
@@ -66,8 +85,15 @@ INTERACTIONS = [("SwimmingPool", "ClubHouse", 0.15), ("Gymnasium", "JoggingTrack
                 ("GolfCourse", "LandscapedGardens", 0.25)]
 
 
-def simulate(n_samples: int = 1951, *, seed: int = 0, noise: float = 0.28) -> pd.DataFrame:
-    """Simulate ``n_samples`` houses with the columns of ``Bangalore.csv`` (without Location).
+#: default number of simulated localities (``location="onehot"``)
+N_LOCATIONS = 30
+LOCATION_SD = 0.25
+
+
+def simulate(n_samples: int = 1951, *, seed: int = 0, noise: float = 0.28,
+             n_locations: int | None = None) -> pd.DataFrame:
+    """Simulate ``n_samples`` houses with the columns of ``Bangalore.csv`` (without Location
+    unless ``n_locations`` is given).
 
     Parameters
     ----------
@@ -77,11 +103,14 @@ def simulate(n_samples: int = 1951, *, seed: int = 0, noise: float = 0.28) -> pd
         Seed (same seed, same rows).
     noise : float
         Standard deviation of the log-price noise.
+    n_locations : int, optional
+        Also simulate a ``Location`` column with this many levels and its effect on the price
+        (own random stream: the other columns but Price are unchanged).
 
     Returns
     -------
     pandas.DataFrame
-        Price (INR), Area, No. of Bedrooms and the 36 amenity columns (0/1).
+        Price (INR), Area, No. of Bedrooms and the 36 amenity columns (0/1) (and ``Location``).
     """
     if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 2:
         raise ValueError(f"n_samples must be an integer >= 2; got {n_samples!r}.")
@@ -119,26 +148,91 @@ def simulate(n_samples: int = 1951, *, seed: int = 0, noise: float = 0.28) -> pd
         vb = la if b == "logArea" else cols[b]
         logp += coef * va * vb
     logp += rng.normal(0.0, noise, n)
+    loc = None
+    if n_locations is not None:
+        loc, effect = _simulate_location(q, int(n_locations), seed)
+        logp = logp + effect
     price = np.round(np.exp(logp), -3)
     data = {TARGET: price, "Area": area, "No. of Bedrooms": beds, **cols}
-    return pd.DataFrame(data, columns=[TARGET] + FEATURES)
+    if loc is None:
+        return pd.DataFrame(data, columns=[TARGET] + FEATURES)
+    data[LOCATION] = loc
+    return pd.DataFrame(data, columns=[TARGET] + FEATURES + [LOCATION])
 
 
-def build(*, seed: int = 0, n_samples: int = 1951, noise: float = 0.28) -> RawData:
-    """Simulate houses and return them as the ``bangalore`` recipe would (38 features)."""
-    df = simulate(n_samples, seed=seed, noise=noise)
+def _simulate_location(q: np.ndarray, n_locations: int, seed: int
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Locality of each house (Zipf-like frequencies, better localities for higher quality q) and
+    its effect on log price; a random stream of its own."""
+    if isinstance(n_locations, bool) or n_locations < 2:
+        raise ValueError(f"recipe {NAME!r}: option n_locations must be an integer >= 2; got "
+                         f"{n_locations!r}.")
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 6207, 302]))
+    K = n_locations
+    effect = np.sort(rng.normal(0.0, LOCATION_SD, K))  # level k's effect, increasing in k
+    freq = 1.0 / np.arange(1, K + 1) ** 0.8
+    rank = rng.permutation(K)                         # which localities are the common ones
+    p = freq[rank] / freq.sum()
+    # tie to quality: the house's locality is drawn with weights tilted towards good localities
+    # when q is high (a Gumbel-max draw with logits log p_k + 0.5 q z_k, z_k the standardised effect)
+    z = (effect - effect.mean()) / effect.std()
+    logits = np.log(p)[None, :] + 0.5 * q[:, None] * z[None, :]
+    k = np.argmax(logits + rng.gumbel(size=logits.shape), axis=1)
+    names = np.array([f"Locality {i + 1:02d}" for i in range(K)], dtype=object)
+    return names[k], effect[k]
+
+
+def build(*, seed: int = 0, n_samples: int = 1951, noise: float = 0.28,
+          location: str = "drop", n_locations: int = N_LOCATIONS, min_count: int = 1) -> RawData:
+    """Simulate houses and return them as the ``bangalore`` recipe would (38 features).
+
+    ``location="onehot"`` adds the simulated ``Location`` (``n_locations`` levels, its effect in
+    the price) as one-hot columns forming one feature group ``"Location"``; ``min_count`` pools
+    the levels with fewer rows into ``Location=other`` (see the module docstring).
+    """
+    min_count = check_location_options(location, min_count, recipe=NAME)
+    if isinstance(n_locations, bool) or not isinstance(n_locations, (int, np.integer)) \
+            or n_locations < 2:
+        raise ValueError(f"recipe {NAME!r}: option n_locations must be an integer >= 2; got "
+                         f"{n_locations!r}.")
+    if location == "drop" and n_locations != N_LOCATIONS:
+        raise ValueError(f"recipe {NAME!r}: option n_locations applies to location='onehot' "
+                         f"only; got n_locations={n_locations!r} with location='drop'.")
+    keep_loc = location == "onehot"
+    df = simulate(n_samples, seed=seed, noise=noise,
+                  n_locations=int(n_locations) if keep_loc else None)
+    features = df[FEATURES].astype(np.float64)
+    levels = {c: (0.0, 1.0) for c in AMENITIES}
+    info = {"simulator": NAME, "n_samples": int(n_samples), "noise": float(noise),
+            "location": location}
+    groups = None
+    loc_text = ""
+    if keep_loc:
+        onehot, loc_info = onehot_location(df[LOCATION], min_count)
+        features = pd.concat([features, onehot], axis=1)
+        levels.update({c: (0.0, 1.0) for c in onehot.columns})
+        groups = location_groups(onehot.columns)
+        info.update({"n_locations": int(n_locations), "location_levels": loc_info["levels"],
+                     "location_columns": loc_info["columns"],
+                     "location_pooled_levels": loc_info["pooled_levels"],
+                     "location_pooled_rows": loc_info["pooled_rows"], "min_count": min_count})
+        loc_text = (f"; Location ({loc_info['levels']} simulated localities, effect sd "
+                    f"{LOCATION_SD:g} on log price) kept as {loc_info['columns']} one-hot 0/1 "
+                    f"columns forming one feature group")
     desc = (
         f"Simulated Bangalore-like housing data ({n_samples} rows, seed {seed}): Area and No. of "
         f"Bedrooms (standardised) plus 36 correlated binary amenities (0/1); right-skewed price "
-        f"with main effects and {len(INTERACTIONS)} interactions; target Price / 1e7 INR."
+        f"with main effects and {len(INTERACTIONS)} interactions{loc_text}; target Price / 1e7 "
+        f"INR."
     )
     return RawData(
-        features=df[FEATURES].astype(np.float64),
+        features=features,
         target=df[TARGET].to_numpy(dtype=np.float64),
         target_name=TARGET,
-        binary_levels={c: (0.0, 1.0) for c in AMENITIES},
+        binary_levels=levels,
         standardize=list(CONTINUOUS),
         target_scale=TARGET_SCALE,
         description=desc,
-        info={"simulator": NAME, "n_samples": int(n_samples), "noise": float(noise)},
+        info=info,
+        groups=groups,
     )

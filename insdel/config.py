@@ -48,6 +48,7 @@ ALL_METHODS = ("kernel_shap", "integrated_gradients", "deeplift", "vanilla_grad"
 
 #: ``insdel reproduce`` names -> shipped configuration names.
 PAPER_CONFIGS = {"paper-cern": "paper_cern", "paper-bangalore": "paper_bangalore",
+                 "paper-bangalore-location": "paper_bangalore_location",
                  "paper-roar-bangalore": "paper_roar_bangalore",
                  "paper-roar-cern": "paper_roar_cern",
                  "metrics-cern": "metrics_cern", "metrics-housing": "metrics_housing"}

@@ -37,6 +37,7 @@ import pandas as pd
 
 from ._checkpoint import sha256_file
 from ._validation import check_finite, check_scalar, to_jsonable
+from .groups import Groups
 
 __all__ = ["Dataset", "Scaler", "available", "get", "register", "describe", "options_of",
            "prepare", "load_prepared", "format_list", "parse_options", "sha256_file",
@@ -143,6 +144,10 @@ class Dataset:
         Provenance and counts (rows read, dropped, file hash, simulator options, seed).
     train_index, test_index : ndarray
         Rows of the recipe's cleaned table in each split.
+    groups : insdel.groups.Groups or None
+        Feature groups the recipe declares (issue #16; e.g. Bangalore's one-hot ``Location`` with
+        ``location="onehot"``): the units moved in insertion/deletion curves. None: every feature
+        is its own unit (the paper); :attr:`unit_groups` gives singletons then.
     """
 
     name: str
@@ -161,10 +166,23 @@ class Dataset:
     info: dict[str, Any] = field(default_factory=dict)
     train_index: np.ndarray | None = None
     test_index: np.ndarray | None = None
+    groups: Groups | None = None
 
     @property
     def n_features(self) -> int:
         return len(self.feature_names)
+
+    @property
+    def unit_groups(self) -> Groups:
+        """The units of the curves: :attr:`groups`, or one singleton group per feature."""
+        if self.groups is not None:
+            return self.groups
+        return Groups.singletons(self.n_features, names=list(self.feature_names))
+
+    @property
+    def n_units(self) -> int:
+        """Number of units moved in the curves (groups, or features without groups)."""
+        return self.unit_groups.m
 
     @property
     def binary_indices(self) -> np.ndarray:
@@ -200,10 +218,12 @@ class Dataset:
             "target_scale": self.target_scale,
             "description": self.description,
             "info": to_jsonable(self.info),
+            "groups": None if self.groups is None else self.groups.to_json(),
         }
 
     def __repr__(self) -> str:
-        return (f"Dataset({self.name!r}, n_features={self.n_features}, "
+        grp = "" if self.groups is None else f", groups={self.groups.m}"
+        return (f"Dataset({self.name!r}, n_features={self.n_features}{grp}, "
                 f"train={self.X_train.shape[0]}, test={self.X_test.shape[0]}, "
                 f"binary={int(self.binary_mask.sum())}, target={self.target_name!r})")
 
@@ -249,6 +269,54 @@ def options_of(name: str) -> list[str] | None:
         return named
     extra = getattr(mod, "OPTIONS", None) if mod is not None else None
     return None if extra is None else named + [k for k in extra if k not in named]
+
+
+def _recipe_groups(name: str, groups, feats: list[str]) -> Groups | None:
+    """The recipe's ``RawData.groups`` (group name -> feature names) as :class:`Groups` over every
+    feature: features in no group are singletons named after themselves; units are ordered by
+    their first column. None when the recipe declares no group of two or more columns."""
+    if not groups:
+        return None
+    if not isinstance(groups, dict):
+        raise TypeError(f"recipe {name!r}: RawData.groups must be a dict group name -> feature "
+                        f"names; got {type(groups).__name__}.")
+    index = {c: j for j, c in enumerate(feats)}
+    gnames = [str(g) for g in groups]
+    owner = np.full(len(feats), -1, dtype=np.int64)
+    for g, cols in enumerate(groups.values()):
+        if isinstance(cols, str) or not cols:
+            raise ValueError(f"recipe {name!r}: group {gnames[g]!r} must be a non-empty list of "
+                             f"feature names; got {cols!r}.")
+        for c in cols:
+            j = index.get(c) if isinstance(c, str) else None
+            if j is None:
+                raise ValueError(f"recipe {name!r}: group {gnames[g]!r} names unknown feature "
+                                 f"{c!r}.")
+            if owner[j] >= 0:
+                raise ValueError(f"recipe {name!r}: feature {c!r} is in two groups "
+                                 f"({gnames[owner[j]]!r} and {gnames[g]!r}).")
+            owner[j] = g
+    units: list[tuple[str, list[int]]] = []
+    unit_of_group: dict[int, int] = {}
+    for j in range(len(feats)):
+        g = int(owner[j])
+        if g < 0:
+            units.append((feats[j], [j]))
+        elif g in unit_of_group:
+            units[unit_of_group[g]][1].append(j)
+        else:
+            unit_of_group[g] = len(units)
+            units.append((gnames[g], [j]))
+    names = [u[0] for u in units]
+    dup = sorted({u for u in names if names.count(u) > 1})
+    if dup:
+        raise ValueError(f"recipe {name!r}: group name(s) {dup} clash with feature names.")
+    if all(len(u[1]) == 1 for u in units):
+        return None
+    labels = np.empty(len(feats), dtype=np.int64)
+    for g, (_, cols) in enumerate(units):
+        labels[cols] = g
+    return Groups.from_labels(labels, names)
 
 
 def _split_index(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -323,12 +391,13 @@ def get(name: str, *, seed: int = 0, **options) -> Dataset:
     ts = raw.target_scale
     ym = y / ts if ts else y
     info = {**raw.info, "seed": int(seed), "options": to_jsonable(dict(options))}
+    groups = _recipe_groups(name, getattr(raw, "groups", None), feats)
     return Dataset(
         name=name, X_train=np.ascontiguousarray(Xs[tr]), X_test=np.ascontiguousarray(Xs[te]),
         y_train=ym[tr].copy(), y_test=ym[te].copy(), feature_names=feats,
         target_name=raw.target_name, binary_mask=bmask, binary_levels=lv,
         raw_binary_levels=raw_lv, scaler=scaler, target_scale=float(ts) if ts else None,
-        description=raw.description, info=info, train_index=tr, test_index=te,
+        description=raw.description, info=info, train_index=tr, test_index=te, groups=groups,
     )
 
 
@@ -384,6 +453,8 @@ def load_prepared(folder: str | os.PathLike) -> Dataset:
         raw_binary_levels=levels(meta["raw_binary_levels"]),
         scaler=Scaler.from_dict(meta["scaler"]), target_scale=meta["target_scale"],
         description=meta["description"], info=meta.get("info", {}),
+        groups=None if not meta.get("groups") else Groups.from_labels(
+            np.asarray(meta["groups"]["labels"], dtype=np.int64), meta["groups"]["names"]),
     )
 
 

@@ -26,7 +26,8 @@ def run_header(data: Mapping, model: Mapping, policies: Mapping[str, str]) -> st
     ----------
     data : mapping
         The manifest's ``data`` entry (``name``, ``recipe``, ``file``, ``file_sha256``,
-        ``rows_train``, ``rows_test``, ``features``).
+        ``rows_train``, ``rows_test``, ``features``; ``groups_text`` and ``units`` when the data
+        set has feature groups).
     model : mapping
         The manifest's ``model`` entry (``sha256`` and ``path`` + ``format``, or ``preset``).
     policies : mapping
@@ -37,6 +38,10 @@ def run_header(data: Mapping, model: Mapping, policies: Mapping[str, str]) -> st
     lines = ["### Inputs\n",
              f"- data: {data['name']} (recipe {data['recipe']}{file}): {data['rows_train']} train "
              f"/ {data['rows_test']} test rows, {data['features']} features"]
+    if data.get("groups_text"):
+        lines.append(f"- groups: {data['groups_text']}; each group moves as one unit (curves have "
+                     f"{data['units']} + 1 points, ABC / {data['units']}), per-column attributions "
+                     "are summed per group, Shapley values are the group game's")
     if model.get("path"):
         origin = f"file `{model['path']}`" + (f" ({model['format']})" if model.get("format")
                                               else "")

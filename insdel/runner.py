@@ -37,6 +37,7 @@ from ._progress import progress_bar
 from ._validation import to_jsonable
 from .distributed import chunk_seed, client_info, make_client, map_chunks, scatter
 from .evaluation import Evaluation, evaluate
+from .groups import Groups, group_attributions
 from .report import policy_table, run_header, run_tables, sampled_vs_exact
 
 __all__ = ["run_experiment", "load_results", "RunResult", "OutputFolderBusy"]
@@ -279,7 +280,30 @@ def _dataset_info(cfg: dict, dataset) -> dict:
             "feature_names": list(getattr(dataset, "feature_names", []) or []),
             "arrays_sha256": _array_hash(dataset.X_train, dataset.y_train, dataset.X_test,
                                          dataset.y_test)}
+    grp = _groups_of(dataset)
+    if grp is not None:
+        info["units"] = grp.m
+        info["groups"] = {grp.names[g]: grp.columns(g).tolist() for g in range(grp.m)
+                          if grp.sizes[g] > 1}
+        info["groups_text"] = groups_text(grp)
     return info
+
+
+def _groups_of(dataset) -> Groups | None:
+    """The data set's feature groups (``Dataset.groups``), None when absent or all singletons."""
+    grp = getattr(dataset, "groups", None)
+    if grp is None or grp.singleton:
+        return None
+    return grp
+
+
+def groups_text(grp: Groups) -> str:
+    """``"39 units: Location (one group of 30 columns), 38 single columns"``."""
+    big = [f"{grp.names[g]} (one group of {int(grp.sizes[g])} columns)" for g in range(grp.m)
+           if grp.sizes[g] > 1]
+    single = int((grp.sizes == 1).sum())
+    rest = [f"{single} single column{'s' if single != 1 else ''}"] if single else []
+    return f"{grp.m} units: " + ", ".join(big + rest)
 
 
 def _model_hash(model, file_sha256: str | None = None) -> str:
@@ -356,12 +380,20 @@ def _make_policy(entry: Mapping):
 # --------------------------------------------------------------------------------------------------
 def _method_options(method: str, options: Mapping, seed: int, dataset) -> dict:
     """Options of one method for one chunk: the per-chunk seed goes to seeded methods, progress
-    bars inside a chunk are off, and the value ``"dataset"`` of ``binary`` / ``binary_levels``
-    takes the data set's binary features."""
+    bars inside a chunk are off, the value ``"dataset"`` of ``binary`` / ``binary_levels``
+    takes the data set's binary features, and methods that take ``groups`` get the data set's
+    groups (the others' per-column attributions are summed per group by :func:`evaluate`)."""
     from . import attribution
 
     accepted = attribution.options_of(method)
     kw = dict(options)
+    grp = _groups_of(dataset)
+    if "groups" in kw:
+        raise ValueError(f"methods.options.{method}.groups: the groups are the data set's "
+                         "(its recipe declares them, e.g. bangalore's location = 'onehot'); "
+                         "remove the option.")
+    if grp is not None and "groups" in accepted:
+        kw["groups"] = grp
     if "seed" in accepted:
         kw.setdefault("seed", seed)
     for key, attr in (("binary", "binary_mask"), ("binary_levels", "binary_levels")):
@@ -373,13 +405,16 @@ def _method_options(method: str, options: Mapping, seed: int, dataset) -> dict:
 
 
 def _attribute_chunk(model, X, R, method: str, options: dict) -> tuple[np.ndarray, dict]:
-    """One chunk of one method through :func:`insdel.attribute`: (A, info)."""
+    """One chunk of one method through :func:`insdel.attribute`: (A, info); a method given
+    ``groups`` returns one column per group."""
     from . import attribution
 
     A, info = attribution.attribute(model, X, R, method, return_info=True, **options)
-    if A.shape != X.shape:
+    grp = options.get("groups")
+    expected = X.shape if grp is None else (X.shape[0], grp.m)
+    if A.shape != expected:
         raise ValueError(f"attribution method {method!r} returned shape {A.shape}; "
-                         f"expected {X.shape}.")
+                         f"expected {expected}.")
     return A, info
 
 
@@ -446,10 +481,11 @@ def _shapley_from_decomposition(cfg, B: int) -> bool:
 
 
 def _decomposition(cfg, model, X, R, label, out, base_key, stages, log, progress, interrupt,
-                   client=None, remote: Mapping | None = None):
+                   client=None, remote: Mapping | None = None, groups: Groups | None = None):
     """The exact anchored decomposition of the first ``decomposition.n_pairs`` pairs (in each
     pair's differing subspace, checkpointed in chunks): a table with the best achievable and
-    expected random-order ABC per mode and the exact Shapley values, or None."""
+    expected random-order ABC per mode and the exact Shapley values (one per unit: the groups'
+    when the data set has groups, the group game), or None. ``groups`` is in ``base_key``."""
     import inspect
 
     from . import decomposition
@@ -466,6 +502,10 @@ def _decomposition(cfg, model, X, R, label, out, base_key, stages, log, progress
     key = ck.config_hash({**base_key, "stage": "decomposition", "K": K, "pairs_per_chunk": cs,
                           "normalize": normalize, **{k: v for k, v in kw.items()
                                                      if k != "progress"}})
+    if groups is not None:
+        if "groups" not in base_key:
+            raise ValueError("the chunk key must hold the groups (base_key['groups']).")
+        kw["groups"] = groups
     store = ck.ChunkStore(out / "checkpoints" / label / "decomposition", key)
 
     def args_of(i):
@@ -483,7 +523,7 @@ def _decomposition(cfg, model, X, R, label, out, base_key, stages, log, progress
     stages.add(f"{label}/decomposition", secs, model_evaluations=evals, pairs=K,
                chunks_resumed=resumed)
     log(f"  exact decomposition of {K} pairs: {secs:.1f} s")
-    n = X.shape[1]
+    n = X.shape[1] if groups is None else groups.m
     df = pd.DataFrame(arr[:, :4], columns=_DECOMP_COLS)
     df.insert(0, "pair", np.arange(K))
     shap = pd.DataFrame(arr[:, 4:4 + n], columns=[f"shapley_{j}" for j in range(n)])
@@ -513,16 +553,20 @@ def _metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log, 
     t0 = time.perf_counter()
     ms = [_metrics.get(n, **dict(cfg["metrics"]["options"].get(n, {}) or {})) for n in names]
     seed = _chunk_seed(cfg["seed"], label, "metrics")
+    grp = _groups_of(dataset)
+    # the random control: one draw per unit (a per-column draw summed per group is not uniform)
+    shape_of = (lambda X_: X_.shape) if grp is None else (lambda X_: (X_.shape[0], grp.m))
     A = dict(atts)
-    A.setdefault("random", np.random.default_rng(seed).normal(size=X.shape))
+    A.setdefault("random", np.random.default_rng(seed).normal(size=shape_of(X)))
     explainers = None
     if any(m.needs_explainer for m in ms):
         explainers = {meth: partial(_explainer, model=model, method=meth, kw=_method_options(
             meth, dict(cfg["methods"]["options"].get(meth, {}) or {}), seed, dataset))
             for meth in atts}
         # the random control re-draws: its explanation does not depend on x
-        explainers["random"] = lambda X_, R_: np.random.default_rng(seed).normal(size=X_.shape)
-    res = _metrics.evaluate_metrics(model, X, R, A, metrics=ms, seed=seed,
+        explainers["random"] = lambda X_, R_: np.random.default_rng(seed).normal(
+            size=shape_of(X_))
+    res = _metrics.evaluate_metrics(model, X, R, A, metrics=ms, seed=seed, groups=grp,
                                     explainers=explainers, progress=progress)
     with ck.atomic_write(folder / "metrics.parquet", suffix=".parquet") as tmp:
         res.scores.assign(higher_is_better=res.scores["metric"].map(res.directions)).to_parquet(
@@ -675,6 +719,10 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None) -> Run
            if data_info["file"] else "")
         + f"): {data_info['rows_train']} train / {data_info['rows_test']} test rows, "
         f"{data_info['features']} features")
+    grp = _groups_of(dataset)
+    if grp is not None:
+        log(f"groups: {data_info['groups_text']} (each group moves as one unit in the curves, "
+            f"the decomposition and the Shapley values)")
     t0 = time.perf_counter()
     model, metrics, model_info = _get_model(cfg, dataset, data_info["arrays_sha256"], out, log,
                                             progress)
@@ -723,20 +771,24 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None) -> Run
         X, R = np.ascontiguousarray(pairing.X), np.ascontiguousarray(pairing.R)
         base_key = {"data": data_info["arrays_sha256"], "model": model_info["sha256"],
                     "seed": cfg["seed"], "pairs": _array_hash(X, R), "device": device}
+        if grp is not None:  # every chunk's key holds the groups (absent: keys as before)
+            base_key["groups"] = grp.to_json()
         remote = None if client is None else dict(
             zip(("model", "X", "R"), [remote_model, *scatter(client, [X, R])], strict=True))
         dec = _decomposition(cfg, model, X, R, label, out, base_key, stages, log, progress,
-                             interrupt, client, remote)
+                             interrupt, client, remote, groups=grp)
         given = {}
         if dec is not None and _shapley_from_decomposition(cfg, X.shape[0]):
-            given["exact_shapley"] = dec[[f"shapley_{j}" for j in range(X.shape[1])]].to_numpy()
+            units = X.shape[1] if grp is None else grp.m
+            given["exact_shapley"] = dec[[f"shapley_{j}" for j in range(units)]].to_numpy()
         atts = _attributions(cfg, model, dataset, X, R, label, out, base_key, stages, log,
                              progress, interrupt, given, client, remote)
         t0 = time.perf_counter()
         ev = evaluate(model, X, R, atts, modes=ev_cfg["modes"], n_random=ev_cfg["n_random"],
                       seed=_chunk_seed(cfg["seed"], label, "orders"),
                       normalize=ev_cfg["normalize"], order=ev_cfg["order"], progress=progress,
-                      feature_names=list(getattr(dataset, "feature_names", None) or []) or None)
+                      feature_names=list(getattr(dataset, "feature_names", None) or []) or None,
+                      groups=grp)
         stages.add(f"{label}/curves", time.perf_counter() - t0,
                    model_evaluations=int(ev.stats.get("model_evaluations", 0)),
                    curve_points=int(ev.stats.get("curve_points", 0)))
@@ -760,7 +812,8 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None) -> Run
         s.insert(0, "policy", label)
         summaries.append(s)
         if "kernel_shap" in atts and "exact_shapley" in atts:
-            sve = sampled_vs_exact(ev, atts["kernel_shap"], atts["exact_shapley"])
+            sve = sampled_vs_exact(ev, group_attributions(atts["kernel_shap"], grp),
+                                   group_attributions(atts["exact_shapley"], grp))
             ck.atomic_write_text(folder / "sampled_vs_exact.csv", sve.to_csv(index=False))
             sve.insert(0, "policy", label)
             sampled.append(sve)
@@ -951,6 +1004,11 @@ def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, _roar, client=
     stages = _Stages()
     t_all = time.perf_counter()
     dataset = _load_dataset(cfg)
+    if _groups_of(dataset) is not None:
+        raise ValueError(f"data set {cfg['data']['recipe']!r} declares feature groups "
+                         f"({groups_text(_groups_of(dataset))}); ROAR removes single features "
+                         "and does not support groups yet (use the recipe's default, e.g. "
+                         "location = 'drop').")
     data_info = _dataset_info(cfg, dataset)
     log(f"data: {data_info['name']} (recipe {data_info['recipe']}): {data_info['rows_train']} "
         f"train / {data_info['rows_test']} test rows, {data_info['features']} features")

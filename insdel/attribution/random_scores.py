@@ -20,7 +20,7 @@ class RandomAttribution(Attribution):
 
     name = "random"
 
-    def attribute(self, X: ArrayLike, R: ArrayLike, *, seed: int = 0) -> np.ndarray:
+    def attribute(self, X: ArrayLike, R: ArrayLike, *, seed: int = 0, groups=None) -> np.ndarray:
         """Uniform(0, 1) scores (B, n): their ordering is uniformly random.
 
         Parameters
@@ -29,11 +29,22 @@ class RandomAttribution(Attribution):
             Targets and references (only their shape is used).
         seed : int, default 0
             Seed of numpy's generator.
+        groups : optional
+            One score per group (:mod:`insdel.groups`), shape (B, m): a uniformly random order of
+            the m groups (summing per-column scores would favour large groups).
 
         Returns
         -------
-        ndarray of float64, shape (B, n)
+        ndarray of float64, shape (B, n) (or (B, m) with groups)
         """
+        from .shapley import _groups_of
+
         check_positive_int("seed", seed, minimum=0)
-        return self._run(X, R, lambda model, X, R: (np.random.default_rng(seed).random(X.shape),
-                                                    {}))
+        grp = _groups_of(groups, X)
+        m = None if grp is None else grp.m
+
+        def compute(model, X, R):
+            shape = X.shape if m is None else (X.shape[0], m)
+            return np.random.default_rng(seed).random(shape), {}
+
+        return self._run(X, R, compute, m=m)

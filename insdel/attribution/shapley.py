@@ -62,9 +62,11 @@ class KernelShap(Attribution):
         progress : bool, optional
             Progress bar (default: only on long runs in a terminal).
         groups : optional
-            Shapley values of the group game over m groups (:mod:`insdel.groups`), shape (B, m).
-            Only the exact road takes groups: every pair needs 2^|D| <= ``n_samples`` with D the
-            groups that differ (else use ``exact_shapley``, or no groups).
+            Kernel SHAP of the group game over m groups (:mod:`insdel.groups`), shape (B, m):
+            coalitions are drawn over the m groups (each group one player, its columns moved
+            together) and the fit has one coefficient per group; the exact road
+            (``exact="auto"``) applies when 2^|D| <= ``n_samples`` with D the groups that differ.
+            Needs ``engine="insdel"``.
 
         Returns
         -------
@@ -79,56 +81,41 @@ class KernelShap(Attribution):
             raise ValueError(f"kernel_shap: exact must be 'auto' or 'never'; got {exact!r}.")
 
         grp = _groups_of(groups, X)
-        if grp is not None:
-            if exact == "never":
-                raise ValueError("kernel_shap: groups= takes the exact road only; exact='never' "
-                                 "(sampling) does not support groups.")
-            from ..decomposition import subspace_shapley
-
-            def compute_groups(model, X, R):
-                d = grp.reduce_any(X != R).sum(axis=1)
-                big = np.flatnonzero(d > np.log2(ns))
-                if big.size:
-                    b = int(big[0])
-                    raise ValueError(
-                        f"kernel_shap with groups: pair {b} differs in {int(d[b])} groups, "
-                        f"2^{int(d[b])} > n_samples = {ns}; sampled Kernel SHAP over groups is "
-                        "not implemented (use exact_shapley, or raise n_samples).")
-                phi = subspace_shapley(model, X, R, max_d=int(np.log2(ns)), progress=progress,
-                                       groups=grp)[0]
-                return phi, {"n_samples": ns, "engine": engine, "exact": np.ones(len(X), bool),
-                             "exact_pairs": len(X), "sampled_distinct_rows": 0,
-                             "groups": grp.m}
-
-            return self._run(X, R, compute_groups, m=grp.m)
+        if grp is not None and engine == "captum":
+            raise ValueError("kernel_shap: groups= needs engine='insdel' (the captum engine "
+                             "samples single features).")
 
         def compute(model, X, R):
             from ..decomposition import subspace_shapley
 
-            d = (X != R).sum(axis=1)
-            is_exact = (d <= np.log2(ns)) if exact == "auto" else np.zeros(X.shape[0], bool)
-            A = np.empty(X.shape)
+            B = X.shape[0]
+            diff = X != R
+            d = diff.sum(axis=1) if grp is None else grp.reduce_any(diff).sum(axis=1)
+            is_exact = (d <= np.log2(ns)) if exact == "auto" else np.zeros(B, bool)
+            A = np.empty((B, X.shape[1] if grp is None else grp.m))
             ex = np.flatnonzero(is_exact)
             if ex.size:
                 A[ex] = subspace_shapley(model, X, R, pairs=ex, max_d=int(np.log2(ns)),
-                                         progress=progress)[0][ex]
+                                         progress=progress, groups=grp)[0][ex]
             rest = np.flatnonzero(~is_exact)
             distinct = 0
             if rest.size:
                 if engine == "insdel":
                     A[rest], distinct = _kernel_shap_batched(model, X[rest], R[rest], ns, seed,
-                                                             chunk_rows, progress)
+                                                             chunk_rows, progress, groups=grp)
                 else:
                     from captum.attr import KernelShap as _KS
 
                     A[rest] = captum_per_point(_KS(module_forward(model)), X[rest], R[rest], ns,
                                                perturbations_per_eval, seed, progress,
                                                "kernel shap")
-            return A, {"n_samples": ns, "engine": engine, "exact": is_exact,
-                       "exact_pairs": int(ex.size),
-                       "sampled_distinct_rows": int(distinct)}
+            info = {"n_samples": ns, "engine": engine, "exact": is_exact,
+                    "exact_pairs": int(ex.size), "sampled_distinct_rows": int(distinct)}
+            if grp is not None:
+                info["groups"] = grp.m
+            return A, info
 
-        return self._run(X, R, compute)
+        return self._run(X, R, compute, m=None if grp is None else grp.m)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -151,7 +138,7 @@ def _draw_members(sizes, u, masks):  # pragma: no cover - numba
 
 
 def _kernel_shap_batched(model: Model, X, R, n_samples: int, seed: int, chunk_rows: int,
-                         progress) -> tuple[np.ndarray, int]:
+                         progress, groups=None) -> tuple[np.ndarray, int]:
     """captum's Kernel SHAP estimator, vectorised over points (``engine="insdel"``).
 
     Same estimator as captum's ``KernelShap``: the all-ones and all-zeros coalitions with weight
@@ -165,11 +152,16 @@ def _kernel_shap_batched(model: Model, X, R, n_samples: int, seed: int, chunk_ro
     (:func:`insdel.attribution._sampling.evaluate_coalitions`); the fits are batched
     normal equations in float64 (BLAS). Different random numbers from captum's (numpy's generator).
 
-    Returns the attributions (B, n) and the number of distinct rows evaluated.
+    With ``groups`` (a :class:`insdel.groups.Groups` of m groups) the players are the groups: the
+    coalitions are drawn over m players, expanded to their columns for the hybrids, and the fit
+    has m coefficients (Kernel SHAP of the group game).
+
+    Returns the attributions (B, n) (or (B, m)) and the number of distinct rows evaluated.
     """
     from ._sampling import evaluate_coalitions
 
-    B, n = X.shape
+    B = X.shape[0]
+    n = X.shape[1] if groups is None else groups.m
     if n == 1:
         return (model(X) - model(R))[:, None], 2 * B
     rng = np.random.default_rng(seed)
@@ -192,7 +184,8 @@ def _kernel_shap_batched(model: Model, X, R, n_samples: int, seed: int, chunk_ro
             masks = np.zeros((P, S, n), bool)
             masks[:, 0] = True
             _draw_members(sizes, rng.random((P, S - 2, n)), masks[:, 2:])
-            y, d = evaluate_coalitions(model, Xd, Rd, b0, masks)
+            cols = masks if groups is None else np.ascontiguousarray(groups.expand(masks))
+            y, d = evaluate_coalitions(model, Xd, Rd, b0, cols)
             distinct += d
             Z = np.concatenate([np.ones((P, S, 1)), masks], axis=2)
             Zw = Z * w[None, :, None]
