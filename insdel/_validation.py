@@ -165,19 +165,39 @@ def check_positive_int(name: str, value, *, minimum: int = 1) -> int:
     return int(value)
 
 
+@nb.njit(cache=True, nogil=True)
+def _not_permutations_block(flat, n, lo, hi, bad):  # pragma: no cover - numba
+    """Mark the rows lo..hi - 1 of ``flat`` (m, n) that are not permutations of 0..n-1."""
+    seen = np.zeros(n, np.int64)  # seen[v] == i + 1: v already met in row i
+    for i in range(lo, hi):
+        for s in range(n):
+            v = flat[i, s]
+            if v < 0 or v >= n or seen[v] == i + 1:
+                bad[i] = True
+                break
+            seen[v] = i + 1
+
+
 @nb.njit(parallel=True, cache=True, nogil=True)
-def _not_permutations(flat, n):  # pragma: no cover - numba
+def _not_permutations_par(flat, n, nblk, bad):  # pragma: no cover - numba
+    m = flat.shape[0]
+    for k in nb.prange(nblk):
+        _not_permutations_block(flat, n, k * m // nblk, (k + 1) * m // nblk, bad)
+
+
+#: Below this many entries the permutation check runs serially (a parallel region's start-up
+#: costs more than the check; on a loaded machine, much more).
+_PARALLEL_MIN_ENTRIES = 1 << 20
+
+
+def _not_permutations(flat: np.ndarray, n: int) -> np.ndarray:
     """Rows of ``flat`` (m, n) that are not permutations of 0..n-1 (one pass, no sort)."""
     m = flat.shape[0]
     bad = np.zeros(m, np.bool_)
-    for i in nb.prange(m):
-        seen = np.zeros(n, np.bool_)
-        for s in range(n):
-            v = flat[i, s]
-            if v < 0 or v >= n or seen[v]:
-                bad[i] = True
-                break
-            seen[v] = True
+    if flat.size < _PARALLEL_MIN_ENTRIES or m < 2:
+        _not_permutations_block(flat, n, 0, m, bad)
+    else:
+        _not_permutations_par(flat, n, min(m, 4 * nb.get_num_threads()), bad)
     return bad
 
 

@@ -13,13 +13,19 @@ How the work is laid out (all pairs, all orderings, both modes at once):
    point and are evaluated once; the end points f(r) (set ∅) and f(x) (set D) are shared by all
    orderings and both modes of a pair.
 2. A numba kernel walks every ordering once, keeping the canonical set as packed uint64 words and a
-   Zobrist hash of it, and assigns each curve point the index of its distinct row (hash collisions are
-   resolved by comparing the words, so deduplication is exact).
-3. Distinct rows are written straight into the model's input dtype by a second numba kernel, one batch
-   at a time, evaluated by the model adapter, and gathered back into the curves.
+   Zobrist hash of it (one ordering per pair needs no hashing: its distinct rows are known), and
+   assigns each curve point the id of its distinct row (hash collisions are resolved by comparing
+   the words, so deduplication is exact).
+3. The same pass writes each new distinct row, in the model's input dtype, into the model's input
+   buffer; when the buffer holds a batch, the adapter evaluates it (the rows are still in cache)
+   and the walk resumes. The curves are gathered from the distinct values at the end.
+
+The kernels run serially on chunks below :data:`PARALLEL_MIN_POINTS` curve points (and the row
+writing always does): on small chunks a parallel region's start-up, and threads that must wake up
+on a machine whose cores the model's own threads (or other processes) hold, cost more than the work.
 
 Pairs are processed in chunks so that at most ``chunk_size`` curve points are indexed at once and at
-most ``batch_size`` hybrid rows exist at once.
+most ``batch_size`` hybrid rows (plus one pair's) exist at once.
 """
 
 from __future__ import annotations
@@ -39,10 +45,9 @@ from .groups import (
     check_positions,
     full_positions,
     group_attributions,
-    is_full,
 )
 from .groups import positions as make_positions
-from .hybrid import build_rows, masks_to_words, n_words
+from .hybrid import n_words
 
 __all__ = ["curves", "orderings", "unit_orderings", "trace", "TraceResult", "DEFAULT_CHUNK_SIZE"]
 
@@ -96,158 +101,174 @@ def orderings(A: ArrayLike, *, order: str = "signed") -> np.ndarray:
     return np.argsort(key, axis=-1, kind="stable").astype(np.int64)
 
 
+#: Chunks with fewer curve points than this run their numba kernels serially: on small chunks a
+#: parallel region's start-up, and its worker threads still spinning when the model (torch's own
+#: threads) runs next, cost more than the work itself.
+PARALLEL_MIN_POINTS = 1 << 20
+
+
+def _blocks(B: int, points: int) -> int:
+    """Number of blocks of pairs a kernel is split into (1: run it serially)."""
+    if points < PARALLEL_MIN_POINTS or B < 2:
+        return 1
+    return min(B, 4 * max(1, nb.get_num_threads()))
+
+
 @nb.njit(cache=True, nogil=True)
-def _lookup_insert(words_buf, hash_buf, base, count, table, cur, h):  # pragma: no cover
-    """Find the canonical set ``cur`` (hash h) among this pair's rows; insert it if new."""
-    T = table.shape[0]
+def _find(tg, th, lw, pb, cur, h):  # pragma: no cover - numba
+    """Open-addressing lookup of the canonical set ``cur`` (hash h) among the rows of the current
+    pair (global row ids >= pb; older entries count as empty, so the table is never cleared).
+    Returns (slot, local id), local id -1 when absent (``slot`` is then a free slot for it)."""
+    mask = tg.shape[0] - 1
     W = cur.shape[0]
-    slot = np.int64(h & np.uint64(T - 1))
+    slot = np.int64(h & np.uint64(mask))
     while True:
-        e = table[slot]
-        if e == 0:
-            u = count[0]
-            table[slot] = u + 1
-            for w in range(W):
-                words_buf[base + u, w] = cur[w]
-            hash_buf[base + u] = h
-            count[0] = u + 1
-            return u
-        u = e - 1
-        if hash_buf[base + u] == h:
+        g = tg[slot]
+        if g < pb:
+            return slot, -1
+        if th[slot] == h:
+            u = g - pb
             same = True
             for w in range(W):
-                if words_buf[base + u, w] != cur[w]:
+                if lw[u, w] != cur[w]:
                     same = False
                     break
             if same:
-                return u
-        slot = (slot + 1) & (T - 1)
+                return slot, u
+        slot = (slot + 1) & mask
 
 
-@nb.njit(parallel=True, cache=True, nogil=True)
-def _index_kernel(orders, diff_words, zob, pos, do_ins, do_del, cap, words_buf, hash_buf, counts,
-                  idx):  # pragma: no cover - numba
-    """Assign every curve point of every pair its distinct-row index (local to the pair), by
-    hashing the sets of units taken from x (K > 1 orderings; one ordering takes
-    :func:`_chain_rows_kernel`). Point s moves the first ``pos[s]`` units of the ordering."""
-    B, K, m = orders.shape
-    W = diff_words.shape[1]
+@nb.njit(cache=True, nogil=True)
+def _hash_rows_kernel(b, B, orders, X, R, diff, zob, pos, starts, members, grouped, do_ins, do_del,
+                      rows, r, limit, gbase, first, idx, tg, th, lw, work):  # pragma: no cover - numba
+    """K > 1 orderings per pair: walk pairs b, b + 1, ... (until ``r >= limit`` or b == B), keeping
+    the canonical set of each curve point as packed words with a Zobrist hash; each new set's
+    hybrid row (the current point, updated unit by unit) is appended to ``rows[r]`` (the model's
+    input buffer) and gets the global row id ``gbase + r``; every curve point gets its row's id in
+    ``idx`` (hash collisions are resolved by comparing the words: deduplication is exact).
+    ``first[b]`` is the id of pair b's row r (row x follows when x != r). Returns (b, r)."""
+    K = orders.shape[1]
+    n = X.shape[1]
+    W = lw.shape[1]
     S = pos.shape[0]
-    T = 1
-    while T < 2 * cap:
-        T *= 2
-    for b in nb.prange(B):
-        base = b * cap
-        table = np.zeros(T, dtype=np.int64)
-        count = np.zeros(1, dtype=np.int64)
-        cur = np.zeros(W, dtype=np.uint64)
-        # end points: the empty set -> f(r) (local id 0), the full difference set D -> f(x) (id 1)
-        _lookup_insert(words_buf, hash_buf, base, count, table, cur, np.uint64(0))
+    cur = np.zeros(W, dtype=np.uint64)
+    dw = np.zeros(W, dtype=np.uint64)
+    while b < B and r < limit:
+        pb = gbase + r
+        first[b] = pb
+        # the end points: the empty set -> r (local id 0), the difference set D -> x (id 1)
         hD = np.uint64(0)
-        for j in range(m):
-            if (diff_words[b, j >> 6] >> np.uint64(j & 63)) & np.uint64(1):
-                hD ^= zob[j]
         for w in range(W):
-            cur[w] = diff_words[b, w]
-        _lookup_insert(words_buf, hash_buf, base, count, table, cur, hD)
+            dw[w] = 0
+        nd = 0
+        for g in range(diff.shape[1]):
+            if diff[b, g]:
+                dw[g >> 6] |= np.uint64(1) << np.uint64(g & 63)
+                hD ^= zob[g]
+                nd += 1
+        for w in range(W):
+            cur[w] = 0
+        slot, u = _find(tg, th, lw, pb, cur, np.uint64(0))
+        tg[slot] = pb
+        th[slot] = 0
+        for w in range(W):
+            lw[0, w] = 0
+        for j in range(n):
+            rows[r, j] = R[b, j]
+        r += 1
+        if nd > 0:
+            slot, u = _find(tg, th, lw, pb, dw, hD)
+            tg[slot] = pb + 1
+            th[slot] = hD
+            for w in range(W):
+                lw[1, w] = dw[w]
+            for j in range(n):
+                rows[r, j] = X[b, j]
+            r += 1
         mi = 0
         for mode in range(2):
             if (mode == 0 and not do_ins) or (mode == 1 and not do_del):
                 continue
+            ins = mode == 0
+            src = R if ins else X
+            dst = X if ins else R
             for k in range(K):
-                if mode == 0:
+                if ins:
                     for w in range(W):
                         cur[w] = 0
                     h = np.uint64(0)
+                    prev = pb
                 else:
                     for w in range(W):
-                        cur[w] = diff_words[b, w]
+                        cur[w] = dw[w]
                     h = hD
+                    prev = pb + 1 if nd > 0 else pb
+                for j in range(n):
+                    work[j] = src[b, j]
+                changed = False
                 t = 0
                 for s in range(S):
                     while t < pos[s]:
-                        j = orders[b, k, t]
+                        g = orders[b, k, t]
                         t += 1
-                        bit = np.uint64(1) << np.uint64(j & 63)
-                        if diff_words[b, j >> 6] & bit:
-                            if mode == 0:
-                                cur[j >> 6] |= bit
+                        if diff[b, g]:
+                            bit = np.uint64(1) << np.uint64(g & 63)
+                            if ins:
+                                cur[g >> 6] |= bit
                             else:
-                                cur[j >> 6] &= ~bit
-                            h ^= zob[j]
-                    idx[b, k, mi, s] = _lookup_insert(words_buf, hash_buf, base, count, table,
-                                                      cur, h)
+                                cur[g >> 6] &= ~bit
+                            h ^= zob[g]
+                            if grouped:
+                                for c in range(starts[g], starts[g + 1]):
+                                    col = members[c]
+                                    work[col] = dst[b, col]
+                            else:
+                                work[g] = dst[b, g]
+                            changed = True
+                    if changed:
+                        slot, u = _find(tg, th, lw, pb, cur, h)
+                        if u < 0:
+                            u = gbase + r - pb
+                            tg[slot] = gbase + r
+                            th[slot] = h
+                            for w in range(W):
+                                lw[u, w] = cur[w]
+                            for j in range(n):
+                                rows[r, j] = work[j]
+                            r += 1
+                        prev = pb + u
+                        changed = False
+                    idx[b, k, mi, s] = prev
             mi += 1
-        counts[b] = count[0]
+        b += 1
+    return b, r
 
 
 @nb.njit(cache=True, nogil=True)
-def _compact_kernel(words_buf, cap, counts, offsets, out_words, out_pair, idx):  # pragma: no cover
-    B = counts.shape[0]
-    W = words_buf.shape[1]
-    for b in range(B):
-        off = offsets[b]
-        for u in range(counts[b]):
-            for w in range(W):
-                out_words[off + u, w] = words_buf[b * cap + u, w]
-            out_pair[off + u] = b
-        for k in range(idx.shape[1]):
-            for m in range(idx.shape[2]):
-                for s in range(idx.shape[3]):
-                    idx[b, k, m, s] += off
-
-
-@nb.njit(parallel=True, cache=True, nogil=True)
-def _chain_count_kernel(orders, diff, n_d, pos, do_ins, do_del, counts):  # pragma: no cover
-    """Distinct rows of each pair under one ordering (the walk of :func:`_chain_rows_kernel`
-    without writing): r, x and one row per recorded point strictly between them."""
-    B = orders.shape[0]
-    S = pos.shape[0]
-    for b in nb.prange(B):
-        c = 1 if n_d[b] == 0 else 2
-        for mode in range(2):
-            if (mode == 0 and not do_ins) or (mode == 1 and not do_del):
-                continue
-            inside = 0 if mode == 0 else n_d[b]
-            changed = False
-            t = 0
-            for s in range(S):
-                while t < pos[s]:
-                    g = orders[b, 0, t]
-                    t += 1
-                    if diff[b, g]:
-                        inside += 1 if mode == 0 else -1
-                        changed = True
-                if changed:
-                    if inside != n_d[b] and inside != 0:
-                        c += 1
-                    changed = False
-        counts[b] = c
-
-
-@nb.njit(parallel=True, cache=True, nogil=True)
-def _chain_rows_kernel(orders, X, R, diff, n_d, pos, starts, members, do_ins, do_del, offsets,
-                       rows, idx):  # pragma: no cover - numba
+def _chain_rows_kernel(b, B, orders, X, R, diff, n_d, pos, starts, members, grouped, do_ins,
+                       do_del, rows, r, limit, gbase, first, idx, work):  # pragma: no cover - numba
     """One ordering per pair (K = 1): the distinct rows are known without hashing (r, x and, per
-    mode, one row per recorded point that differs from the previous one and from both ends), so
-    they are written straight into the model's input buffer in one pass, with their indices.
-    Unit g is the columns ``members[starts[g]:starts[g + 1]]``."""
-    B = orders.shape[0]
+    mode, one row per recorded point that differs from the previous one and from both ends).
+    Walks pairs b, b + 1, ... (until ``r >= limit`` or b == B), appending each distinct row to
+    ``rows[r]`` (the model's input buffer; global row id ``gbase + r``) and writing every curve
+    point's row id to ``idx``; ``first[b]`` is the id of pair b's row r (row x follows when
+    x != r). Unit g is the columns ``members[starts[g]:starts[g + 1]]`` (``grouped``; else
+    column g). Returns (b, r)."""
     n = X.shape[1]
     S = pos.shape[0]
-    for b in nb.prange(B):
-        off = offsets[b]
+    while b < B and r < limit:
+        off = gbase + r
+        first[b] = off
         for j in range(n):
-            rows[off, j] = R[b, j]
+            rows[r, j] = R[b, j]
+        r += 1
         id_r = off
         id_x = off
-        u = off + 1
         if n_d[b] > 0:
             id_x = off + 1
             for j in range(n):
-                rows[off + 1, j] = X[b, j]
-            u = off + 2
-        work = rows[off].copy()  # the current point, changed unit by unit
+                rows[r, j] = X[b, j]
+            r += 1
         mi = 0
         for mode in range(2):
             if (mode == 0 and not do_ins) or (mode == 1 and not do_del):
@@ -267,9 +288,12 @@ def _chain_rows_kernel(orders, X, R, diff, n_d, pos, starts, members, do_ins, do
                     t += 1
                     if diff[b, g]:
                         inside += 1 if ins else -1
-                        for c in range(starts[g], starts[g + 1]):
-                            col = members[c]
-                            work[col] = dst[b, col]
+                        if grouped:
+                            for c in range(starts[g], starts[g + 1]):
+                                col = members[c]
+                                work[col] = dst[b, col]
+                        else:
+                            work[g] = dst[b, g]
                         changed = True
                 if changed:
                     if inside == n_d[b]:
@@ -278,22 +302,39 @@ def _chain_rows_kernel(orders, X, R, diff, n_d, pos, starts, members, do_ins, do
                         prev = id_r
                     else:
                         for i in range(n):
-                            rows[u, i] = work[i]
-                        prev = u
-                        u += 1
+                            rows[r, i] = work[i]
+                        prev = gbase + r
+                        r += 1
                     changed = False
                 idx[b, 0, mi, s] = prev
             mi += 1
+        b += 1
+    return b, r
 
 
-@nb.njit(parallel=True, cache=True, nogil=True)
-def _gather_kernel(values, idx, mi, out):  # pragma: no cover - numba
+@nb.njit(cache=True, nogil=True)
+def _gather_block(b_lo, b_hi, values, idx, mi, out):  # pragma: no cover - numba
     """``out[b, k, s] = values[idx[b, k, mi, s]]`` (the curves from the distinct values)."""
-    B, K, _, S = idx.shape
-    for b in nb.prange(B):
+    K = idx.shape[1]
+    S = idx.shape[3]
+    for b in range(b_lo, b_hi):
         for k in range(K):
             for s in range(S):
                 out[b, k, s] = values[idx[b, k, mi, s]]
+
+
+@nb.njit(parallel=True, cache=True, nogil=True)
+def _gather_par(nblk, values, idx, mi, out):  # pragma: no cover - numba
+    B = idx.shape[0]
+    for i in nb.prange(nblk):
+        _gather_block(i * B // nblk, (i + 1) * B // nblk, values, idx, mi, out)
+
+
+def _gather(values, idx, mi, out, nblk):
+    if nblk == 1:
+        _gather_block(0, idx.shape[0], values, idx, mi, out)
+    else:
+        _gather_par(nblk, values, idx, mi, out)
 
 
 @dataclass
@@ -386,7 +427,6 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
         grp = None
     m = n if grp is None else grp.m
     pos = full_positions(m) if positions is None else check_positions(positions, m)
-    full = is_full(pos, m)
     S = pos.shape[0]
     modes = tuple(check_mode(mo) for mo in modes)
     if not modes:
@@ -403,13 +443,10 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
     W = n_words(m)
     Xd = np.ascontiguousarray(X, dtype=model.dtype)
     Rd = np.ascontiguousarray(R, dtype=model.dtype)
-    diff, starts, members, labels = _unit_plan(X, R, grp)
+    diff, starts, members, _ = _unit_plan(X, R, grp)
     n_d = diff.sum(axis=1).astype(np.int64)
-    if K > 1:  # the hashed path (K = 1 takes the chain path below)
-        zob = _zobrist(m)
-        diff_words = masks_to_words(diff)
 
-    cap = 2 + K * M * S
+    cap = 2 + K * M * S  # most distinct rows one pair can have
     out = {mo: np.empty((B, K, S)) for mo in modes}
     fx = np.empty(B)
     fr = np.empty(B)
@@ -417,64 +454,57 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
     t_index = t_model = 0.0
     bs = model.batch_size
     total_points = B * per_pair
+    grouped = grp is not None
+    work = np.empty(n, dtype=model.dtype)  # the current point, changed unit by unit
+    # the model's input buffer: a batch plus the rows of the pair that completes it
+    stage = np.empty((bs + cap - 1, n), dtype=model.dtype)
+    if K > 1:  # the hashed path (K = 1 takes the chain path, no hashing)
+        zob = _zobrist(m)
+        T = 1
+        while T < 2 * cap:
+            T *= 2
+        th = np.empty(T, dtype=np.uint64)
+        lw = np.empty((cap, W), dtype=np.uint64)
     with progress_bar(total=B, desc="curves", unit="pair", enable=progress,
                       auto=total_points > 5_000_000) as bar:
         for b0 in range(0, B, chunk_pairs):
             b1 = min(b0 + chunk_pairs, B)
             Bc = b1 - b0
             nd = n_d[b0:b1]
-            if K == 1:  # the chain path: rows written once, straight into the model's input
-                t0 = time.perf_counter()
-                if full:
-                    counts = np.where(nd > 0, 2 + M * np.maximum(nd - 1, 0), 1)
+            nblk = _blocks(Bc, Bc * per_pair)
+            # one serial pass per batch: walk the pairs' orderings and append each new distinct
+            # row to the model's input buffer (kept in cache) until it holds a batch; evaluate it
+            t0 = time.perf_counter()
+            idx = np.empty((Bc, K, M, S), dtype=np.int32 if Bc * cap < 2**31 else np.int64)
+            offsets = np.empty(Bc, dtype=np.int64)  # global id of each pair's row r
+            values = np.empty(Bc * cap)
+            ob, Xc, Rc, dc = orders[b0:b1], Xd[b0:b1], Rd[b0:b1], diff[b0:b1]
+            if K > 1:
+                tg = np.full(T, -1, dtype=np.int64)
+            b = r = gbase = 0
+            while b < Bc or r > 0:
+                if K == 1:  # the chain path: no hashing needed
+                    b, r = _chain_rows_kernel(b, Bc, ob, Xc, Rc, dc, nd, pos, starts, members,
+                                              grouped, do_ins, do_del, stage, r, bs, gbase,
+                                              offsets, idx, work)
                 else:
-                    counts = np.empty(Bc, dtype=np.int64)
-                    _chain_count_kernel(orders[b0:b1], diff[b0:b1], nd, pos, do_ins, do_del,
-                                        counts)
-                offsets = np.zeros(Bc, dtype=np.int64)
-                np.cumsum(counts[:-1], out=offsets[1:])
-                U = int(counts.sum())
-                rows = np.empty((U, n), dtype=model.dtype)
-                idx = np.empty((Bc, 1, M, S), dtype=np.int64)
-                _chain_rows_kernel(orders[b0:b1], Xd[b0:b1], Rd[b0:b1], diff[b0:b1], nd, pos,
-                                   starts, members, do_ins, do_del, offsets, rows, idx)
-                t1 = time.perf_counter()
-                t_index += t1 - t0
-                values = model(rows)
-                t0 = time.perf_counter()
-                t_model += t0 - t1
-                for mi, mo in enumerate(modes):
-                    _gather_kernel(values, idx, mi, out[mo][b0:b1])
-            else:
-                t0 = time.perf_counter()
-                words_buf = np.empty((Bc * cap, W), dtype=np.uint64)
-                hash_buf = np.empty(Bc * cap, dtype=np.uint64)
-                counts = np.empty(Bc, dtype=np.int64)
-                idx = np.empty((Bc, K, M, S), dtype=np.int64)
-                _index_kernel(orders[b0:b1], diff_words[b0:b1], zob, pos, do_ins, do_del, cap,
-                              words_buf, hash_buf, counts, idx)
-                offsets = np.zeros(Bc, dtype=np.int64)
-                np.cumsum(counts[:-1], out=offsets[1:])
-                U = int(counts.sum())
-                uwords = np.empty((U, W), dtype=np.uint64)
-                upair = np.empty(U, dtype=np.int64)
-                _compact_kernel(words_buf, cap, counts, offsets, uwords, upair, idx)
-                del words_buf, hash_buf
-                values = np.empty(U)
-                rows = np.empty((min(bs, U), n), dtype=model.dtype)
-                t_index += time.perf_counter() - t0
-                for s0 in range(0, U, bs):
-                    s1 = min(s0 + bs, U)
-                    t0 = time.perf_counter()
-                    buf = build_rows(Xd[b0:b1], Rd[b0:b1], upair[s0:s1], uwords[s0:s1],
-                                     out=rows[: s1 - s0], unit_of=labels)
+                    b, r = _hash_rows_kernel(b, Bc, ob, Xc, Rc, dc, zob, pos, starts, members,
+                                             grouped, do_ins, do_del, stage, r, bs, gbase,
+                                             offsets, idx, tg, th, lw, work)
+                if r >= bs or (b == Bc and r > 0):
+                    take = min(r, bs)
                     t1 = time.perf_counter()
-                    values[s0:s1] = model(buf)
-                    t_model += time.perf_counter() - t1
                     t_index += t1 - t0
-                t0 = time.perf_counter()
-                for mi, mo in enumerate(modes):
-                    out[mo][b0:b1] = values[idx[:, :, mi, :]]
+                    values[gbase:gbase + take] = model(stage[:take])
+                    t0 = time.perf_counter()
+                    t_model += t0 - t1
+                    if r > take:
+                        stage[:r - take] = stage[take:r]
+                    gbase += take
+                    r -= take
+            U = gbase
+            for mi, mo in enumerate(modes):
+                _gather(values, idx, mi, out[mo][b0:b1], nblk)
             # local row 0 is r; row 1 is x when D is not empty (else x = r)
             fr[b0:b1] = values[offsets]
             fx[b0:b1] = values[offsets + (nd > 0)]
