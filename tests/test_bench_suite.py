@@ -19,7 +19,7 @@ import insdel
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 #: Optional peers are installed by the [bench] extra only; their tests skip with this reason.
-PEER_MISSING = '{} is an optional peer, installed by pip install -e ".[bench]"'
+PEER_MISSING = '{} is a peer the tests compare with, installed by pip install -e ".[test]"'
 
 
 @pytest.fixture(scope="module")
