@@ -7,7 +7,7 @@ costs 2^16 = 65,536 model rows.
 
 Columns: **(s)** serial in this process (torch with its default threads), **(s1)** serial with
 torch on one thread, **(d1)** a LocalCluster of one worker process, **(d2)** two worker processes;
-each worker runs torch, numba and BLAS on one thread (``insdel.distributed.worker_env``). Cluster
+each worker runs torch, numba and BLAS on one thread (``insdel.distributed.local_cluster``). Cluster
 start-up and the workers' first call (numba compilation or cache load, the model's transfer) are
 excluded and printed separately. On a machine with C cores the best (d_k) can do is about
 min(k, C) times (s1); against (s), which already uses every core through torch's own threads,
@@ -40,10 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tiny", action="store_true", help="smoke-test sizes (timings mean nothing)")
     a = p.parse_args(argv)
     import torch
-    from dask.distributed import Client, LocalCluster
+    from dask.distributed import Client
 
     import insdel
-    from insdel.distributed import set_torch_threads, worker_env
+    from insdel.distributed import local_cluster, set_torch_threads
 
     n = 8 if a.tiny else 16
     B = 4 if a.tiny else a.pairs
@@ -66,8 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(threads0)
     for k in (1, 2):
         t0 = time.perf_counter()
-        with LocalCluster(n_workers=k, threads_per_worker=1, processes=True,
-                          dashboard_address=None, env=worker_env(1)) as cluster, \
+        with local_cluster(k, 1, dashboard_address=None) as cluster, \
                 Client(cluster) as client:
             client.run(set_torch_threads, 1)
             start = time.perf_counter() - t0

@@ -31,7 +31,7 @@ import numpy as np
 
 __all__ = ["BACKENDS", "DASK_MISSING", "require_dask", "chunk_seed", "chunk_bounds",
            "make_client", "scatter", "map_chunks", "gather_chunks", "client_info", "set_torch_threads",
-           "worker_env"]
+           "worker_env", "local_cluster", "WORKER_MALLOC"]
 
 #: Values of ``[compute] backend``.
 BACKENDS = ("serial", "dask")
@@ -74,6 +74,15 @@ def worker_env(threads: int) -> dict[str, str]:
             "NUMBA_NUM_THREADS": n}
 
 
+#: glibc settings a LocalCluster's workers start with (Dask's ``pre-spawn-environ``: read by malloc
+#: when the process starts, unlike ``env``). Dask's nannies set MALLOC_TRIM_THRESHOLD_=65536,
+#: which also switches off glibc's adaptive mmap threshold: every array over 128 KiB (a chunk's
+#: hybrid rows, its 2^|D| values) is then mmapped and page-faulted afresh, and exact Shapley ran
+#: 1.5x slower in a worker than in a plain process. Large arrays stay on the heap, as they do in
+#: a plain process after its first large free.
+WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(256 << 20)}
+
+
 def set_torch_threads(n: int) -> int:
     """Set torch's intra-op threads of this process (run on every worker); returns ``n``."""
     with contextlib.suppress(ImportError):
@@ -81,6 +90,20 @@ def set_torch_threads(n: int) -> int:
 
         torch.set_num_threads(int(n))
     return int(n)
+
+
+def local_cluster(n_workers: int, threads: int = 1, **kwargs):
+    """A ``dask.distributed.LocalCluster`` of ``n_workers`` processes x ``threads`` threads, with
+    the workers' thread counts (:func:`worker_env`) and glibc settings (:data:`WORKER_MALLOC`);
+    ``kwargs`` go to LocalCluster (e.g. ``dashboard_address=None``). Call
+    ``client.run(set_torch_threads, threads)`` once a client is connected."""
+    import dask
+
+    dd = require_dask()
+    with dask.config.set({f"distributed.nanny.pre-spawn-environ.{k}": v
+                          for k, v in WORKER_MALLOC.items()}):
+        return dd.LocalCluster(n_workers=int(n_workers), threads_per_worker=int(threads),
+                               processes=True, env=worker_env(threads), **kwargs)
 
 
 @contextlib.contextmanager
@@ -129,8 +152,7 @@ def make_client(compute: Mapping, *, log: Callable[[str], None] | None = None
     n_workers = compute.get("n_workers")
     if n_workers is None:
         n_workers = max(1, (os.cpu_count() or 1) // threads)
-    cluster = dd.LocalCluster(n_workers=int(n_workers), threads_per_worker=threads,
-                              processes=True, env=worker_env(threads))
+    cluster = local_cluster(int(n_workers), threads)
     try:
         client = dd.Client(cluster)
         try:
