@@ -45,8 +45,7 @@ DATA_SUFFIXES = (".parquet", ".npz", ".csv", ".md")
 @pytest.fixture(scope="module")
 def client():
     dd = distributed.require_dask()
-    with dd.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                         dashboard_address=None, env=distributed.worker_env(1)) as cluster, \
+    with distributed.local_cluster(2, 1, dashboard_address=None) as cluster, \
             dd.Client(cluster) as cl:
         cl.run(distributed.set_torch_threads, 1)
         yield cl
@@ -140,6 +139,16 @@ def test_driver_interrupted_resumes_on_the_other_backend(serial, client, tmp_pat
     resumed = sum(s.get("chunks_resumed", 0) for s in res.manifest["compute"]["stages"].values())
     assert resumed >= 4
     _same(serial.out, out)
+
+
+def test_local_cluster_workers_keep_large_arrays_on_the_heap(client):
+    """Workers get glibc's mmap threshold (through Dask's pre-spawn-environ, so that malloc reads
+    it at start-up; Dask's MALLOC_TRIM_THRESHOLD_ alone made every large array an mmap and a
+    worker 1.5x slower than a plain process: bench/dask_scaling.py)."""
+    envs = client.run(lambda: {k: os.environ.get(k) for k in
+                               ("MALLOC_MMAP_THRESHOLD_", "OMP_NUM_THREADS")})
+    assert all(e == {"MALLOC_MMAP_THRESHOLD_": str(256 << 20), "OMP_NUM_THREADS": "1"}
+               for e in envs.values())
 
 
 def test_python_api_client_equals_serial(serial, client):
