@@ -591,17 +591,24 @@ def _checked_options(cfg: dict, table: str, options_of, source: str):
         yield m, opts
 
 
+def _check_known(source: str, table: str, what: str, known: list[str], cfg: dict) -> list[str]:
+    """Every name in ``<table>.names`` is one of ``known`` (the error names the key and suggests
+    the closest); returns the names."""
+    names = cfg[table]["names"]
+    for m in names:
+        if m not in known:
+            raise ConfigError(f"{source}: {table}.names: unknown {what} {m!r}"
+                              f"{_suggest(m, known)} (known: {', '.join(known)}).")
+    return names
+
+
 def _check_metrics(cfg: dict, source: str) -> None:
     """Metric names exist and can run in a run (no ground truth there); ``metrics.options.<name>``
     are options that metric takes (built once here, so a bad value fails when the file is read)."""
     from . import metrics
 
-    names = cfg["metrics"]["names"]
-    known = metrics.available()
+    names = _check_known(source, "metrics", "metric", metrics.available(), cfg)
     for m in names:
-        if m not in known:
-            raise ConfigError(f"{source}: metrics.names: unknown metric {m!r}"
-                              f"{_suggest(m, known)} (known: {', '.join(known)}).")
         if metrics.get(m).needs_ground_truth:
             raise ConfigError(f"{source}: metrics.names: {m!r} compares with a known ground-truth "
                               "attribution, which a run does not have; use it from Python "
@@ -619,11 +626,6 @@ def _check_methods(cfg: dict, source: str) -> None:
     """Method names exist; ``methods.options.<name>.<key>`` are options that method takes."""
     from . import attribution
 
-    names = cfg["methods"]["names"]
-    known = attribution.available()
-    for m in names:
-        if m not in known:
-            raise ConfigError(f"{source}: methods.names: unknown attribution method {m!r}"
-                              f"{_suggest(m, known)} (known: {', '.join(known)}).")
+    _check_known(source, "methods", "attribution method", attribution.available(), cfg)
     for _ in _checked_options(cfg, "methods", attribution.options_of, source):
         pass

@@ -183,19 +183,8 @@ def run_tables(summary: pd.DataFrame, diagnostics: pd.DataFrame,
 def metrics_table(metrics: pd.DataFrame, digits: int = 3) -> str:
     """``[metrics]`` results: per policy, method x metric means ± standard errors (↑ higher is
     better, ↓ lower is better)."""
-    parts = []
-    for label in dict.fromkeys(metrics["policy"]):
-        sub = metrics[metrics["policy"] == label]
-        names = list(dict.fromkeys(sub["metric"]))
-        meths = list(dict.fromkeys(sub["method"]))
-        up = dict(zip(sub["metric"], sub["higher_is_better"], strict=False))
-        idx = sub.set_index(["metric", "method"])
-        lines = [f"## Metrics, policy {label}", "",
-                 "| method | " + " | ".join(f"{m} {'↑' if up[m] else '↓'}" for m in names) + " |",
-                 "|---|" + "---:|" * len(names)]
-        for me in meths:
-            cells = [f"{idx.loc[(mt, me), 'mean']:.{digits}g} ± "
-                     f"{idx.loc[(mt, me), 'std_error']:.2g}" for mt in names]
-            lines.append(f"| {me} | " + " | ".join(cells) + " |")
-        parts.append("\n".join(lines) + "\n")
-    return "\n".join(parts)
+    from .metrics import summary_markdown
+
+    return "\n".join(f"## Metrics, policy {label}\n\n"
+                     + summary_markdown(metrics[metrics["policy"] == label], digits) + "\n"
+                     for label in dict.fromkeys(metrics["policy"]))

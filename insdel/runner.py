@@ -38,7 +38,7 @@ from ._validation import to_jsonable
 from .distributed import chunk_seed, client_info, make_client, map_chunks, scatter
 from .evaluation import Evaluation, evaluate
 from .groups import Groups, group_attributions
-from .report import policy_table, run_header, run_tables, sampled_vs_exact
+from .report import metrics_table, policy_table, run_header, run_tables, sampled_vs_exact
 
 __all__ = ["run_experiment", "load_results", "RunResult", "OutputFolderBusy"]
 
@@ -571,9 +571,10 @@ def _metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log, 
     with ck.atomic_write(folder / "metrics.parquet", suffix=".parquet") as tmp:
         res.scores.assign(higher_is_better=res.scores["metric"].map(res.directions)).to_parquet(
             tmp, index=False)
-    summ = res.summary()
-    ck.atomic_write_text(folder / "metrics_summary.csv", summ.to_csv(index=False))
-    text = f"## Metrics, policy {label}\n\n" + res.to_markdown() + "\n"
+    summ = res.summary().assign(policy=label)
+    ck.atomic_write_text(folder / "metrics_summary.csv", summ.drop(columns="policy").to_csv(
+        index=False))
+    text = metrics_table(summ)
     if len(ms) > 1 and len(A) > 1:  # do the metrics rank the methods alike, pair by pair?
         from .metrics.agreement import agreement_figure, agreement_markdown, metric_agreement
 
@@ -598,7 +599,7 @@ def _metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log, 
     log(f"  metrics: {len(ms)} metrics x {len(A)} methods, {res.stats['requested']:,} hybrid "
         f"points requested, {res.stats['evaluated']:,} distinct evaluated, "
         f"{time.perf_counter() - t0:.1f} s")
-    return summ.assign(policy=label)
+    return summ
 
 
 def _versions() -> dict:

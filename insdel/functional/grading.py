@@ -104,13 +104,14 @@ def _metrics(metrics) -> dict[str, Metric]:
         metrics = available_metrics()
     if isinstance(metrics, str):
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
+    gradable = _gradable()
     out: dict[str, Metric] = {}
     for m in metrics:
         if callable(m):
             out[getattr(m, "__name__", repr(m))] = m
         elif m in METRICS:
             out[m] = METRICS[m]
-        elif m in _gradable():
+        elif m in gradable:
             out[m] = _from_catalogue(m)
         else:
             raise ValueError(f"metrics: unknown metric {m!r}; gradable: {available_metrics()}.")

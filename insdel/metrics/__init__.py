@@ -30,7 +30,7 @@ from ..adapter import ModelLike
 from .base import Metric, MetricContext, describe
 
 __all__ = ["Metric", "MetricContext", "available", "get", "catalogue", "evaluate_metrics",
-           "MetricResults", "register", "options_of", "FAMILY_MODULES"]
+           "MetricResults", "register", "options_of", "summary_markdown", "FAMILY_MODULES"]
 
 #: Family modules, in catalogue order. A module that is not there yet is skipped.
 FAMILY_MODULES = ("insertion_deletion", "quantus_family", "beexai_family", "openxai_family",
@@ -94,19 +94,18 @@ def get(name: str | Metric, **options) -> Metric:
     try:
         return cls(**options)
     except TypeError as e:
-        import inspect
-
-        allowed = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
-        raise ValueError(f"metric {name!r}: {e}; its options are {allowed}.") from None
+        raise ValueError(f"metric {name!r}: {e}; its options are {options_of(name)}.") from None
 
 
 def options_of(name: str) -> list[str]:
     """The keyword options the metric ``name`` takes."""
     import inspect
 
-    cls = _load()[name] if name in _load() else type(get(name))
-    return [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "args",
-                                                                                 "kwargs")]
+    reg = _load()
+    if name not in reg:
+        get(name)  # raises the unknown-name error, with the closest names
+    return [p for p in inspect.signature(reg[name].__init__).parameters
+            if p not in ("self", "args", "kwargs")]
 
 
 def catalogue() -> pd.DataFrame:
@@ -156,19 +155,24 @@ class MetricResults:
 
     def to_markdown(self, digits: int = 3) -> str:
         """method x metric table of means ± standard errors (↑ / ↓ marks the good direction)."""
-        s = self.summary()
-        metrics = list(dict.fromkeys(s["metric"]))
-        methods = list(dict.fromkeys(s["method"]))
-        idx = s.set_index(["metric", "method"])
-        head = ["method"] + [f"{m} {'↑' if self.directions[m] else '↓'}" for m in metrics]
-        lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * len(metrics)]
-        for me in methods:
-            cells = []
-            for mt in metrics:
-                r = idx.loc[(mt, me)]
-                cells.append(f"{r['mean']:.{digits}g} ± {r['std_error']:.2g}")
-            lines.append("| " + " | ".join([me, *cells]) + " |")
-        return "\n".join(lines)
+        return summary_markdown(self.summary(), digits)
+
+
+def summary_markdown(summary: pd.DataFrame, digits: int = 3) -> str:
+    """A summary (:meth:`MetricResults.summary`, or one policy's rows of a run's
+    ``metrics_summary.csv``) as a method x metric Markdown table of means ± standard errors, the
+    good direction marked ↑ (higher is better) or ↓."""
+    metrics = list(dict.fromkeys(summary["metric"]))
+    methods = list(dict.fromkeys(summary["method"]))
+    up = dict(zip(summary["metric"], summary["higher_is_better"], strict=False))
+    idx = summary.set_index(["metric", "method"])
+    lines = ["| method | " + " | ".join(f"{m} {'↑' if up[m] else '↓'}" for m in metrics) + " |",
+             "|---|" + "---:|" * len(metrics)]
+    for me in methods:
+        cells = [f"{idx.loc[(mt, me), 'mean']:.{digits}g} ± {idx.loc[(mt, me), 'std_error']:.2g}"
+                 for mt in metrics]
+        lines.append(f"| {me} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def evaluate_metrics(f: ModelLike, X: ArrayLike, R: ArrayLike,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_mode, check_scalar
-from ..areas import abc, auc
+from ..areas import abc, auc, petsiuk_auc
 from ..curves import check_order
 from ..groups import positions as make_positions
 from .base import Metric, MetricContext, rank_of, top_units
@@ -42,8 +42,6 @@ class _CurveMetric(Metric):
         c, pos = curve_values(ctx, A, mode=self.mode, order=self.order, step=self.step)
         if self.area == "abc":
             return abc(c, mode=self.mode, positions=pos, m=ctx.m)
-        from ..areas import petsiuk_auc
-
         a = petsiuk_auc(c, positions=pos, m=ctx.m) if self.step else auc(c, normalize=True)
         return a if self.mode == "insertion" else -a
 
