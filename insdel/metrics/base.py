@@ -33,8 +33,8 @@ from ..adapter import ModelLike, as_model
 from ..groups import Groups, check_groups, group_attributions
 from ..hybrid import build_rows, masks_to_words, n_words
 
-__all__ = ["HybridCache", "MetricContext", "Metric", "top_units", "rank_of", "pearson_rows",
-           "spearman_rows"]
+__all__ = ["HybridCache", "MetricContext", "Metric", "top_units", "unit_positions", "rank_of",
+           "pearson_rows", "spearman_rows"]
 
 
 class HybridCache:
@@ -229,14 +229,19 @@ def rank_of(A: np.ndarray, *, order: str = "absolute") -> np.ndarray:
     return np.argsort(key[order], axis=-1, kind="stable")
 
 
-def top_units(orders: np.ndarray, k: ArrayLike) -> np.ndarray:
-    """Masks (B, K, m): True for the first ``k[i]`` units of each ordering (one K per k)."""
+def unit_positions(orders: np.ndarray) -> np.ndarray:
+    """Position (0-based) of each unit in its ordering, (B, m): the inverse permutations."""
     orders = np.asarray(orders)
     B, m = orders.shape
-    k = np.atleast_1d(np.asarray(k, dtype=np.int64))
     pos = np.empty_like(orders)
-    np.put_along_axis(pos, orders, np.arange(m)[None, :].repeat(B, 0), axis=1)
-    return pos[:, None, :] < k[None, :, None]
+    np.put_along_axis(pos, orders, np.broadcast_to(np.arange(m), (B, m)), axis=1)
+    return pos
+
+
+def top_units(orders: np.ndarray, k: ArrayLike) -> np.ndarray:
+    """Masks (B, K, m): True for the first ``k[i]`` units of each ordering (one K per k)."""
+    k = np.atleast_1d(np.asarray(k, dtype=np.int64))
+    return unit_positions(orders)[:, None, :] < k[None, :, None]
 
 
 def pearson_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -37,7 +37,15 @@ from scipy.sparse.linalg import spsolve
 from scipy.spatial.distance import cdist
 
 from .._validation import check_bool, check_choice, check_positive_int, check_scalar
-from .base import Metric, MetricContext, pearson_rows, rank_of, spearman_rows, top_units
+from .base import (
+    Metric,
+    MetricContext,
+    pearson_rows,
+    rank_of,
+    spearman_rows,
+    top_units,
+    unit_positions,
+)
 
 __all__ = ["PixelFlipping", "RegionPerturbation", "Selectivity", "MonotonicityArya",
            "MonotonicityNguyen", "FaithfulnessCorrelation", "FaithfulnessEstimate", "ROAD",
@@ -52,19 +60,11 @@ def _steps(m: int, features_in_step: int) -> np.ndarray:
     return np.minimum(np.arange(1, S + 1) * features_in_step, m)
 
 
-def _position(orders: np.ndarray) -> np.ndarray:
-    """Position (0-based) of each unit in its ordering, (B, m)."""
-    B, m = orders.shape
-    pos = np.empty_like(orders)
-    np.put_along_axis(pos, orders, np.broadcast_to(np.arange(m), (B, m)), axis=1)
-    return pos
-
-
 def _chunks(orders: np.ndarray, features_in_step: int) -> np.ndarray:
     """Masks (B, S, m) of the disjoint chunks of ``features_in_step`` units along each ordering
     (Quantus' ``a_indices[:, s * k:(s + 1) * k]``)."""
     S = math.ceil(orders.shape[1] / features_in_step)
-    chunk = _position(orders) // features_in_step
+    chunk = unit_positions(orders) // features_in_step
     return chunk[:, None, :] == np.arange(S)[None, :, None]
 
 
