@@ -18,6 +18,8 @@ def _first(idx: np.ndarray) -> str:
 
 def check_finite(name: str, arr: np.ndarray, *, feature_names: Sequence[str] | None = None) -> None:
     """Raise ``ValueError`` naming the rows (and features) of ``arr`` that hold NaN or inf."""
+    if arr.dtype.kind == "f" and np.isfinite(np.add.reduce(arr, axis=None)):
+        return  # one pass, no temporary: any NaN or inf makes the sum NaN or inf
     bad = ~np.isfinite(arr)
     if not bad.any():
         return
@@ -232,7 +234,7 @@ def check_orders(orders, n: int, *, name: str = "orders", B: int | None = None,
             )
     elif o.ndim == 0 or o.shape[-1] != n:
         raise ValueError(f"{name} must have last dimension n = {n}; got shape {o.shape}.")
-    if o.dtype == bool or not np.issubdtype(o.dtype, np.integer):
+    if o.dtype.kind not in "iu":  # bool is kind 'b'
         if np.issubdtype(o.dtype, np.floating) and np.all(np.isfinite(o)) and np.all(o == np.round(o)):
             o = o.astype(np.int64)
         else:

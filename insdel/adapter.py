@@ -153,15 +153,20 @@ class Model:
         self.n_grad_evals += int(rows)
         self.n_calls += 1
 
-    def __call__(self, X: np.ndarray) -> np.ndarray:
-        """Evaluate f on the rows of ``X`` (N, n); returns float64 values (N,)."""
+    def __call__(self, X: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
+        """Evaluate f on the rows of ``X`` (N, n); returns float64 values (N,), in ``out`` when
+        given (a float64 array of shape (N,))."""
         X = np.asarray(X)
         if X.ndim == 1:
             X = X[None, :]
         if X.ndim != 2:
             raise ValueError(f"the model takes a 2-D array (B, n); got shape {X.shape}.")
         N = X.shape[0]
-        out = np.empty(N, dtype=np.float64)
+        if out is None:
+            out = np.empty(N, dtype=np.float64)
+        elif out.shape != (N,) or out.dtype != np.float64:
+            raise ValueError(f"out must be a float64 array of shape ({N},); got {out.dtype} "
+                             f"{out.shape}.")
         bs = self.batch_size
         for start in range(0, N, bs):
             stop = min(start + bs, N)
@@ -169,9 +174,15 @@ class Model:
         return out
 
     def _call_batch(self, Xb: np.ndarray, offset: int) -> np.ndarray:
+        """Values of one batch (B,), checked, in the model's own real dtype (the caller's float64
+        array converts them)."""
         if Xb.dtype != self.dtype:
             Xb = Xb.astype(self.dtype)
-        y = self._select(np.asarray(self._fn(np.ascontiguousarray(Xb)), dtype=np.float64))
+        y = self._fn(np.ascontiguousarray(Xb))
+        # float32 outputs stay float32 until they are written into the caller's float64 array
+        y = np.asarray(y) if self.output is None else self._select(np.asarray(y, np.float64))
+        if y.dtype.kind not in "fiu":
+            y = np.asarray(y, dtype=np.float64)
         B = Xb.shape[0]
         if y.shape == (B, 1):
             y = y[:, 0]
@@ -181,9 +192,8 @@ class Model:
                 f"got shape {y.shape}. Models with several outputs: wrap them so that they return the "
                 "one output to explain."
             )
-        bad = ~np.isfinite(y)
-        if bad.any():
-            rows = np.flatnonzero(bad) + offset
+        if not np.isfinite(y).all():
+            rows = np.flatnonzero(~np.isfinite(y)) + offset
             raise ValueError(
                 f"{self.name} returned non-finite values for {len(rows)} input row(s) "
                 f"(rows {_first(rows)} of this call)."
@@ -229,11 +239,16 @@ def _torch_fn(module):
 
     def fn(X: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
-            t = torch.from_numpy(X).to(device=device, dtype=tdtype, non_blocking=True)
+            t = torch.from_numpy(X)
+            if t.dtype != tdtype or t.device != device:
+                t = t.to(device=device, dtype=tdtype, non_blocking=True)
             y = module(t)
             if isinstance(y, (tuple, list)):
                 raise ValueError("the torch module returned a tuple/list; it must return one tensor.")
-            return y.detach().to("cpu", torch.float64).numpy()
+            try:
+                return y.numpy()  # the adapter converts to float64
+            except (TypeError, RuntimeError):  # a GPU tensor, or bfloat16 (not in NumPy)
+                return y.to("cpu", torch.float64).numpy()
 
     return fn, np_dtype
 

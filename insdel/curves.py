@@ -12,24 +12,29 @@ How the work is laid out (all pairs, all orderings, both modes at once):
    ``D = {j : x_j != r_j}``. Two curve points of one pair with the same canonical set are the same
    point and are evaluated once; the end points f(r) (set ∅) and f(x) (set D) are shared by all
    orderings and both modes of a pair.
-2. A numba kernel walks every ordering once, keeping the canonical set as packed uint64 words and a
-   Zobrist hash of it (one ordering per pair needs no hashing: its distinct rows are known), and
-   assigns each curve point the id of its distinct row (hash collisions are resolved by comparing
-   the words, so deduplication is exact).
-3. The same pass writes each new distinct row, in the model's input dtype, into the model's input
-   buffer; when the buffer holds a batch, the adapter evaluates it (the rows are still in cache)
-   and the walk resumes. The curves are gathered from the distinct values at the end.
+2. One ordering per pair (K = 1, the *chain* path) needs no hashing: a pair's distinct rows are r,
+   x and, per mode, one row per recorded point that moves a unit of D, so their number is known
+   (closed form for the paper's one-unit-per-step curves) and so is where each pair's rows go.
+   Parallel numba blocks of pairs write them, each new row a copy of the previous one with the
+   moved units changed, into a buffer of :data:`CHAIN_ROW_BYTES`, with each curve point's row
+   id; the adapter then evaluates the buffer batch by batch.
+3. Several orderings per pair (the *hashed* path): a serial numba walk keeps each point's canonical
+   set as packed uint64 words with a Zobrist hash and gives each point the id of its distinct row
+   (collisions are resolved by comparing the words, so deduplication is exact); the same pass
+   appends each new distinct row to the model's input buffer, and when it holds a batch the
+   adapter evaluates it (the rows are still in cache) and the walk resumes.
+4. The curves are gathered from the distinct values (parallel numba blocks from
+   :data:`PARALLEL_MIN_POINTS` points on).
 
-The kernels run serially on chunks below :data:`PARALLEL_MIN_POINTS` curve points (and the row
-writing always does): on small chunks a parallel region's start-up, and threads that must wake up
-on a machine whose cores the model's own threads (or other processes) hold, cost more than the work.
-
-Pairs are processed in chunks so that at most ``chunk_size`` curve points are indexed at once and at
-most ``batch_size`` hybrid rows (plus one pair's) exist at once.
+Pairs are processed in chunks so that at most ``chunk_size`` curve points are indexed at once; at
+most ``CHAIN_ROW_BYTES`` of rows (and at least a batch) on the chain path, and ``batch_size`` rows
+plus one pair's on the hashed path, exist at once.
 """
 
 from __future__ import annotations
 
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numba as nb
@@ -99,19 +104,6 @@ def orderings(A: ArrayLike, *, order: str = "signed") -> np.ndarray:
     A = as_float_array("A", A, ndim=tuple(range(1, 8)))
     key = {"signed": -A, "absolute": -np.abs(A), "ascending": A}[order]
     return np.argsort(key, axis=-1, kind="stable").astype(np.int64)
-
-
-#: Chunks with fewer curve points than this run their numba kernels serially: on small chunks a
-#: parallel region's start-up, and its worker threads still spinning when the model (torch's own
-#: threads) runs next, cost more than the work itself.
-PARALLEL_MIN_POINTS = 1 << 20
-
-
-def _blocks(B: int, points: int) -> int:
-    """Number of blocks of pairs a kernel is split into (1: run it serially)."""
-    if points < PARALLEL_MIN_POINTS or B < 2:
-        return 1
-    return min(B, 4 * max(1, nb.get_num_threads()))
 
 
 @nb.njit(cache=True, nogil=True)
@@ -245,27 +237,95 @@ def _hash_rows_kernel(b, B, orders, X, R, diff, zob, pos, starts, members, group
 
 
 @nb.njit(cache=True, nogil=True)
-def _chain_rows_kernel(b, B, orders, X, R, diff, n_d, pos, starts, members, grouped, do_ins,
-                       do_del, rows, r, limit, gbase, first, idx, work):  # pragma: no cover - numba
-    """One ordering per pair (K = 1): the distinct rows are known without hashing (r, x and, per
-    mode, one row per recorded point that differs from the previous one and from both ends).
-    Walks pairs b, b + 1, ... (until ``r >= limit`` or b == B), appending each distinct row to
-    ``rows[r]`` (the model's input buffer; global row id ``gbase + r``) and writing every curve
-    point's row id to ``idx``; ``first[b]`` is the id of pair b's row r (row x follows when
-    x != r). Unit g is the columns ``members[starts[g]:starts[g + 1]]`` (``grouped``; else
-    column g). Returns (b, r)."""
+def _chain_block(b_lo, b_hi, orders, X, R, diff, n_d, pos, starts, members, grouped, do_ins,
+                 do_del, write, offsets, rows, gbase, idx):  # pragma: no cover - numba
+    """One ordering per pair (K = 1), pairs ``b_lo .. b_hi - 1``: the distinct rows are known
+    without hashing (r, x and, per mode, one row per recorded point that differs from the previous
+    one and from both ends).
+
+    ``write`` False (count): ``offsets[b]`` receives pair b's number of distinct rows. ``write``
+    True: pair b's rows are written from ``rows[offsets[b]]`` on (row r first, then x when x != r;
+    global row id ``gbase + offsets[b] + i``) and every curve point's row id goes to ``idx``. Each
+    new row is the previous one (still in cache) with the moved units' columns changed. Unit g is
+    the columns ``members[starts[g]:starts[g + 1]]`` (``grouped``; else column g)."""
     n = X.shape[1]
     S = pos.shape[0]
-    while b < B and r < limit:
-        off = gbase + r
-        first[b] = off
+    for b in range(b_lo, b_hi):
+        r = offsets[b] if write else 0
+        row_r = r
+        if write:
+            for j in range(n):
+                rows[r, j] = R[b, j]
+        r += 1
+        row_x = row_r
+        if n_d[b] > 0:
+            row_x = r
+            if write:
+                for j in range(n):
+                    rows[r, j] = X[b, j]
+            r += 1
+        mi = 0
+        for mode in range(2):
+            if (mode == 0 and not do_ins) or (mode == 1 and not do_del):
+                continue
+            ins = mode == 0
+            inside = 0 if ins else n_d[b]
+            last = row_r if ins else row_x  # the row of the current state
+            dst = X if ins else R
+            t = 0
+            for s in range(S):
+                t0 = t
+                moved = False
+                while t < pos[s]:
+                    if diff[b, orders[b, 0, t]]:
+                        inside += 1 if ins else -1
+                        moved = True
+                    t += 1
+                if moved:
+                    if inside == n_d[b]:
+                        last = row_x
+                    elif inside == 0:
+                        last = row_r
+                    else:
+                        if write:
+                            for j in range(n):
+                                rows[r, j] = rows[last, j]
+                            for tt in range(t0, t):
+                                g = orders[b, 0, tt]
+                                if diff[b, g]:
+                                    if grouped:
+                                        for c in range(starts[g], starts[g + 1]):
+                                            col = members[c]
+                                            rows[r, col] = dst[b, col]
+                                    else:
+                                        rows[r, g] = dst[b, g]
+                        last = r
+                        r += 1
+                if write:
+                    idx[b, 0, mi, s] = gbase + last
+            mi += 1
+        if not write:
+            offsets[b] = r
+
+
+@nb.njit(cache=True, nogil=True)
+def _chain_fast_block(b_lo, b_hi, orders, X, R, diff, n_d, do_ins, do_del, offsets, rows, gbase,
+                      idx):  # pragma: no cover - numba
+    """:func:`_chain_block` (write mode) for the commonest case: one feature per unit and every
+    step recorded. The same rows and ids; kept separate because the general kernel's unit and
+    position loops make it about twice as slow here (measured: 0.37 against 0.72 ms serial for
+    2,000 pairs, n = 16)."""
+    n = X.shape[1]
+    for b in range(b_lo, b_hi):
+        r = offsets[b]
+        row_r = r
         for j in range(n):
             rows[r, j] = R[b, j]
         r += 1
-        id_r = off
-        id_x = off
-        if n_d[b] > 0:
-            id_x = off + 1
+        row_x = row_r
+        nd = n_d[b]
+        if nd > 0:
+            row_x = r
             for j in range(n):
                 rows[r, j] = X[b, j]
             r += 1
@@ -274,42 +334,72 @@ def _chain_rows_kernel(b, B, orders, X, R, diff, n_d, pos, starts, members, grou
             if (mode == 0 and not do_ins) or (mode == 1 and not do_del):
                 continue
             ins = mode == 0
-            inside = 0 if ins else n_d[b]
-            prev = id_r if ins else id_x
-            src = R if ins else X
+            inside = 0 if ins else nd
+            last = row_r if ins else row_x
             dst = X if ins else R
-            for i in range(n):
-                work[i] = src[b, i]
-            changed = False
-            t = 0
-            for s in range(S):
-                while t < pos[s]:
-                    g = orders[b, 0, t]
-                    t += 1
-                    if diff[b, g]:
-                        inside += 1 if ins else -1
-                        if grouped:
-                            for c in range(starts[g], starts[g + 1]):
-                                col = members[c]
-                                work[col] = dst[b, col]
-                        else:
-                            work[g] = dst[b, g]
-                        changed = True
-                if changed:
-                    if inside == n_d[b]:
-                        prev = id_x
+            idx[b, 0, mi, 0] = gbase + last
+            for t in range(n):
+                g = orders[b, 0, t]
+                if diff[b, g]:
+                    inside += 1 if ins else -1
+                    if inside == nd:
+                        last = row_x
                     elif inside == 0:
-                        prev = id_r
+                        last = row_r
                     else:
-                        for i in range(n):
-                            rows[r, i] = work[i]
-                        prev = gbase + r
+                        for j in range(n):
+                            rows[r, j] = rows[last, j]
+                        rows[r, g] = dst[b, g]
+                        last = r
                         r += 1
-                    changed = False
-                idx[b, 0, mi, s] = prev
+                idx[b, 0, mi, t + 1] = gbase + last
             mi += 1
-        b += 1
-    return b, r
+
+
+@nb.njit(parallel=True, cache=True, nogil=True)
+def _chain_fast_par(nblk, orders, X, R, diff, n_d, do_ins, do_del, offsets, rows, gbase,
+                    idx):  # pragma: no cover - numba
+    B = X.shape[0]
+    for i in nb.prange(nblk):
+        _chain_fast_block(i * B // nblk, (i + 1) * B // nblk, orders, X, R, diff, n_d, do_ins,
+                          do_del, offsets, rows, gbase, idx)
+
+
+@nb.njit(parallel=True, cache=True, nogil=True)
+def _chain_par(nblk, orders, X, R, diff, n_d, pos, starts, members, grouped, do_ins, do_del,
+               write, offsets, rows, gbase, idx):  # pragma: no cover - numba
+    B = X.shape[0]
+    for i in nb.prange(nblk):
+        _chain_block(i * B // nblk, (i + 1) * B // nblk, orders, X, R, diff, n_d, pos, starts,
+                     members, grouped, do_ins, do_del, write, offsets, rows, gbase, idx)
+
+
+def _chain(nblk, *args):
+    """:func:`_chain_block` over all pairs of ``args``, in ``nblk`` parallel blocks (1: serially)."""
+    if nblk == 1:
+        _chain_block(0, args[1].shape[0], *args)
+    else:
+        _chain_par(nblk, *args)
+
+
+def _chain_fast(nblk, *args):
+    """:func:`_chain_fast_block` over all pairs of ``args``, in ``nblk`` parallel blocks."""
+    if nblk == 1:
+        _chain_fast_block(0, args[1].shape[0], *args)
+    else:
+        _chain_fast_par(nblk, *args)
+
+
+@nb.njit(cache=True, nogil=True)
+def _row_counts(mask):  # pragma: no cover - numba
+    """Number of True entries per row of a 2-D boolean array (int64)."""
+    out = np.zeros(mask.shape[0], dtype=np.int64)
+    for b in range(mask.shape[0]):
+        c = 0
+        for j in range(mask.shape[1]):
+            c += mask[b, j]
+        out[b] = c
+    return out
 
 
 @nb.njit(cache=True, nogil=True)
@@ -380,6 +470,159 @@ def _unit_plan(X: np.ndarray, R: np.ndarray, groups: Groups | None):
             groups.labels)
 
 
+#: The chain path (K = 1) writes the rows of as many pairs as fit in this many bytes (and at least
+#: one batch), then evaluates them: a buffer the writing threads fill in parallel, larger than a
+#: core's cache on purpose (a cache-sized buffer rewritten after the model's threads read it costs
+#: a cross-core invalidation per row, measured slower than writing fresh lines).
+CHAIN_ROW_BYTES = 1 << 23
+
+#: Kernels over fewer rows (or curve points) than this run serially: below it a parallel region's
+#: start-up costs more than the work. (The hashed walk is always serial: it feeds the model's
+#: input buffer batch by batch.)
+PARALLEL_MIN_POINTS = 1 << 12
+
+
+class _Clock:
+    """Seconds spent indexing and writing rows (bookkeeping) and in the model, for TraceResult."""
+
+    def __init__(self):
+        self.index_s = self.model_s = 0.0
+
+    @contextmanager
+    def index(self):
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.index_s += time.perf_counter() - t
+
+    @contextmanager
+    def model(self):
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.model_s += time.perf_counter() - t
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What the row kernels need besides the pairs: recorded positions, unit -> columns, modes."""
+
+    pos: np.ndarray
+    starts: np.ndarray
+    members: np.ndarray
+    grouped: bool
+    do_ins: bool
+    do_del: bool
+
+    @property
+    def args(self) -> tuple:
+        return (self.pos, self.starts, self.members, self.grouped, self.do_ins, self.do_del)
+
+
+class _ChainWalk:
+    """One ordering per pair: count each pair's distinct rows, then, per run of pairs whose rows fit
+    :data:`CHAIN_ROW_BYTES`, write them (parallel blocks of pairs at known offsets) and evaluate
+    them with one adapter call (batched by the model's ``batch_size``)."""
+
+    def __init__(self, model, n: int, plan: _Plan, S: int):
+        self.model, self.plan = model, plan
+        self.M = int(plan.do_ins) + int(plan.do_del)
+        self.cap = 2 + self.M * S  # most rows of one pair
+        m = len(plan.starts) - 1
+        self.full = S == m + 1  # positions 0, 1, ..., m
+        row_bytes = n * model.dtype.itemsize
+        self.budget = max(model.batch_size, self.cap, CHAIN_ROW_BYTES // max(row_bytes, 1))
+        self.n = n
+        self.stage = np.empty((0, n), dtype=model.dtype)
+
+    def _rows(self, rows: int) -> np.ndarray:
+        if self.stage.shape[0] < rows:
+            self.stage = np.empty((rows, self.n), dtype=self.model.dtype)
+        return self.stage
+
+    def __call__(self, ob, Xc, Rc, dc, nd, idx, first, values, clock) -> int:
+        Bc = Xc.shape[0]
+        args = self.plan.args
+        with clock.index():
+            if self.full:  # every step recorded: r, x and, per mode, one row per inner step
+                counts = 1 + (nd > 0) + self.M * np.maximum(nd - 1, 0)
+            else:
+                counts = np.empty(Bc, dtype=np.int64)
+                _chain(_blocks(Bc, Bc * self.cap), ob, Xc, Rc, dc, nd, *args, False,
+                       counts, self.stage[:0], 0, idx)
+            ends = np.cumsum(counts)
+        gbase = b = 0
+        while b < Bc:
+            with clock.index():
+                e = max(b + 1, int(np.searchsorted(ends, gbase + self.budget, side="right")))
+                rows = int(ends[e - 1]) - gbase
+                offs = ends[b:e] - counts[b:e] - gbase  # each pair's first row in the buffer
+                stage = self._rows(rows)
+                nblk = _blocks(e - b, rows)
+                if self.full and not self.plan.grouped:
+                    _chain_fast(nblk, ob[b:e], Xc[b:e], Rc[b:e], dc[b:e], nd[b:e],
+                                self.plan.do_ins, self.plan.do_del, offs, stage, gbase, idx[b:e])
+                else:
+                    _chain(nblk, ob[b:e], Xc[b:e], Rc[b:e], dc[b:e], nd[b:e], *args, True, offs,
+                           stage, gbase, idx[b:e])
+                first[b:e] = offs + gbase
+            with clock.model():
+                self.model(stage[:rows], out=values[gbase:gbase + rows])
+            gbase += rows
+            b = e
+        return gbase
+
+
+def _blocks(B: int, work: int) -> int:
+    """Parallel blocks for a kernel over B pairs and ``work`` rows or points (1: serially)."""
+    if work < PARALLEL_MIN_POINTS or B < 2:
+        return 1
+    return min(B, 4 * max(1, nb.get_num_threads()))
+
+
+class _HashWalk:
+    """K > 1 orderings per pair: one serial pass per batch walks the pairs' orderings, hashing each
+    canonical set, and appends each new distinct row to the model's input buffer (kept in cache)
+    until it holds a batch, which is then evaluated."""
+
+    def __init__(self, model, n: int, m: int, plan: _Plan, points_per_pair: int):
+        self.model, self.plan = model, plan
+        self.cap = cap = 2 + points_per_pair  # most distinct rows one pair can have
+        self.bs = model.batch_size
+        # the model's input buffer: a batch plus the rows of the pair that completes it
+        self.stage = np.empty((self.bs + cap - 1, n), dtype=model.dtype)
+        self.work = np.empty(n, dtype=model.dtype)  # the current point, changed unit by unit
+        self.zob = _zobrist(m)
+        T = 1
+        while T < 2 * cap:
+            T *= 2
+        self.T = T
+        self.th = np.empty(T, dtype=np.uint64)
+        self.lw = np.empty((cap, n_words(m)), dtype=np.uint64)
+
+    def __call__(self, ob, Xc, Rc, dc, nd, idx, first, values, clock) -> int:
+        Bc, bs, stage = Xc.shape[0], self.bs, self.stage
+        p = self.plan
+        tg = np.full(self.T, -1, dtype=np.int64)
+        b = r = gbase = 0
+        while b < Bc or r > 0:
+            with clock.index():
+                b, r = _hash_rows_kernel(b, Bc, ob, Xc, Rc, dc, self.zob, p.pos, p.starts,
+                                         p.members, p.grouped, p.do_ins, p.do_del, stage, r, bs,
+                                         gbase, first, idx, tg, self.th, self.lw, self.work)
+            if r >= bs or (b == Bc and r > 0):
+                take = min(r, bs)
+                with clock.model():
+                    self.model(stage[:take], out=values[gbase:gbase + take])
+                if r > take:
+                    stage[:r - take] = stage[take:r]
+                gbase += take
+                r -= take
+        return gbase
+
+
 def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=MODES,
           groups=None, positions: ArrayLike | None = None, batch_size: int | None = None,
           chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None,
@@ -416,8 +659,6 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
     -------
     TraceResult
     """
-    import time
-
     model = as_model(f, batch_size=batch_size)
     if validate:
         X, R = check_pairs(X, R)
@@ -440,77 +681,41 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
     if client is not None:
         return _trace_on(client, f, X, R, orders, modes, batch_size, chunk_size, chunk_pairs,
                          progress, grp, pos)
-    W = n_words(m)
     Xd = np.ascontiguousarray(X, dtype=model.dtype)
     Rd = np.ascontiguousarray(R, dtype=model.dtype)
     diff, starts, members, _ = _unit_plan(X, R, grp)
-    n_d = diff.sum(axis=1).astype(np.int64)
+    n_d = _row_counts(diff)
 
-    cap = 2 + K * M * S  # most distinct rows one pair can have
     out = {mo: np.empty((B, K, S)) for mo in modes}
     fx = np.empty(B)
     fr = np.empty(B)
     n_unique = 0
-    t_index = t_model = 0.0
-    bs = model.batch_size
+    clock = _Clock()
     total_points = B * per_pair
-    grouped = grp is not None
-    work = np.empty(n, dtype=model.dtype)  # the current point, changed unit by unit
-    # the model's input buffer: a batch plus the rows of the pair that completes it
-    stage = np.empty((bs + cap - 1, n), dtype=model.dtype)
-    if K > 1:  # the hashed path (K = 1 takes the chain path, no hashing)
-        zob = _zobrist(m)
-        T = 1
-        while T < 2 * cap:
-            T *= 2
-        th = np.empty(T, dtype=np.uint64)
-        lw = np.empty((cap, W), dtype=np.uint64)
+    plan = _Plan(pos, starts, members, grp is not None, do_ins, do_del)
+    walk = _ChainWalk(model, n, plan, S) if K == 1 else _HashWalk(model, n, m, plan, K * M * S)
     with progress_bar(total=B, desc="curves", unit="pair", enable=progress,
                       auto=total_points > 5_000_000) as bar:
         for b0 in range(0, B, chunk_pairs):
             b1 = min(b0 + chunk_pairs, B)
             Bc = b1 - b0
             nd = n_d[b0:b1]
-            nblk = _blocks(Bc, Bc * per_pair)
-            # one serial pass per batch: walk the pairs' orderings and append each new distinct
-            # row to the model's input buffer (kept in cache) until it holds a batch; evaluate it
-            t0 = time.perf_counter()
-            idx = np.empty((Bc, K, M, S), dtype=np.int32 if Bc * cap < 2**31 else np.int64)
-            offsets = np.empty(Bc, dtype=np.int64)  # global id of each pair's row r
-            values = np.empty(Bc * cap)
-            ob, Xc, Rc, dc = orders[b0:b1], Xd[b0:b1], Rd[b0:b1], diff[b0:b1]
-            if K > 1:
-                tg = np.full(T, -1, dtype=np.int64)
-            b = r = gbase = 0
-            while b < Bc or r > 0:
-                if K == 1:  # the chain path: no hashing needed
-                    b, r = _chain_rows_kernel(b, Bc, ob, Xc, Rc, dc, nd, pos, starts, members,
-                                              grouped, do_ins, do_del, stage, r, bs, gbase,
-                                              offsets, idx, work)
-                else:
-                    b, r = _hash_rows_kernel(b, Bc, ob, Xc, Rc, dc, zob, pos, starts, members,
-                                             grouped, do_ins, do_del, stage, r, bs, gbase,
-                                             offsets, idx, tg, th, lw, work)
-                if r >= bs or (b == Bc and r > 0):
-                    take = min(r, bs)
-                    t1 = time.perf_counter()
-                    t_index += t1 - t0
-                    values[gbase:gbase + take] = model(stage[:take])
-                    t0 = time.perf_counter()
-                    t_model += t0 - t1
-                    if r > take:
-                        stage[:r - take] = stage[take:r]
-                    gbase += take
-                    r -= take
-            U = gbase
-            for mi, mo in enumerate(modes):
-                _gather(values, idx, mi, out[mo][b0:b1], nblk)
-            # local row 0 is r; row 1 is x when D is not empty (else x = r)
-            fr[b0:b1] = values[offsets]
-            fx[b0:b1] = values[offsets + (nd > 0)]
+            with clock.index():
+                idx = np.empty((Bc, K, M, S), dtype=np.int32 if Bc * walk.cap < 2**31 else np.int64)
+                first = np.empty(Bc, dtype=np.int64)  # global id of each pair's row r
+                values = np.empty(Bc * walk.cap)
+            U = walk(orders[b0:b1], Xd[b0:b1], Rd[b0:b1], diff[b0:b1], nd, idx, first, values,
+                     clock)
+            with clock.index():
+                nblk = _blocks(Bc, Bc * per_pair)
+                for mi, mo in enumerate(modes):
+                    _gather(values, idx, mi, out[mo][b0:b1], nblk)
+                # local row 0 is r; row 1 is x when D is not empty (else x = r)
+                fr[b0:b1] = values[first]
+                fx[b0:b1] = values[first + (nd > 0)]
             n_unique += U
-            t_index += time.perf_counter() - t0
             bar.update(Bc)
+    t_index, t_model = clock.index_s, clock.model_s
     return TraceResult(curves=out, fx=fx, fr=fr, n_points=total_points, n_unique=n_unique,
                        timings={"bookkeeping_s": t_index, "model_s": t_model}, positions=pos,
                        m=m, groups=grp)

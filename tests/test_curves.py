@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 import torch
@@ -389,3 +391,80 @@ def test_order_options_signed_absolute_ascending(tmp_path):
         insdel.evaluate(f, X, R, {"m": A}, order="abs")
     ev.save(tmp_path)
     assert insdel.Evaluation.load(tmp_path).order == "ascending"
+
+
+# ------------------------------------------------ the chain path (K = 1): kernels, runs, threads
+
+
+def _curves_module():
+    """The module ``insdel.curves`` (the package attribute of that name is the function)."""
+    return importlib.import_module("insdel.curves")
+
+
+def _chain_inputs(rng, B, n, dtype=np.float32):
+    C = _curves_module()
+
+    X = rng.integers(0, 3, size=(B, n)).astype(dtype)  # many x_j == r_j
+    R = rng.integers(0, 3, size=(B, n)).astype(dtype)
+    diff, starts, members, _ = C._unit_plan(X, R, None)
+    nd = C._row_counts(diff)
+    o = np.argsort(rng.random((B, 1, n)), axis=-1).astype(np.int64)
+    return C, X, R, diff, starts, members, nd, o
+
+
+@pytest.mark.parametrize("modes", [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("nblk", [1, 5])
+def test_chain_fast_kernel_equals_general_kernel(modes, nblk):
+    """The specialised kernel (one feature per unit, every step recorded) writes the same rows
+    and ids as the general one, serially and in parallel blocks; the closed-form row counts are
+    the general kernel's counts."""
+    from insdel.groups import full_positions
+
+    rng = np.random.default_rng(nblk)
+    B, n = 37, 11
+    C, X, R, diff, starts, members, nd, o = _chain_inputs(rng, B, n)
+    do_ins, do_del = modes
+    M = do_ins + do_del
+    pos = full_positions(n)
+    idx_a = np.full((B, 1, M, n + 1), -1, dtype=np.int32)
+    idx_b = idx_a.copy()
+    counts = np.empty(B, dtype=np.int64)
+    args = (pos, starts, members, False, do_ins, do_del)
+    C._chain(nblk, o, X, R, diff, nd, *args, False, counts, np.empty((0, n), np.float32), 0,
+             idx_a)
+    np.testing.assert_array_equal(counts, 1 + (nd > 0) + M * np.maximum(nd - 1, 0))
+    offs = np.cumsum(counts) - counts
+    rows_a = np.full((counts.sum(), n), np.nan, dtype=np.float32)
+    rows_b = rows_a.copy()
+    C._chain(nblk, o, X, R, diff, nd, *args, True, offs, rows_a, 100, idx_a)
+    C._chain_fast(nblk, o, X, R, diff, nd, do_ins, do_del, offs, rows_b, 100, idx_b)
+    np.testing.assert_array_equal(rows_a, rows_b)
+    np.testing.assert_array_equal(idx_a, idx_b)
+    assert not np.isnan(rows_a).any() and idx_a.min() >= 100
+
+
+@pytest.mark.parametrize("row_bytes", [1 << 23, 2000])
+def test_chain_path_parallel_blocks_and_runs(monkeypatch, row_bytes):
+    """Enough pairs for parallel blocks, and (with a small row budget) many runs of pairs, each
+    evaluated by its own model call: the curves are the definition's and the hashed path's."""
+    C = _curves_module()
+
+    monkeypatch.setattr(C, "CHAIN_ROW_BYTES", row_bytes)
+    rng = np.random.default_rng(3)
+    B, n = 400, 9
+    X = rng.integers(0, 2, size=(B, n)).astype(float)
+    R = rng.integers(0, 2, size=(B, n)).astype(float)
+    f = smooth_f(4, n)
+    o = np.argsort(rng.random((B, 1, n)), axis=-1)
+    model = insdel.as_model(f, batch_size=64)
+    one = trace(model, X, R, o)
+    two = trace(model, X, R, np.concatenate([o, o], axis=1))  # hashed path
+    assert one.n_unique == two.n_unique
+    for m in ("insertion", "deletion"):  # other batch shapes: BLAS may round differently
+        np.testing.assert_allclose(one.curves[m][:, 0], two.curves[m][:, 0], rtol=1e-13,
+                                   atol=1e-13)
+    for b in (0, 1, B // 2, B - 1):
+        for m in ("insertion", "deletion"):
+            np.testing.assert_allclose(one.curves[m][b, 0], brute_curve(f, X[b], R[b], o[b, 0], m))
+    np.testing.assert_allclose(one.fx, f(X))
+    np.testing.assert_allclose(one.fr, f(R))

@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch import nn
 
+import insdel
 from insdel import as_model, datasets, models, plotting
 
 matplotlib.use("Agg")
@@ -177,3 +178,26 @@ def test_quick_cern_budget_on_20000_events():
     seconds = time.perf_counter() - t0
     assert met["test"]["r2"] > 0.9
     assert seconds < 60, seconds
+
+
+def test_adapter_output_dtypes_and_out():
+    """float32 and bfloat16 modules give float64 values equal to their outputs; ``out=`` receives
+    them in place and is checked."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 1))
+    X = np.random.default_rng(0).normal(size=(10, 4))
+    m = insdel.as_model(net, batch_size=3)
+    with torch.inference_mode():
+        ref = net(torch.from_numpy(X.astype(np.float32)))[:, 0].double().numpy()
+    out = np.full(10, np.nan)
+    got = m(X, out=out)
+    assert got is out and got.dtype == np.float64
+    np.testing.assert_array_equal(got, ref)
+    with pytest.raises(ValueError, match="out must be a float64 array of shape"):
+        m(X, out=np.empty(9))
+    bf = insdel.as_model(net.to(torch.bfloat16))
+    with torch.inference_mode():
+        ref_bf = net(torch.from_numpy(X.astype(np.float32)).to(torch.bfloat16))[:, 0].double()
+    np.testing.assert_array_equal(bf(X), ref_bf.numpy())
+    ints = insdel.as_model(lambda Z: (Z[:, 0] > 0).astype(np.int64))
+    np.testing.assert_array_equal(ints(X), (X[:, 0] > 0).astype(float))
