@@ -16,7 +16,7 @@ How the work is laid out (all pairs, all orderings, both modes at once):
    x and, per mode, one row per recorded point that moves a unit of D, so their number is known
    (closed form for the paper's one-unit-per-step curves) and so is where each pair's rows go.
    Parallel numba blocks of pairs write them, each new row a copy of the previous one with the
-   moved units changed, into a buffer of :data:`CHAIN_ROW_BYTES`, with each curve point's row
+   moved units changed, into a buffer of :data:`ROW_BUFFER_BYTES`, with each curve point's row
    id; the adapter then evaluates the buffer batch by batch.
 3. Several orderings per pair (the *hashed* path): a serial numba walk keeps each point's canonical
    set as packed uint64 words with a Zobrist hash and gives each point the id of its distinct row
@@ -27,12 +27,14 @@ How the work is laid out (all pairs, all orderings, both modes at once):
    :data:`PARALLEL_MIN_POINTS` points on).
 
 Pairs are processed in chunks so that at most ``chunk_size`` curve points are indexed at once; at
-most ``CHAIN_ROW_BYTES`` of rows (and at least a batch) on the chain path, and ``batch_size`` rows
+most ``ROW_BUFFER_BYTES`` of rows (and at least a batch) on the chain path, and ``batch_size`` rows
 plus one pair's on the hashed path, exist at once.
 """
 
 from __future__ import annotations
 
+import math
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -54,7 +56,8 @@ from .groups import (
 from .groups import positions as make_positions
 from .hybrid import n_words
 
-__all__ = ["curves", "orderings", "unit_orderings", "trace", "TraceResult", "DEFAULT_CHUNK_SIZE"]
+__all__ = ["curves", "orderings", "unit_orderings", "trace", "TraceResult", "DEFAULT_CHUNK_SIZE",
+           "clear_workspace"]
 
 DEFAULT_CHUNK_SIZE = 1 << 21  # curve points indexed per chunk of pairs
 MODES = ("insertion", "deletion")
@@ -107,22 +110,21 @@ def orderings(A: ArrayLike, *, order: str = "signed") -> np.ndarray:
 
 
 @nb.njit(cache=True, nogil=True)
-def _find(tg, th, lw, pb, cur, h):  # pragma: no cover - numba
-    """Open-addressing lookup of the canonical set ``cur`` (hash h) among the rows of the current
-    pair (global row ids >= pb; older entries count as empty, so the table is never cleared).
-    Returns (slot, local id), local id -1 when absent (``slot`` is then a free slot for it)."""
-    mask = tg.shape[0] - 1
+def _find(stamp, tid, th, lw, base, b, cur, h):  # pragma: no cover - numba
+    """Open-addressing lookup of the canonical set ``cur`` (hash h) among pair b's distinct rows
+    (``lw[base + u]`` holds row u's set; entries of other pairs count as empty, so the table is
+    never cleared). Returns (slot, local id), id -1 when absent (``slot`` is then free for it)."""
+    mask = stamp.shape[0] - 1
     W = cur.shape[0]
     slot = np.int64(h & np.uint64(mask))
     while True:
-        g = tg[slot]
-        if g < pb:
+        if stamp[slot] != b:
             return slot, -1
         if th[slot] == h:
-            u = g - pb
+            u = tid[slot]
             same = True
             for w in range(W):
-                if lw[u, w] != cur[w]:
+                if lw[base + u, w] != cur[w]:
                     same = False
                     break
             if same:
@@ -131,52 +133,57 @@ def _find(tg, th, lw, pb, cur, h):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True, nogil=True)
-def _hash_rows_kernel(b, B, orders, X, R, diff, zob, pos, starts, members, grouped, do_ins, do_del,
-                      rows, r, limit, gbase, first, idx, tg, th, lw, work):  # pragma: no cover - numba
-    """K > 1 orderings per pair: walk pairs b, b + 1, ... (until ``r >= limit`` or b == B), keeping
-    the canonical set of each curve point as packed words with a Zobrist hash; each new set's
-    hybrid row (the current point, updated unit by unit) is appended to ``rows[r]`` (the model's
-    input buffer) and gets the global row id ``gbase + r``; every curve point gets its row's id in
-    ``idx`` (hash collisions are resolved by comparing the words: deduplication is exact).
-    ``first[b]`` is the id of pair b's row r (row x follows when x != r). Returns (b, r)."""
+def _hash_block(b_lo, b_hi, orders, X, R, diff, zob, pos, starts, members, grouped, do_ins,
+                do_del, T, lw, cap, counts, idx, rows):  # pragma: no cover - numba
+    """K orderings per pair, pairs ``b_lo .. b_hi - 1``: walk every ordering keeping the canonical
+    set of each curve point as packed words with a Zobrist hash, and the current point itself,
+    updated unit by unit; each new set becomes pair b's next distinct row u (``lw[b * cap + u]`` =
+    its set, ``rows[b * cap + u]`` = its hybrid; row 0 is r, row 1 is x when x != r) and every
+    curve point gets its row's local id in ``idx`` (hash collisions are resolved by comparing the
+    words: deduplication is exact). ``counts[b]`` receives the number of distinct rows."""
     K = orders.shape[1]
     n = X.shape[1]
     W = lw.shape[1]
     S = pos.shape[0]
+    stamp = np.full(T, -1, dtype=np.int64)  # the pair an entry belongs to
+    tid = np.empty(T, dtype=np.int64)
+    th = np.empty(T, dtype=np.uint64)
     cur = np.zeros(W, dtype=np.uint64)
     dw = np.zeros(W, dtype=np.uint64)
-    while b < B and r < limit:
-        pb = gbase + r
-        first[b] = pb
-        # the end points: the empty set -> r (local id 0), the difference set D -> x (id 1)
+    work = np.empty(n, dtype=rows.dtype)
+    for b in range(b_lo, b_hi):
+        base = b * cap
+        for j in range(n):
+            rows[base, j] = R[b, j]
         hD = np.uint64(0)
         for w in range(W):
             dw[w] = 0
+            cur[w] = 0
+            lw[base, w] = 0
         nd = 0
         for g in range(diff.shape[1]):
             if diff[b, g]:
                 dw[g >> 6] |= np.uint64(1) << np.uint64(g & 63)
                 hD ^= zob[g]
                 nd += 1
-        for w in range(W):
-            cur[w] = 0
-        slot, u = _find(tg, th, lw, pb, cur, np.uint64(0))
-        tg[slot] = pb
+        # the end points: the empty set -> r (local id 0), the difference set D -> x (id 1)
+        slot, u = _find(stamp, tid, th, lw, base, b, cur, np.uint64(0))
+        stamp[slot] = b
+        tid[slot] = 0
         th[slot] = 0
-        for w in range(W):
-            lw[0, w] = 0
-        for j in range(n):
-            rows[r, j] = R[b, j]
-        r += 1
+        cnt = 1
+        id_x = 0
         if nd > 0:
-            slot, u = _find(tg, th, lw, pb, dw, hD)
-            tg[slot] = pb + 1
+            slot, u = _find(stamp, tid, th, lw, base, b, dw, hD)
+            stamp[slot] = b
+            tid[slot] = 1
             th[slot] = hD
             for w in range(W):
-                lw[1, w] = dw[w]
+                lw[base + 1, w] = dw[w]
             for j in range(n):
-                rows[r, j] = X[b, j]
-            r += 1
+                rows[base + 1, j] = X[b, j]
+            cnt = 2
+            id_x = 1
         mi = 0
         for mode in range(2):
             if (mode == 0 and not do_ins) or (mode == 1 and not do_del):
@@ -189,12 +196,12 @@ def _hash_rows_kernel(b, B, orders, X, R, diff, zob, pos, starts, members, group
                     for w in range(W):
                         cur[w] = 0
                     h = np.uint64(0)
-                    prev = pb
+                    prev = 0
                 else:
                     for w in range(W):
                         cur[w] = dw[w]
                     h = hD
-                    prev = pb + 1 if nd > 0 else pb
+                    prev = id_x
                 for j in range(n):
                     work[j] = src[b, j]
                 changed = False
@@ -218,34 +225,78 @@ def _hash_rows_kernel(b, B, orders, X, R, diff, zob, pos, starts, members, group
                                 work[g] = dst[b, g]
                             changed = True
                     if changed:
-                        slot, u = _find(tg, th, lw, pb, cur, h)
+                        slot, u = _find(stamp, tid, th, lw, base, b, cur, h)
                         if u < 0:
-                            u = gbase + r - pb
-                            tg[slot] = gbase + r
+                            u = cnt
+                            stamp[slot] = b
+                            tid[slot] = u
                             th[slot] = h
                             for w in range(W):
-                                lw[u, w] = cur[w]
+                                lw[base + u, w] = cur[w]
                             for j in range(n):
-                                rows[r, j] = work[j]
-                            r += 1
-                        prev = pb + u
+                                rows[base + u, j] = work[j]
+                            cnt += 1
+                        prev = u
                         changed = False
                     idx[b, k, mi, s] = prev
             mi += 1
-        b += 1
-    return b, r
+        counts[b] = cnt
+
+
+@nb.njit(parallel=True, cache=True, nogil=True)
+def _hash_par(nblk, orders, X, R, diff, zob, pos, starts, members, grouped, do_ins, do_del, T,
+              lw, cap, counts, idx, rows):  # pragma: no cover - numba
+    B = orders.shape[0]
+    for i in nb.prange(nblk):
+        _hash_block(i * B // nblk, (i + 1) * B // nblk, orders, X, R, diff, zob, pos, starts,
+                    members, grouped, do_ins, do_del, T, lw, cap, counts, idx, rows)
+
+
+@nb.njit(cache=True, nogil=True)
+def _compact_block(b_lo, b_hi, scratch, cap, counts, offsets, rows):  # pragma: no cover - numba
+    """``rows[offsets[b] + u] = scratch[b * cap + u]`` for pair b's distinct rows u."""
+    n = rows.shape[1]
+    for b in range(b_lo, b_hi):
+        for u in range(counts[b]):
+            r = offsets[b] + u
+            q = b * cap + u
+            for j in range(n):
+                rows[r, j] = scratch[q, j]
+
+
+@nb.njit(parallel=True, cache=True, nogil=True)
+def _compact_par(nblk, scratch, cap, counts, offsets, rows):  # pragma: no cover - numba
+    B = counts.shape[0]
+    for i in nb.prange(nblk):
+        _compact_block(i * B // nblk, (i + 1) * B // nblk, scratch, cap, counts, offsets, rows)
+
+
+def _hash_sets(nblk, *args):
+    """:func:`_hash_block` over all pairs of ``args``, in ``nblk`` parallel blocks (1: serially)."""
+    if nblk == 1:
+        _hash_block(0, args[0].shape[0], *args)
+    else:
+        _hash_par(nblk, *args)
+
+
+def _compact(nblk, scratch, cap, counts, offsets, rows):
+    """:func:`_compact_block` over all pairs, in ``nblk`` parallel blocks (1: serially)."""
+    if nblk == 1:
+        _compact_block(0, counts.shape[0], scratch, cap, counts, offsets, rows)
+    else:
+        _compact_par(nblk, scratch, cap, counts, offsets, rows)
 
 
 @nb.njit(cache=True, nogil=True)
 def _chain_block(b_lo, b_hi, orders, X, R, diff, n_d, pos, starts, members, grouped, do_ins,
-                 do_del, write, offsets, rows, gbase, idx):  # pragma: no cover - numba
+                 do_del, write, offsets, rows, idx):  # pragma: no cover - numba
     """One ordering per pair (K = 1), pairs ``b_lo .. b_hi - 1``: the distinct rows are known
     without hashing (r, x and, per mode, one row per recorded point that differs from the previous
     one and from both ends).
 
     ``write`` False (count): ``offsets[b]`` receives pair b's number of distinct rows. ``write``
-    True: pair b's rows are written from ``rows[offsets[b]]`` on (row r first, then x when x != r;
-    global row id ``gbase + offsets[b] + i``) and every curve point's row id goes to ``idx``. Each
+    True: pair b's rows are written from ``rows[offsets[b]]`` on (row r first, then x when x != r)
+    and every curve point's local row id (0 for r) goes to ``idx``. Each
     new row is the previous one (still in cache) with the moved units' columns changed. Unit g is
     the columns ``members[starts[g]:starts[g + 1]]`` (``grouped``; else column g)."""
     n = X.shape[1]
@@ -302,14 +353,14 @@ def _chain_block(b_lo, b_hi, orders, X, R, diff, n_d, pos, starts, members, grou
                         last = r
                         r += 1
                 if write:
-                    idx[b, 0, mi, s] = gbase + last
+                    idx[b, 0, mi, s] = last - row_r
             mi += 1
         if not write:
             offsets[b] = r
 
 
 @nb.njit(cache=True, nogil=True)
-def _chain_fast_block(b_lo, b_hi, orders, X, R, diff, n_d, do_ins, do_del, offsets, rows, gbase,
+def _chain_fast_block(b_lo, b_hi, orders, X, R, diff, n_d, do_ins, do_del, offsets, rows,
                       idx):  # pragma: no cover - numba
     """:func:`_chain_block` (write mode) for the commonest case: one feature per unit and every
     step recorded. The same rows and ids; kept separate because the general kernel's unit and
@@ -337,7 +388,7 @@ def _chain_fast_block(b_lo, b_hi, orders, X, R, diff, n_d, do_ins, do_del, offse
             inside = 0 if ins else nd
             last = row_r if ins else row_x
             dst = X if ins else R
-            idx[b, 0, mi, 0] = gbase + last
+            idx[b, 0, mi, 0] = last - row_r
             for t in range(n):
                 g = orders[b, 0, t]
                 if diff[b, g]:
@@ -352,26 +403,26 @@ def _chain_fast_block(b_lo, b_hi, orders, X, R, diff, n_d, do_ins, do_del, offse
                         rows[r, g] = dst[b, g]
                         last = r
                         r += 1
-                idx[b, 0, mi, t + 1] = gbase + last
+                idx[b, 0, mi, t + 1] = last - row_r
             mi += 1
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
-def _chain_fast_par(nblk, orders, X, R, diff, n_d, do_ins, do_del, offsets, rows, gbase,
+def _chain_fast_par(nblk, orders, X, R, diff, n_d, do_ins, do_del, offsets, rows,
                     idx):  # pragma: no cover - numba
     B = X.shape[0]
     for i in nb.prange(nblk):
         _chain_fast_block(i * B // nblk, (i + 1) * B // nblk, orders, X, R, diff, n_d, do_ins,
-                          do_del, offsets, rows, gbase, idx)
+                          do_del, offsets, rows, idx)
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
 def _chain_par(nblk, orders, X, R, diff, n_d, pos, starts, members, grouped, do_ins, do_del,
-               write, offsets, rows, gbase, idx):  # pragma: no cover - numba
+               write, offsets, rows, idx):  # pragma: no cover - numba
     B = X.shape[0]
     for i in nb.prange(nblk):
         _chain_block(i * B // nblk, (i + 1) * B // nblk, orders, X, R, diff, n_d, pos, starts,
-                     members, grouped, do_ins, do_del, write, offsets, rows, gbase, idx)
+                     members, grouped, do_ins, do_del, write, offsets, rows, idx)
 
 
 def _chain(nblk, *args):
@@ -403,28 +454,30 @@ def _row_counts(mask):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True, nogil=True)
-def _gather_block(b_lo, b_hi, values, idx, mi, out):  # pragma: no cover - numba
-    """``out[b, k, s] = values[idx[b, k, mi, s]]`` (the curves from the distinct values)."""
+def _gather_block(b_lo, b_hi, values, first, idx, mi, out):  # pragma: no cover - numba
+    """``out[b, k, s] = values[first[b] + idx[b, k, mi, s]]`` (the curves from the distinct
+    values; ``first[b]`` is the id of pair b's row r, ``idx`` holds local row ids)."""
     K = idx.shape[1]
     S = idx.shape[3]
     for b in range(b_lo, b_hi):
+        f = first[b]
         for k in range(K):
             for s in range(S):
-                out[b, k, s] = values[idx[b, k, mi, s]]
+                out[b, k, s] = values[f + idx[b, k, mi, s]]
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
-def _gather_par(nblk, values, idx, mi, out):  # pragma: no cover - numba
+def _gather_par(nblk, values, first, idx, mi, out):  # pragma: no cover - numba
     B = idx.shape[0]
     for i in nb.prange(nblk):
-        _gather_block(i * B // nblk, (i + 1) * B // nblk, values, idx, mi, out)
+        _gather_block(i * B // nblk, (i + 1) * B // nblk, values, first, idx, mi, out)
 
 
-def _gather(values, idx, mi, out, nblk):
+def _gather(values, first, idx, mi, out, nblk):
     if nblk == 1:
-        _gather_block(0, idx.shape[0], values, idx, mi, out)
+        _gather_block(0, idx.shape[0], values, first, idx, mi, out)
     else:
-        _gather_par(nblk, values, idx, mi, out)
+        _gather_par(nblk, values, first, idx, mi, out)
 
 
 @dataclass
@@ -470,11 +523,66 @@ def _unit_plan(X: np.ndarray, R: np.ndarray, groups: Groups | None):
             groups.labels)
 
 
+class _Workspace(threading.local):
+    """Per-thread scratch arrays (the rows, ids and values of a chunk), kept between calls.
+
+    Fresh multi-megabyte arrays cost a page fault per page on first touch (measured: the K = 27
+    bench's bookkeeping ran 2.5x slower with fresh buffers on a 2-core VM), so the engine reuses
+    them, as torch's allocator does. Nothing kept here is returned to the caller; a nested call
+    (a model that itself traces curves) gets fresh arrays; :func:`clear_workspace` frees them.
+    """
+
+    def __init__(self):
+        self.arrays: dict = {}
+        self.busy = False
+
+    def get(self, name: str, shape: tuple, dtype) -> np.ndarray:
+        size = math.prod(shape)
+        a = self.arrays.get(name)
+        if a is None or a.dtype != np.dtype(dtype) or a.size < size:
+            a = np.empty(size, dtype=dtype)
+            if a.nbytes <= WORKSPACE_MAX_BYTES:
+                self.arrays[name] = a
+        return a[:size].reshape(shape)
+
+
+#: Arrays larger than this are not kept between calls.
+WORKSPACE_MAX_BYTES = 1 << 28
+
+_workspace = _Workspace()
+
+
+def clear_workspace() -> None:
+    """Free the calling thread's scratch arrays kept between calls of :func:`trace`."""
+    _workspace.arrays.clear()
+
+
+class _Fresh:
+    """A workspace that keeps nothing (for a nested call while the thread's own is in use)."""
+
+    @staticmethod
+    def get(name: str, shape: tuple, dtype) -> np.ndarray:
+        return np.empty(shape, dtype=dtype)
+
+
+@contextmanager
+def _scratch():
+    """The thread's workspace, or a fresh one while it is in use (re-entrant calls)."""
+    if _workspace.busy:
+        yield _Fresh()
+        return
+    _workspace.busy = True
+    try:
+        yield _workspace
+    finally:
+        _workspace.busy = False
+
+
 #: The chain path (K = 1) writes the rows of as many pairs as fit in this many bytes (and at least
 #: one batch), then evaluates them: a buffer the writing threads fill in parallel, larger than a
 #: core's cache on purpose (a cache-sized buffer rewritten after the model's threads read it costs
 #: a cross-core invalidation per row, measured slower than writing fresh lines).
-CHAIN_ROW_BYTES = 1 << 23
+ROW_BUFFER_BYTES = 1 << 23
 
 #: Kernels over fewer rows (or curve points) than this run serially: below it a parallel region's
 #: start-up costs more than the work. (The hashed walk is always serial: it feeds the model's
@@ -523,23 +631,23 @@ class _Plan:
 
 class _ChainWalk:
     """One ordering per pair: count each pair's distinct rows, then, per run of pairs whose rows fit
-    :data:`CHAIN_ROW_BYTES`, write them (parallel blocks of pairs at known offsets) and evaluate
+    :data:`ROW_BUFFER_BYTES`, write them (parallel blocks of pairs at known offsets) and evaluate
     them with one adapter call (batched by the model's ``batch_size``)."""
 
-    def __init__(self, model, n: int, plan: _Plan, S: int):
-        self.model, self.plan = model, plan
+    def __init__(self, model, n: int, plan: _Plan, S: int, ws):
+        self.model, self.plan, self.ws = model, plan, ws
         self.M = int(plan.do_ins) + int(plan.do_del)
         self.cap = 2 + self.M * S  # most rows of one pair
         m = len(plan.starts) - 1
         self.full = S == m + 1  # positions 0, 1, ..., m
         row_bytes = n * model.dtype.itemsize
-        self.budget = max(model.batch_size, self.cap, CHAIN_ROW_BYTES // max(row_bytes, 1))
+        self.budget = max(model.batch_size, self.cap, ROW_BUFFER_BYTES // max(row_bytes, 1))
         self.n = n
         self.stage = np.empty((0, n), dtype=model.dtype)
 
     def _rows(self, rows: int) -> np.ndarray:
         if self.stage.shape[0] < rows:
-            self.stage = np.empty((rows, self.n), dtype=self.model.dtype)
+            self.stage = self.ws.get("rows", (rows, self.n), self.model.dtype)
         return self.stage
 
     def __call__(self, ob, Xc, Rc, dc, nd, idx, first, values, clock) -> int:
@@ -551,7 +659,7 @@ class _ChainWalk:
             else:
                 counts = np.empty(Bc, dtype=np.int64)
                 _chain(_blocks(Bc, Bc * self.cap), ob, Xc, Rc, dc, nd, *args, False,
-                       counts, self.stage[:0], 0, idx)
+                       counts, self.stage[:0], idx)
             ends = np.cumsum(counts)
         gbase = b = 0
         while b < Bc:
@@ -563,10 +671,10 @@ class _ChainWalk:
                 nblk = _blocks(e - b, rows)
                 if self.full and not self.plan.grouped:
                     _chain_fast(nblk, ob[b:e], Xc[b:e], Rc[b:e], dc[b:e], nd[b:e],
-                                self.plan.do_ins, self.plan.do_del, offs, stage, gbase, idx[b:e])
+                                self.plan.do_ins, self.plan.do_del, offs, stage, idx[b:e])
                 else:
                     _chain(nblk, ob[b:e], Xc[b:e], Rc[b:e], dc[b:e], nd[b:e], *args, True, offs,
-                           stage, gbase, idx[b:e])
+                           stage, idx[b:e])
                 first[b:e] = offs + gbase
             with clock.model():
                 self.model(stage[:rows], out=values[gbase:gbase + rows])
@@ -583,43 +691,53 @@ def _blocks(B: int, work: int) -> int:
 
 
 class _HashWalk:
-    """K > 1 orderings per pair: one serial pass per batch walks the pairs' orderings, hashing each
-    canonical set, and appends each new distinct row to the model's input buffer (kept in cache)
-    until it holds a batch, which is then evaluated."""
+    """K > 1 orderings per pair, per run of pairs whose rows fit :data:`ROW_BUFFER_BYTES`: parallel
+    blocks of pairs hash every curve point's canonical set (:func:`_hash_block`: distinct sets and
+    local ids, each new row written into a scratch buffer at its pair's upper-bound slot), then
+    copy the rows to their pairs' offsets (:func:`_compact_block`); one adapter call evaluates the
+    run."""
 
-    def __init__(self, model, n: int, m: int, plan: _Plan, points_per_pair: int):
-        self.model, self.plan = model, plan
+    def __init__(self, model, n: int, m: int, plan: _Plan, points_per_pair: int, ws):
+        self.model, self.plan, self.n, self.ws = model, plan, n, ws
         self.cap = cap = 2 + points_per_pair  # most distinct rows one pair can have
-        self.bs = model.batch_size
-        # the model's input buffer: a batch plus the rows of the pair that completes it
-        self.stage = np.empty((self.bs + cap - 1, n), dtype=model.dtype)
-        self.work = np.empty(n, dtype=model.dtype)  # the current point, changed unit by unit
+        row_bytes = n * model.dtype.itemsize
+        budget = max(model.batch_size, cap, ROW_BUFFER_BYTES // max(row_bytes, 1))
+        self.run_pairs = max(1, budget // cap)
         self.zob = _zobrist(m)
         T = 1
         while T < 2 * cap:
             T *= 2
         self.T = T
-        self.th = np.empty(T, dtype=np.uint64)
-        self.lw = np.empty((cap, n_words(m)), dtype=np.uint64)
+        self.W = n_words(m)
+        self.lw = None
+        self.stage = None
 
     def __call__(self, ob, Xc, Rc, dc, nd, idx, first, values, clock) -> int:
-        Bc, bs, stage = Xc.shape[0], self.bs, self.stage
-        p = self.plan
-        tg = np.full(self.T, -1, dtype=np.int64)
-        b = r = gbase = 0
-        while b < Bc or r > 0:
+        Bc, cap, p = Xc.shape[0], self.cap, self.plan
+        gbase = 0
+        for p0 in range(0, Bc, self.run_pairs):
+            p1 = min(Bc, p0 + self.run_pairs)
             with clock.index():
-                b, r = _hash_rows_kernel(b, Bc, ob, Xc, Rc, dc, self.zob, p.pos, p.starts,
-                                         p.members, p.grouped, p.do_ins, p.do_del, stage, r, bs,
-                                         gbase, first, idx, tg, self.th, self.lw, self.work)
-            if r >= bs or (b == Bc and r > 0):
-                take = min(r, bs)
-                with clock.model():
-                    self.model(stage[:take], out=values[gbase:gbase + take])
-                if r > take:
-                    stage[:r - take] = stage[take:r]
-                gbase += take
-                r -= take
+                P = p1 - p0
+                if self.lw is None or self.lw.shape[0] < P * cap:
+                    # a run's distinct sets and rows, pair b's from b * cap
+                    self.lw = self.ws.get("sets", (P * cap, self.W), np.uint64)
+                    self.scratch = self.ws.get("scratch", (P * cap, self.n), self.model.dtype)
+                counts = np.empty(P, dtype=np.int64)
+                nblk = _blocks(P, P * (cap - 2))
+                _hash_sets(nblk, ob[p0:p1], Xc[p0:p1], Rc[p0:p1], dc[p0:p1], self.zob, p.pos,
+                           p.starts, p.members, p.grouped, p.do_ins, p.do_del, self.T, self.lw,
+                           cap, counts, idx[p0:p1], self.scratch)
+                ends = np.cumsum(counts)
+                rows = int(ends[-1])
+                offs = ends - counts
+                if self.stage is None or self.stage.shape[0] < rows:
+                    self.stage = self.ws.get("rows", (rows, self.n), self.model.dtype)
+                _compact(_blocks(P, rows), self.scratch, cap, counts, offs, self.stage)
+                first[p0:p1] = offs + gbase
+            with clock.model():
+                self.model(self.stage[:rows], out=values[gbase:gbase + rows])
+            gbase += rows
         return gbase
 
 
@@ -693,23 +811,24 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
     clock = _Clock()
     total_points = B * per_pair
     plan = _Plan(pos, starts, members, grp is not None, do_ins, do_del)
-    walk = _ChainWalk(model, n, plan, S) if K == 1 else _HashWalk(model, n, m, plan, K * M * S)
-    with progress_bar(total=B, desc="curves", unit="pair", enable=progress,
-                      auto=total_points > 5_000_000) as bar:
+    with _scratch() as ws, progress_bar(total=B, desc="curves", unit="pair", enable=progress,
+                                        auto=total_points > 5_000_000) as bar:
+        walk = (_ChainWalk(model, n, plan, S, ws) if K == 1
+                else _HashWalk(model, n, m, plan, K * M * S, ws))
         for b0 in range(0, B, chunk_pairs):
             b1 = min(b0 + chunk_pairs, B)
             Bc = b1 - b0
             nd = n_d[b0:b1]
             with clock.index():
-                idx = np.empty((Bc, K, M, S), dtype=np.int32 if Bc * walk.cap < 2**31 else np.int64)
+                idx = ws.get("ids", (Bc, K, M, S), np.int32 if walk.cap < 2**31 else np.int64)
                 first = np.empty(Bc, dtype=np.int64)  # global id of each pair's row r
-                values = np.empty(Bc * walk.cap)
+                values = ws.get("values", (Bc * walk.cap,), np.float64)
             U = walk(orders[b0:b1], Xd[b0:b1], Rd[b0:b1], diff[b0:b1], nd, idx, first, values,
                      clock)
             with clock.index():
                 nblk = _blocks(Bc, Bc * per_pair)
                 for mi, mo in enumerate(modes):
-                    _gather(values, idx, mi, out[mo][b0:b1], nblk)
+                    _gather(values, first, idx, mi, out[mo][b0:b1], nblk)
                 # local row 0 is r; row 1 is x when D is not empty (else x = r)
                 fr[b0:b1] = values[first]
                 fx[b0:b1] = values[first + (nd > 0)]

@@ -430,41 +430,70 @@ def test_chain_fast_kernel_equals_general_kernel(modes, nblk):
     idx_b = idx_a.copy()
     counts = np.empty(B, dtype=np.int64)
     args = (pos, starts, members, False, do_ins, do_del)
-    C._chain(nblk, o, X, R, diff, nd, *args, False, counts, np.empty((0, n), np.float32), 0,
-             idx_a)
+    C._chain(nblk, o, X, R, diff, nd, *args, False, counts, np.empty((0, n), np.float32), idx_a)
     np.testing.assert_array_equal(counts, 1 + (nd > 0) + M * np.maximum(nd - 1, 0))
     offs = np.cumsum(counts) - counts
     rows_a = np.full((counts.sum(), n), np.nan, dtype=np.float32)
     rows_b = rows_a.copy()
-    C._chain(nblk, o, X, R, diff, nd, *args, True, offs, rows_a, 100, idx_a)
-    C._chain_fast(nblk, o, X, R, diff, nd, do_ins, do_del, offs, rows_b, 100, idx_b)
+    C._chain(nblk, o, X, R, diff, nd, *args, True, offs, rows_a, idx_a)
+    C._chain_fast(nblk, o, X, R, diff, nd, do_ins, do_del, offs, rows_b, idx_b)
     np.testing.assert_array_equal(rows_a, rows_b)
     np.testing.assert_array_equal(idx_a, idx_b)
-    assert not np.isnan(rows_a).any() and idx_a.min() >= 100
+    assert not np.isnan(rows_a).any() and idx_a.min() == 0
+    assert (idx_a.max(axis=(1, 2, 3)) < counts).all()  # local ids within each pair's rows
 
 
 @pytest.mark.parametrize("row_bytes", [1 << 23, 2000])
-def test_chain_path_parallel_blocks_and_runs(monkeypatch, row_bytes):
+def test_parallel_blocks_and_runs(monkeypatch, row_bytes):
     """Enough pairs for parallel blocks, and (with a small row budget) many runs of pairs, each
-    evaluated by its own model call: the curves are the definition's and the hashed path's."""
+    evaluated by its own model call, on both paths (K = 1 chain, K = 3 hashed): the curves are the
+    definition's, and the chain path's equal the hashed path's."""
     C = _curves_module()
 
-    monkeypatch.setattr(C, "CHAIN_ROW_BYTES", row_bytes)
+    monkeypatch.setattr(C, "ROW_BUFFER_BYTES", row_bytes)
     rng = np.random.default_rng(3)
     B, n = 400, 9
     X = rng.integers(0, 2, size=(B, n)).astype(float)
     R = rng.integers(0, 2, size=(B, n)).astype(float)
     f = smooth_f(4, n)
-    o = np.argsort(rng.random((B, 1, n)), axis=-1)
+    o = np.argsort(rng.random((B, 3, n)), axis=-1)
     model = insdel.as_model(f, batch_size=64)
-    one = trace(model, X, R, o)
-    two = trace(model, X, R, np.concatenate([o, o], axis=1))  # hashed path
-    assert one.n_unique == two.n_unique
+    one = trace(model, X, R, o[:, :1])
+    three = trace(model, X, R, o)  # hashed path
+    assert three.n_unique >= one.n_unique
+    assert three.n_unique == trace(model, X, R, o, chunk_size=10**9).n_unique
     for m in ("insertion", "deletion"):  # other batch shapes: BLAS may round differently
-        np.testing.assert_allclose(one.curves[m][:, 0], two.curves[m][:, 0], rtol=1e-13,
+        np.testing.assert_allclose(one.curves[m][:, 0], three.curves[m][:, 0], rtol=1e-13,
                                    atol=1e-13)
     for b in (0, 1, B // 2, B - 1):
         for m in ("insertion", "deletion"):
-            np.testing.assert_allclose(one.curves[m][b, 0], brute_curve(f, X[b], R[b], o[b, 0], m))
-    np.testing.assert_allclose(one.fx, f(X))
-    np.testing.assert_allclose(one.fr, f(R))
+            for k in range(3):
+                np.testing.assert_allclose(three.curves[m][b, k],
+                                           brute_curve(f, X[b], R[b], o[b, k], m))
+    for res in (one, three):
+        np.testing.assert_allclose(res.fx, f(X))
+        np.testing.assert_allclose(res.fr, f(R))
+
+
+def test_workspace_reused_and_nested_calls_safe():
+    """Scratch arrays are kept between calls (no fresh pages per call) and freed on request; a
+    model that itself traces curves (a nested call, while the workspace is in use) gets fresh
+    arrays, so the outer call's rows and ids are not overwritten."""
+    C = _curves_module()
+    rng = np.random.default_rng(5)
+    B, n = 50, 6
+    X, R = rng.normal(size=(B, n)), rng.normal(size=(B, n))
+    f = smooth_f(6, n)
+    o = np.argsort(rng.random((B, 2, n)), axis=-1)
+    ref = trace(f, X, R, o)
+    assert C._workspace.arrays and not C._workspace.busy
+
+    def nested(Z):  # traces other curves on every call
+        trace(f, X[:3], R[:3] + 1.0, o[:3])
+        return f(Z)
+
+    got = trace(insdel.as_model(nested, batch_size=17), X, R, o)
+    for m in ("insertion", "deletion"):
+        np.testing.assert_allclose(got.curves[m], ref.curves[m], rtol=1e-13, atol=1e-13)
+    C.clear_workspace()
+    assert not C._workspace.arrays
