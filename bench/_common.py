@@ -151,17 +151,28 @@ def time_call(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> tuple[flo
     return statistics.median(ts), out
 
 
-def time_interleaved(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
-    """Median wall time of each ``fns[name]()`` over ``repeats`` rounds, the calls interleaved
-    (round r times every function once), so that drifts in machine load hit all of them alike.
-    No warm-up: call each once before."""
+def interleaved_samples(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, list]:
+    """Wall times of each ``fns[name]()`` over ``repeats`` rounds, the calls interleaved (round r
+    times every function once), so that drifts in machine load hit all of them alike. No warm-up:
+    call each once before."""
     ts: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(max(1, repeats)):
         for k, fn in fns.items():
             t0 = time.perf_counter()
             fn()
             ts[k].append(time.perf_counter() - t0)
-    return {k: statistics.median(v) for k, v in ts.items()}
+    return ts
+
+
+def time_interleaved(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """Median wall time of each function of :func:`interleaved_samples`."""
+    return {k: statistics.median(v) for k, v in interleaved_samples(fns, repeats).items()}
+
+
+def ratio_of_rounds(samples: dict[str, list], num: str, den: str) -> float:
+    """Median over rounds of ``samples[num][r] / samples[den][r]``: the ratio of two interleaved
+    timings that a drift in machine speed between rounds does not move."""
+    return statistics.median(a / b for a, b in zip(samples[num], samples[den], strict=True))
 
 
 def cpu_model() -> str:

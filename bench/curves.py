@@ -25,8 +25,9 @@ over the loops (target >= 20); (b)/(c) is the ceiling on *any* engine's speed-up
 
 Correctness ((a) equals (b) on the first 200 pairs and (p) on its subset; the number of distinct rows
 equals insdel's ``n_unique``) is checked before timing; the correctness calls double as the warm-up;
-times are medians over repeats in which (a), (b), (c) are interleaved; numba compilation is timed
-separately on a first tiny call.
+times are medians over repeats in which (a), (c) and (w) are interleaved, and their ratios medians of
+the per-repeat ratios (a drift in machine speed between repeats does not move them); (b) is timed
+on its own; numba compilation is timed separately on a first tiny call.
 
 Usage: ``python bench/curves.py [--models cern bangalore cheap] [--orderings 1 27] [--pairs 2000]
 [--pairs-many 200] [--repeats 3] [--threads N] [--tiny]``
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -48,14 +50,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (  # noqa: E402
     fmt_s,
+    interleaved_samples,
     machine_line,
     markdown_table,
     method_orderings,
     model_by_name,
     model_features,
     pairs,
+    ratio_of_rounds,
     time_call,
-    time_interleaved,
 )
 
 import insdel  # noqa: E402
@@ -174,14 +177,19 @@ def run_config(name: str, K: int, B: int, repeats: int, batch_size: int, point_b
 
     bare()  # warm-up
     written()
-    t = time_interleaved({"bare": bare, "written": written,
-                          "insdel": lambda: trace(model, X, R, orders),
-                          "loop": lambda: per_pair_loop(net, X, R, orders)}, repeats)
-    t_bare, t_ins, t_loop = t["bare"], t["insdel"], t["loop"]
+    # (a), (c) and (w) interleaved, ratios as medians of per-round ratios; the loop on its own
+    # (its ratio to (a) is large, and running it between them would churn their caches)
+    ts = interleaved_samples({"bare": bare, "written": written,
+                              "insdel": lambda: trace(model, X, R, orders)}, repeats)
+    t = {k: statistics.median(v) for k, v in ts.items()}
+    t_bare, t_ins = t["bare"], t["insdel"]
+    t_loop, _ = time_call(lambda: per_pair_loop(net, X, R, orders), repeats)
     t_abc, _ = time_call(lambda: [insdel.abc(res.curves[m], mode=m) for m in MODES], repeats)
     return {"model": name, "n": n, "K": K, "B": B, "points": res.n_points, "unique": res.n_unique,
             "err": max(err, err_p), "insdel": t_ins, "loop": t_loop, "point": t_point,
             "point_pairs": P, "bare": t_bare, "written": t["written"], "abc": t_abc,
+            "a_over_c": ratio_of_rounds(ts, "insdel", "bare"),
+            "w_over_c": ratio_of_rounds(ts, "written", "bare"),
             "bookkeeping": res.timings.get("bookkeeping_s", float("nan")),
             "model_s": res.timings.get("model_s", float("nan"))}
 
@@ -230,8 +238,7 @@ def main(argv=None) -> list[dict]:
     for r in results:
         rows.append([r["model"], r["n"], r["K"], r["B"], r["points"], r["unique"],
                      fmt_s(r["insdel"]), fmt_s(r["loop"]), fmt_s(r["point"]) + "*",
-                     fmt_s(r["bare"]), f"{r['insdel'] / r['bare']:.2f}",
-                     f"{r['written'] / r['bare']:.2f}",
+                     fmt_s(r["bare"]), f"{r['a_over_c']:.2f}", f"{r['w_over_c']:.2f}",
                      f"{r['loop'] / r['insdel']:.2f}", f"{r['point'] / r['insdel']:.0f}",
                      f"{r['loop'] / r['bare']:.2f}", f"{r['err']:.1e}"])
     print(markdown_table(
