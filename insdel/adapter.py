@@ -192,7 +192,9 @@ class Model:
                 f"got shape {y.shape}. Models with several outputs: wrap them so that they return the "
                 "one output to explain."
             )
-        if not np.isfinite(y).all():
+        # one pass, no temporary: a NaN or inf makes the sum NaN or inf (an overflowing sum of
+        # finite values falls through to the exact check)
+        if not np.isfinite(np.add.reduce(y, dtype=np.float64)) and not np.isfinite(y).all():
             rows = np.flatnonzero(~np.isfinite(y)) + offset
             raise ValueError(
                 f"{self.name} returned non-finite values for {len(rows)} input row(s) "

@@ -454,30 +454,36 @@ def _row_counts(mask):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True, nogil=True)
-def _gather_block(b_lo, b_hi, values, first, idx, mi, out):  # pragma: no cover - numba
-    """``out[b, k, s] = values[first[b] + idx[b, k, mi, s]]`` (the curves from the distinct
-    values; ``first[b]`` is the id of pair b's row r, ``idx`` holds local row ids)."""
+def _gather_block(b_lo, b_hi, values, first, idx, out, nd, fr, fx):  # pragma: no cover - numba
+    """``out[mi, b, k, s] = values[first[b] + idx[b, k, mi, s]]`` (the curves from the distinct
+    values; ``first[b]`` is the id of pair b's row r, ``idx`` holds local row ids), and f(r), f(x)
+    per pair (local rows 0 and 1; 0 again when x == r)."""
     K = idx.shape[1]
+    M = idx.shape[2]
     S = idx.shape[3]
     for b in range(b_lo, b_hi):
         f = first[b]
-        for k in range(K):
-            for s in range(S):
-                out[b, k, s] = values[f + idx[b, k, mi, s]]
+        fr[b] = values[f]
+        fx[b] = values[f + 1] if nd[b] > 0 else values[f]
+        for mi in range(M):
+            for k in range(K):
+                for s in range(S):
+                    out[mi, b, k, s] = values[f + idx[b, k, mi, s]]
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
-def _gather_par(nblk, values, first, idx, mi, out):  # pragma: no cover - numba
+def _gather_par(nblk, values, first, idx, out, nd, fr, fx):  # pragma: no cover - numba
     B = idx.shape[0]
     for i in nb.prange(nblk):
-        _gather_block(i * B // nblk, (i + 1) * B // nblk, values, first, idx, mi, out)
+        _gather_block(i * B // nblk, (i + 1) * B // nblk, values, first, idx, out, nd, fr, fx)
 
 
-def _gather(values, first, idx, mi, out, nblk):
+def _gather(nblk, values, first, idx, out, nd, fr, fx):
+    """:func:`_gather_block` over all pairs, in ``nblk`` parallel blocks (1: serially)."""
     if nblk == 1:
-        _gather_block(0, idx.shape[0], values, first, idx, mi, out)
+        _gather_block(0, idx.shape[0], values, first, idx, out, nd, fr, fx)
     else:
-        _gather_par(nblk, values, first, idx, mi, out)
+        _gather_par(nblk, values, first, idx, out, nd, fr, fx)
 
 
 @dataclass
@@ -804,7 +810,7 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
     diff, starts, members, _ = _unit_plan(X, R, grp)
     n_d = _row_counts(diff)
 
-    out = {mo: np.empty((B, K, S)) for mo in modes}
+    curves_out = np.empty((M, B, K, S))  # one array; each mode's curves are a view of it
     fx = np.empty(B)
     fr = np.empty(B)
     n_unique = 0
@@ -826,15 +832,12 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
             U = walk(orders[b0:b1], Xd[b0:b1], Rd[b0:b1], diff[b0:b1], nd, idx, first, values,
                      clock)
             with clock.index():
-                nblk = _blocks(Bc, Bc * per_pair)
-                for mi, mo in enumerate(modes):
-                    _gather(values, first, idx, mi, out[mo][b0:b1], nblk)
-                # local row 0 is r; row 1 is x when D is not empty (else x = r)
-                fr[b0:b1] = values[first]
-                fx[b0:b1] = values[first + (nd > 0)]
+                _gather(_blocks(Bc, Bc * per_pair), values, first, idx, curves_out[:, b0:b1], nd,
+                        fr[b0:b1], fx[b0:b1])
             n_unique += U
             bar.update(Bc)
     t_index, t_model = clock.index_s, clock.model_s
+    out = {mo: curves_out[mi] for mi, mo in enumerate(modes)}
     return TraceResult(curves=out, fx=fx, fr=fr, n_points=total_points, n_unique=n_unique,
                        timings={"bookkeeping_s": t_index, "model_s": t_model}, positions=pos,
                        m=m, groups=grp)
