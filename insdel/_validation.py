@@ -65,14 +65,17 @@ def as_float_array(name: str, value, *, ndim: tuple[int, ...] = (1, 2), finite: 
     return arr
 
 
-def check_pairs(X, R, *, x_name: str = "X", r_name: str = "R") -> tuple[np.ndarray, np.ndarray]:
+def check_pairs(X, R, *, x_name: str = "X", r_name: str = "R",
+                finite: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Validate targets ``X`` and references ``R``; return 2-D float64 arrays of equal shape (B, n).
 
     A 1-D ``R`` of length n, or one row (1, n), is broadcast to every row of ``X`` (a constant
     reference). pandas DataFrames are accepted (their values; see :func:`feature_names_of`).
+    ``finite=False`` leaves the NaN/inf check to the caller (who must then make it, with
+    :func:`check_finite` for the message).
     """
-    X = as_float_array(x_name, X)
-    R = as_float_array(r_name, R)
+    X = as_float_array(x_name, X, finite=finite)
+    R = as_float_array(r_name, R, finite=finite)
     if X.ndim == 1:
         X = X[None, :]
     if R.ndim == 1 or (R.shape[0] == 1 and X.shape[0] > 1):

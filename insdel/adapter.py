@@ -14,6 +14,7 @@ names the rows.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any, Union
 
@@ -168,10 +169,20 @@ class Model:
             raise ValueError(f"out must be a float64 array of shape ({N},); got {out.dtype} "
                              f"{out.shape}.")
         bs = self.batch_size
-        for start in range(0, N, bs):
-            stop = min(start + bs, N)
-            out[start:stop] = self._call_batch(X[start:stop], start)
+        with self._forward_context():
+            for start in range(0, N, bs):
+                stop = min(start + bs, N)
+                out[start:stop] = self._call_batch(X[start:stop], start)
         return out
+
+    def _forward_context(self):
+        """torch's inference mode around all batches of a call for a torch module (entered once,
+        not per batch), else nothing."""
+        if self.torch_module is None:
+            return contextlib.nullcontext()
+        import torch
+
+        return torch.inference_mode()
 
     def _call_batch(self, Xb: np.ndarray, offset: int) -> np.ndarray:
         """Values of one batch (B,), checked, in the model's own real dtype (the caller's float64
@@ -239,18 +250,17 @@ def _torch_fn(module):
 
     device, tdtype, np_dtype = torch_spec(module)
 
-    def fn(X: np.ndarray) -> np.ndarray:
-        with torch.inference_mode():
-            t = torch.from_numpy(X)
-            if t.dtype != tdtype or t.device != device:
-                t = t.to(device=device, dtype=tdtype, non_blocking=True)
-            y = module(t)
-            if isinstance(y, (tuple, list)):
-                raise ValueError("the torch module returned a tuple/list; it must return one tensor.")
-            try:
-                return y.numpy()  # the adapter converts to float64
-            except (TypeError, RuntimeError):  # a GPU tensor, or bfloat16 (not in NumPy)
-                return y.to("cpu", torch.float64).numpy()
+    def fn(X: np.ndarray) -> np.ndarray:  # called by Model.__call__ inside inference mode
+        t = torch.from_numpy(X)
+        if t.dtype != tdtype or t.device != device:
+            t = t.to(device=device, dtype=tdtype, non_blocking=True)
+        y = module(t)
+        if isinstance(y, (tuple, list)):
+            raise ValueError("the torch module returned a tuple/list; it must return one tensor.")
+        try:
+            return y.detach().numpy()  # the adapter converts to float64
+        except (TypeError, RuntimeError):  # a GPU tensor, or bfloat16 (not in NumPy)
+            return y.detach().to("cpu", torch.float64).numpy()
 
     return fn, np_dtype
 

@@ -44,7 +44,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._progress import progress_bar
-from ._validation import as_float_array, check_mode, check_orders, check_pairs
+from ._validation import as_float_array, check_finite, check_mode, check_orders, check_pairs
 from .adapter import ModelLike, as_model
 from .groups import (
     Groups,
@@ -442,6 +442,27 @@ def _chain_fast(nblk, *args):
 
 
 @nb.njit(cache=True, nogil=True)
+def _prepare(X, R, Xd, Rd, diff, n_d):  # pragma: no cover - numba
+    """One pass over the pairs: ``Xd, Rd`` = X, R in the model's dtype, ``diff = X != R``, ``n_d``
+    its row counts; returns whether every value is finite."""
+    ok = True
+    for b in range(X.shape[0]):
+        c = 0
+        for j in range(X.shape[1]):
+            x = X[b, j]
+            r = R[b, j]
+            if not (np.isfinite(x) and np.isfinite(r)):
+                ok = False
+            Xd[b, j] = x
+            Rd[b, j] = r
+            d = x != r
+            diff[b, j] = d
+            c += d
+        n_d[b] = c
+    return ok
+
+
+@nb.njit(cache=True, nogil=True)
 def _row_counts(mask):  # pragma: no cover - numba
     """Number of True entries per row of a 2-D boolean array (int64)."""
     out = np.zeros(mask.shape[0], dtype=np.int64)
@@ -785,11 +806,23 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
     """
     model = as_model(f, batch_size=batch_size)
     if validate:
-        X, R = check_pairs(X, R)
+        X, R = check_pairs(X, R, finite=False)  # finiteness: checked in the pass below
     B, n = X.shape
     grp = check_groups(groups, n)
     if grp is not None and grp.singleton:
         grp = None
+    if grp is None:  # one pass: the model's dtype, D = {j : x_j != r_j}, |D|, finiteness
+        Xd = np.empty((B, n), dtype=model.dtype)
+        Rd = np.empty((B, n), dtype=model.dtype)
+        diff = np.empty((B, n), dtype=np.bool_)
+        n_d = np.empty(B, dtype=np.int64)
+        finite = _prepare(X, R, Xd, Rd, diff, n_d)
+        starts, members = np.arange(n + 1, dtype=np.int64), np.arange(n, dtype=np.int64)
+    else:
+        finite = bool(np.isfinite(np.add.reduce(X, axis=None) + np.add.reduce(R, axis=None)))
+    if validate and not finite:
+        check_finite("X", X)
+        check_finite("R", R)
     m = n if grp is None else grp.m
     pos = full_positions(m) if positions is None else check_positions(positions, m)
     S = pos.shape[0]
@@ -805,10 +838,11 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
     if client is not None:
         return _trace_on(client, f, X, R, orders, modes, batch_size, chunk_size, chunk_pairs,
                          progress, grp, pos)
-    Xd = np.ascontiguousarray(X, dtype=model.dtype)
-    Rd = np.ascontiguousarray(R, dtype=model.dtype)
-    diff, starts, members, _ = _unit_plan(X, R, grp)
-    n_d = _row_counts(diff)
+    if grp is not None:
+        Xd = np.ascontiguousarray(X, dtype=model.dtype)
+        Rd = np.ascontiguousarray(R, dtype=model.dtype)
+        diff, starts, members, _ = _unit_plan(X, R, grp)
+        n_d = _row_counts(diff)
 
     curves_out = np.empty((M, B, K, S))  # one array; each mode's curves are a view of it
     fx = np.empty(B)

@@ -297,6 +297,19 @@ def test_nan_and_inf_named(which):
         insdel.curves(lin, arrs["X"], arrs["R"], arrs["A"])
 
 
+@pytest.mark.parametrize("groups", [None, [0, 0, 1]])
+@pytest.mark.parametrize("which", ["X", "R"])
+def test_trace_names_non_finite_pairs(which, groups):
+    """``trace`` checks finiteness in its own pass over the pairs (with and without groups); the
+    error names the array, the row and the feature, as check_finite does."""
+    X, R, _ = _ok()
+    arrs = {"X": X, "R": R}
+    arrs[which][3, 2] = np.inf
+    o = np.tile(np.arange(2 if groups else 3), (4, 1))
+    with pytest.raises(ValueError, match=rf"{which} contains non-finite.*row\(s\): 3.*feature\(s\) 2"):
+        trace(lin, arrs["X"], arrs["R"], o, groups=groups)
+
+
 def test_shape_errors():
     X, R, A = _ok()
     with pytest.raises(ValueError, match="same shape"):
