@@ -16,10 +16,19 @@ def _first(idx: np.ndarray) -> str:
     return shown + more
 
 
+def all_finite(arr: np.ndarray) -> bool:
+    """Whether every value of ``arr`` is finite. For floats, one summing pass with no temporary (a
+    NaN or inf makes the sum NaN or inf); the exact check runs only when the sum is not finite
+    (a NaN or inf, or an overflowing sum of finite values)."""
+    if arr.dtype.kind == "f" and np.isfinite(np.add.reduce(arr, axis=None, dtype=np.float64)):
+        return True
+    return bool(np.isfinite(arr).all())
+
+
 def check_finite(name: str, arr: np.ndarray, *, feature_names: Sequence[str] | None = None) -> None:
     """Raise ``ValueError`` naming the rows (and features) of ``arr`` that hold NaN or inf."""
-    if arr.dtype.kind == "f" and np.isfinite(np.add.reduce(arr, axis=None)):
-        return  # one pass, no temporary: any NaN or inf makes the sum NaN or inf
+    if all_finite(arr):
+        return
     bad = ~np.isfinite(arr)
     if not bad.any():
         return

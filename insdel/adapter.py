@@ -20,7 +20,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from ._validation import _first
+from ._validation import _first, all_finite
 
 #: Attribution methods that need input gradients (a torch module).
 GRADIENT_METHODS = ("integrated_gradients", "deeplift", "vanilla_grad", "input_x_gradient")
@@ -203,9 +203,7 @@ class Model:
                 f"got shape {y.shape}. Models with several outputs: wrap them so that they return the "
                 "one output to explain."
             )
-        # one pass, no temporary: a NaN or inf makes the sum NaN or inf (an overflowing sum of
-        # finite values falls through to the exact check)
-        if not np.isfinite(np.add.reduce(y, dtype=np.float64)) and not np.isfinite(y).all():
+        if not all_finite(y):
             rows = np.flatnonzero(~np.isfinite(y)) + offset
             raise ValueError(
                 f"{self.name} returned non-finite values for {len(rows)} input row(s) "

@@ -18,17 +18,18 @@ How the work is laid out (all pairs, all orderings, both modes at once):
    Parallel numba blocks of pairs write them, each new row a copy of the previous one with the
    moved units changed, into a buffer of :data:`ROW_BUFFER_BYTES`, with each curve point's row
    id; the adapter then evaluates the buffer batch by batch.
-3. Several orderings per pair (the *hashed* path): a serial numba walk keeps each point's canonical
-   set as packed uint64 words with a Zobrist hash and gives each point the id of its distinct row
-   (collisions are resolved by comparing the words, so deduplication is exact); the same pass
-   appends each new distinct row to the model's input buffer, and when it holds a batch the
-   adapter evaluates it (the rows are still in cache) and the walk resumes.
+3. Several orderings per pair (the *hashed* path), per run of pairs whose rows fit
+   :data:`ROW_BUFFER_BYTES`: parallel numba blocks of pairs walk every ordering keeping each
+   point's canonical set as packed uint64 words with a Zobrist hash, give each point the local id
+   of its distinct row (collisions are resolved by comparing the words, so deduplication is
+   exact) and write each new row at its pair's upper-bound slot of a scratch buffer; the rows are
+   then packed to their pairs' offsets and the adapter evaluates them batch by batch.
 4. The curves are gathered from the distinct values (parallel numba blocks from
    :data:`PARALLEL_MIN_POINTS` points on).
 
-Pairs are processed in chunks so that at most ``chunk_size`` curve points are indexed at once; at
-most ``ROW_BUFFER_BYTES`` of rows (and at least a batch) on the chain path, and ``batch_size`` rows
-plus one pair's on the hashed path, exist at once.
+Pairs are processed in chunks so that at most ``chunk_size`` curve points are indexed at once, and
+at most ``ROW_BUFFER_BYTES`` of rows (and at least a batch) exist at once; the chunk's arrays live
+in a per-thread workspace kept between calls (:func:`clear_workspace`).
 """
 
 from __future__ import annotations
@@ -539,17 +540,6 @@ class TraceResult:
     groups: Groups | None = None
 
 
-def _unit_plan(X: np.ndarray, R: np.ndarray, groups: Groups | None):
-    """Which units differ per pair (B, m) and the unit -> columns map (starts, members)."""
-    diff = X != R
-    n = X.shape[1]
-    if groups is None:
-        return np.ascontiguousarray(diff), np.arange(n + 1, dtype=np.int64), np.arange(
-            n, dtype=np.int64), None
-    return (np.ascontiguousarray(groups.reduce_any(diff)), groups.starts, groups.members,
-            groups.labels)
-
-
 class _Workspace(threading.local):
     """Per-thread scratch arrays (the rows, ids and values of a chunk), kept between calls.
 
@@ -612,8 +602,7 @@ def _scratch():
 ROW_BUFFER_BYTES = 1 << 23
 
 #: Kernels over fewer rows (or curve points) than this run serially: below it a parallel region's
-#: start-up costs more than the work. (The hashed walk is always serial: it feeds the model's
-#: input buffer batch by batch.)
+#: start-up costs more than the work.
 PARALLEL_MIN_POINTS = 1 << 12
 
 
@@ -624,20 +613,18 @@ class _Clock:
         self.index_s = self.model_s = 0.0
 
     @contextmanager
-    def index(self):
+    def _add_to(self, attr: str):
         t = time.perf_counter()
         try:
             yield
         finally:
-            self.index_s += time.perf_counter() - t
+            setattr(self, attr, getattr(self, attr) + time.perf_counter() - t)
 
-    @contextmanager
+    def index(self):
+        return self._add_to("index_s")
+
     def model(self):
-        t = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.model_s += time.perf_counter() - t
+        return self._add_to("model_s")
 
 
 @dataclass(frozen=True)
@@ -736,8 +723,7 @@ class _HashWalk:
             T *= 2
         self.T = T
         self.W = n_words(m)
-        self.lw = None
-        self.stage = None
+        self.lw = self.scratch = self.stage = None
 
     def __call__(self, ob, Xc, Rc, dc, nd, idx, first, values, clock) -> int:
         Bc, cap, p = Xc.shape[0], self.cap, self.plan
@@ -811,16 +797,12 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
     grp = check_groups(groups, n)
     if grp is not None and grp.singleton:
         grp = None
-    if grp is None:  # one pass: the model's dtype, D = {j : x_j != r_j}, |D|, finiteness
-        Xd = np.empty((B, n), dtype=model.dtype)
-        Rd = np.empty((B, n), dtype=model.dtype)
-        diff = np.empty((B, n), dtype=np.bool_)
-        n_d = np.empty(B, dtype=np.int64)
-        finite = _prepare(X, R, Xd, Rd, diff, n_d)
-        starts, members = np.arange(n + 1, dtype=np.int64), np.arange(n, dtype=np.int64)
-    else:
-        finite = bool(np.isfinite(np.add.reduce(X, axis=None) + np.add.reduce(R, axis=None)))
-    if validate and not finite:
+    # one pass: the model's dtype, the differing columns and their count, finiteness
+    Xd = np.empty((B, n), dtype=model.dtype)
+    Rd = np.empty((B, n), dtype=model.dtype)
+    diff = np.empty((B, n), dtype=np.bool_)
+    n_d = np.empty(B, dtype=np.int64)
+    if not _prepare(X, R, Xd, Rd, diff, n_d) and validate:
         check_finite("X", X)
         check_finite("R", R)
     m = n if grp is None else grp.m
@@ -838,11 +820,12 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
     if client is not None:
         return _trace_on(client, f, X, R, orders, modes, batch_size, chunk_size, chunk_pairs,
                          progress, grp, pos)
-    if grp is not None:
-        Xd = np.ascontiguousarray(X, dtype=model.dtype)
-        Rd = np.ascontiguousarray(R, dtype=model.dtype)
-        diff, starts, members, _ = _unit_plan(X, R, grp)
+    if grp is None:
+        starts, members = np.arange(n + 1, dtype=np.int64), np.arange(n, dtype=np.int64)
+    else:  # units are groups: D = the groups with a differing column
+        diff = np.ascontiguousarray(grp.reduce_any(diff))
         n_d = _row_counts(diff)
+        starts, members = grp.starts, grp.members
 
     curves_out = np.empty((M, B, K, S))  # one array; each mode's curves are a view of it
     fx = np.empty(B)
