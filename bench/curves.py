@@ -8,8 +8,12 @@ For each model and number of orderings K per pair, in one run, on B pairs whose 
     with vectorised NumPy and the model is called once (what a careful user writes by hand);
 (p) per-point loop: one model call per curve point (the literal reading of the definition, conventions
     *Curves*); timed on a subset of pairs and scaled to B (its cost per pair is constant);
-(c) bare forward pass: the model over a pre-built array of exactly the distinct rows the curves need
-    (the physical limit: f must be evaluated there, and nothing else is done).
+(c) bare forward pass: the model over a pre-built array of exactly the distinct rows the curves need,
+    batch by batch, each batch's values copied into one preallocated float64 array (the physical
+    limit: f must be evaluated there and its values kept, and nothing else is done). Keeping the
+    batches' output tensors in a list instead made glibc return and re-fault the heap on some runs
+    (about 1,000 page faults per call, measured with ``getrusage``), slowing the baseline by up to
+    2x in those processes: a weaker, noisier baseline.
 
 K = 1 is one attribution method; K = 27 is the paper's experiment per pair: 7 attribution methods that
 largely agree (correlated orderings, so curves share prefixes) plus 20 random orderings. insdel evaluates
@@ -162,9 +166,15 @@ def run_config(name: str, K: int, B: int, repeats: int, batch_size: int, point_b
     rows = torch.from_numpy(distinct_rows(X, R, orders))
     assert len(rows) == res.n_unique, (len(rows), res.n_unique)
 
-    def bare():
+    vals = np.empty(len(rows))  # the values, as insdel holds them (float64, one array)
+
+    def forward(x):
         with torch.inference_mode():
-            return [net(rows[s:s + batch_size]).numpy() for s in range(0, len(rows), batch_size)]
+            for s in range(0, len(x), batch_size):
+                vals[s:s + batch_size] = net(x[s:s + batch_size]).numpy()[:, 0]
+
+    def bare():
+        forward(rows)
 
     src = rows.numpy()
     buf = np.empty_like(src)
@@ -172,8 +182,7 @@ def run_config(name: str, K: int, B: int, repeats: int, batch_size: int, point_b
 
     def written():
         _copy_rows(buf, src, max(1, 4 * numba.get_num_threads()))
-        with torch.inference_mode():
-            return [net(buf_t[s:s + batch_size]).numpy() for s in range(0, len(buf), batch_size)]
+        forward(buf_t)
 
     bare()  # warm-up
     written()

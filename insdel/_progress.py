@@ -15,12 +15,16 @@ class _NullBar:
         pass
 
 
-@contextlib.contextmanager
+_NULL = contextlib.nullcontext(_NullBar())
+
+
 def progress_bar(total: int, desc: str, unit: str = "it", enable: bool | None = None,
                  auto: bool = True):
-    """A tqdm bar; ``enable=None`` shows it only for long work (``auto``) on a terminal.
+    """A tqdm bar (a context manager); ``enable=None`` shows it only for long work (``auto``) on a
+    terminal.
 
-    ``INSDEL_PROGRESS=0`` or ``1`` in the environment forces it off or on.
+    ``INSDEL_PROGRESS=0`` or ``1`` in the environment forces it off or on. A disabled bar is a
+    shared do-nothing context (no generator, no import: it is entered on every curve call).
     """
     env = os.environ.get("INSDEL_PROGRESS")
     if env is not None:
@@ -28,9 +32,7 @@ def progress_bar(total: int, desc: str, unit: str = "it", enable: bool | None = 
     if enable is None:
         enable = auto and sys.stderr.isatty()
     if not enable:
-        yield _NullBar()
-        return
+        return _NULL
     from tqdm.auto import tqdm
 
-    with tqdm(total=total, desc=desc, unit=unit, leave=False, dynamic_ncols=True) as bar:
-        yield bar
+    return tqdm(total=total, desc=desc, unit=unit, leave=False, dynamic_ncols=True)

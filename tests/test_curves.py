@@ -336,8 +336,10 @@ def test_model_output_errors():
         y[1] = np.nan
         return y
 
-    with pytest.raises(ValueError, match=r"non-finite values for 1 input row\(s\) \(rows 1"):
-        insdel.curves(bad, X, R, A)
+    with pytest.raises(ValueError, match=r"bad returned non-finite values on the curves of 1 "
+                                         r"pair\(s\) \(pairs 0\); pair 0: f\(x\), insertion "
+                                         r"points 3\."):
+        insdel.curves(bad, X, R, A)  # row 1 of the only model call: pair 0's x
     with pytest.raises(TypeError, match="torch.nn.Module"):
         insdel.curves(42, X, R, A)
 
@@ -444,13 +446,17 @@ def test_chain_fast_kernel_equals_general_kernel(modes, nblk):
     idx_b = idx_a.copy()
     counts = np.empty(B, dtype=np.int64)
     args = (pos, starts, members, False, do_ins, do_del)
-    C._chain(nblk, o, X, R, diff, nd, *args, False, counts, np.empty((0, n), np.float32), idx_a)
+    C._chain(nblk, o, X, R, diff, nd, *args, False, 0, counts, np.empty((0, n), np.float32),
+             idx_a)
     np.testing.assert_array_equal(counts, 1 + (nd > 0) + M * np.maximum(nd - 1, 0))
-    offs = np.cumsum(counts) - counts
+    starts = C._full_chain_starts(nd, M)  # the chain walk's closed form
+    np.testing.assert_array_equal(starts, np.concatenate([[0], np.cumsum(counts)]))
+    base = 5  # global row ids start at ``base`` in this buffer
+    offs = starts[:-1] + base
     rows_a = np.full((counts.sum(), n), np.nan, dtype=np.float32)
     rows_b = rows_a.copy()
-    C._chain(nblk, o, X, R, diff, nd, *args, True, offs, rows_a, idx_a)
-    C._chain_fast(nblk, o, X, R, diff, nd, do_ins, do_del, offs, rows_b, idx_b)
+    C._chain(nblk, o, X, R, diff, nd, *args, True, base, offs, rows_a, idx_a)
+    C._chain_fast(nblk, o, X, R, diff, nd, do_ins, do_del, offs, base, rows_b, idx_b)
     np.testing.assert_array_equal(rows_a, rows_b)
     np.testing.assert_array_equal(idx_a, idx_b)
     assert not np.isnan(rows_a).any() and idx_a.min() == 0
@@ -511,3 +517,42 @@ def test_workspace_reused_and_nested_calls_safe():
         np.testing.assert_allclose(got.curves[m], ref.curves[m], rtol=1e-13, atol=1e-13)
     C.clear_workspace()
     assert not C._workspace.arrays
+
+
+@pytest.mark.parametrize("n", [5, 64, 70])  # the bit-mask check (m <= 64) and the stamped one
+@pytest.mark.parametrize("parallel", [False, True])
+def test_pass_over_pairs_checks_orderings_and_values(monkeypatch, n, parallel):
+    """trace's one pass over the pairs (:func:`_prepare`) finds every ordering that is not a
+    permutation (an entry out of range either side, a repeat) and every NaN or inf, serially and
+    in parallel blocks; the errors name the ordering and entry, or the row and feature; it leaves
+    valid inputs alone and reports the differing columns."""
+    C = _curves_module()
+    monkeypatch.setattr(C, "PREPARE_PARALLEL_MIN", 0 if parallel else 1 << 40)
+    rng = np.random.default_rng(n)
+    B, K = 9, 3
+    X, R = rng.normal(size=(B, n)), rng.normal(size=(B, n))
+    X[:, 1] = R[:, 1]
+    o = np.argsort(rng.random((B, K, n)), axis=-1)
+    f = lambda Z: Z.sum(1)  # noqa: E731
+    res = trace(f, X, R, o, modes=("insertion",))
+    np.testing.assert_allclose(res.curves["insertion"][:, :, -1], np.repeat(X.sum(1)[:, None], K, 1))
+    diff = np.empty((B, n), bool)
+    nd = np.empty(B, np.int64)
+    nblk = 4 if parallel else 1
+    assert C._prepare(nblk, X, R, o, True, diff, nd) == (True, True)
+    np.testing.assert_array_equal(diff, X != R)
+    np.testing.assert_array_equal(nd, (X != R).sum(1))
+    for value, pattern in [(-1, r"orders\[7, 2\].*out of range: -1"),
+                           (n, rf"orders\[7, 2\].*out of range: {n}"),
+                           (int(o[7, 2, 0]), r"orders\[7, 2\].*repeated")]:
+        bad = o.copy()
+        bad[7, 2, 3] = value
+        assert C._prepare(nblk, X, R, bad, True, diff, nd) == (True, False)
+        with pytest.raises(ValueError, match=pattern):
+            trace(f, X, R, bad)
+    for arr, val in [("X", np.nan), ("R", np.inf), ("R", -np.inf)]:
+        Xb, Rb = X.copy(), R.copy()
+        (Xb if arr == "X" else Rb)[5, n - 1] = val
+        assert C._prepare(nblk, Xb, Rb, o, True, diff, nd)[0] is False
+        with pytest.raises(ValueError, match=rf"{arr} contains .*row.* 5"):
+            trace(f, Xb, Rb, o)

@@ -201,3 +201,54 @@ def test_adapter_output_dtypes_and_out():
     np.testing.assert_array_equal(bf(X), ref_bf.numpy())
     ints = insdel.as_model(lambda Z: (Z[:, 0] > 0).astype(np.int64))
     np.testing.assert_array_equal(ints(X), (X[:, 0] > 0).astype(float))
+
+
+class _NaNAbove(torch.nn.Module):
+    """x -> x.sum(1), NaN where x_0 > 5."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(1, 1)  # a float32 parameter: float32 inputs
+
+    def forward(self, x):
+        y = x.sum(1, keepdim=True)
+        y[x[:, 0] > 5] = float("nan")
+        return y
+
+
+def test_adapter_torch_whole_call_path():
+    """A module wrapped by as_model is run over one tensor view of the rows, batch by batch: the
+    same values as the per-batch path, module calls and rows counted, a NaN named by its row of the
+    call (not of its batch), a tuple or a wrong shape refused; a custom fn beside a module, or an
+    output selection, keeps the per-batch path."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 1))
+    X = np.random.default_rng(0).normal(size=(10, 4))
+    m = insdel.as_model(net, batch_size=3)
+    assert m._batches is not None
+    generic = insdel.Model(m._fn, dtype=np.float32, batch_size=3)  # the per-batch path
+    assert generic._batches is None
+    np.testing.assert_array_equal(m(X), generic(X))
+    assert (m.n_calls, m.n_evals) == (4, 10)
+    Z = np.ones((7, 1))
+    Z[4] = Z[6] = 10.0  # rows of the second and third batches of three
+    with pytest.raises(ValueError, match=r"non-finite values for 2 input row\(s\) \(rows 4, 6 of "):
+        insdel.as_model(_NaNAbove(), batch_size=3)(Z, out=np.empty(7))
+    unchecked = insdel.as_model(_NaNAbove(), batch_size=3)(Z, check_finite=False)
+    assert np.isnan(unchecked[[4, 6]]).all() and np.isfinite(np.delete(unchecked, [4, 6])).all()
+
+    class Pair(torch.nn.Module):
+        def forward(self, x):
+            return x[:, :1], x[:, 1:]
+
+    with pytest.raises(ValueError, match="must return one tensor"):
+        insdel.as_model(Pair())(X)
+    with pytest.raises(ValueError, match=r"shape \(B,\) or \(B, 1\) for B = 3 input rows; got "
+                                         r"shape \(3, 2\)"):
+        insdel.as_model(torch.nn.Linear(4, 2), batch_size=3)(X)
+    doubled = insdel.Model(lambda Z: 2 * m._fn(Z), dtype=np.float32, torch_module=net)
+    assert doubled._batches is None  # its fn is not the module's forward
+    np.testing.assert_allclose(doubled(X), 2 * m(X))
+    second = insdel.as_model(torch.nn.Linear(4, 2), output=1)
+    assert second._batches is None
+    assert second(X).shape == (10,)
