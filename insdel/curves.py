@@ -142,13 +142,17 @@ def _find(stamp, tid, th, lw, base, b, cur, h):  # pragma: no cover - numba
 
 @nb.njit(cache=True, nogil=True)
 def _hash_block(b_lo, b_hi, orders, X, R, diff, zob, pos, starts, members, grouped, do_ins,
-                do_del, T, lw, cap, counts, idx, rows):  # pragma: no cover - numba
-    """K orderings per pair, pairs ``b_lo .. b_hi - 1``: walk every ordering keeping the canonical
-    set of each curve point as packed words with a Zobrist hash, and the current point itself,
-    updated unit by unit; each new set becomes pair b's next distinct row u (``lw[b * cap + u]`` =
-    its set, ``rows[b * cap + u]`` = its hybrid; row 0 is r, row 1 is x when x != r) and every
-    curve point gets its row's local id in ``idx`` (hash collisions are resolved by comparing the
-    words: deduplication is exact). ``counts[b]`` receives the number of distinct rows."""
+                do_del, T, lw, cap, counts, idx, first, rows):  # pragma: no cover - numba
+    """K orderings per pair, pairs ``b_lo .. b_hi - 1``, any number of units: walk every ordering
+    keeping the canonical set of each curve point as packed words with a Zobrist hash, and the
+    current point itself, updated unit by unit; each new set becomes pair b's next distinct row u
+    (``lw[b * cap + u]`` = its set; row 0 is r, row 1 is x when x != r) and every curve point gets
+    its row's local id in ``idx`` (hash collisions are resolved by comparing the words:
+    deduplication is exact). ``counts[b]`` receives the number of distinct rows.
+
+    The block's rows are written one pair after the other from ``rows[b_lo * cap]`` on (its pairs'
+    upper bound: the blocks of a parallel call never overlap); ``first[b]`` receives the row of
+    pair b's r, so its row u is ``rows[first[b] + u]``."""
     K = orders.shape[1]
     n = X.shape[1]
     W = lw.shape[1]
@@ -159,10 +163,13 @@ def _hash_block(b_lo, b_hi, orders, X, R, diff, zob, pos, starts, members, group
     cur = np.zeros(W, dtype=np.uint64)
     dw = np.zeros(W, dtype=np.uint64)
     work = np.empty(n, dtype=rows.dtype)
+    nxt = b_lo * cap  # the block's next free row
     for b in range(b_lo, b_hi):
         base = b * cap
+        row0 = nxt
+        first[b] = row0
         for j in range(n):
-            rows[base, j] = R[b, j]
+            rows[row0, j] = R[b, j]
         hD = np.uint64(0)
         for w in range(W):
             dw[w] = 0
@@ -189,7 +196,7 @@ def _hash_block(b_lo, b_hi, orders, X, R, diff, zob, pos, starts, members, group
             for w in range(W):
                 lw[base + 1, w] = dw[w]
             for j in range(n):
-                rows[base + 1, j] = X[b, j]
+                rows[row0 + 1, j] = X[b, j]
             cnt = 2
             id_x = 1
         mi = 0
@@ -242,57 +249,146 @@ def _hash_block(b_lo, b_hi, orders, X, R, diff, zob, pos, starts, members, group
                             for w in range(W):
                                 lw[base + u, w] = cur[w]
                             for j in range(n):
-                                rows[base + u, j] = work[j]
+                                rows[row0 + u, j] = work[j]
                             cnt += 1
                         prev = u
                         changed = False
                     idx[b, k, mi, s] = prev
             mi += 1
         counts[b] = cnt
+        nxt = row0 + cnt
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: slot = (key * golden) >> (64 - lg T)
+_LOW32 = np.uint64(0xFFFFFFFF)
+
+
+@nb.njit(cache=True, nogil=True)
+def _hash1_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, grouped, do_ins, do_del,
+                 lgT, cap, counts, idx, first, rows):  # pragma: no cover - numba
+    """:func:`_hash_block` for at most 64 units, where a canonical set is one uint64 word and is
+    its own exact key: one table of (key, pair stamp | local id) entries, so a lookup reads one
+    cache line, and no Zobrist hash or separate set store (measured: 0.66 against 1.33 ms to index
+    142 pairs of 27 orderings, n = 16). The same ids, counts, rows and layout."""
+    K = orders.shape[1]
+    n = X.shape[1]
+    m = diff.shape[1]
+    S = pos.shape[0]
+    T = 1 << lgT
+    mask = T - 1
+    shift = np.uint64(64 - lgT)
+    tab = np.zeros((T, 2), dtype=np.uint64)  # [key, (b + 1) << 32 | u]; stamp 0: empty
+    work = np.empty(n, dtype=rows.dtype)
+    one = np.uint64(1)
+    nxt = b_lo * cap
+    for b in range(b_lo, b_hi):
+        row0 = nxt
+        first[b] = row0
+        stampv = np.uint64(b - b_lo + 1) << np.uint64(32)
+        dm = np.uint64(0)
+        for g in range(m):
+            if diff[b, g]:
+                dm |= one << np.uint64(g)
+        # the end points: r (key 0, local id 0) and x (key D, id 1; absent when x == r)
+        # (entries of earlier pairs count as empty: the table is never cleared; key 0 -> slot 0)
+        tab[0, 0] = 0
+        tab[0, 1] = stampv
+        for j in range(n):
+            rows[row0, j] = R[b, j]
+        cnt = 1
+        id_x = 0
+        if dm != 0:
+            slot = np.int64((dm * _GOLDEN) >> shift)
+            while (tab[slot, 1] & ~_LOW32) == stampv:
+                slot = (slot + 1) & mask
+            tab[slot, 0] = dm
+            tab[slot, 1] = stampv | one
+            for j in range(n):
+                rows[row0 + 1, j] = X[b, j]
+            cnt = 2
+            id_x = 1
+        mi = 0
+        for mode in range(2):
+            if (mode == 0 and not do_ins) or (mode == 1 and not do_del):
+                continue
+            ins = mode == 0
+            src = R if ins else X
+            dst = X if ins else R
+            for k in range(K):
+                cur = np.uint64(0) if ins else dm
+                prev = 0 if ins else id_x
+                for j in range(n):
+                    work[j] = src[b, j]
+                changed = False
+                t = 0
+                for s in range(S):
+                    while t < pos[s]:
+                        g = orders[b, k, t]
+                        t += 1
+                        bit = one << np.uint64(g)
+                        if dm & bit:
+                            cur ^= bit
+                            if grouped:
+                                for c in range(starts[g], starts[g + 1]):
+                                    col = members[c]
+                                    work[col] = dst[b, col]
+                            else:
+                                work[g] = dst[b, g]
+                            changed = True
+                    if changed:
+                        slot = np.int64((cur * _GOLDEN) >> shift)
+                        while True:
+                            v = tab[slot, 1]
+                            if (v & ~_LOW32) != stampv:  # empty for this pair: a new row
+                                u = cnt
+                                tab[slot, 0] = cur
+                                tab[slot, 1] = stampv | np.uint64(u)
+                                for j in range(n):
+                                    rows[row0 + u, j] = work[j]
+                                cnt += 1
+                                break
+                            if tab[slot, 0] == cur:
+                                u = np.int64(v & _LOW32)
+                                break
+                            slot = (slot + 1) & mask
+                        prev = u
+                        changed = False
+                    idx[b, k, mi, s] = prev
+            mi += 1
+        counts[b] = cnt
+        nxt = row0 + cnt
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
 def _hash_par(nblk, orders, X, R, diff, zob, pos, starts, members, grouped, do_ins, do_del, T,
-              lw, cap, counts, idx, rows):  # pragma: no cover - numba
+              lw, cap, counts, idx, first, rows):  # pragma: no cover - numba
     B = orders.shape[0]
     for i in nb.prange(nblk):
         _hash_block(i * B // nblk, (i + 1) * B // nblk, orders, X, R, diff, zob, pos, starts,
-                    members, grouped, do_ins, do_del, T, lw, cap, counts, idx, rows)
-
-
-@nb.njit(cache=True, nogil=True)
-def _compact_block(b_lo, b_hi, scratch, cap, counts, offsets, rows):  # pragma: no cover - numba
-    """``rows[offsets[b] + u] = scratch[b * cap + u]`` for pair b's distinct rows u."""
-    n = rows.shape[1]
-    for b in range(b_lo, b_hi):
-        for u in range(counts[b]):
-            r = offsets[b] + u
-            q = b * cap + u
-            for j in range(n):
-                rows[r, j] = scratch[q, j]
+                    members, grouped, do_ins, do_del, T, lw, cap, counts, idx, first, rows)
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
-def _compact_par(nblk, scratch, cap, counts, offsets, rows):  # pragma: no cover - numba
-    B = counts.shape[0]
+def _hash1_par(nblk, orders, X, R, diff, pos, starts, members, grouped, do_ins, do_del, lgT, cap,
+               counts, idx, first, rows):  # pragma: no cover - numba
+    B = orders.shape[0]
     for i in nb.prange(nblk):
-        _compact_block(i * B // nblk, (i + 1) * B // nblk, scratch, cap, counts, offsets, rows)
+        _hash1_block(i * B // nblk, (i + 1) * B // nblk, orders, X, R, diff, pos, starts, members,
+                     grouped, do_ins, do_del, lgT, cap, counts, idx, first, rows)
 
 
-def _hash_sets(nblk, *args):
-    """:func:`_hash_block` over all pairs of ``args``, in ``nblk`` parallel blocks (1: serially)."""
-    if nblk == 1:
+def _hash_rows(nblk, one_word, *args):
+    """The hashed walk (:func:`_hash1_block` when ``one_word``, else :func:`_hash_block`) over all
+    pairs of ``args``, in ``nblk`` parallel blocks (1: serially)."""
+    if one_word:
+        if nblk == 1:
+            _hash1_block(0, args[0].shape[0], *args)
+        else:
+            _hash1_par(nblk, *args)
+    elif nblk == 1:
         _hash_block(0, args[0].shape[0], *args)
     else:
         _hash_par(nblk, *args)
-
-
-def _compact(nblk, scratch, cap, counts, offsets, rows):
-    """:func:`_compact_block` over all pairs, in ``nblk`` parallel blocks (1: serially)."""
-    if nblk == 1:
-        _compact_block(0, counts.shape[0], scratch, cap, counts, offsets, rows)
-    else:
-        _compact_par(nblk, scratch, cap, counts, offsets, rows)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -832,10 +928,10 @@ def _blocks(B: int, work: int, parallel_min: int | None = None) -> int:
 
 class _HashWalk:
     """K > 1 orderings per pair, per run of pairs whose rows fit :data:`ROW_BUFFER_BYTES`: parallel
-    blocks of pairs hash every curve point's canonical set (:func:`_hash_block`: distinct sets and
-    local ids, each new row written into a scratch buffer at its pair's upper-bound slot), then
-    copy the rows to their pairs' offsets (:func:`_compact_block`); one adapter call evaluates the
-    run."""
+    blocks of pairs (one per thread) hash every curve point's canonical set and write each new
+    row right after their previous pair's rows (:func:`_hash1_block` for up to 64 units, else
+    :func:`_hash_block`); each block's rows are one region of the buffer, evaluated by one adapter
+    call (no compaction pass: the values keep the buffer's layout)."""
 
     def __init__(self, model, n: int, m: int, plan: _Plan, points_per_pair: int, ws):
         self.model, self.plan, self.n, self.ws = model, plan, n, ws
@@ -843,41 +939,54 @@ class _HashWalk:
         row_bytes = n * model.dtype.itemsize
         budget = max(model.batch_size, cap, ROW_BUFFER_BYTES // max(row_bytes, 1))
         self.run_pairs = max(1, budget // cap)
-        self.zob = _zobrist(m)
-        T = 1
-        while T < 2 * cap:
-            T *= 2
-        self.T = T
-        self.W = n_words(m)
-        self.lw = self.scratch = self.stage = None
+        self.one_word = m <= 64
+        lgT = 1
+        while (1 << lgT) < (4 if self.one_word else 2) * cap:  # load factor <= 1/4 (1/2)
+            lgT += 1
+        self.lgT = lgT
+        if not self.one_word:
+            self.zob = _zobrist(m)
+            self.W = n_words(m)
+        self.lw = self.stage = None
 
     def __call__(self, ob, Xc, Rc, dc, nd, idx, first, values, clock) -> int:
         Bc, cap, p = Xc.shape[0], self.cap, self.plan
-        gbase = 0
+        n_rows = 0
         for p0 in range(0, Bc, self.run_pairs):
             p1 = min(Bc, p0 + self.run_pairs)
-            with clock.index():
-                P = p1 - p0
+            t = time.perf_counter()
+            P = p1 - p0
+            if self.stage is None or self.stage.shape[0] < P * cap:
+                self.stage = self.ws.get("rows", (P * cap, self.n), self.model.dtype)
+            counts = np.empty(P, dtype=np.int64)
+            nblk = _blocks(P, P * (cap - 2))
+            nblk = min(nblk, max(1, nb.get_num_threads()))  # one region per thread
+            ids, heads = idx[p0:p1], first[p0:p1]
+            if self.one_word:
+                _hash_rows(nblk, True, ob[p0:p1], Xc[p0:p1], Rc[p0:p1], dc[p0:p1], p.pos,
+                           p.starts, p.members, p.grouped, p.do_ins, p.do_del, self.lgT, cap,
+                           counts, ids, heads, self.stage)
+            else:
                 if self.lw is None or self.lw.shape[0] < P * cap:
-                    # a run's distinct sets and rows, pair b's from b * cap
                     self.lw = self.ws.get("sets", (P * cap, self.W), np.uint64)
-                    self.scratch = self.ws.get("scratch", (P * cap, self.n), self.model.dtype)
-                counts = np.empty(P, dtype=np.int64)
-                nblk = _blocks(P, P * (cap - 2))
-                _hash_sets(nblk, ob[p0:p1], Xc[p0:p1], Rc[p0:p1], dc[p0:p1], self.zob, p.pos,
-                           p.starts, p.members, p.grouped, p.do_ins, p.do_del, self.T, self.lw,
-                           cap, counts, idx[p0:p1], self.scratch)
-                ends = np.cumsum(counts)
-                rows = int(ends[-1])
-                offs = ends - counts
-                if self.stage is None or self.stage.shape[0] < rows:
-                    self.stage = self.ws.get("rows", (rows, self.n), self.model.dtype)
-                _compact(_blocks(P, rows), self.scratch, cap, counts, offs, self.stage)
-                first[p0:p1] = offs + gbase
-            with clock.model():
-                self.model(self.stage[:rows], out=values[gbase:gbase + rows], check_finite=False)
-            gbase += rows
-        return gbase
+                _hash_rows(nblk, False, ob[p0:p1], Xc[p0:p1], Rc[p0:p1], dc[p0:p1], self.zob,
+                           p.pos, p.starts, p.members, p.grouped, p.do_ins, p.do_del, 1 << self.lgT,
+                           self.lw, cap, counts, ids, heads, self.stage)
+            base = p0 * cap  # the run's rows and values keep the buffer's layout from here
+            t1 = time.perf_counter()
+            clock.index_s += t1 - t
+            for i in range(nblk):  # block i's rows: one region from its first pair's r on
+                b_lo, b_hi = i * P // nblk, (i + 1) * P // nblk
+                if b_hi > b_lo:
+                    lo, hi = int(heads[b_lo]), int(heads[b_hi - 1] + counts[b_hi - 1])
+                    self.model(self.stage[lo:hi], out=values[base + lo:base + hi],
+                               check_finite=False)
+            t2 = time.perf_counter()
+            clock.model_s += t2 - t1
+            heads += base
+            n_rows += int(counts.sum())
+            clock.index_s += time.perf_counter() - t2
+        return n_rows
 
 
 def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=MODES,

@@ -556,3 +556,59 @@ def test_pass_over_pairs_checks_orderings_and_values(monkeypatch, n, parallel):
         assert C._prepare(nblk, Xb, Rb, o, True, diff, nd)[0] is False
         with pytest.raises(ValueError, match=rf"{arr} contains .*row.* 5"):
             trace(f, Xb, Rb, o)
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+@pytest.mark.parametrize("nblk", [1, 3])
+def test_one_word_hash_kernel_equals_general_kernel(grouped, nblk):
+    """The hashed walk's one-word kernel (at most 64 units: the set is its own key) gives the same
+    local ids, counts, region layout and rows as the general Zobrist kernel, with groups, partial
+    positions and both modes, serially and in parallel blocks; each block's rows follow one
+    another from its first pair's upper bound, and every row is its set's hybrid."""
+    from insdel.groups import check_groups
+
+    C = _curves_module()
+    rng = np.random.default_rng(11 + nblk)
+    B, n, K = 23, 10, 4
+    X = rng.integers(0, 3, size=(B, n)).astype(float)  # many x_j == r_j
+    R = rng.integers(0, 3, size=(B, n)).astype(float)
+    grp = check_groups([0, 0, 1, 2, 2, 2, 3, 4, 5, 5], n) if grouped else None
+    diff = np.ascontiguousarray(grp.reduce_any(X != R)) if grouped else X != R
+    m = diff.shape[1]
+    starts, members = (grp.starts, grp.members) if grouped else C._identity_units(n)
+    pos = np.array([0, 1, 3, m]) if grouped else np.arange(m + 1)
+    o = np.argsort(rng.random((B, K, m)), axis=-1)
+    cap = 2 + K * 2 * len(pos)
+    lgT = int(np.ceil(np.log2(4 * cap)))
+    out = {}
+    for one_word in (True, False):
+        counts = np.empty(B, np.int64)
+        idx = np.full((B, K, 2, len(pos)), -1, np.int32)
+        first = np.empty(B, np.int64)
+        rows = np.full((B * cap, n), np.nan, np.float32)
+        if one_word:
+            C._hash_rows(nblk, True, o, X, R, diff, pos, starts, members, grouped, True, True, lgT,
+                         cap, counts, idx, first, rows)
+        else:
+            lw = np.zeros((B * cap, 1), np.uint64)
+            C._hash_rows(nblk, False, o, X, R, diff, C._zobrist(m), pos, starts, members, grouped,
+                         True, True, 1 << lgT, lw, cap, counts, idx, first, rows)
+        out[one_word] = counts, idx, first, rows
+    for a, b in zip(out[True], out[False], strict=True):
+        np.testing.assert_array_equal(a, b)
+    counts, idx, first, rows = out[True]
+    for i in range(nblk):  # block i: its pairs' rows one after the other from its upper bound
+        lo, hi = i * B // nblk, (i + 1) * B // nblk
+        assert first[lo] == lo * cap
+        np.testing.assert_array_equal(first[lo + 1:hi], (first + counts)[lo:hi - 1])
+    for b in range(B):
+        pts = rows[first[b]:first[b] + counts[b]]
+        assert not np.isnan(pts).any() and len(np.unique(pts, axis=0)) == counts[b]  # distinct
+        for k in range(K):
+            S = np.zeros(m, bool)
+            for s, p in enumerate(pos):  # insertion point s: units o[b, k, :p] from x
+                S[:] = False
+                S[o[b, k, :p]] = True
+                cols = grp.expand(S) if grouped else S
+                np.testing.assert_array_equal(rows[first[b] + idx[b, k, 0, s]],
+                                              np.where(cols, X[b], R[b]).astype(np.float32))
