@@ -23,7 +23,8 @@ each distinct point once (shared end points, shared prefixes); the loops do not.
     pass over that buffer: the least that any engine which must write the rows pays ((w)/(c) is that
     floor; what (a) spends beyond (w) is indexing, validation and the adapter).
 
-Ratios: (a)/(c) is insdel's overhead over the limit (target <= 1.25); (b)/(a) and (p)/(a) are speed-ups
+Ratios: (a)/(c) is insdel's overhead over the limit (targets, issue 13: <= 1.3 on the cheap
+model, <= 1.0 on the paper MLPs); (b)/(a) and (p)/(a) are speed-ups
 over the loops (target >= 20); (b)/(c) is the ceiling on *any* engine's speed-up over the per-pair loop
 (when the model's arithmetic dominates, no engine can beat (b) by more than (b)/(c)).
 
@@ -194,13 +195,14 @@ def run_config(name: str, K: int, B: int, repeats: int, batch_size: int, point_b
     t_bare, t_ins = t["bare"], t["insdel"]
     t_loop, _ = time_call(lambda: per_pair_loop(net, X, R, orders), repeats)
     t_abc, _ = time_call(lambda: [insdel.abc(res.curves[m], mode=m) for m in MODES], repeats)
+    split = trace(model, X, R, orders).timings  # a warm call's split (the first one compiled)
     return {"model": name, "n": n, "K": K, "B": B, "points": res.n_points, "unique": res.n_unique,
             "err": max(err, err_p), "insdel": t_ins, "loop": t_loop, "point": t_point,
             "point_pairs": P, "bare": t_bare, "written": t["written"], "abc": t_abc,
             "a_over_c": ratio_of_rounds(ts, "insdel", "bare"),
             "w_over_c": ratio_of_rounds(ts, "written", "bare"),
-            "bookkeeping": res.timings.get("bookkeeping_s", float("nan")),
-            "model_s": res.timings.get("model_s", float("nan"))}
+            "bookkeeping": split.get("bookkeeping_s", float("nan")),
+            "model_s": split.get("model_s", float("nan"))}
 
 
 def main(argv=None) -> list[dict]:
@@ -265,8 +267,9 @@ def main(argv=None) -> list[dict]:
     print(markdown_table(["model", "K", "pairs", "(p) pairs timed", "bookkeeping s", "model s",
                           "abc (both modes) s", "bookkeeping share"], rows))
     print()
-    print("Targets: (a)/(c) <= 1.25; (b)/(a) >= 20 and (p)/(a) >= 20. (b)/(c) bounds what any "
-          "engine can gain over the per-pair loop.")
+    print("Targets: (a)/(c) <= 1.3 on the cheap model and <= 1.0 on the paper MLPs (issue 13); "
+          "(b)/(a) >= 20 and (p)/(a) >= 20. (b)/(c) bounds what any engine can gain over the "
+          "per-pair loop.")
     return results
 
 
