@@ -23,7 +23,8 @@ methods interleaved within each repeat):
 (q64) PixelFlipping with Quantus's default ``batch_size=64``;
 (qB) PixelFlipping with one batch of all rows (Quantus's best case);
 (r64) RegionPerturbation with ``batch_size=64``;
-(c) bare forward pass over exactly the distinct rows of the deletion curves.
+(c) bare forward pass over exactly the distinct rows of the deletion curves, values into one float64
+    array (bench/curves.py explains why not a list of output tensors).
 With K orderings per pair Quantus gets the pairs repeated K times (one call over B K rows, the cheapest
 way to drive it).
 
@@ -162,9 +163,12 @@ def run_config(name: str, K: int, B: int, repeats: int, batch_size: int, check_p
     rows = torch.from_numpy(distinct_rows(X, R, orders, modes=("deletion",)))
     assert len(rows) == res.n_unique, (len(rows), res.n_unique)
 
+    vals = np.empty(len(rows))  # the values, as insdel holds them (see bench/curves.py, (c))
+
     def bare():
         with torch.inference_mode():
-            return [net(rows[s:s + batch_size]).numpy() for s in range(0, len(rows), batch_size)]
+            for s in range(0, len(rows), batch_size):
+                vals[s:s + batch_size] = net(rows[s:s + batch_size]).numpy()[:, 0]
 
     bare()
     t = time_interleaved({
@@ -225,7 +229,8 @@ def main(argv=None) -> list[dict]:
          "(qB) PixelFlipping one batch s", "(r64) RegionPerturbation s", "(c) bare forward s",
          "(a)/(c)", "(q64)/(a)", "(qB)/(a)", "(r64)/(a)", "max err vs insdel"], rows))
     print()
-    print("Targets: (a)/(c) <= 1.25; Quantus/(a) >= 20.")
+    print("Targets: (a)/(c) <= 1.3 on the cheap model, <= 1.0 on the paper MLPs (issue 13); "
+          "Quantus/(a) >= 20.")
     return results
 
 

@@ -12,20 +12,25 @@ How the work is laid out (all pairs, all orderings, both modes at once):
    ``D = {j : x_j != r_j}``. Two curve points of one pair with the same canonical set are the same
    point and are evaluated once; the end points f(r) (set ∅) and f(x) (set D) are shared by all
    orderings and both modes of a pair.
+0. One pass over the pairs (:func:`_prepare`) finds D and |D| per pair and checks that every value
+   is finite and every ordering a permutation (the messages come from the checkers, only on
+   failure). The row kernels read X and R directly and write the model's dtype.
 2. One ordering per pair (K = 1, the *chain* path) needs no hashing: a pair's distinct rows are r,
    x and, per mode, one row per recorded point that moves a unit of D, so their number is known
    (closed form for the paper's one-unit-per-step curves) and so is where each pair's rows go.
-   Parallel numba blocks of pairs write them, each new row a copy of the previous one with the
-   moved units changed, into a buffer of :data:`ROW_BUFFER_BYTES`, with each curve point's row
-   id; the adapter then evaluates the buffer batch by batch.
+   Parallel numba blocks of pairs write them (the current point kept in a local row, updated unit
+   by unit and copied out at each new row) into a buffer of :data:`ROW_BUFFER_BYTES`, with each
+   curve point's row id; the adapter then evaluates the buffer batch by batch.
 3. Several orderings per pair (the *hashed* path), per run of pairs whose rows fit
-   :data:`ROW_BUFFER_BYTES`: parallel numba blocks of pairs walk every ordering keeping each
-   point's canonical set as packed uint64 words with a Zobrist hash, give each point the local id
-   of its distinct row (collisions are resolved by comparing the words, so deduplication is
-   exact) and write each new row at its pair's upper-bound slot of a scratch buffer; the rows are
-   then packed to their pairs' offsets and the adapter evaluates them batch by batch.
+   :data:`ROW_BUFFER_BYTES`: parallel numba blocks of pairs (one per thread) walk every ordering
+   keeping each point's canonical set, give each point the local id of its distinct row and write
+   each new row right after the block's previous one. Up to 64 units the set is one uint64 word
+   and its own exact key (:func:`_hash1_block`); beyond, packed words with a Zobrist hash,
+   collisions resolved by comparing the words (:func:`_hash_block`): deduplication is exact
+   either way. Each block's rows are one region of the buffer, evaluated by one adapter call.
 4. The curves are gathered from the distinct values (parallel numba blocks from
-   :data:`PARALLEL_MIN_POINTS` points on).
+   :data:`PARALLEL_MIN_POINTS` points on); every value is read there, so that is where the
+   model's values are checked for NaN and inf (the adapter is called with ``check_finite=False``).
 
 Pairs are processed in chunks so that at most ``chunk_size`` curve points are indexed at once, and
 at most ``ROW_BUFFER_BYTES`` of rows (and at least a batch) exist at once; the chunk's arrays live
@@ -37,7 +42,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numba as nb
@@ -809,24 +813,13 @@ PREPARE_PARALLEL_MIN = 1 << 18
 
 
 class _Clock:
-    """Seconds spent indexing and writing rows (bookkeeping) and in the model, for TraceResult."""
+    """Seconds spent indexing and writing rows (bookkeeping) and in the model, for TraceResult
+    (the walks add ``time.perf_counter`` differences to them directly)."""
+
+    __slots__ = ("index_s", "model_s")
 
     def __init__(self):
         self.index_s = self.model_s = 0.0
-
-    @contextmanager
-    def _add_to(self, attr: str):
-        t = time.perf_counter()
-        try:
-            yield
-        finally:
-            setattr(self, attr, getattr(self, attr) + time.perf_counter() - t)
-
-    def index(self):
-        return self._add_to("index_s")
-
-    def model(self):
-        return self._add_to("model_s")
 
 
 @dataclass(frozen=True)
