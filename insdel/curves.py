@@ -475,52 +475,65 @@ def _chain_block(b_lo, b_hi, orders, X, R, diff, n_d, pos, starts, members, grou
 def _chain_fast_block(b_lo, b_hi, orders, X, R, diff, n_d, do_ins, do_del, offsets, base, rows,
                       idx):  # pragma: no cover - numba
     """:func:`_chain_block` (write mode) for the commonest case: one feature per unit and every
-    step recorded. The same rows and ids; kept separate because the general kernel's unit and
-    position loops make it about twice as slow here (measured: 0.37 against 0.72 ms serial for
-    2,000 pairs, n = 16)."""
+    step recorded. The same points and ids (as hybrids: rows r, x first, then the rows of each
+    inner step, the insertion one before the deletion one, where the general kernel writes all
+    insertion rows first). Both modes come from one walk over the ordering, each keeping its
+    current point in a local row (measured: 278 against 435 us serial for 2,000 pairs, n = 16,
+    than a walk per mode; the general kernel's unit and position loops are slower still)."""
     n = X.shape[1]
-    cur = np.empty(n, rows.dtype)  # the current point (measured 15 % faster than row to row)
+    ci = np.empty(n, rows.dtype)  # the insertion and deletion curves' current points
+    cd = np.empty(n, rows.dtype)
+    mi_d = 1 if do_ins else 0
     for b in range(b_lo, b_hi):
-        r = offsets[b] - base
-        row_r = r
+        r0 = offsets[b] - base
         for j in range(n):
-            rows[r, j] = R[b, j]
-        r += 1
-        row_x = row_r
+            v = R[b, j]
+            rows[r0, j] = v
+            ci[j] = v
         nd = n_d[b]
-        if nd > 0:
-            row_x = r
-            for j in range(n):
-                rows[r, j] = X[b, j]
-            r += 1
-        mi = 0
-        for mode in range(2):
-            if (mode == 0 and not do_ins) or (mode == 1 and not do_del):
-                continue
-            ins = mode == 0
-            inside = 0 if ins else nd
-            last = row_r if ins else row_x
-            src = R if ins else X
-            dst = X if ins else R
-            for j in range(n):
-                cur[j] = src[b, j]
-            idx[b, 0, mi, 0] = last - row_r
-            for t in range(n):
-                g = orders[b, 0, t]
-                if diff[b, g]:
-                    inside += 1 if ins else -1
-                    cur[g] = dst[b, g]
-                    if inside == nd:
-                        last = row_x
-                    elif inside == 0:
-                        last = row_r
-                    else:
+        if nd == 0:  # x == r: every point is row 0
+            for s in range(n + 1):
+                if do_ins:
+                    idx[b, 0, 0, s] = 0
+                if do_del:
+                    idx[b, 0, mi_d, s] = 0
+            continue
+        for j in range(n):
+            v = X[b, j]
+            rows[r0 + 1, j] = v
+            cd[j] = v
+        r = r0 + 2
+        inside = 0
+        li = 0  # local ids of the current insertion and deletion points
+        ld = 1
+        if do_ins:
+            idx[b, 0, 0, 0] = 0
+        if do_del:
+            idx[b, 0, mi_d, 0] = 1
+        for t in range(n):
+            g = orders[b, 0, t]
+            if diff[b, g]:
+                inside += 1
+                if inside == nd:  # insertion reaches x, deletion reaches r
+                    li = 1
+                    ld = 0
+                else:
+                    if do_ins:
+                        ci[g] = X[b, g]
                         for j in range(n):
-                            rows[r, j] = cur[j]
-                        last = r
+                            rows[r, j] = ci[j]
+                        li = r - r0
                         r += 1
-                idx[b, 0, mi, t + 1] = last - row_r
-            mi += 1
+                    if do_del:
+                        cd[g] = R[b, g]
+                        for j in range(n):
+                            rows[r, j] = cd[j]
+                        ld = r - r0
+                        r += 1
+            if do_ins:
+                idx[b, 0, 0, t + 1] = li
+            if do_del:
+                idx[b, 0, mi_d, t + 1] = ld
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
