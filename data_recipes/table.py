@@ -16,8 +16,9 @@ Options (the names are the interface; see docs/your_own_data.md):
     ``info["binary_detected"]``), a list of column names, or ``[]`` (none).
 ``categorical``
     Columns one-hot encoded (one 0/1 feature ``"col=level"`` per level, in sorted order); the
-    columns of each are recorded as a feature group in ``info["groups"]`` (name -> feature
-    indices), for tests that move a categorical as one feature.
+    columns of each form a feature group, moved as one unit in insertion and deletion (the data
+    set's ``groups``, as the housing recipes' one-hot ``Location``), and are listed in
+    ``info["groups"]`` (name -> feature indices).
 ``scale``
     ``"standard"`` (default: continuous features centred and divided by their standard deviation,
     fitted on the training split; binary and one-hot features are not scaled) or ``"none"``.
@@ -237,6 +238,7 @@ def build(*, seed: int = 0, **options) -> RawData:
     return RawData(
         features=X, target=y, target_name=target, binary_levels=levels,
         standardize=standardize, target_scale=None, description=desc, test_mask=test_mask,
+        groups={c: [X.columns[i] for i in idx] for c, idx in groups.items()} or None,
         info={"source": str(p.resolve()), "sha256": sha256_file(p), "n_read": n_read,
               "n_dropped_missing": n_missing, "n_kept": int(len(rows)), "groups": groups,
               "binary_detected": detected, "ignored_columns": ignored,

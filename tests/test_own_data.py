@@ -67,6 +67,9 @@ def test_table_split_column_missing_values_and_categorical(tmp_path, diabetes_cs
     assert "part" not in ds.feature_names
     assert ds.feature_names[-3:] == ["site=a", "site=b", "site=c"]
     assert ds.info["groups"] == {"site": [10, 11, 12]}
+    assert ds.groups is not None and ds.groups.m == len(ds.feature_names) - 2  # one unit "site"
+    g = ds.groups.names.index("site")
+    assert ds.groups.columns(g).tolist() == [10, 11, 12]
     assert ds.binary_mask[-3:].all()
     assert len(ds.X_test) == int((df.drop(index=[3, 5, 7])["part"] == "test").sum())
 
@@ -404,3 +407,34 @@ def test_every_panel_of_the_run_figures_names_its_mode(tmp_path):
         for t in titles:
             if "pair" in t:
                 assert t.startswith(("Insertion", "Deletion")), t
+
+
+def test_run_on_a_csv_with_a_categorical_moves_it_as_one_unit(tmp_path, diabetes_csv, capsys):
+    """``categorical=`` columns become one feature group end to end: the run's curves have one
+    point per unit (11 = 10 columns + the 3-level one-hot as one), as the housing recipes'
+    one-hot Location does."""
+    import warnings
+
+    df = pd.read_csv(diabetes_csv)
+    df["site"] = np.array(["a", "b", "c"])[np.arange(len(df)) % 3]
+    csv = tmp_path / "d.csv"
+    df.to_csv(csv, index=False)
+    net = torch.nn.Sequential(torch.nn.Linear(13, 8), torch.nn.Tanh(),
+                              torch.nn.Linear(8, 1)).eval()
+    model_path = tmp_path / "model.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, (torch.zeros(2, 13),), str(model_path), input_names=["x"],
+                          output_names=["y"], dynamic_axes={"x": {0: "b"}, "y": {0: "b"}},
+                          dynamo=False)
+    text = CONFIG.format(csv=csv.as_posix(), model=model_path.as_posix(), trust="",
+                         figures="false").replace('target = "target"',
+                                                  'target = "target"\ncategorical = ["site"]')
+    cfg = tmp_path / "cat.toml"
+    cfg.write_text(text)
+    out = tmp_path / "out"
+    assert cli_main(["run", str(cfg), "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    curves = [np.load(f) for f in sorted(out.rglob("*.npz"))]
+    shapes = {a.shape[-1] for z in curves for k, a in z.items() if "curves" in k}
+    assert shapes == {12}, shapes  # 11 units -> 12 curve points
