@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import random
 import statistics
 import subprocess
 import time
@@ -151,15 +152,21 @@ def time_call(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> tuple[flo
     return statistics.median(ts), out
 
 
-def interleaved_samples(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, list]:
+def interleaved_samples(fns: dict[str, Callable[[], Any]], repeats: int,
+                        seed: int = 0) -> dict[str, list]:
     """Wall times of each ``fns[name]()`` over ``repeats`` rounds, the calls interleaved (round r
-    times every function once), so that drifts in machine load hit all of them alike. No warm-up:
-    call each once before."""
+    times every function once, in an order drawn anew each round from ``seed``), so that drifts
+    in machine load hit all of them alike and no function always runs right after the same other
+    one (measured on the cheap model: the call before can move a timing by 5-10 %, through the
+    caches and the thread pools it leaves behind). No warm-up: call each once before."""
     ts: dict[str, list[float]] = {k: [] for k in fns}
+    rng = random.Random(seed)
+    names = list(fns)
     for _ in range(max(1, repeats)):
-        for k, fn in fns.items():
+        rng.shuffle(names)
+        for k in names:
             t0 = time.perf_counter()
-            fn()
+            fns[k]()
             ts[k].append(time.perf_counter() - t0)
     return ts
 

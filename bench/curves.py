@@ -30,7 +30,8 @@ over the loops (target >= 20); (b)/(c) is the ceiling on *any* engine's speed-up
 
 Correctness ((a) equals (b) on the first 200 pairs and (p) on its subset; the number of distinct rows
 equals insdel's ``n_unique``) is checked before timing; the correctness calls double as the warm-up;
-times are medians over repeats in which (a), (c) and (w) are interleaved, and their ratios medians of
+times are medians over repeats in which (a), (c) and (w) are interleaved (in an order drawn anew each
+repeat), and their ratios medians of
 the per-repeat ratios (a drift in machine speed between repeats does not move them); (b) is timed
 on its own; numba compilation is timed separately on a first tiny call.
 
