@@ -217,14 +217,7 @@ class Model:
         if y.dtype.kind not in "fiu":
             y = np.asarray(y, dtype=np.float64)
         B = Xb.shape[0]
-        if y.shape == (B, 1):
-            y = y[:, 0]
-        elif y.shape != (B,):
-            raise ValueError(
-                f"{self.name} must return an array of shape (B,) or (B, 1) for B = {B} input rows; "
-                f"got shape {y.shape}. Models with several outputs: wrap them so that they return the "
-                "one output to explain."
-            )
+        y = _one_output(y, B, self.name)
         self.n_evals += B
         self.n_calls += 1
         return y
@@ -268,16 +261,35 @@ def _torch_fn(module):
         t = torch.from_numpy(X)
         if t.dtype != tdtype or t.device != device:
             t = t.to(device=device, dtype=tdtype, non_blocking=True)
-        y = module(t)
-        if isinstance(y, (tuple, list)):
-            raise ValueError("the torch module returned a tuple/list; it must return one tensor.")
-        try:
-            return y.detach().numpy()  # the adapter converts to float64
-        except (TypeError, RuntimeError):  # a GPU tensor, or bfloat16 (not in NumPy)
-            return y.detach().to("cpu", torch.float64).numpy()
+        return _tensor_values(module(t), torch)  # the adapter converts to float64
 
     fn._insdel_module = module  # Model's whole-call path (_torch_batches) may stand in for fn
     return fn, np_dtype
+
+
+def _tensor_values(y, torch) -> np.ndarray:
+    """A module's output tensor as a NumPy array: a view where NumPy has the dtype (float32 stays
+    float32), else (a GPU tensor, bfloat16, a tensor that requires grad) a CPU float64 copy."""
+    if not isinstance(y, torch.Tensor):
+        raise ValueError(f"the torch module returned a {type(y).__name__}; it must return one "
+                         "tensor.")
+    try:
+        return y.numpy()
+    except (TypeError, RuntimeError):
+        return y.detach().to("cpu", torch.float64).numpy()
+
+
+def _one_output(y: np.ndarray, B: int, name: str) -> np.ndarray:
+    """The values of one batch of B rows as shape (B,) (a (B, 1) output's column), or an error
+    naming the model and the shape it returned."""
+    if y.shape == (B, 1):
+        return y[:, 0]
+    if y.shape == (B,):
+        return y
+    raise ValueError(
+        f"{name} must return an array of shape (B,) or (B, 1) for B = {B} input rows; got shape "
+        f"{y.shape}. Models with several outputs: pass output= (a column or a function of the "
+        "outputs) or wrap them so that they return the one output to explain.")
 
 
 def _torch_batches(module, device, tdtype):
@@ -299,25 +311,8 @@ def _torch_batches(module, device, tdtype):
                 t = t_all[start:stop]
                 if convert:
                     t = t.to(device=device, dtype=tdtype, non_blocking=True)
-                y = module(t)
-                try:
-                    y = y.numpy()  # float32 stays float32 until the copy into ``out``
-                except (TypeError, RuntimeError):  # a GPU tensor, or bfloat16 (not in NumPy)
-                    y = y.detach().to("cpu", torch.float64).numpy()
-                except AttributeError:
-                    raise ValueError(f"the torch module returned a {type(y).__name__}; it must "
-                                     "return one tensor.") from None
-                B = stop - start
-                if y.shape == (B, 1):
-                    out[start:stop] = y[:, 0]
-                elif y.shape == (B,):
-                    out[start:stop] = y
-                else:
-                    raise ValueError(
-                        f"{name} must return an array of shape (B,) or (B, 1) for B = {B} input "
-                        f"rows; got shape {y.shape}. Models with several outputs: pass output= (a "
-                        "column or a function of the outputs) or wrap them so that they return "
-                        "the one output to explain.")
+                # float32 stays float32 until the copy into ``out``
+                out[start:stop] = _one_output(_tensor_values(module(t), torch), stop - start, name)
                 calls += 1
         return calls
 

@@ -1077,8 +1077,8 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
             n_d = _row_counts(diff)
             starts, members = grp.starts, grp.members
         plan = _Plan(pos, starts, members, grp is not None, do_ins, do_del)
-        return _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, S, m, chunk_pairs,
-                             progress, grp, ws)
+        return _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, chunk_pairs, progress,
+                             grp, ws)
 
 
 _identity_cache: dict[int, tuple] = {}
@@ -1104,11 +1104,13 @@ def _identity_units(n: int) -> tuple[np.ndarray, np.ndarray]:
     return u
 
 
-def _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, S, m, chunk_pairs, progress, grp,
+def _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, chunk_pairs, progress, grp,
                   ws) -> TraceResult:
     """:func:`trace` after validation: the pairs chunk by chunk (rows, model, gathering)."""
     B, n = X.shape
     K = orders.shape[1]
+    S = plan.pos.shape[0]
+    m = len(plan.starts) - 1  # units
     M = len(modes)
     per_pair = K * M * S
     curves_out = np.empty((M, B, K, S))  # one array; each mode's curves are a view of it

@@ -162,15 +162,20 @@ def test_state_dict_with_preset(tmp_path):
     np.testing.assert_allclose(insdel.as_model(m)(X), insdel.as_model(net)(X), atol=1e-6)
 
 
-def test_onnx_model_matches_torch(tmp_path):
+def _export_onnx(net, n: int, path) -> None:
+    """Write ``net`` (n inputs) as ONNX with a dynamic batch axis, as a user would."""
     import warnings
 
-    net = _net().eval()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(net, (torch.zeros(2, 10),), str(tmp_path / "m.onnx"),
-                          input_names=["x"], output_names=["y"],
-                          dynamic_axes={"x": {0: "b"}, "y": {0: "b"}}, dynamo=False)
+        torch.onnx.export(net, (torch.zeros(2, n),), str(path), input_names=["x"],
+                          output_names=["y"], dynamic_axes={"x": {0: "b"}, "y": {0: "b"}},
+                          dynamo=False)
+
+
+def test_onnx_model_matches_torch(tmp_path):
+    net = _net().eval()
+    _export_onnx(net, 10, tmp_path / "m.onnx")
     m, info = load_any(tmp_path / "m.onnx")
     X = np.random.default_rng(2).normal(size=(9, 10))
     assert info["format"] == "onnx" and not info["gradients"]
@@ -225,7 +230,6 @@ def _fit_on_table(diabetes_csv):
 
 @pytest.mark.parametrize("kind", ["joblib", "onnx"])
 def test_run_on_your_csv_and_model(tmp_path, diabetes_csv, kind, capsys):
-    import warnings
 
     ds = _fit_on_table(diabetes_csv)
     if kind == "joblib":
@@ -240,11 +244,7 @@ def test_run_on_your_csv_and_model(tmp_path, diabetes_csv, kind, capsys):
         net = torch.nn.Sequential(torch.nn.Linear(10, 16), torch.nn.Tanh(),
                                   torch.nn.Linear(16, 1)).eval()
         model_path = tmp_path / "model.onnx"
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(net, (torch.zeros(2, 10),), str(model_path), input_names=["x"],
-                              output_names=["y"], dynamic_axes={"x": {0: "b"}, "y": {0: "b"}},
-                              dynamo=False)
+        _export_onnx(net, 10, model_path)
     cfg = tmp_path / "my.toml"
     cfg.write_text(CONFIG.format(csv=diabetes_csv.as_posix(), model=model_path.as_posix(),
                                  trust="", figures="true" if kind == "onnx" else "false"))
@@ -413,8 +413,6 @@ def test_run_on_a_csv_with_a_categorical_moves_it_as_one_unit(tmp_path, diabetes
     """``categorical=`` columns become one feature group end to end: the run's curves have one
     point per unit (11 = 10 columns + the 3-level one-hot as one), as the housing recipes'
     one-hot Location does."""
-    import warnings
-
     df = pd.read_csv(diabetes_csv)
     df["site"] = np.array(["a", "b", "c"])[np.arange(len(df)) % 3]
     csv = tmp_path / "d.csv"
@@ -422,11 +420,7 @@ def test_run_on_a_csv_with_a_categorical_moves_it_as_one_unit(tmp_path, diabetes
     net = torch.nn.Sequential(torch.nn.Linear(13, 8), torch.nn.Tanh(),
                               torch.nn.Linear(8, 1)).eval()
     model_path = tmp_path / "model.onnx"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(net, (torch.zeros(2, 13),), str(model_path), input_names=["x"],
-                          output_names=["y"], dynamic_axes={"x": {0: "b"}, "y": {0: "b"}},
-                          dynamo=False)
+    _export_onnx(net, 13, model_path)
     text = CONFIG.format(csv=csv.as_posix(), model=model_path.as_posix(), trust="",
                          figures="false").replace('target = "target"',
                                                   'target = "target"\ncategorical = ["site"]')
