@@ -566,11 +566,15 @@ def test_pass_over_pairs_checks_orderings_and_values(monkeypatch, n, parallel):
 
 @pytest.mark.parametrize("grouped", [False, True])
 @pytest.mark.parametrize("nblk", [1, 3])
-def test_one_word_hash_kernel_equals_general_kernel(grouped, nblk):
-    """The hashed walk's one-word kernel (at most 64 units: the set is its own key) gives the same
-    local ids, counts, region layout and rows as the general Zobrist kernel, with groups, partial
-    positions and both modes, serially and in parallel blocks; each block's rows follow one
-    another from its first pair's upper bound, and every row is its set's hybrid."""
+@pytest.mark.parametrize("modes", [(True, True), (True, False), (False, True)])
+def test_set_kernels_agree(grouped, nblk, modes):
+    """The hashed walk's three kernels (a direct table up to 16 units, one hashed word up to 64,
+    Zobrist hashing beyond) give every curve point the same hybrid row, the same number of
+    distinct rows per pair and the same region layout, with groups, partial positions and each
+    choice of modes, serially and in parallel blocks; each block's rows follow one another from
+    its first pair's upper bound, a pair's rows are distinct, and every point's row is its set's
+    hybrid. (The direct kernel numbers a pair's rows in its own walk order; the two hashed
+    kernels give identical ids.)"""
     from insdel.groups import check_groups
 
     C = _curves_module()
@@ -584,37 +588,82 @@ def test_one_word_hash_kernel_equals_general_kernel(grouped, nblk):
     starts, members = (grp.starts, grp.members) if grouped else C._identity_units(n)
     pos = np.array([0, 1, 3, m]) if grouped else np.arange(m + 1)
     o = np.argsort(rng.random((B, K, m)), axis=-1)
-    cap = 2 + K * 2 * len(pos)
+    M = sum(modes)
+    cap = 2 + K * M * len(pos)
+    assert C._set_kernel(m, cap) == "direct" and C._set_kernel(17, cap) == "word"
+    assert C._set_kernel(65, cap) == "zobrist"
     lgT = int(np.ceil(np.log2(4 * cap)))
+    plan = (pos, starts, members, grouped, *modes)
     out = {}
-    for one_word in (True, False):
+    for kind in ("direct", "word", "zobrist"):
         counts = np.empty(B, np.int64)
-        idx = np.full((B, K, 2, len(pos)), -1, np.int32)
+        idx = np.full((B, K, M, len(pos)), -1, np.int32)
         first = np.empty(B, np.int64)
         rows = np.full((B * cap, n), np.nan, np.float32)
-        if one_word:
-            C._hash_rows(nblk, True, o, X, R, diff, pos, starts, members, grouped, True, True, lgT,
-                         cap, counts, idx, first, rows)
+        if kind == "direct":  # members=None: one column per unit
+            C._hash_rows(nblk, kind, o, X, R, diff, pos, starts, members if grouped else None,
+                         *modes, cap, counts, idx, first, rows)
+        elif kind == "word":
+            C._hash_rows(nblk, kind, o, X, R, diff, *plan, lgT, cap, counts, idx, first, rows)
         else:
             lw = np.zeros((B * cap, 1), np.uint64)
-            C._hash_rows(nblk, False, o, X, R, diff, C._zobrist(m), pos, starts, members, grouped,
-                         True, True, 1 << lgT, lw, cap, counts, idx, first, rows)
-        out[one_word] = counts, idx, first, rows
-    for a, b in zip(out[True], out[False], strict=True):
-        np.testing.assert_array_equal(a, b)
-    counts, idx, first, rows = out[True]
-    for i in range(nblk):  # block i: its pairs' rows one after the other from its upper bound
-        lo, hi = i * B // nblk, (i + 1) * B // nblk
-        assert first[lo] == lo * cap
-        np.testing.assert_array_equal(first[lo + 1:hi], (first + counts)[lo:hi - 1])
-    for b in range(B):
-        pts = rows[first[b]:first[b] + counts[b]]
-        assert not np.isnan(pts).any() and len(np.unique(pts, axis=0)) == counts[b]  # distinct
-        for k in range(K):
-            S = np.zeros(m, bool)
-            for s, p in enumerate(pos):  # insertion point s: units o[b, k, :p] from x
-                S[:] = False
-                S[o[b, k, :p]] = True
-                cols = grp.expand(S) if grouped else S
-                np.testing.assert_array_equal(rows[first[b] + idx[b, k, 0, s]],
-                                              np.where(cols, X[b], R[b]).astype(np.float32))
+            C._hash_rows(nblk, kind, o, X, R, diff, C._zobrist(m), *plan, 1 << lgT, lw, cap,
+                         counts, idx, first, rows)
+        assert (idx >= 0).all()
+        out[kind] = counts, idx, first, rows
+    points = {kind: rows[(first[:, None, None, None] + idx).ravel()].reshape(*idx.shape, n)
+              for kind, (counts, idx, first, rows) in out.items()}
+    for kind in ("direct", "word"):
+        np.testing.assert_array_equal(out[kind][0], out["zobrist"][0])  # counts
+        np.testing.assert_array_equal(out[kind][2], out["zobrist"][2])  # layout
+        np.testing.assert_array_equal(points[kind], points["zobrist"])  # every point's row
+    np.testing.assert_array_equal(out["word"][1], out["zobrist"][1])  # the same local ids
+    ins_del = [ins for ins, on in zip((True, False), modes, strict=True) if on]
+    for kind in ("direct", "zobrist"):
+        counts, idx, first, rows = out[kind]
+        for i in range(nblk):  # block i: its pairs' rows one after the other from its bound
+            lo, hi = i * B // nblk, (i + 1) * B // nblk
+            assert first[lo] == lo * cap
+            np.testing.assert_array_equal(first[lo + 1:hi], (first + counts)[lo:hi - 1])
+        for b in range(B):
+            pts = rows[first[b]:first[b] + counts[b]]
+            assert not np.isnan(pts).any() and len(np.unique(pts, axis=0)) == counts[b]
+            for k in range(K):
+                S = np.zeros(m, bool)
+                for s, p in enumerate(pos):  # point s: units o[b, k, :p] moved
+                    S[:] = False
+                    S[o[b, k, :p]] = True
+                    cols = grp.expand(S) if grouped else S
+                    for mi, ins in enumerate(ins_del):
+                        want = np.where(cols if ins else ~cols, X[b], R[b]).astype(np.float32)
+                        np.testing.assert_array_equal(points[kind][b, k, mi, s], want)
+
+
+def test_direct_kernel_reuses_its_table_when_pair_tags_run_out():
+    """The direct table's entries carry a pair tag in the bits the local ids leave free; when the
+    tags run out (2,047 pairs with ids of 20 bits) the table is cleared and the walk goes on: the
+    rows and ids equal the one-word kernel's on every pair."""
+    C = _curves_module()
+    rng = np.random.default_rng(5)
+    B, n, K = 2100, 5, 3
+    R = rng.normal(size=(B, n))
+    X = R.copy()
+    X[:, 0] += 1.0  # the pairs between differ in feature 0 only: they leave the first pair's
+    X[0] += 1.0  # entries in place, which the pairs after the tags run out would then misread
+    X[2047:] += 1.0  # (pair 2047 is the first with a reused tag)
+    diff = X != R
+    o = np.argsort(rng.random((B, K, n)), axis=-1)
+    starts, members = C._identity_units(n)
+    plan = (np.arange(n + 1), starts, members, False, True, True)
+    cap = 2 + K * 2 * (n + 1)
+    direct_plan = (np.arange(n + 1), starts, None, True, True)
+    got = {}
+    for kind, cap_arg in (("direct", (1 << 20) - 1), ("word", cap)):  # 2**20 - 1: 20 id bits
+        counts, first = np.empty(B, np.int64), np.empty(B, np.int64)
+        idx = np.empty((B, K, 2, n + 1), np.int32)
+        rows = np.full((B * cap, n), np.nan, np.float32)  # serial: rows from 0 on, any cap
+        args = direct_plan if kind == "direct" else (*plan, int(np.ceil(np.log2(4 * cap))))
+        C._hash_rows(1, kind, o, X, R, diff, *args, cap_arg, counts, idx, first, rows)
+        got[kind] = counts, rows[(first[:, None, None, None] + idx).ravel()]
+    np.testing.assert_array_equal(got["direct"][0], got["word"][0])
+    np.testing.assert_array_equal(got["direct"][1], got["word"][1])
