@@ -460,6 +460,8 @@ def _direct_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, 
                 if t + 1 == nextp:
                     if changed:
                         changed = False
+                        # the two modes' lookups are written out: a shared helper (one njit
+                        # function per lookup) measured 2.5x slower, as numba did not inline it
                         if do_ins:
                             v = tab[cur]
                             if (v ^ tag) >> idbits != 0:  # another pair's entry: a new row
