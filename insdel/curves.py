@@ -395,7 +395,7 @@ def _direct_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, 
     tab = np.zeros(1 << m, np.int32)
     wi = np.empty(n, rows.dtype)  # the current insertion point
     wd = np.empty(n, rows.dtype)  # the current deletion point
-    mi_del = 1 if do_ins else 0
+    mi_del = 1 if do_ins and do_del else 0  # (one mode: ik and idl are the same row of idx)
     nxt = b_lo * cap
     seq = 0
     for b in range(b_lo, b_hi):
