@@ -573,8 +573,7 @@ def test_set_kernels_agree(grouped, nblk, modes):
     distinct rows per pair and the same region layout, with groups, partial positions and each
     choice of modes, serially and in parallel blocks; each block's rows follow one another from
     its first pair's upper bound, a pair's rows are distinct, and every point's row is its set's
-    hybrid. (The direct kernel numbers a pair's rows in its own walk order; the two hashed
-    kernels give identical ids.)"""
+    hybrid. (The direct and one-word kernels number a pair's rows in their own walk order.)"""
     from insdel.groups import check_groups
 
     C = _curves_module()
@@ -600,11 +599,11 @@ def test_set_kernels_agree(grouped, nblk, modes):
         idx = np.full((B, K, M, len(pos)), -1, np.int32)
         first = np.empty(B, np.int64)
         rows = np.full((B * cap, n), np.nan, np.float32)
-        if kind == "direct":  # members=None: one column per unit
-            C._hash_rows(nblk, kind, o, X, R, diff, pos, starts, members if grouped else None,
-                         *modes, cap, counts, idx, first, rows)
+        units = (pos, starts, members if grouped else None, *modes)  # None: a column per unit
+        if kind == "direct":
+            C._hash_rows(nblk, kind, o, X, R, diff, *units, cap, counts, idx, first, rows)
         elif kind == "word":
-            C._hash_rows(nblk, kind, o, X, R, diff, *plan, lgT, cap, counts, idx, first, rows)
+            C._hash_rows(nblk, kind, o, X, R, diff, *units, lgT, cap, counts, idx, first, rows)
         else:
             lw = np.zeros((B * cap, 1), np.uint64)
             C._hash_rows(nblk, kind, o, X, R, diff, C._zobrist(m), *plan, 1 << lgT, lw, cap,
@@ -617,9 +616,8 @@ def test_set_kernels_agree(grouped, nblk, modes):
         np.testing.assert_array_equal(out[kind][0], out["zobrist"][0])  # counts
         np.testing.assert_array_equal(out[kind][2], out["zobrist"][2])  # layout
         np.testing.assert_array_equal(points[kind], points["zobrist"])  # every point's row
-    np.testing.assert_array_equal(out["word"][1], out["zobrist"][1])  # the same local ids
     ins_del = [ins for ins, on in zip((True, False), modes, strict=True) if on]
-    for kind in ("direct", "zobrist"):
+    for kind in ("direct", "word", "zobrist"):
         counts, idx, first, rows = out[kind]
         for i in range(nblk):  # block i: its pairs' rows one after the other from its bound
             lo, hi = i * B // nblk, (i + 1) * B // nblk
@@ -653,17 +651,67 @@ def test_direct_kernel_reuses_its_table_when_pair_tags_run_out():
     X[2047:] += 1.0  # (pair 2047 is the first with a reused tag)
     diff = X != R
     o = np.argsort(rng.random((B, K, n)), axis=-1)
-    starts, members = C._identity_units(n)
-    plan = (np.arange(n + 1), starts, members, False, True, True)
+    starts, _ = C._identity_units(n)
     cap = 2 + K * 2 * (n + 1)
-    direct_plan = (np.arange(n + 1), starts, None, True, True)
+    units = (np.arange(n + 1), starts, None, True, True)
     got = {}
     for kind, cap_arg in (("direct", (1 << 20) - 1), ("word", cap)):  # 2**20 - 1: 20 id bits
         counts, first = np.empty(B, np.int64), np.empty(B, np.int64)
         idx = np.empty((B, K, 2, n + 1), np.int32)
         rows = np.full((B * cap, n), np.nan, np.float32)  # serial: rows from 0 on, any cap
-        args = direct_plan if kind == "direct" else (*plan, int(np.ceil(np.log2(4 * cap))))
+        args = units if kind == "direct" else (*units, int(np.ceil(np.log2(2 * cap))))
         C._hash_rows(1, kind, o, X, R, diff, *args, cap_arg, counts, idx, first, rows)
         got[kind] = counts, rows[(first[:, None, None, None] + idx).ravel()]
     np.testing.assert_array_equal(got["direct"][0], got["word"][0])
     np.testing.assert_array_equal(got["direct"][1], got["word"][1])
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_one_word_kernel_beyond_32_units(grouped):
+    """Units 32..63 in the one-word kernel (the bits of the upper half of the word): the same
+    points and counts as the Zobrist kernel at m = 40, and trace's curves equal NumPy's hybrids."""
+    from insdel.groups import check_groups
+
+    C = _curves_module()
+    rng = np.random.default_rng(40)
+    B, K = 9, 5
+    n = 44 if grouped else 40
+    grp = check_groups(np.r_[np.arange(40), [0, 7, 33, 39]], n) if grouped else None
+    m = 40
+    X = rng.normal(size=(B, n))
+    R = X.copy()
+    R[:, rng.random(n) < 0.8] += 1.0  # about 32 differing columns
+    diff = np.ascontiguousarray(grp.reduce_any(X != R)) if grouped else X != R
+    starts, members = (grp.starts, grp.members) if grouped else C._identity_units(n)
+    o = np.argsort(rng.random((B, K, m)), axis=-1)
+    pos = np.arange(m + 1)
+    cap = 2 + K * 2 * (m + 1)
+    assert C._set_kernel(m, cap) == "word"
+    lgT = int(np.ceil(np.log2(2 * cap)))
+    got = {}
+    for kind in ("word", "zobrist"):
+        counts, first = np.empty(B, np.int64), np.empty(B, np.int64)
+        idx = np.empty((B, K, 2, m + 1), np.int32)
+        rows = np.full((B * cap, n), np.nan, np.float32)
+        if kind == "word":
+            C._hash_rows(1, kind, o, X, R, diff, pos, starts, members if grouped else None, True,
+                         True, lgT, cap, counts, idx, first, rows)
+        else:
+            C._hash_rows(1, kind, o, X, R, diff, C._zobrist(m), pos, starts, members, grouped,
+                         True, True, 1 << lgT, np.zeros((B * cap, 1), np.uint64), cap, counts,
+                         idx, first, rows)
+        got[kind] = counts, rows[(first[:, None, None, None] + idx).ravel()]
+    np.testing.assert_array_equal(got["word"][0], got["zobrist"][0])
+    np.testing.assert_array_equal(got["word"][1], got["zobrist"][1])
+    f = lambda Z: np.sin(Z).sum(1) + Z[:, 0] * Z[:, -1]  # noqa: E731
+    res = trace(f, X, R, o, groups=grp)
+    for b in (0, B - 1):
+        for k in range(K):
+            S = np.zeros(m, bool)
+            for s in range(m + 1):
+                S[:] = False
+                S[o[b, k, :s]] = True
+                cols = grp.expand(S) if grouped else S
+                for mode, mask in (("insertion", cols), ("deletion", ~cols)):
+                    want = f(np.where(mask, X[b], R[b])[None])[0]
+                    assert abs(res.curves[mode][b, k, s] - want) < 1e-12
