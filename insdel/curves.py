@@ -272,8 +272,8 @@ def _hash1_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, d
     """:func:`_direct_block` for at most 64 units: a canonical set is one uint64 word and its own
     exact key in an open-addressing table (linear probing; ``lgT``: log2 of its size), whose
     entries the pair clears when it is done (a list of the slots it filled), and each ordering is
-    walked once for both modes. Measured: 7.3-7.7 against 10 ns per curve point for the previous
-    one-word kernel (a walk per mode, stamped entries), 27 orderings, n = 16. The same rows,
+    walked once for both modes. Measured: 49 against 59 ms serially for the previous one-word
+    kernel (a walk per mode, stamped entries) on 2,000 pairs, 27 orderings, n = 38. The same rows,
     counts and layout as :func:`_hash_block`; ``members=None``: each unit is one column."""
     K = orders.shape[1]
     n = X.shape[1]
