@@ -93,6 +93,30 @@ def test_dask_run_is_byte_identical_to_serial(serial, client, tmp_path):
         "chunks_resumed"] == 0
 
 
+def _slow_model_calls(delay: float):
+    """Run on the workers: every model call sleeps ``delay`` seconds first (0: as before). The
+    values are untouched; chunks only take long enough that one is still running when another
+    finishes (at full speed a whole stage can finish before the driver has written its first
+    chunk, and then no worker is busy to kill)."""
+    import time as _time
+
+    from insdel import adapter
+
+    fast = adapter.Model.__dict__.get("_insdel_fast_call")
+    if fast is not None:
+        adapter.Model.__call__ = fast
+        del adapter.Model._insdel_fast_call
+    if delay > 0:
+        fast = adapter.Model.__call__
+
+        def slow(self, *args, **kwargs):
+            _time.sleep(delay)
+            return fast(self, *args, **kwargs)
+
+        adapter.Model._insdel_fast_call = fast
+        adapter.Model.__call__ = slow
+
+
 def test_a_worker_killed_mid_run_changes_nothing(serial, client, tmp_path):
     out = _folder(serial, tmp_path, "killed")
     pids = client.run(os.getpid)
@@ -106,11 +130,15 @@ def test_a_worker_killed_mid_run_changes_nothing(serial, client, tmp_path):
             killed.append(pids[busy[0]])
             os.kill(pids[busy[0]], signal.SIGKILL)
 
-    runner.run_experiment(C.load(TINY), out, progress=False, client=client,
-                          _interrupt=kill_a_busy_worker)
+    client.run(_slow_model_calls, 0.02)
+    try:
+        runner.run_experiment(C.load(TINY), out, progress=False, client=client,
+                              _interrupt=kill_a_busy_worker)
+    finally:
+        client.wait_for_workers(2, timeout=60)  # the nanny restarts the killed one (unslowed)
+        client.run(_slow_model_calls, 0.0)
     assert killed, "no worker was busy when a chunk finished"
     _same(serial.out, out)
-    client.wait_for_workers(2, timeout=60)  # the nanny restarts it
 
 
 @pytest.mark.parametrize("first", ["serial", "dask"])
