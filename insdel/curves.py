@@ -24,10 +24,11 @@ How the work is laid out (all pairs, all orderings, both modes at once):
 3. Several orderings per pair (the *hashed* path), per run of pairs whose rows fit
    :data:`ROW_BUFFER_BYTES`: parallel numba blocks of pairs (one per thread) walk every ordering
    keeping each point's canonical set, give each point the local id of its distinct row and write
-   each new row right after the block's previous one. Up to 64 units the set is one uint64 word
-   and its own exact key (:func:`_hash1_block`); beyond, packed words with a Zobrist hash,
-   collisions resolved by comparing the words (:func:`_hash_block`): deduplication is exact
-   either way. Each block's rows are one region of the buffer, evaluated by one adapter call.
+   each new row right after the block's previous one. Up to 16 units the set indexes a table of
+   2**m entries directly, up to 64 it is one uint64 word and its own exact hash key
+   (:func:`_set_block`, one walk per ordering for both modes); beyond, packed words with a Zobrist
+   hash, collisions resolved by comparing the words (:func:`_hash_block`): deduplication is exact
+   every way. Each block's rows are one region of the buffer, evaluated by one adapter call.
 4. The curves are gathered from the distinct values (parallel numba blocks from
    :data:`PARALLEL_MIN_POINTS` points on); every value is read there, so that is where the
    model's values are checked for NaN and inf (the adapter is called with ``check_finite=False``).
@@ -266,31 +267,58 @@ def _hash_block(b_lo, b_hi, orders, X, R, diff, zob, pos, starts, members, group
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: slot = (key * golden) >> (64 - lg T)
 
 
+#: Up to this many units the hashed walk indexes a canonical set directly (a table of 2**m
+#: entries, 256 KB at m = 16: in a core's L2) instead of hashing it.
+DIRECT_MAX_UNITS = 16
+
+
 @nb.njit(cache=True, nogil=True)
-def _hash1_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, do_del, lgT, cap,
-                 counts, idx, first, rows):  # pragma: no cover - numba
-    """:func:`_direct_block` for at most 64 units: a canonical set is one uint64 word and its own
-    exact key in an open-addressing table (linear probing; ``lgT``: log2 of its size), whose
-    entries the pair clears when it is done (a list of the slots it filled), and each ordering is
-    walked once for both modes. Measured: 49 against 59 ms serially for the previous one-word
-    kernel (a walk per mode, stamped entries) on 2,000 pairs, 27 orderings, n = 38. The same rows,
-    counts and layout as :func:`_hash_block`; ``members=None``: each unit is one column."""
+def _set_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, do_del, lgT, cap,
+               counts, idx, first, rows):  # pragma: no cover - numba
+    """:func:`_hash_block` for at most 64 units, where a canonical set is one integer, and each
+    ordering is walked once for both modes (the deletion set after a step is D minus the
+    insertion set). The same rows, counts and layout; local ids are numbered in this walk's order.
+
+    ``lgT=None`` (at most :data:`DIRECT_MAX_UNITS` units): the set indexes a table of ``2**m``
+    entries directly, no hashing or probing. An entry is ``tag | local id``, the tag being the
+    pair's sequence number shifted past the id's bits: an entry with another pair's tag counts as
+    empty, so the table is cleared only when the sequence numbers run out.
+
+    ``lgT`` an int: the set is its own exact key in an open-addressing table of ``2**lgT`` slots
+    (linear probing), whose entries the pair clears when it is done.
+
+    ``members=None``: each unit is one column. The two ``None`` cases are compiled on their own
+    (numba prunes the other branches): one source, four kernels. Measured, 2,000 pairs of 27
+    orderings: the direct table 5-6 ns per curve point at n = 16 against 10 for the earlier
+    one-word kernel (a walk per mode, stamped entries); the hashed table 49 against 59 ms serially
+    at n = 38; ``members=None`` 18 % faster than walking one-column units' members. The two
+    modes' lookups are written out: a shared helper measured 2.5x slower (numba did not inline
+    it)."""
     K = orders.shape[1]
     n = X.shape[1]
     m = diff.shape[1]
     S = pos.shape[0]
     last = pos[S - 1]
-    T = 1 << lgT
-    mask = T - 1
-    shift = np.uint64(64 - lgT)
-    keys = np.zeros(T, np.uint64)  # 0: empty (the empty set is r, never entered)
-    ids = np.empty(T, np.int32)
-    used = np.empty(cap, np.int64)
+    idbits = 1
+    while (1 << idbits) <= cap:
+        idbits += 1
+    idmask = np.int32((1 << idbits) - 1)
+    seq_max = (1 << (31 - idbits)) - 1
+    if lgT is None:
+        tab = np.zeros(1 << m, np.int32)
+    else:
+        T = 1 << lgT
+        mask = T - 1
+        shift = np.uint64(64 - lgT)
+        keys = np.zeros(T, np.uint64)  # 0: empty (the empty set is r, never entered)
+        ids = np.empty(T, np.int32)
+        used = np.empty(cap, np.int64)
     wi = np.empty(n, rows.dtype)  # the current insertion point
     wd = np.empty(n, rows.dtype)  # the current deletion point
     one = np.uint64(1)
     mi_del = 1 if do_ins and do_del else 0  # (one mode: ik and idl are the same row of idx)
     nxt = b_lo * cap
+    seq = 0
     for b in range(b_lo, b_hi):
         row0 = nxt
         first[b] = row0
@@ -298,18 +326,28 @@ def _hash1_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, d
         for g in range(m):
             if diff[b, g]:
                 dm |= one << np.uint64(g)
-        # the end points: r (set 0, local id 0, not entered) and x (set D, id 1)
+        # the end points: r (set 0, local id 0) and x (set D, id 1; absent when x == r)
         for j in range(n):
             rows[row0, j] = R[b, j]
         cnt = 1
         nu = 0
         id_x = 0
+        if lgT is None:
+            seq += 1
+            if seq > seq_max:
+                tab[:] = 0
+                seq = 1
+            tag = np.int32(seq << idbits)
+            tab[0] = tag
         if dm != 0:
-            slot = np.int64((dm * _GOLDEN) >> shift)
-            keys[slot] = dm
-            ids[slot] = 1
-            used[0] = slot
-            nu = 1
+            if lgT is None:
+                tab[np.int64(dm)] = tag | 1
+            else:
+                slot = np.int64((dm * _GOLDEN) >> shift)
+                keys[slot] = dm
+                ids[slot] = 1
+                used[0] = slot
+                nu = 1
             for j in range(n):
                 rows[row0 + 1, j] = X[b, j]
             cnt = 2
@@ -352,28 +390,46 @@ def _hash1_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, d
                 if t + 1 == nextp:
                     if changed:
                         changed = False
-                        # the two modes' lookups are written out (see _direct_block)
                         if do_ins:  # cur != 0 here
-                            slot = np.int64((cur * _GOLDEN) >> shift)
-                            while True:
-                                key = keys[slot]
-                                if key == cur:
-                                    pi = ids[slot]
-                                    break
-                                if key == 0:  # a new row
-                                    keys[slot] = cur
-                                    ids[slot] = cnt
-                                    used[nu] = slot
-                                    nu += 1
+                            if lgT is None:
+                                v = tab[np.int64(cur)]
+                                if (v ^ tag) >> idbits != 0:  # another pair's entry: new row
+                                    v = tag | cnt
+                                    tab[np.int64(cur)] = v
                                     for j in range(n):
                                         rows[row0 + cnt, j] = wi[j]
-                                    pi = cnt
                                     cnt += 1
-                                    break
-                                slot = (slot + 1) & mask
+                                pi = v & idmask
+                            else:
+                                slot = np.int64((cur * _GOLDEN) >> shift)
+                                while True:
+                                    key = keys[slot]
+                                    if key == cur:
+                                        pi = ids[slot]
+                                        break
+                                    if key == 0:  # a new row
+                                        keys[slot] = cur
+                                        ids[slot] = cnt
+                                        used[nu] = slot
+                                        nu += 1
+                                        for j in range(n):
+                                            rows[row0 + cnt, j] = wi[j]
+                                        pi = cnt
+                                        cnt += 1
+                                        break
+                                    slot = (slot + 1) & mask
                         if do_del:
                             dk = dm ^ cur
-                            if dk == 0:
+                            if lgT is None:
+                                v = tab[np.int64(dk)]
+                                if (v ^ tag) >> idbits != 0:
+                                    v = tag | cnt
+                                    tab[np.int64(dk)] = v
+                                    for j in range(n):
+                                        rows[row0 + cnt, j] = wd[j]
+                                    cnt += 1
+                                pd = v & idmask
+                            elif dk == 0:
                                 pd = 0
                             else:
                                 slot = np.int64((dk * _GOLDEN) >> shift)
@@ -399,136 +455,9 @@ def _hash1_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, d
                         idl[s] = pd
                     s += 1
                     nextp = pos[s] if s < S else -1
-        for i in range(nu):  # leave the table empty for the next pair
-            keys[used[i]] = 0
-        counts[b] = cnt
-        nxt = row0 + cnt
-
-
-#: Up to this many units the hashed walk indexes a canonical set directly (a table of 2**m
-#: entries, 256 KB at m = 16: in a core's L2) instead of hashing it.
-DIRECT_MAX_UNITS = 16
-
-
-@nb.njit(cache=True, nogil=True)
-def _direct_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, do_del, cap,
-                  counts, idx, first, rows):  # pragma: no cover - numba
-    """:func:`_hash_block` for at most :data:`DIRECT_MAX_UNITS` units: a canonical set, as an
-    integer, indexes a table of ``2**m`` entries (no hashing, no probing), and each ordering is
-    walked once for both modes (the deletion set after a step is D minus the insertion set).
-    Measured: 5-6 against 10 ns per curve point for :func:`_hash1_block` (27 orderings, n = 16).
-
-    An entry is ``tag | local id``, the tag being the pair's sequence number shifted past the
-    id's bits: an entry with another pair's tag counts as empty, so the table is cleared only
-    when the sequence numbers run out. Local ids are numbered in the walk's order (not
-    :func:`_hash_block`'s); the rows, counts and layout are the same. ``members=None``: each unit
-    is one column (numba compiles that case on its own: measured 18 % faster than walking a
-    unit's members)."""
-    K = orders.shape[1]
-    n = X.shape[1]
-    m = diff.shape[1]
-    S = pos.shape[0]
-    last = pos[S - 1]
-    idbits = 1
-    while (1 << idbits) <= cap:
-        idbits += 1
-    idmask = np.int32((1 << idbits) - 1)
-    seq_max = (1 << (31 - idbits)) - 1
-    tab = np.zeros(1 << m, np.int32)
-    wi = np.empty(n, rows.dtype)  # the current insertion point
-    wd = np.empty(n, rows.dtype)  # the current deletion point
-    mi_del = 1 if do_ins and do_del else 0  # (one mode: ik and idl are the same row of idx)
-    nxt = b_lo * cap
-    seq = 0
-    for b in range(b_lo, b_hi):
-        row0 = nxt
-        first[b] = row0
-        seq += 1
-        if seq > seq_max:
-            tab[:] = 0
-            seq = 1
-        tag = np.int32(seq << idbits)
-        dm = 0
-        for g in range(m):
-            if diff[b, g]:
-                dm |= 1 << g
-        # the end points: r (set 0, local id 0) and x (set D, id 1; absent when x == r)
-        tab[0] = tag
-        for j in range(n):
-            rows[row0, j] = R[b, j]
-        cnt = 1
-        id_x = 0
-        if dm != 0:
-            tab[dm] = tag | 1
-            for j in range(n):
-                rows[row0 + 1, j] = X[b, j]
-            cnt = 2
-            id_x = 1
-        xb = X[b]
-        rb = R[b]
-        for k in range(K):
-            ob = orders[b, k]
-            ik = idx[b, k, 0]
-            idl = idx[b, k, mi_del]
-            cur = 0  # the insertion set; the deletion set is dm ^ cur
-            for j in range(n):
-                wi[j] = rb[j]
-                wd[j] = xb[j]
-            pi = 0
-            pd = id_x
-            s = 0
-            if pos[0] == 0:
-                if do_ins:
-                    ik[0] = 0
-                if do_del:
-                    idl[0] = id_x
-                s = 1
-            nextp = pos[s] if s < S else -1
-            changed = False
-            for t in range(last):
-                g = ob[t]
-                bit = 1 << g
-                if dm & bit:
-                    cur |= bit
-                    if members is None:
-                        wi[g] = xb[g]
-                        wd[g] = rb[g]
-                    else:
-                        for c in range(starts[g], starts[g + 1]):
-                            col = members[c]
-                            wi[col] = xb[col]
-                            wd[col] = rb[col]
-                    changed = True
-                if t + 1 == nextp:
-                    if changed:
-                        changed = False
-                        # the two modes' lookups are written out: a shared helper (one njit
-                        # function per lookup) measured 2.5x slower, as numba did not inline it
-                        if do_ins:
-                            v = tab[cur]
-                            if (v ^ tag) >> idbits != 0:  # another pair's entry: a new row
-                                v = tag | cnt
-                                tab[cur] = v
-                                for j in range(n):
-                                    rows[row0 + cnt, j] = wi[j]
-                                cnt += 1
-                            pi = v & idmask
-                        if do_del:
-                            key = dm ^ cur
-                            v = tab[key]
-                            if (v ^ tag) >> idbits != 0:
-                                v = tag | cnt
-                                tab[key] = v
-                                for j in range(n):
-                                    rows[row0 + cnt, j] = wd[j]
-                                cnt += 1
-                            pd = v & idmask
-                    if do_ins:
-                        ik[s] = pi
-                    if do_del:
-                        idl[s] = pd
-                    s += 1
-                    nextp = pos[s] if s < S else -1
+        if lgT is not None:
+            for i in range(nu):  # leave the table empty for the next pair
+                keys[used[i]] = 0
         counts[b] = cnt
         nxt = row0 + cnt
 
@@ -543,27 +472,18 @@ def _hash_par(nblk, orders, X, R, diff, zob, pos, starts, members, grouped, do_i
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
-def _hash1_par(nblk, orders, X, R, diff, pos, starts, members, do_ins, do_del, lgT, cap, counts,
-               idx, first, rows):  # pragma: no cover - numba
+def _set_par(nblk, orders, X, R, diff, pos, starts, members, do_ins, do_del, lgT, cap, counts, idx,
+             first, rows):  # pragma: no cover - numba
     B = orders.shape[0]
     for i in nb.prange(nblk):
-        _hash1_block(i * B // nblk, (i + 1) * B // nblk, orders, X, R, diff, pos, starts, members,
-                     do_ins, do_del, lgT, cap, counts, idx, first, rows)
-
-
-@nb.njit(parallel=True, cache=True, nogil=True)
-def _direct_par(nblk, orders, X, R, diff, pos, starts, members, do_ins, do_del, cap, counts, idx,
-                first, rows):  # pragma: no cover - numba
-    B = orders.shape[0]
-    for i in nb.prange(nblk):
-        _direct_block(i * B // nblk, (i + 1) * B // nblk, orders, X, R, diff, pos, starts, members,
-                      do_ins, do_del, cap, counts, idx, first, rows)
+        _set_block(i * B // nblk, (i + 1) * B // nblk, orders, X, R, diff, pos, starts, members,
+                   do_ins, do_del, lgT, cap, counts, idx, first, rows)
 
 
 def _hash_rows(nblk, kind, *args):
     """The hashed walk over all pairs of ``args``, in ``nblk`` parallel blocks (1: serially), by
-    the kernel of ``kind``: ``"direct"`` (:func:`_direct_block`), ``"word"`` (:func:`_hash1_block`)
-    or ``"zobrist"`` (:func:`_hash_block`)."""
+    the kernel of ``kind``: ``"direct"`` or ``"word"`` (:func:`_set_block`, with ``lgT=None`` for
+    the direct table) or ``"zobrist"`` (:func:`_hash_block`)."""
     block, par = _HASH_KERNELS[kind]
     if nblk == 1:
         block(0, args[0].shape[0], *args)
@@ -571,7 +491,7 @@ def _hash_rows(nblk, kind, *args):
         par(nblk, *args)
 
 
-_HASH_KERNELS = {"direct": (_direct_block, _direct_par), "word": (_hash1_block, _hash1_par),
+_HASH_KERNELS = {"direct": (_set_block, _set_par), "word": (_set_block, _set_par),
                  "zobrist": (_hash_block, _hash_par)}
 
 
@@ -1166,7 +1086,8 @@ class _HashWalk:
             run = (ob[p0:p1], Xc[p0:p1], Rc[p0:p1], dc[p0:p1])
             units = (p.pos, p.starts, p.members if p.grouped else None, p.do_ins, p.do_del)
             if self.kind == "direct":
-                _hash_rows(nblk, "direct", *run, *units, cap, counts, ids, heads, self.stage)
+                _hash_rows(nblk, "direct", *run, *units, None, cap, counts, ids, heads,
+                           self.stage)
             elif self.kind == "word":
                 _hash_rows(nblk, "word", *run, *units, self.lgT, cap, counts, ids, heads,
                            self.stage)

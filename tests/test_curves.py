@@ -601,7 +601,7 @@ def test_set_kernels_agree(grouped, nblk, modes):
         rows = np.full((B * cap, n), np.nan, np.float32)
         units = (pos, starts, members if grouped else None, *modes)  # None: a column per unit
         if kind == "direct":
-            C._hash_rows(nblk, kind, o, X, R, diff, *units, cap, counts, idx, first, rows)
+            C._hash_rows(nblk, kind, o, X, R, diff, *units, None, cap, counts, idx, first, rows)
         elif kind == "word":
             C._hash_rows(nblk, kind, o, X, R, diff, *units, lgT, cap, counts, idx, first, rows)
         else:
@@ -659,7 +659,7 @@ def test_direct_kernel_reuses_its_table_when_pair_tags_run_out():
         counts, first = np.empty(B, np.int64), np.empty(B, np.int64)
         idx = np.empty((B, K, 2, n + 1), np.int32)
         rows = np.full((B * cap, n), np.nan, np.float32)  # serial: rows from 0 on, any cap
-        args = units if kind == "direct" else (*units, int(np.ceil(np.log2(2 * cap))))
+        args = (*units, None if kind == "direct" else int(np.ceil(np.log2(2 * cap))))
         C._hash_rows(1, kind, o, X, R, diff, *args, cap_arg, counts, idx, first, rows)
         got[kind] = counts, rows[(first[:, None, None, None] + idx).ravel()]
     np.testing.assert_array_equal(got["direct"][0], got["word"][0])
