@@ -1051,8 +1051,8 @@ class _HashWalk:
     """K > 1 orderings per pair, per run of pairs whose rows fit :data:`ROW_BUFFER_BYTES`: parallel
     blocks of pairs (one per thread) index every curve point's canonical set and write each new
     row right after their previous pair's rows (the kernel :func:`_set_kernel` names: a direct
-    table, one hashed word or Zobrist hashing); each block's rows are one region of the buffer, evaluated by one adapter
-    call (no compaction pass: the values keep the buffer's layout)."""
+    table, one hashed word or Zobrist hashing); each block's rows are one region of the buffer,
+    evaluated by one adapter call (no compaction pass: the values keep the buffer's layout)."""
 
     def __init__(self, model, n: int, m: int, plan: _Plan, points_per_pair: int, ws):
         self.model, self.plan, self.n, self.ws = model, plan, n, ws
@@ -1064,14 +1064,17 @@ class _HashWalk:
         lgT = 1
         while (1 << lgT) < 2 * cap:  # load factor <= 1/2
             lgT += 1
-        self.lgT = lgT
+        self.lgT = None if self.kind == "direct" else lgT  # _set_block: None, the direct table
+        # the plan as the kernels take it (_set_block: members None when a unit is one column)
+        self.units = (plan.pos, plan.starts, plan.members if plan.grouped else None,
+                      plan.do_ins, plan.do_del)
         if self.kind == "zobrist":
             self.zob = _zobrist(m)
             self.W = n_words(m)
         self.lw = self.stage = None
 
     def __call__(self, ob, Xc, Rc, dc, nd, idx, first, values, clock) -> int:
-        Bc, cap, p = Xc.shape[0], self.cap, self.plan
+        Bc, cap = Xc.shape[0], self.cap
         n_rows = 0
         for p0 in range(0, Bc, self.run_pairs):
             p1 = min(Bc, p0 + self.run_pairs)
@@ -1084,18 +1087,14 @@ class _HashWalk:
             nblk = min(nblk, max(1, nb.get_num_threads()))  # one region per thread
             ids, heads = idx[p0:p1], first[p0:p1]
             run = (ob[p0:p1], Xc[p0:p1], Rc[p0:p1], dc[p0:p1])
-            units = (p.pos, p.starts, p.members if p.grouped else None, p.do_ins, p.do_del)
-            if self.kind == "direct":
-                _hash_rows(nblk, "direct", *run, *units, None, cap, counts, ids, heads,
-                           self.stage)
-            elif self.kind == "word":
-                _hash_rows(nblk, "word", *run, *units, self.lgT, cap, counts, ids, heads,
-                           self.stage)
-            else:
+            if self.kind == "zobrist":
                 if self.lw is None or self.lw.shape[0] < P * cap:
                     self.lw = self.ws.get("sets", (P * cap, self.W), np.uint64)
-                _hash_rows(nblk, "zobrist", *run, self.zob, *p.args, 1 << self.lgT,
+                _hash_rows(nblk, "zobrist", *run, self.zob, *self.plan.args, 1 << self.lgT,
                            self.lw, cap, counts, ids, heads, self.stage)
+            else:
+                _hash_rows(nblk, self.kind, *run, *self.units, self.lgT, cap, counts, ids, heads,
+                           self.stage)
             base = p0 * cap  # the run's rows and values keep the buffer's layout from here
             t1 = time.perf_counter()
             clock.index_s += t1 - t

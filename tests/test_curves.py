@@ -564,6 +564,27 @@ def test_pass_over_pairs_checks_orderings_and_values(monkeypatch, n, parallel):
             trace(f, Xb, Rb, o)
 
 
+def _index_sets(C, kind, nblk, o, X, R, diff, pos, starts, members, grouped, modes, cap, *,
+                id_cap=None):
+    """The hashed walk's kernel ``kind`` over all pairs, as the engine calls it (the direct table
+    with ``lgT=None``; members None for one-column units); returns counts, idx (-1 where unset),
+    first and rows (NaN where unwritten). ``id_cap``: the cap the kernel is told (the direct
+    table's id bits), when not ``cap``."""
+    B, K, m = o.shape
+    counts, first = np.empty(B, np.int64), np.empty(B, np.int64)
+    idx = np.full((B, K, sum(modes), len(pos)), -1, np.int32)
+    rows = np.full((B * cap, X.shape[1]), np.nan, np.float32)
+    lgT = int(np.ceil(np.log2(2 * cap)))
+    tail = (cap if id_cap is None else id_cap, counts, idx, first, rows)
+    if kind == "zobrist":
+        C._hash_rows(nblk, kind, o, X, R, diff, C._zobrist(m), pos, starts, members, grouped,
+                     *modes, 1 << lgT, np.zeros((B * cap, (m + 63) // 64), np.uint64), *tail)
+    else:
+        C._hash_rows(nblk, kind, o, X, R, diff, pos, starts, members if grouped else None,
+                     *modes, None if kind == "direct" else lgT, *tail)
+    return counts, idx, first, rows
+
+
 @pytest.mark.parametrize("grouped", [False, True])
 @pytest.mark.parametrize("nblk", [1, 3])
 @pytest.mark.parametrize("modes", [(True, True), (True, False), (False, True)])
@@ -591,25 +612,9 @@ def test_set_kernels_agree(grouped, nblk, modes):
     cap = 2 + K * M * len(pos)
     assert C._set_kernel(m, cap) == "direct" and C._set_kernel(17, cap) == "word"
     assert C._set_kernel(65, cap) == "zobrist"
-    lgT = int(np.ceil(np.log2(4 * cap)))
-    plan = (pos, starts, members, grouped, *modes)
-    out = {}
-    for kind in ("direct", "word", "zobrist"):
-        counts = np.empty(B, np.int64)
-        idx = np.full((B, K, M, len(pos)), -1, np.int32)
-        first = np.empty(B, np.int64)
-        rows = np.full((B * cap, n), np.nan, np.float32)
-        units = (pos, starts, members if grouped else None, *modes)  # None: a column per unit
-        if kind == "direct":
-            C._hash_rows(nblk, kind, o, X, R, diff, *units, None, cap, counts, idx, first, rows)
-        elif kind == "word":
-            C._hash_rows(nblk, kind, o, X, R, diff, *units, lgT, cap, counts, idx, first, rows)
-        else:
-            lw = np.zeros((B * cap, 1), np.uint64)
-            C._hash_rows(nblk, kind, o, X, R, diff, C._zobrist(m), *plan, 1 << lgT, lw, cap,
-                         counts, idx, first, rows)
-        assert (idx >= 0).all()
-        out[kind] = counts, idx, first, rows
+    out = {kind: _index_sets(C, kind, nblk, o, X, R, diff, pos, starts, members, grouped, modes,
+                             cap) for kind in ("direct", "word", "zobrist")}
+    assert all((idx >= 0).all() for _, idx, _, _ in out.values())  # every point has its row
     points = {kind: rows[(first[:, None, None, None] + idx).ravel()].reshape(*idx.shape, n)
               for kind, (counts, idx, first, rows) in out.items()}
     for kind in ("direct", "word"):
@@ -651,16 +656,13 @@ def test_direct_kernel_reuses_its_table_when_pair_tags_run_out():
     X[2047:] += 1.0  # (pair 2047 is the first with a reused tag)
     diff = X != R
     o = np.argsort(rng.random((B, K, n)), axis=-1)
-    starts, _ = C._identity_units(n)
+    starts, members = C._identity_units(n)
     cap = 2 + K * 2 * (n + 1)
-    units = (np.arange(n + 1), starts, None, True, True)
     got = {}
-    for kind, cap_arg in (("direct", (1 << 20) - 1), ("word", cap)):  # 2**20 - 1: 20 id bits
-        counts, first = np.empty(B, np.int64), np.empty(B, np.int64)
-        idx = np.empty((B, K, 2, n + 1), np.int32)
-        rows = np.full((B * cap, n), np.nan, np.float32)  # serial: rows from 0 on, any cap
-        args = (*units, None if kind == "direct" else int(np.ceil(np.log2(2 * cap))))
-        C._hash_rows(1, kind, o, X, R, diff, *args, cap_arg, counts, idx, first, rows)
+    for kind, id_cap in (("direct", (1 << 20) - 1), ("word", cap)):  # 2**20 - 1: 20 id bits
+        counts, idx, first, rows = _index_sets(C, kind, 1, o, X, R, diff, np.arange(n + 1),
+                                               starts, members, False, (True, True), cap,
+                                               id_cap=id_cap)  # serial: rows from 0 on
         got[kind] = counts, rows[(first[:, None, None, None] + idx).ravel()]
     np.testing.assert_array_equal(got["direct"][0], got["word"][0])
     np.testing.assert_array_equal(got["direct"][1], got["word"][1])
@@ -687,19 +689,10 @@ def test_one_word_kernel_beyond_32_units(grouped):
     pos = np.arange(m + 1)
     cap = 2 + K * 2 * (m + 1)
     assert C._set_kernel(m, cap) == "word"
-    lgT = int(np.ceil(np.log2(2 * cap)))
     got = {}
     for kind in ("word", "zobrist"):
-        counts, first = np.empty(B, np.int64), np.empty(B, np.int64)
-        idx = np.empty((B, K, 2, m + 1), np.int32)
-        rows = np.full((B * cap, n), np.nan, np.float32)
-        if kind == "word":
-            C._hash_rows(1, kind, o, X, R, diff, pos, starts, members if grouped else None, True,
-                         True, lgT, cap, counts, idx, first, rows)
-        else:
-            C._hash_rows(1, kind, o, X, R, diff, C._zobrist(m), pos, starts, members, grouped,
-                         True, True, 1 << lgT, np.zeros((B * cap, 1), np.uint64), cap, counts,
-                         idx, first, rows)
+        counts, idx, first, rows = _index_sets(C, kind, 1, o, X, R, diff, pos, starts, members,
+                                               grouped, (True, True), cap)
         got[kind] = counts, rows[(first[:, None, None, None] + idx).ravel()]
     np.testing.assert_array_equal(got["word"][0], got["zobrist"][0])
     np.testing.assert_array_equal(got["word"][1], got["zobrist"][1])
