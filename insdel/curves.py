@@ -287,18 +287,23 @@ def _set_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, do_
     ``lgT`` an int: the set is its own exact key in an open-addressing table of ``2**lgT`` slots
     (linear probing), whose entries the pair clears when it is done.
 
-    ``members=None``: each unit is one column. The two ``None`` cases are compiled on their own
-    (numba prunes the other branches): one source, four kernels. Measured, 2,000 pairs of 27
-    orderings: the direct table 5-6 ns per curve point at n = 16 against 10 for the earlier
-    one-word kernel (a walk per mode, stamped entries); the hashed table 49 against 59 ms serially
-    at n = 38; ``members=None`` 18 % faster than walking one-column units' members. The two
-    modes' lookups are written out: a shared helper measured 2.5x slower (numba did not inline
-    it)."""
+    ``members=None``: each unit is one column. ``pos=None``: every step is recorded (positions
+    0, 1, ..., m). The ``None`` cases are compiled on their own (numba prunes the other branches):
+    one source, eight kernels. Measured, 2,000 pairs of 27 orderings: the direct table 5-6 ns per
+    curve point at n = 16 against 10 for the earlier one-word kernel (a walk per mode, stamped
+    entries); the hashed table 49 against 59 ms serially at n = 38; ``members=None`` 18 % faster
+    than walking one-column units' members; ``pos=None`` 4-7 % less bookkeeping in ``trace`` at
+    n = 16 (no next-position test per step). The two modes' lookups are written out: a shared
+    helper measured 2.5x slower (numba did not inline it)."""
     K = orders.shape[1]
     n = X.shape[1]
     m = diff.shape[1]
-    S = pos.shape[0]
-    last = pos[S - 1]
+    if pos is None:  # every step recorded
+        S = m + 1
+        last = m
+    else:
+        S = pos.shape[0]
+        last = pos[S - 1]
     idbits = 1
     while (1 << idbits) <= cap:
         idbits += 1
@@ -365,13 +370,19 @@ def _set_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, do_
             pi = 0
             pd = id_x
             s = 0
-            if pos[0] == 0:
+            if pos is None:
+                rec = True
+            else:
+                rec = pos[0] == 0
+            if rec:
                 if do_ins:
                     ik[0] = 0
                 if do_del:
                     idl[0] = id_x
                 s = 1
-            nextp = pos[s] if s < S else -1
+            nextp = 1
+            if pos is not None:
+                nextp = pos[s] if s < S else -1
             changed = False
             for t in range(last):
                 g = ob[t]
@@ -387,7 +398,11 @@ def _set_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, do_
                             wi[col] = xb[col]
                             wd[col] = rb[col]
                     changed = True
-                if t + 1 == nextp:
+                if pos is None:
+                    rec = True
+                else:
+                    rec = t + 1 == nextp
+                if rec:
                     if changed:
                         changed = False
                         if do_ins:  # cur != 0 here
@@ -454,7 +469,8 @@ def _set_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, do_
                     if do_del:
                         idl[s] = pd
                     s += 1
-                    nextp = pos[s] if s < S else -1
+                    if pos is not None:
+                        nextp = pos[s] if s < S else -1
         if lgT is not None:
             for i in range(nu):  # leave the table empty for the next pair
                 keys[used[i]] = 0
@@ -1065,9 +1081,11 @@ class _HashWalk:
         while (1 << lgT) < 2 * cap:  # load factor <= 1/2
             lgT += 1
         self.lgT = None if self.kind == "direct" else lgT  # _set_block: None, the direct table
-        # the plan as the kernels take it (_set_block: members None when a unit is one column)
-        self.units = (plan.pos, plan.starts, plan.members if plan.grouped else None,
-                      plan.do_ins, plan.do_del)
+        # the plan as the kernels take it (_set_block: members None when a unit is one column,
+        # positions None when every step is recorded: 0, 1, ..., m)
+        full = plan.pos.shape[0] == m + 1
+        self.units = (None if full else plan.pos, plan.starts,
+                      plan.members if plan.grouped else None, plan.do_ins, plan.do_del)
         if self.kind == "zobrist":
             self.zob = _zobrist(m)
             self.W = n_words(m)

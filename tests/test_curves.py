@@ -565,11 +565,12 @@ def test_pass_over_pairs_checks_orderings_and_values(monkeypatch, n, parallel):
 
 
 def _index_sets(C, kind, nblk, o, X, R, diff, pos, starts, members, grouped, modes, cap, *,
-                id_cap=None):
+                id_cap=None, as_engine=True):
     """The hashed walk's kernel ``kind`` over all pairs, as the engine calls it (the direct table
-    with ``lgT=None``; members None for one-column units); returns counts, idx (-1 where unset),
-    first and rows (NaN where unwritten). ``id_cap``: the cap the kernel is told (the direct
-    table's id bits), when not ``cap``."""
+    with ``lgT=None``; members None for one-column units; positions None when every step is
+    recorded); returns counts, idx (-1 where unset), first and rows (NaN where unwritten).
+    ``id_cap``: the cap the kernel is told (the direct table's id bits), when not ``cap``;
+    ``as_engine=False``: the positions passed as an array even when they are every step."""
     B, K, m = o.shape
     counts, first = np.empty(B, np.int64), np.empty(B, np.int64)
     idx = np.full((B, K, sum(modes), len(pos)), -1, np.int32)
@@ -580,21 +581,26 @@ def _index_sets(C, kind, nblk, o, X, R, diff, pos, starts, members, grouped, mod
         C._hash_rows(nblk, kind, o, X, R, diff, C._zobrist(m), pos, starts, members, grouped,
                      *modes, 1 << lgT, np.zeros((B * cap, (m + 63) // 64), np.uint64), *tail)
     else:
-        C._hash_rows(nblk, kind, o, X, R, diff, pos, starts, members if grouped else None,
-                     *modes, None if kind == "direct" else lgT, *tail)
+        full = as_engine and len(pos) == m + 1
+        C._hash_rows(nblk, kind, o, X, R, diff, None if full else pos, starts,
+                     members if grouped else None, *modes, None if kind == "direct" else lgT,
+                     *tail)
     return counts, idx, first, rows
 
 
 @pytest.mark.parametrize("grouped", [False, True])
+@pytest.mark.parametrize("full", [False, True])
 @pytest.mark.parametrize("nblk", [1, 3])
 @pytest.mark.parametrize("modes", [(True, True), (True, False), (False, True)])
-def test_set_kernels_agree(grouped, nblk, modes):
+def test_set_kernels_agree(grouped, full, nblk, modes):
     """The hashed walk's three kernels (a direct table up to 16 units, one hashed word up to 64,
     Zobrist hashing beyond) give every curve point the same hybrid row, the same number of
-    distinct rows per pair and the same region layout, with groups, partial positions and each
-    choice of modes, serially and in parallel blocks; each block's rows follow one another from
-    its first pair's upper bound, a pair's rows are distinct, and every point's row is its set's
-    hybrid. (The direct and one-word kernels number a pair's rows in their own walk order.)"""
+    distinct rows per pair and the same region layout, with groups, every step or partial
+    positions and each choice of modes, serially and in parallel blocks; each block's rows follow
+    one another from its first pair's upper bound, a pair's rows are distinct, and every point's
+    row is its set's hybrid. (The direct and one-word kernels number a pair's rows in their own
+    walk order.) Every step recorded, the direct and one-word kernels' compiled case for it
+    (positions None) equals their general one given the positions 0, 1, ..., m."""
     from insdel.groups import check_groups
 
     C = _curves_module()
@@ -606,7 +612,7 @@ def test_set_kernels_agree(grouped, nblk, modes):
     diff = np.ascontiguousarray(grp.reduce_any(X != R)) if grouped else X != R
     m = diff.shape[1]
     starts, members = (grp.starts, grp.members) if grouped else C._identity_units(n)
-    pos = np.array([0, 1, 3, m]) if grouped else np.arange(m + 1)
+    pos = np.arange(m + 1) if full else np.array([0, 1, 3, m])
     o = np.argsort(rng.random((B, K, m)), axis=-1)
     M = sum(modes)
     cap = 2 + K * M * len(pos)
@@ -615,6 +621,12 @@ def test_set_kernels_agree(grouped, nblk, modes):
     out = {kind: _index_sets(C, kind, nblk, o, X, R, diff, pos, starts, members, grouped, modes,
                              cap) for kind in ("direct", "word", "zobrist")}
     assert all((idx >= 0).all() for _, idx, _, _ in out.values())  # every point has its row
+    if full:  # the positions-None case against the general one
+        for kind in ("direct", "word"):
+            general = _index_sets(C, kind, nblk, o, X, R, diff, pos, starts, members, grouped,
+                                  modes, cap, as_engine=False)
+            for got, want in zip(out[kind], general, strict=True):
+                np.testing.assert_array_equal(got, want)
     points = {kind: rows[(first[:, None, None, None] + idx).ravel()].reshape(*idx.shape, n)
               for kind, (counts, idx, first, rows) in out.items()}
     for kind in ("direct", "word"):
