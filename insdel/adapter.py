@@ -128,17 +128,10 @@ class Model:
             with torch.inference_mode(False), torch.enable_grad():
                 t = torch.from_numpy(np.ascontiguousarray(X[s:e], dtype=self.dtype)).to(
                     device=self.device, dtype=self.torch_dtype).requires_grad_(True)
-                y = self.torch_module(t)
-                if isinstance(y, (tuple, list)):
-                    raise ValueError("the torch module returned a tuple/list; it must return one "
-                                     "tensor.")
+                y = _one_tensor(self.torch_module(t), torch)
                 if self.output is not None:
                     y = self.output(y) if callable(self.output) else y[:, self.output]
-                if tuple(y.shape) == (e - s, 1):
-                    y = y[:, 0]
-                elif tuple(y.shape) != (e - s,):
-                    raise ValueError(f"the torch module must return shape (B,) or (B, 1) for "
-                                     f"B = {e - s} rows; got {tuple(y.shape)}.")
+                y = _one_output(y, e - s, self.name)  # a tensor: the checks of the forward pass
                 (g,) = torch.autograd.grad(y.sum(), t)
             F[s:e] = y.detach().to("cpu", torch.float64).numpy()
             G[s:e] = g.detach().to("cpu", torch.float64).numpy()
@@ -267,12 +260,18 @@ def _torch_fn(module):
     return fn, np_dtype
 
 
-def _tensor_values(y, torch) -> np.ndarray:
-    """A module's output tensor as a NumPy array: a view where NumPy has the dtype (float32 stays
-    float32), else (a GPU tensor, bfloat16, a tensor that requires grad) a CPU float64 copy."""
+def _one_tensor(y, torch):
+    """``y`` when it is one tensor, else an error naming what the module returned."""
     if not isinstance(y, torch.Tensor):
         raise ValueError(f"the torch module returned a {type(y).__name__}; it must return one "
                          "tensor.")
+    return y
+
+
+def _tensor_values(y, torch) -> np.ndarray:
+    """A module's output tensor as a NumPy array: a view where NumPy has the dtype (float32 stays
+    float32), else (a GPU tensor, bfloat16, a tensor that requires grad) a CPU float64 copy."""
+    _one_tensor(y, torch)
     try:
         return y.numpy()
     except (TypeError, RuntimeError):
@@ -288,7 +287,7 @@ def _one_output(y: np.ndarray, B: int, name: str) -> np.ndarray:
         return y
     raise ValueError(
         f"{name} must return an array of shape (B,) or (B, 1) for B = {B} input rows; got shape "
-        f"{y.shape}. Models with several outputs: pass output= (a column or a function of the "
+        f"{tuple(y.shape)}. Models with several outputs: pass output= (a column or a function of the "
         "outputs) or wrap them so that they return the one output to explain.")
 
 

@@ -241,11 +241,12 @@ def test_adapter_torch_whole_call_path():
         def forward(self, x):
             return x[:, :1], x[:, 1:]
 
-    with pytest.raises(ValueError, match="must return one tensor"):
-        insdel.as_model(Pair())(X)
-    with pytest.raises(ValueError, match=r"shape \(B,\) or \(B, 1\) for B = 3 input rows; got "
-                                         r"shape \(3, 2\)"):
-        insdel.as_model(torch.nn.Linear(4, 2), batch_size=3)(X)
+    for call in ("__call__", "value_and_grad"):  # the forward pass and the gradient's checks
+        with pytest.raises(ValueError, match="must return one tensor"):
+            getattr(insdel.as_model(Pair()), call)(X)
+        with pytest.raises(ValueError, match=r"shape \(B,\) or \(B, 1\) for B = 3 input rows; "
+                                             r"got shape \(3, 2\)"):
+            getattr(insdel.as_model(torch.nn.Linear(4, 2), batch_size=3), call)(X)
     doubled = insdel.Model(lambda Z: 2 * m._fn(Z), dtype=np.float32, torch_module=net)
     assert doubled._batches is None  # its fn is not the module's forward
     np.testing.assert_allclose(doubled(X), 2 * m(X))
