@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .groups import check_groups
 from .policies.base import Pairing
 
 __all__ = ["abc_correlation", "diagnostics"]
@@ -45,7 +46,7 @@ def abc_correlation(evaluation, methods: Sequence[str] | None = None) -> pd.Seri
 
 
 def diagnostics(pairings, evaluations=None, *, methods: Sequence[str] | None = None,
-                tol: float | None = None) -> pd.DataFrame:
+                tol: float | None = None, groups=None) -> pd.DataFrame:
     """Per-policy diagnostics of paper Table 4.
 
     Parameters
@@ -59,11 +60,16 @@ def diagnostics(pairings, evaluations=None, *, methods: Sequence[str] | None = N
         Methods whose correlation to report (default: all evaluated ones).
     tol : float, optional
         Tolerance for "x_j != r_j" (default: each policy's ``tol``, else exact).
+    groups : optional
+        Feature groups (anything :func:`insdel.groups.check_groups` takes): adds the columns
+        ``units`` (number of groups) and ``mean_n_diff_units`` (mean number of groups with a
+        differing column: the units the curves move).
 
     Returns
     -------
     pandas.DataFrame
-        Index ``policy``; columns ``pairs``, ``features``, ``mean_n_diff`` and ``corr_<method>``.
+        Index ``policy``; columns ``pairs``, ``features``, ``mean_n_diff``, with groups ``units``
+        and ``mean_n_diff_units``, and ``corr_<method>``.
     """
     P = _labelled(pairings, Pairing, "pairings")
     E = None if evaluations is None else _labelled(evaluations, None, "evaluations",
@@ -72,6 +78,10 @@ def diagnostics(pairings, evaluations=None, *, methods: Sequence[str] | None = N
     for label, p in P.items():
         row: dict[str, Any] = {"policy": label, "pairs": len(p), "features": p.n_features,
                                "mean_n_diff": p.mean_diff(tol)}
+        grp = check_groups(groups, p.n_features)
+        if grp is not None:
+            row["units"] = grp.m
+            row["mean_n_diff_units"] = p.mean_diff(tol, groups=grp)
         if E is not None:
             if label not in E:
                 raise ValueError(f"no evaluation for policy {label!r}; evaluations: {list(E)}.")

@@ -767,8 +767,9 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None) -> Run
         log(f"policy {label}: {policy!r}")
         pairing = policy.pair(model, pool, seed=cfg["seed"], progress=progress)
         stages.add(f"{label}/pairing", time.perf_counter() - t0, pairs=len(pairing))
+        units = "" if grp is None else f" ({pairing.mean_diff(groups=grp):.2f} of {grp.m} groups)"
         log(f"  {len(pairing)} pairs, mean number of differing features "
-            f"{pairing.mean_diff():.2f}")
+            f"{pairing.mean_diff():.2f}{units}")
         X, R = np.ascontiguousarray(pairing.X), np.ascontiguousarray(pairing.R)
         base_key = {"data": data_info["arrays_sha256"], "model": model_info["sha256"],
                     "seed": cfg["seed"], "pairs": _array_hash(X, R), "device": device}
@@ -830,7 +831,7 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None) -> Run
 
     from .diagnostics import diagnostics as _diagnostics
 
-    diag = _diagnostics(pairings, evaluations)
+    diag = _diagnostics(pairings, evaluations, groups=grp)
     summary = pd.concat(summaries, ignore_index=True)
     ck.atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
     ck.atomic_write_text(out / "diagnostics.csv", diag.to_csv())

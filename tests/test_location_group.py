@@ -239,6 +239,22 @@ def test_runner_curves_move_location_as_one_unit(grouped_run):
                                        rtol=1e-5, atol=1e-6, err_msg=f"{meth}, pair {b}")
 
 
+def test_runner_table4_counts_differing_groups(grouped_run):
+    """Table 4 of a grouped run: the mean number of differing features and of differing groups
+    (Location's one-hot columns count once), the units the curves move."""
+    import pandas as pd
+
+    res, _ = grouped_run
+    grp = res.dataset.groups
+    p = res.pairings["cf"]
+    diag = pd.read_csv(res.out / "diagnostics.csv", index_col=0)
+    assert diag.loc["cf", "units"] == grp.m == 39
+    want = grp.reduce_any(p.X != p.R).sum(1).mean()
+    assert diag.loc["cf", "mean_n_diff_units"] == pytest.approx(want)
+    assert diag.loc["cf", "mean_n_diff"] == pytest.approx((p.X != p.R).sum(1).mean())
+    assert (res.diagnostics.loc["cf", ["units", "mean_n_diff_units"]] == [39, want]).all()
+
+
 def test_runner_attributions_and_decomposition_are_per_group(grouped_run, tmp_path):
     res, _ = grouped_run
     grp = res.dataset.groups

@@ -438,6 +438,18 @@ def test_diagnostics_table4():
             assert d.loc[k, f"corr_{m}"] == pytest.approx(want)
     d2 = diagnostics(list(pairings.values()))
     assert list(d2.columns) == ["pairs", "features", "mean_n_diff"]
+    labels = [0, 0, 1, 2, 2]  # three groups: the units grouped curves move
+    d3 = diagnostics(pairings, evs, groups=labels)
+    assert list(d3.columns[:5]) == ["pairs", "features", "mean_n_diff", "units",
+                                    "mean_n_diff_units"]
+    for k, p in pairings.items():
+        differ = p.X != p.R
+        want = (differ[:, :2].any(1).astype(int) + differ[:, 2] + differ[:, 3:].any(1)).mean()
+        assert d3.loc[k, "units"] == 3
+        assert d3.loc[k, "mean_n_diff_units"] == pytest.approx(want)
+        assert d3.loc[k, "mean_n_diff"] == d.loc[k, "mean_n_diff"]
+    with pytest.raises(ValueError, match="groups"):
+        pairings["cf"].diff_count(groups=[0, 1])  # a label per column: 5, not 2
     with pytest.raises(ValueError, match="evaluation has"):
         diagnostics({"a": P.get("average").pair(None, X, targets=[0, 1])}, {"a": evs["avg"]})
 

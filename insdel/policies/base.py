@@ -15,6 +15,7 @@ from numpy.typing import ArrayLike
 
 from .._validation import _first, as_float_array, check_finite, check_positive_int, to_jsonable
 from ..adapter import ModelLike
+from ..groups import check_groups
 
 
 class UnknownPolicyError(KeyError, ValueError):
@@ -87,19 +88,26 @@ class Pairing:
         """The spec name when there is one, else the policy name."""
         return self.spec or self.name
 
-    def diff_count(self, tol: float | Sequence[float] | None = None) -> np.ndarray:
+    def diff_count(self, tol: float | Sequence[float] | None = None, *,
+                   groups=None) -> np.ndarray:
         """Number of features with ``|x_j - r_j| > tol_j`` per pair, shape (m,) (paper Table 4).
 
         ``tol=None`` uses the policy's ``tol`` parameter when it has one, else 0 (exact inequality).
+        ``groups`` (anything :func:`insdel.groups.check_groups` takes): count the groups with a
+        differing column instead, the units that curves and the decomposition move.
         """
         if tol is None:
             tol = self.params.get("tol", 0.0)
         t = _tol_vector(tol, self.n_features)
-        return np.count_nonzero(np.abs(self.X - self.R) > t, axis=1).astype(np.int64)
+        mask = np.abs(self.X - self.R) > t
+        grp = check_groups(groups, self.n_features)
+        if grp is not None:
+            mask = grp.reduce_any(mask)
+        return np.count_nonzero(mask, axis=1).astype(np.int64)
 
-    def mean_diff(self, tol=None) -> float:
-        """Mean number of differing features (the first column of paper Table 4)."""
-        return float(self.diff_count(tol).mean()) if len(self) else float("nan")
+    def mean_diff(self, tol=None, *, groups=None) -> float:
+        """Mean number of differing features, or groups (the first column of paper Table 4)."""
+        return float(self.diff_count(tol, groups=groups).mean()) if len(self) else float("nan")
 
     def to_frame(self) -> pd.DataFrame:
         """One row per pair: indices, number of differing features, f values and extras."""
