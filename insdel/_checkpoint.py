@@ -198,6 +198,16 @@ def config_hash(obj) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def sha256_arrays(*arrays: np.ndarray) -> str:
+    """SHA-256 of arrays' dtypes, shapes and bytes (C order), as hex: the key of data in a run."""
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(str((a.dtype.str, a.shape)).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
 def sha256_file(path: str | os.PathLike) -> str:
     """SHA-256 of a file's bytes, as hex."""
     h = hashlib.sha256()

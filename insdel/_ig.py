@@ -34,6 +34,7 @@ import math
 import numba as nb
 import numpy as np
 
+from ._decomposition_kernels import _popcount
 from ._progress import progress_bar
 from ._validation import _first
 
@@ -205,14 +206,6 @@ def differing_binaries(X: np.ndarray, R: np.ndarray, spec: BinarySpec,
 
 # --------------------------------------------------------------------------------------------------
 # numba kernels
-@nb.njit(cache=True, nogil=True)
-def _popcount(u):  # pragma: no cover - numba
-    c = 0
-    while u:
-        u &= u - 1
-        c += 1
-    return c
-
 
 @nb.njit(cache=True, nogil=True)
 def _fill_rows(X, R, is_cont, D, m, seg_pair, seg_corner, seg_t0, seg_ts, nodes, start, stop,

@@ -100,17 +100,6 @@ def remove(X: np.ndarray, orders: np.ndarray, k: int, values: np.ndarray) -> np.
     return out
 
 
-def _hash_arrays(*arrays: np.ndarray) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    for a in arrays:
-        a = np.ascontiguousarray(a)
-        h.update(str((a.dtype.str, a.shape)).encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
-
-
 def _check_fractions(fractions: Sequence[float]) -> list[float]:
     qs = []
     for i, q in enumerate(fractions):
@@ -201,7 +190,7 @@ def roar(dataset, attributions: Mapping[str, np.ndarray], *, params: str | Mappi
                  for r in range(replicates)]
     model_key = {"params": params if isinstance(params, str) else dict(params or {}),
                  "max_epochs": max_epochs, "device": device, "num_threads": num_threads}
-    base = _hash_arrays(Xtr, Xte, np.asarray(dataset.y_train), np.asarray(dataset.y_test))
+    base = ck.sha256_arrays(Xtr, Xte, np.asarray(dataset.y_train), np.asarray(dataset.y_test))
 
     # the units: (method, ordering, q) -> removal orders; q = 0 and the random control once
     plans: list[tuple[str, str, np.ndarray | None]] = []
@@ -231,7 +220,7 @@ def roar(dataset, attributions: Mapping[str, np.ndarray], *, params: str | Mappi
                 od = orders[(m, o)]
                 k = n_removed(q, n)
                 Xa, Xb = remove(Xtr, od[:N1], k, values), remove(Xte, od[N1:], k, values)
-            key = ck.config_hash({"data": base, "removed": _hash_arrays(Xa, Xb),
+            key = ck.config_hash({"data": base, "removed": ck.sha256_arrays(Xa, Xb),
                                   "model": model_key, "seed": rep_seeds[r]})
             res = done.get(key)
             path = store / f"unit.{key}.json" if store is not None else None

@@ -130,15 +130,6 @@ class _Stages:
             d[k] = d.get(k, 0) + v if isinstance(v, (int, float)) and not isinstance(v, bool) else v
 
 
-def _array_hash(*arrays: np.ndarray) -> str:
-    h = hashlib.sha256()
-    for a in arrays:
-        a = np.ascontiguousarray(a)
-        h.update(str((a.dtype.str, a.shape)).encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
-
-
 _chunk_seed = chunk_seed  # the runner's name for it: one random stream per (policy, method, chunk)
 
 
@@ -278,7 +269,7 @@ def _dataset_info(cfg: dict, dataset) -> dict:
             "rows_train": int(len(dataset.X_train)), "rows_test": int(len(dataset.X_test)),
             "features": int(np.asarray(dataset.X_test).shape[1]),
             "feature_names": list(getattr(dataset, "feature_names", []) or []),
-            "arrays_sha256": _array_hash(dataset.X_train, dataset.y_train, dataset.X_test,
+            "arrays_sha256": ck.sha256_arrays(dataset.X_train, dataset.y_train, dataset.X_test,
                                          dataset.y_test)}
     grp = _groups_of(dataset)
     if grp is not None:
@@ -772,7 +763,7 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None) -> Run
             f"{pairing.mean_diff():.2f}{units}")
         X, R = np.ascontiguousarray(pairing.X), np.ascontiguousarray(pairing.R)
         base_key = {"data": data_info["arrays_sha256"], "model": model_info["sha256"],
-                    "seed": cfg["seed"], "pairs": _array_hash(X, R), "device": device}
+                    "seed": cfg["seed"], "pairs": ck.sha256_arrays(X, R), "device": device}
         if grp is not None:  # every chunk's key holds the groups (absent: keys as before)
             base_key["groups"] = grp.to_json()
         remote = None if client is None else dict(
@@ -1046,7 +1037,7 @@ def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, _roar, client=
         R = np.ascontiguousarray(pairing.R)
         log(f"reference: policy {pol!r}, mean |D| {pairing.mean_diff():.2f}")
     base_key = {"data": data_info["arrays_sha256"], "model": model_info["sha256"],
-                "seed": cfg["seed"], "reference": ref, "pairs": _array_hash(Xall, R),
+                "seed": cfg["seed"], "reference": ref, "pairs": ck.sha256_arrays(Xall, R),
                 "device": device}
     remote = None if client is None else dict(zip(("model", "X", "R"), scatter(
         client, [_shareable_model(model, cfg, Xall.shape[1], None), Xall, R]), strict=True))

@@ -150,6 +150,17 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]
 
 
+def test_array_keys_are_stable():
+    """The arrays' key in every run and ROAR chunk key: dtype, shape and C-order bytes. Pinned, so
+    that a change to it (which would orphan every saved chunk) is deliberate."""
+    a, b = np.arange(6.0).reshape(2, 3), np.array([1, 2], np.int32)
+    assert ck.sha256_arrays(a, b) == (
+        "1e3eb8948619b1f02b49a8fafe130bfb7fe88f5d374fdfd1cf274e6b171b7172")
+    assert ck.sha256_arrays(a.T) == ck.sha256_arrays(np.ascontiguousarray(a.T))
+    assert ck.sha256_arrays(a) != ck.sha256_arrays(a.reshape(3, 2))  # same bytes, other shape
+    assert ck.sha256_arrays(a) != ck.sha256_arrays(a.astype(np.float32))
+
+
 def test_chunk_store_resume_and_key_change(tmp_path):
     calls = []
 
