@@ -270,7 +270,7 @@ def _dataset_info(cfg: dict, dataset) -> dict:
             "features": int(np.asarray(dataset.X_test).shape[1]),
             "feature_names": list(getattr(dataset, "feature_names", []) or []),
             "arrays_sha256": ck.sha256_arrays(dataset.X_train, dataset.y_train, dataset.X_test,
-                                         dataset.y_test)}
+                                              dataset.y_test)}
     grp = _groups_of(dataset)
     if grp is not None:
         info["units"] = grp.m
