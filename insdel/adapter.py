@@ -287,8 +287,8 @@ def _one_output(y: np.ndarray, B: int, name: str) -> np.ndarray:
         return y
     raise ValueError(
         f"{name} must return an array of shape (B,) or (B, 1) for B = {B} input rows; got shape "
-        f"{tuple(y.shape)}. Models with several outputs: pass output= (a column or a function of the "
-        "outputs) or wrap them so that they return the one output to explain.")
+        f"{tuple(y.shape)}. Models with several outputs: pass output= (a column or a function of "
+        "the outputs) or wrap them so that they return the one output to explain.")
 
 
 def _torch_batches(module, device, tdtype):
