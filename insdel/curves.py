@@ -146,8 +146,8 @@ def _find(stamp, tid, th, lw, base, b, cur, h):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True, nogil=True)
-def _hash_block(b_lo, b_hi, orders, X, R, diff, zob, pos, starts, members, grouped, do_ins,
-                do_del, T, lw, cap, counts, idx, first, rows):  # pragma: no cover - numba
+def _hash_block(b_lo, b_hi, orders, X, R, diff, zob, pos, starts, members, grouped, ins_at,
+                del_at, T, lw, cap, counts, idx, first, rows):  # pragma: no cover - numba
     """K orderings per pair, pairs ``b_lo .. b_hi - 1``, any number of units: walk every ordering
     keeping the canonical set of each curve point as packed words with a Zobrist hash, and the
     current point itself, updated unit by unit; each new set becomes pair b's next distinct row u
@@ -206,7 +206,7 @@ def _hash_block(b_lo, b_hi, orders, X, R, diff, zob, pos, starts, members, group
             id_x = 1
         mi = 0
         for mode in range(2):
-            if (mode == 0 and not do_ins) or (mode == 1 and not do_del):
+            if (mode == 0 and ins_at is None) or (mode == 1 and del_at is None):
                 continue
             ins = mode == 0
             src = R if ins else X
@@ -273,7 +273,7 @@ DIRECT_MAX_UNITS = 16
 
 
 @nb.njit(cache=True, nogil=True)
-def _set_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, do_del, lgT, cap,
+def _set_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, ins_at, del_at, lgT, cap,
                counts, idx, first, rows):  # pragma: no cover - numba
     """:func:`_hash_block` for at most 64 units, where a canonical set is one integer, and each
     ordering is walked once for both modes (the deletion set after a step is D minus the
@@ -321,7 +321,15 @@ def _set_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, do_
     wi = np.empty(n, rows.dtype)  # the current insertion point
     wd = np.empty(n, rows.dtype)  # the current deletion point
     one = np.uint64(1)
-    mi_del = 1 if do_ins and do_del else 0  # (one mode: ik and idl are the same row of idx)
+    # the modes' rows of idx (a mode not traced is None: compiled on its own, without its branches)
+    if ins_at is None:
+        i_ins = 0
+    else:
+        i_ins = ins_at
+    if del_at is None:
+        i_del = 0
+    else:
+        i_del = del_at
     nxt = b_lo * cap
     seq = 0
     for b in range(b_lo, b_hi):
@@ -361,8 +369,8 @@ def _set_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, do_
         rb = R[b]
         for k in range(K):
             ob = orders[b, k]
-            ik = idx[b, k, 0]
-            idl = idx[b, k, mi_del]
+            ik = idx[b, k, i_ins]
+            idl = idx[b, k, i_del]
             cur = np.uint64(0)  # the insertion set; the deletion set is dm ^ cur
             for j in range(n):
                 wi[j] = rb[j]
@@ -375,9 +383,9 @@ def _set_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, do_
             else:
                 rec = pos[0] == 0
             if rec:
-                if do_ins:
+                if ins_at is not None:
                     ik[0] = 0
-                if do_del:
+                if del_at is not None:
                     idl[0] = id_x
                 s = 1
             nextp = 1
@@ -405,7 +413,7 @@ def _set_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, do_
                 if rec:
                     if changed:
                         changed = False
-                        if do_ins:  # cur != 0 here
+                        if ins_at is not None:  # cur != 0 here
                             if lgT is None:
                                 v = tab[np.int64(cur)]
                                 if (v ^ tag) >> idbits != 0:  # another pair's entry: new row
@@ -433,7 +441,7 @@ def _set_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, do_
                                         cnt += 1
                                         break
                                     slot = (slot + 1) & mask
-                        if do_del:
+                        if del_at is not None:
                             dk = dm ^ cur
                             if lgT is None:
                                 v = tab[np.int64(dk)]
@@ -464,9 +472,9 @@ def _set_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, do_
                                         cnt += 1
                                         break
                                     slot = (slot + 1) & mask
-                    if do_ins:
+                    if ins_at is not None:
                         ik[s] = pi
-                    if do_del:
+                    if del_at is not None:
                         idl[s] = pd
                     s += 1
                     if pos is not None:
@@ -479,21 +487,21 @@ def _set_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, do_ins, do_
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
-def _hash_par(nblk, orders, X, R, diff, zob, pos, starts, members, grouped, do_ins, do_del, T,
+def _hash_par(nblk, orders, X, R, diff, zob, pos, starts, members, grouped, ins_at, del_at, T,
               lw, cap, counts, idx, first, rows):  # pragma: no cover - numba
     B = orders.shape[0]
     for i in nb.prange(nblk):
         _hash_block(i * B // nblk, (i + 1) * B // nblk, orders, X, R, diff, zob, pos, starts,
-                    members, grouped, do_ins, do_del, T, lw, cap, counts, idx, first, rows)
+                    members, grouped, ins_at, del_at, T, lw, cap, counts, idx, first, rows)
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
-def _set_par(nblk, orders, X, R, diff, pos, starts, members, do_ins, do_del, lgT, cap, counts, idx,
+def _set_par(nblk, orders, X, R, diff, pos, starts, members, ins_at, del_at, lgT, cap, counts, idx,
              first, rows):  # pragma: no cover - numba
     B = orders.shape[0]
     for i in nb.prange(nblk):
         _set_block(i * B // nblk, (i + 1) * B // nblk, orders, X, R, diff, pos, starts, members,
-                   do_ins, do_del, lgT, cap, counts, idx, first, rows)
+                   ins_at, del_at, lgT, cap, counts, idx, first, rows)
 
 
 def _hash_rows(nblk, kind, *args):
@@ -521,8 +529,8 @@ def _set_kernel(m: int, cap: int) -> str:
 
 
 @nb.njit(cache=True, nogil=True)
-def _chain_block(b_lo, b_hi, orders, X, R, diff, n_d, pos, starts, members, grouped, do_ins,
-                 do_del, write, base, offsets, rows, idx):  # pragma: no cover - numba
+def _chain_block(b_lo, b_hi, orders, X, R, diff, n_d, pos, starts, members, grouped, ins_at,
+                 del_at, write, base, offsets, rows, idx):  # pragma: no cover - numba
     """One ordering per pair (K = 1), pairs ``b_lo .. b_hi - 1``: the distinct rows are known
     without hashing (r, x and, per mode, one row per recorded point that differs from the previous
     one and from both ends).
@@ -552,7 +560,7 @@ def _chain_block(b_lo, b_hi, orders, X, R, diff, n_d, pos, starts, members, grou
             r += 1
         mi = 0
         for mode in range(2):
-            if (mode == 0 and not do_ins) or (mode == 1 and not do_del):
+            if (mode == 0 and ins_at is None) or (mode == 1 and del_at is None):
                 continue
             ins = mode == 0
             inside = 0 if ins else n_d[b]
@@ -597,7 +605,7 @@ def _chain_block(b_lo, b_hi, orders, X, R, diff, n_d, pos, starts, members, grou
 
 
 @nb.njit(cache=True, nogil=True)
-def _chain_fast_block(b_lo, b_hi, orders, X, R, diff, n_d, do_ins, do_del, offsets, base, rows,
+def _chain_fast_block(b_lo, b_hi, orders, X, R, diff, n_d, ins_at, del_at, offsets, base, rows,
                       idx):  # pragma: no cover - numba
     """:func:`_chain_block` (write mode) for the commonest case: one feature per unit and every
     step recorded. The same points and ids (as hybrids: rows r, x first, then the rows of each
@@ -608,7 +616,10 @@ def _chain_fast_block(b_lo, b_hi, orders, X, R, diff, n_d, do_ins, do_del, offse
     n = X.shape[1]
     ci = np.empty(n, rows.dtype)  # the insertion and deletion curves' current points
     cd = np.empty(n, rows.dtype)
-    mi_d = 1 if do_ins else 0
+    if del_at is None:  # the deletion curve's row of idx (as in _set_block)
+        mi_d = 0
+    else:
+        mi_d = del_at
     for b in range(b_lo, b_hi):
         r0 = offsets[b] - base
         for j in range(n):
@@ -618,9 +629,9 @@ def _chain_fast_block(b_lo, b_hi, orders, X, R, diff, n_d, do_ins, do_del, offse
         nd = n_d[b]
         if nd == 0:  # x == r: every point is row 0
             for s in range(n + 1):
-                if do_ins:
+                if ins_at is not None:
                     idx[b, 0, 0, s] = 0
-                if do_del:
+                if del_at is not None:
                     idx[b, 0, mi_d, s] = 0
             continue
         for j in range(n):
@@ -631,9 +642,9 @@ def _chain_fast_block(b_lo, b_hi, orders, X, R, diff, n_d, do_ins, do_del, offse
         inside = 0
         li = 0  # local ids of the current insertion and deletion points
         ld = 1
-        if do_ins:
+        if ins_at is not None:
             idx[b, 0, 0, 0] = 0
-        if do_del:
+        if del_at is not None:
             idx[b, 0, mi_d, 0] = 1
         for t in range(n):
             g = orders[b, 0, t]
@@ -645,7 +656,7 @@ def _chain_fast_block(b_lo, b_hi, orders, X, R, diff, n_d, do_ins, do_del, offse
                 else:  # the row: the current point, then its feature g (the current point
                     # is updated after the copy: a copy that reads a just-stored element waits for
                     # the store, measured 450 against 240 us serial)
-                    if do_ins:
+                    if ins_at is not None:
                         for j in range(n):
                             rows[r, j] = ci[j]
                         v = X[b, g]
@@ -653,7 +664,7 @@ def _chain_fast_block(b_lo, b_hi, orders, X, R, diff, n_d, do_ins, do_del, offse
                         ci[g] = v
                         li = r - r0
                         r += 1
-                    if do_del:
+                    if del_at is not None:
                         for j in range(n):
                             rows[r, j] = cd[j]
                         v = R[b, g]
@@ -661,28 +672,28 @@ def _chain_fast_block(b_lo, b_hi, orders, X, R, diff, n_d, do_ins, do_del, offse
                         cd[g] = v
                         ld = r - r0
                         r += 1
-            if do_ins:
+            if ins_at is not None:
                 idx[b, 0, 0, t + 1] = li
-            if do_del:
+            if del_at is not None:
                 idx[b, 0, mi_d, t + 1] = ld
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
-def _chain_fast_par(nblk, orders, X, R, diff, n_d, do_ins, do_del, offsets, base, rows,
+def _chain_fast_par(nblk, orders, X, R, diff, n_d, ins_at, del_at, offsets, base, rows,
                     idx):  # pragma: no cover - numba
     B = X.shape[0]
     for i in nb.prange(nblk):
-        _chain_fast_block(i * B // nblk, (i + 1) * B // nblk, orders, X, R, diff, n_d, do_ins,
-                          do_del, offsets, base, rows, idx)
+        _chain_fast_block(i * B // nblk, (i + 1) * B // nblk, orders, X, R, diff, n_d, ins_at,
+                          del_at, offsets, base, rows, idx)
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
-def _chain_par(nblk, orders, X, R, diff, n_d, pos, starts, members, grouped, do_ins, do_del,
+def _chain_par(nblk, orders, X, R, diff, n_d, pos, starts, members, grouped, ins_at, del_at,
                write, base, offsets, rows, idx):  # pragma: no cover - numba
     B = X.shape[0]
     for i in nb.prange(nblk):
         _chain_block(i * B // nblk, (i + 1) * B // nblk, orders, X, R, diff, n_d, pos, starts,
-                     members, grouped, do_ins, do_del, write, base, offsets, rows, idx)
+                     members, grouped, ins_at, del_at, write, base, offsets, rows, idx)
 
 
 def _chain(nblk, *args):
@@ -974,12 +985,12 @@ class _Plan:
     starts: np.ndarray
     members: np.ndarray
     grouped: bool
-    do_ins: bool
-    do_del: bool
+    ins_at: int | None  # the mode's index on the ids' mode axis, None when it is not traced
+    del_at: int | None
 
     @property
     def args(self) -> tuple:
-        return (self.pos, self.starts, self.members, self.grouped, self.do_ins, self.do_del)
+        return (self.pos, self.starts, self.members, self.grouped, self.ins_at, self.del_at)
 
 
 class _ChainWalk:
@@ -989,7 +1000,7 @@ class _ChainWalk:
 
     def __init__(self, model, n: int, plan: _Plan, S: int, ws):
         self.model, self.plan, self.ws = model, plan, ws
-        self.M = int(plan.do_ins) + int(plan.do_del)
+        self.M = (plan.ins_at is not None) + (plan.del_at is not None)
         self.cap = 2 + self.M * S  # most rows of one pair
         m = len(plan.starts) - 1
         self.full = S == m + 1  # positions 0, 1, ..., m
@@ -1029,8 +1040,8 @@ class _ChainWalk:
             stage = self._rows(rows)
             nblk = _blocks(e - b, rows)
             if fast:
-                _chain_fast(nblk, ob[b:e], Xc[b:e], Rc[b:e], dc[b:e], nd[b:e], self.plan.do_ins,
-                            self.plan.do_del, starts[b:e], base, stage, idx[b:e])
+                _chain_fast(nblk, ob[b:e], Xc[b:e], Rc[b:e], dc[b:e], nd[b:e], self.plan.ins_at,
+                            self.plan.del_at, starts[b:e], base, stage, idx[b:e])
             else:
                 _chain(nblk, ob[b:e], Xc[b:e], Rc[b:e], dc[b:e], nd[b:e], *args, True,
                        base, starts[b:e], stage, idx[b:e])
@@ -1085,7 +1096,7 @@ class _HashWalk:
         # positions None when every step is recorded: 0, 1, ..., m)
         full = plan.pos.shape[0] == m + 1
         self.units = (None if full else plan.pos, plan.starts,
-                      plan.members if plan.grouped else None, plan.do_ins, plan.do_del)
+                      plan.members if plan.grouped else None, plan.ins_at, plan.del_at)
         if self.kind == "zobrist":
             self.zob = _zobrist(m)
             self.W = n_words(m)
@@ -1176,15 +1187,24 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
     m = n if grp is None else grp.m
     pos = _full_positions(m) if positions is None else check_positions(positions, m)
     S = pos.shape[0]
+    asked = modes
     if modes is not MODES:
-        modes = tuple(check_mode(mo) for mo in modes)
-        if not modes:
+        asked = tuple(check_mode(mo) for mo in modes)
+        if not asked:
             raise ValueError("modes must name at least one of 'insertion', 'deletion'.")
+        if len(set(asked)) != len(asked):
+            raise ValueError(f"modes must name each mode at most once; got {asked}.")
+        # the engine's order (insertion first); the result's dict follows the order asked
+        modes = tuple(mo for mo in MODES if mo in asked)
     # shape and integer values here; the permutation check is part of the pass below
     orders = check_orders(orders, m, name="orders", B=B, check_perm=False)
     K = orders.shape[1]
     do_ins, do_del = "insertion" in modes, "deletion" in modes
     M = int(do_ins) + int(do_del)
+    # each traced mode's index on the curves' mode axis (None: not traced; the row kernels are
+    # compiled for each case, without the branches of a mode that is not traced)
+    ins_at = 0 if do_ins else None
+    del_at = (1 if do_ins else 0) if do_del else None
     per_pair = K * M * S
     chunk_pairs = max(1, int(chunk_size) // max(per_pair, 1))
     # the row kernels read the pairs directly (C-contiguous float64: a broadcast R is copied)
@@ -1203,17 +1223,27 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
         if validate and not perms:
             check_orders(orders, m, name="orders", B=B)
         if client is not None:
-            return _trace_on(client, f, X, R, orders, modes, batch_size, chunk_size, chunk_pairs,
-                             progress, grp, pos)
+            res = _trace_on(client, f, X, R, orders, modes, batch_size, chunk_size, chunk_pairs,
+                            progress, grp, pos)
+            return _in_order(res, asked)
         if grp is None:
             starts, members = _identity_units(n)
         else:  # units are groups: D = the groups with a differing column
             diff = np.ascontiguousarray(grp.reduce_any(diff))
             n_d = _row_counts(diff)
             starts, members = grp.starts, grp.members
-        plan = _Plan(pos, starts, members, grp is not None, do_ins, do_del)
-        return _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, chunk_pairs, progress,
-                             grp, ws)
+        plan = _Plan(pos, starts, members, grp is not None, ins_at, del_at)
+        res = _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, chunk_pairs, progress,
+                            grp, ws)
+        return _in_order(res, asked)
+
+
+def _in_order(res: TraceResult, asked: tuple) -> TraceResult:
+    """``res`` with its curves' dict in the order of the modes asked (the engine traces insertion
+    first whatever the order asked; each curve is the same array)."""
+    if tuple(res.curves) != tuple(asked):
+        res.curves = {mo: res.curves[mo] for mo in asked}
+    return res
 
 
 _identity_cache: dict[int, tuple] = {}

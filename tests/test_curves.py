@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import insdel
 from insdel.areas import abc, auc, aul
-from insdel.curves import orderings, trace
+from insdel.curves import MODES, orderings, trace
 
 # ---------------------------------------------------------------- reference implementation
 
@@ -380,6 +380,31 @@ def test_single_ordering_fast_path_equals_hashed_path(n, B, seed, modes):
     assert one.n_unique == two.n_unique
 
 
+@pytest.mark.parametrize("K", [1, 3])
+def test_modes_in_any_order(K):
+    """``modes`` in any order gives each mode its own curves (the engine traces insertion first;
+    the result's dict follows the order asked); a mode named twice is an error."""
+    rng = np.random.default_rng(K)
+    B, n = 4, 6
+    X, R = rng.normal(size=(B, n)), rng.normal(size=(B, n))
+    w = rng.normal(size=n)
+
+    def f(Z):
+        return np.tanh(Z @ w) + Z[:, 0] * Z[:, 1]
+
+    o = np.argsort(rng.random((B, K, n)), axis=-1)
+    both = trace(f, X, R, o)
+    swapped = trace(f, X, R, o, modes=("deletion", "insertion"))
+    assert list(swapped.curves) == ["deletion", "insertion"]
+    for m in MODES:
+        np.testing.assert_array_equal(swapped.curves[m], both.curves[m])
+        np.testing.assert_array_equal(trace(f, X, R, o, modes=(m,)).curves[m], both.curves[m])
+        for b in range(B):
+            np.testing.assert_allclose(both.curves[m][b, 0], brute_curve(f, X[b], R[b], o[b, 0], m))
+    with pytest.raises(ValueError, match="at most once"):
+        trace(f, X, R, o, modes=("insertion", "insertion"))
+
+
 def test_order_options_signed_absolute_ascending(tmp_path):
     """order= everywhere an ordering comes from attributions (issue 16): the paper's signed order
     (default), MoRF by |a| and LeRF ascending; ties by feature index; curves and evaluate agree."""
@@ -429,6 +454,13 @@ def _chain_inputs(rng, B, n, dtype=np.float32):
     return C, X, R, diff, starts, members, nd, o
 
 
+def _modes_at(modes: tuple) -> tuple:
+    """(insertion traced, deletion traced) as the row kernels take them: each traced mode's index
+    on the ids' mode axis (insertion first), None for a mode not traced."""
+    ins, dele = modes
+    return (0 if ins else None), ((1 if ins else 0) if dele else None)
+
+
 @pytest.mark.parametrize("modes", [(True, True), (True, False), (False, True)])
 @pytest.mark.parametrize("nblk", [1, 5])
 def test_chain_fast_kernel_equals_general_kernel(modes, nblk):
@@ -441,13 +473,12 @@ def test_chain_fast_kernel_equals_general_kernel(modes, nblk):
     rng = np.random.default_rng(nblk)
     B, n = 37, 11
     C, X, R, diff, starts, members, nd, o = _chain_inputs(rng, B, n)
-    do_ins, do_del = modes
-    M = do_ins + do_del
+    M = sum(modes)
     pos = full_positions(n)
     idx_a = np.full((B, 1, M, n + 1), -1, dtype=np.int32)
     idx_b = idx_a.copy()
     counts = np.empty(B, dtype=np.int64)
-    args = (pos, starts, members, False, do_ins, do_del)
+    args = (pos, starts, members, False, *_modes_at(modes))
     C._chain(nblk, o, X, R, diff, nd, *args, False, 0, counts, np.empty((0, n), np.float32),
              idx_a)
     np.testing.assert_array_equal(counts, 1 + (nd > 0) + M * np.maximum(nd - 1, 0))
@@ -458,7 +489,7 @@ def test_chain_fast_kernel_equals_general_kernel(modes, nblk):
     rows_a = np.full((counts.sum(), n), np.nan, dtype=np.float32)
     rows_b = rows_a.copy()
     C._chain(nblk, o, X, R, diff, nd, *args, True, base, offs, rows_a, idx_a)
-    C._chain_fast(nblk, o, X, R, diff, nd, do_ins, do_del, offs, base, rows_b, idx_b)
+    C._chain_fast(nblk, o, X, R, diff, nd, *_modes_at(modes), offs, base, rows_b, idx_b)
     for b in range(B):  # the same points (the fast kernel orders a pair's rows otherwise)
         at = offs[b] - base
         np.testing.assert_array_equal(rows_a[at + idx_a[b]], rows_b[at + idx_b[b]])
@@ -579,11 +610,13 @@ def _index_sets(C, kind, nblk, o, X, R, diff, pos, starts, members, grouped, mod
     tail = (cap if id_cap is None else id_cap, counts, idx, first, rows)
     if kind == "zobrist":
         C._hash_rows(nblk, kind, o, X, R, diff, C._zobrist(m), pos, starts, members, grouped,
-                     *modes, 1 << lgT, np.zeros((B * cap, (m + 63) // 64), np.uint64), *tail)
+                     *_modes_at(modes), 1 << lgT, np.zeros((B * cap, (m + 63) // 64), np.uint64),
+                     *tail)
     else:
         full = as_engine and len(pos) == m + 1
         C._hash_rows(nblk, kind, o, X, R, diff, None if full else pos, starts,
-                     members if grouped else None, *modes, None if kind == "direct" else lgT,
+                     members if grouped else None, *_modes_at(modes),
+                     None if kind == "direct" else lgT,
                      *tail)
     return counts, idx, first, rows
 
