@@ -477,6 +477,8 @@ def _check_values(cfg: dict, source: str) -> None:
         if m not in ("insertion", "deletion"):
             raise ConfigError(f"{source}: evaluation.modes: unknown mode {m!r}"
                               f"{_suggest(str(m), ('insertion', 'deletion'))}")
+    if len(set(modes)) != len(modes):
+        raise ConfigError(f"{source}: evaluation.modes names a mode twice: {list(modes)}.")
     names = cfg["methods"]["names"]
     if not names or not all(isinstance(m, str) for m in names):
         raise ConfigError(f"{source}: methods.names must be a non-empty list of method names.")

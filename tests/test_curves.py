@@ -403,6 +403,11 @@ def test_modes_in_any_order(K):
             np.testing.assert_allclose(both.curves[m][b, 0], brute_curve(f, X[b], R[b], o[b, 0], m))
     with pytest.raises(ValueError, match="at most once"):
         trace(f, X, R, o, modes=("insertion", "insertion"))
+    A = {"a": rng.normal(size=(B, n))}  # evaluate reads the curves by mode name
+    ev, ev_swapped = (insdel.evaluate(f, X, R, A, modes=md, n_random=2)
+                      for md in (MODES, ("deletion", "insertion")))
+    for m in MODES:
+        np.testing.assert_array_equal(ev_swapped.abc_array("a", m), ev.abc_array("a", m))
 
 
 def test_order_options_signed_absolute_ascending(tmp_path):

@@ -121,6 +121,10 @@ def test_config_errors(tmp_path):
     with pytest.raises(ValueError, match="label"):
         C.load({"model": {"preset": "q"}, "policies": [{"spec": "average"},
                                                                {"spec": "average"}]})
+    with pytest.raises(ValueError, match=r"evaluation.modes names a mode twice"):
+        C.load({**_BASE, "evaluation": {"modes": ["deletion", "deletion"]}})
+    swapped = C.load({**_BASE, "evaluation": {"modes": ["deletion", "insertion"]}})
+    assert swapped["evaluation"]["modes"] == ["deletion", "insertion"]  # any order (trace: tested)
     bad = tmp_path / "bad.toml"
     bad.write_text("name = \n")
     with pytest.raises(ValueError, match="invalid TOML"):
