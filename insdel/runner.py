@@ -369,6 +369,22 @@ def _make_policy(entry: Mapping):
 # --------------------------------------------------------------------------------------------------
 # the checkpointed stages
 # --------------------------------------------------------------------------------------------------
+#: Method options whose value ``"dataset"`` stands for an attribute of the data set.
+_DATASET_VALUED = (("binary", "binary_mask"), ("binary_levels", "binary_levels"))
+
+
+def _options_key(options: Mapping, dataset) -> dict:
+    """A method's options as its chunks' key holds them: the value ``"dataset"`` replaced by what
+    it stands for (the data set's binary features and levels change with ``data.options`` while
+    the data set's arrays, and so the key's data hash, may not)."""
+    key = dict(options)
+    for name, attr in _DATASET_VALUED:
+        if key.get(name) == "dataset":
+            value = getattr(dataset, attr, None)
+            key[name] = {"dataset": None if value is None else np.asarray(value).tolist()}
+    return key
+
+
 def _method_options(method: str, options: Mapping, seed: int, dataset) -> dict:
     """Options of one method for one chunk: the per-chunk seed goes to seeded methods, progress
     bars inside a chunk are off, the value ``"dataset"`` of ``binary`` / ``binary_levels``
@@ -386,8 +402,11 @@ def _method_options(method: str, options: Mapping, seed: int, dataset) -> dict:
     if grp is not None and "groups" in accepted:
         kw["groups"] = grp
     if "seed" in accepted:
-        kw.setdefault("seed", seed)
-    for key, attr in (("binary", "binary_mask"), ("binary_levels", "binary_levels")):
+        # a seed in the method's options replaces the run's seed for this method: each chunk
+        # still draws its own stream from it (the same seed in every chunk would repeat the
+        # first chunk's random draws in all the others)
+        kw["seed"] = seed if "seed" not in kw else _chunk_seed(int(kw["seed"]), seed)
+    for key, attr in _DATASET_VALUED:
         if kw.get(key) == "dataset":
             kw[key] = getattr(dataset, attr, None)
     if "progress" in accepted:
@@ -414,6 +433,8 @@ def _attributions(cfg, model, dataset, X, R, label, out, base_key, stages, log, 
                   remote: Mapping | None = None) -> dict[str, np.ndarray]:
     """Every method's attributions, chunk by chunk (checkpointed); ``given`` holds methods already
     computed by another stage (exact Shapley from the decomposition)."""
+    from . import attribution
+
     B = X.shape[0]
     cs = cfg["evaluation"]["targets_per_chunk"]
     n_chunks = -(-B // cs)
@@ -430,8 +451,10 @@ def _attributions(cfg, model, dataset, X, R, label, out, base_key, stages, log, 
                 continue
             opts = dict(cfg["methods"]["options"].get(method, {}) or {})
             key = ck.config_hash({**base_key, "stage": "attributions", "method": method,
-                                  "options": opts, "targets_per_chunk": cs})
+                                  "options": _options_key(opts, dataset),
+                                  "targets_per_chunk": cs})
             store = ck.ChunkStore(out / "checkpoints" / label / method, key)
+            opts = attribution.resolve_std_scale(method, opts, X)  # over all targets, not a chunk
 
             def args_of(i, method=method, opts=opts):
                 lo, hi = i * cs, min(B, (i + 1) * cs)
@@ -923,6 +946,8 @@ def _roar_attributions(cfg, model, dataset, Xall, R, out, base_key, stages, log,
                        interrupt, client=None, remote: Mapping | None = None
                        ) -> dict[str, np.ndarray]:
     """Every method's attributions of the training and test points, checkpointed in chunks."""
+    from . import attribution
+
     N = Xall.shape[0]
     cs = cfg["roar"]["points_per_chunk"]
     n_chunks = -(-N // cs)
@@ -933,8 +958,9 @@ def _roar_attributions(cfg, model, dataset, Xall, R, out, base_key, stages, log,
         for method in names:
             opts = dict(cfg["methods"]["options"].get(method, {}) or {})
             key = ck.config_hash({**base_key, "stage": "roar_attributions", "method": method,
-                                  "options": opts, "points_per_chunk": cs})
+                                  "options": _options_key(opts, dataset), "points_per_chunk": cs})
             store = ck.ChunkStore(out / "checkpoints" / "attributions" / method, key)
+            opts = attribution.resolve_std_scale(method, opts, Xall)
 
             def args_of(i, method=method, opts=opts):
                 lo, hi = i * cs, min(N, (i + 1) * cs)

@@ -452,3 +452,72 @@ def test_compute_device_is_validated_and_keys_the_run(tiny_toml):
         C.load(tiny_toml, overrides={"compute": {"devcie": "cpu"}})
     assert C.load(tiny_toml)["compute"]["device"] == "cpu"
     assert cli.build_parser().parse_args(["demo", "--device", "cpu"]).device == "cpu"
+
+
+# -- what determines a chunk (auditor's findings, 2026-11-25) ----------------------------------------
+def _table_csv(path: Path) -> Path:
+    """A small table with two two-level columns (binary features under ``binary = "auto"``)."""
+    rng = np.random.default_rng(1)
+    N = 120
+    a, flag, b, sign = rng.normal(size=N), rng.integers(0, 2, N), rng.normal(size=N), \
+        rng.choice([-1, 1], N)
+    y = 2 * a + 3 * flag - b + a * sign + 0.1 * rng.normal(size=N)
+    path.write_text("a,flag,y,b,sign\n" + "\n".join(
+        f"{a[i]:.6f},{flag[i]},{y[i]:.6f},{b[i]:.6f},{sign[i]}" for i in range(N)) + "\n")
+    return path
+
+
+def _table_cfg(csv: Path, **over) -> dict:
+    cfg = {"name": "chunks", "seed": 0,
+           "data": {"recipe": "table", "options": {"path": str(csv), "target": "y",
+                                                   "scale": "none", "binary": "auto"}},
+           "model": {"params": {"hidden": [8], "dropout": 0.0, "lr": 3e-3}, "max_epochs": 2},
+           "targets": {"n": 12}, "policies": [{"spec": {"policy": "median"}}],
+           "methods": {"names": ["integrated_gradients"], "options": {"integrated_gradients": {
+               "binary": "dataset", "binary_levels": "dataset", "binary_mode": "jump",
+               "n_steps": 8}}},
+           "evaluation": {"n_random": 2, "targets_per_chunk": 6}, "figures": {"enabled": False}}
+    for k, v in over.items():
+        cfg[k] = {**cfg[k], **v} if isinstance(v, dict) else v
+    return cfg
+
+
+def test_chunks_keyed_by_what_dataset_valued_options_stand_for(tmp_path):
+    """``binary = "dataset"`` stands for the data set's binary features: changing them (here
+    ``data.options.binary``, with the same arrays) recomputes the chunks, as a clean run would."""
+    csv = _table_csv(tmp_path / "t.csv")
+    out = tmp_path / "out"
+    a = insdel.run_experiment(_table_cfg(csv), out, verbose=False)
+    no_bin = _table_cfg(csv, data={"recipe": "table", "options": {
+        "path": str(csv), "target": "y", "scale": "none", "binary": []}})
+    b = insdel.run_experiment(no_bin, out, verbose=False)
+    assert a.dataset.binary_mask.any() and not b.dataset.binary_mask.any()
+    clean = insdel.run_experiment(no_bin, tmp_path / "clean", verbose=False)
+    got = np.load(out / "median" / "attributions.npz")["integrated_gradients"]
+    want = np.load(tmp_path / "clean" / "median" / "attributions.npz")["integrated_gradients"]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_method_seed_and_std_scale_do_not_depend_on_chunks(tmp_path):
+    """A method's own ``seed`` gives each chunk its own stream (not the first chunk's draws
+    repeated), and ``scale = "std"`` is the standard deviation over all targets, whatever the
+    chunk size."""
+    csv = _table_csv(tmp_path / "t.csv")
+    runs = {}
+    for cs in (3, 12):
+        cfg = _table_cfg(csv, methods={"names": ["random", "vanilla_grad"], "options": {
+            "random": {"seed": 3}, "vanilla_grad": {"scale": "std"}}},
+            evaluation={"n_random": 2, "targets_per_chunk": cs})
+        insdel.run_experiment(cfg, tmp_path / f"cs{cs}", verbose=False)
+        runs[cs] = np.load(tmp_path / f"cs{cs}" / "median" / "attributions.npz")
+    rnd = runs[3]["random"]
+    assert not np.array_equal(rnd[0:3], rnd[3:6])  # chunk 1 draws its own stream
+    np.testing.assert_allclose(runs[3]["vanilla_grad"], runs[12]["vanilla_grad"], rtol=1e-5,
+                               atol=1e-7)
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    f = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1)).double()
+    one = insdel.attribute(f, X, X[::-1], "vanilla_grad", scale="std")
+    chunked = insdel.attribute(f, X, X[::-1], "vanilla_grad", scale="std", pairs_per_chunk=3)
+    np.testing.assert_allclose(chunked, one, rtol=1e-12)
+    with pytest.raises(ValueError, match="scale='std'.*at least 2"):
+        insdel.attribute(f, X[:1], X[:1], "vanilla_grad", scale="std")

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -180,6 +181,17 @@ def _attribute_task(lo: int, hi: int, method: str, options: dict, *, f, X, R):
     return attribute(f, X[lo:hi], R[lo:hi], method, return_info=True, **options)
 
 
+def resolve_std_scale(method: str, options: Mapping, X) -> dict:
+    """``options`` of ``method`` for a computation chunk by chunk: ``scale="std"`` becomes the
+    standard deviation over all rows of ``X`` (as an unchunked call takes it)."""
+    options = dict(options)
+    if options.get("scale") == "std" and "scale" in options_of(method):
+        from .gradients import std_scale
+
+        options["scale"] = std_scale(X)
+    return options
+
+
 def _attribute_chunked(f, X, R, method, return_info: bool, client, pairs_per_chunk, options):
     """:func:`attribute` chunk by chunk (``pairs_per_chunk``), here or on a Dask client."""
     from .._validation import check_pairs
@@ -191,6 +203,7 @@ def _attribute_chunked(f, X, R, method, return_info: bool, client, pairs_per_chu
     cls = get(method)
     _check_options(cls, options)
     X, R = check_pairs(X, R)
+    options = resolve_std_scale(cls.name, options, X)
     size = DEFAULT_PAIRS_PER_CHUNK if pairs_per_chunk is None else pairs_per_chunk
     bounds = chunk_bounds(X.shape[0], size)
     seeded = "seed" in options_of(cls.name)

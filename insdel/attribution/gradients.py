@@ -10,6 +10,18 @@ from .._validation import check_positive_int
 from .base import Attribution
 
 
+def std_scale(X: ArrayLike) -> np.ndarray:
+    """The per-feature standard deviation of the rows of ``X``: what ``scale="std"`` stands for.
+    A computation that calls a method chunk by chunk resolves it once over all rows (each
+    chunk's own standard deviation would give other attributions and other orderings)."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] < 2:
+        raise ValueError("scale='std' takes the standard deviation of the rows of X and needs at "
+                         f"least 2 of them; got shape {X.shape}. Pass the scale as an array of "
+                         "length n (e.g. the training data's standard deviations).")
+    return X.std(axis=0)
+
+
 def _scale_vector(scale, X: np.ndarray) -> np.ndarray:
     n = X.shape[1]
     if scale is None:
@@ -17,7 +29,7 @@ def _scale_vector(scale, X: np.ndarray) -> np.ndarray:
     if isinstance(scale, str):
         if scale != "std":
             raise ValueError(f"scale must be None, 'std' or an array of length n; got {scale!r}.")
-        return X.std(axis=0) if X.shape[0] > 1 else np.ones(n)
+        return std_scale(X)
     s = np.asarray(scale, dtype=np.float64).reshape(-1)
     if s.shape != (n,):
         raise ValueError(f"scale must have length n = {n}; got shape {np.shape(scale)}.")
@@ -49,7 +61,8 @@ class VanillaGrad(Attribution):
         scale : array_like (n,), "std" or None, default None
             Per-feature scale s in model-input units; ``None`` means 1, which *is* the paper's
             standard-deviation scaling for z-scored inputs; ``"std"`` uses the standard deviation
-            of the rows of X.
+            of the rows of X (all of them: a chunked call, ``pairs_per_chunk=`` or the runner's
+            chunks, resolves it before chunking; fewer than 2 rows is an error).
         abs : bool, default False
             Return ``|a_j|`` (captum ``Saliency``'s default).
         chunk_rows : int, default 16384
