@@ -492,7 +492,7 @@ def test_chunks_keyed_by_what_dataset_valued_options_stand_for(tmp_path):
         "path": str(csv), "target": "y", "scale": "none", "binary": []}})
     b = insdel.run_experiment(no_bin, out, verbose=False)
     assert a.dataset.binary_mask.any() and not b.dataset.binary_mask.any()
-    clean = insdel.run_experiment(no_bin, tmp_path / "clean", verbose=False)
+    insdel.run_experiment(no_bin, tmp_path / "clean", verbose=False)
     got = np.load(out / "median" / "attributions.npz")["integrated_gradients"]
     want = np.load(tmp_path / "clean" / "median" / "attributions.npz")["integrated_gradients"]
     np.testing.assert_array_equal(got, want)
