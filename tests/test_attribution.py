@@ -164,6 +164,21 @@ def test_all_binary_interpolate_and_jump_equal_exact_shapley():
     np.testing.assert_allclose(s1.sum(1), ex.sum(1), atol=1e-10)  # every order is complete
 
 
+def test_binary_options_need_binary():
+    """``binary_mode`` other than cast, or ``binary_levels``, without ``binary=`` is an error (it
+    used to return plain IG, every feature continuous)."""
+    net = mlp(3, act=torch.nn.Tanh).eval()
+    X, R = np.ones((2, 3)), np.zeros((2, 3))
+    for kw, what in (({"binary_mode": "jump"}, "binary_mode='jump'"),
+                     ({"binary_mode": "interpolate"}, "binary_mode='interpolate'"),
+                     ({"binary_levels": "infer"}, "binary_levels")):
+        with pytest.raises(ValueError, match=f"{what} needs binary="):
+            attribute(net, X, R, "ig", **kw)
+    np.testing.assert_array_equal(  # an explicit empty set of binaries is plain IG, as asked
+        attribute(net, X, R, "ig", binary=np.zeros(3, bool), binary_mode="jump", n_steps=8),
+        attribute(net, X, R, "ig", n_steps=8))
+
+
 def test_jump_one_binary_hand_computation():
     """f = x1 x2 + x1^2, x2 binary. r = (0, 0), x = (2, 1): continuous x1 gets
     2 [int_0^1/2 4t dt + int_1/2^1 (4t + 1) dt] = 5, the jump credits x2 with f(1, 1) - f(1, 0) = 1.

@@ -85,3 +85,24 @@ def test_options_are_validated():
         insdel.attribute(f, X, R, "lime", interpretable_model=object())
     with pytest.raises(ValueError, match="alpha"):
         insdel.attribute(f, X, R, "lime", alpha=-1.0)
+
+
+def test_alpha_reaches_the_captum_engine():
+    """``alpha`` is the Lasso penalty of both engines: the captum engine fits
+    ``SkLearnLasso(alpha=alpha)`` (the default equals captum's default model); a large penalty
+    zeroes every coefficient; ``alpha`` beside an ``interpretable_model`` is an error."""
+    from captum._utils.models.linear_model import SkLearnLasso
+
+    f = _mlp(4)
+    rng = np.random.default_rng(0)
+    X, R = rng.normal(size=(2, 4)), np.zeros(4)
+    kw = {"engine": "captum", "n_samples": 200, "seed": 1}
+    default = insdel.attribute(f, X, R, "lime", **kw)
+    explicit = insdel.attribute(f, X, R, "lime", interpretable_model=SkLearnLasso(alpha=0.01),
+                                **kw)
+    np.testing.assert_array_equal(default, explicit)
+    assert np.abs(default).max() > 0
+    np.testing.assert_array_equal(insdel.attribute(f, X, R, "lime", alpha=100.0, **kw), 0.0)
+    with pytest.raises(ValueError, match="alpha=1.0 and interpretable_model"):
+        insdel.attribute(f, X, R, "lime", alpha=1.0, interpretable_model=SkLearnLasso(alpha=1.0),
+                         **kw)

@@ -86,6 +86,12 @@ class IntegratedGradients(Attribution):
         check_positive_int("chunk_rows", chunk_rows)
         check_positive_int("max_interpolate", max_interpolate, minimum=0)
         check_positive_int("all_orders_max_m", all_orders_max_m, minimum=0)
+        if binary is None and (binary_mode != "cast" or binary_levels is not None):
+            given = "binary_mode=" + repr(binary_mode) if binary_mode != "cast" \
+                else "binary_levels"
+            raise ValueError(f"integrated_gradients: {given} needs binary= (the binary "
+                             "features; \"dataset\" in a configuration); without it every "
+                             "feature is continuous and plain IG would be returned.")
 
         def compute(model, X, R):
             return _ig.integrated_gradients(

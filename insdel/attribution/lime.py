@@ -17,6 +17,8 @@ from ..adapter import Model
 from .base import Attribution, captum_per_point, module_forward
 
 DEFAULT_LIME_SAMPLES = 1000
+#: The Lasso penalty of captum's default interpretable model, SkLearnLasso(alpha=0.01).
+DEFAULT_LIME_ALPHA = 0.01
 
 
 class Lime(Attribution):
@@ -37,7 +39,7 @@ class Lime(Attribution):
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, n_samples: int = DEFAULT_LIME_SAMPLES,
                   perturbations_per_eval: int = 4096, seed: int = 0, engine: str = "insdel",
-                  alpha: float = 0.01, chunk_rows: int = 1 << 18,
+                  alpha: float = DEFAULT_LIME_ALPHA, chunk_rows: int = 1 << 18,
                   interpretable_model: Any = None, progress: bool | None = None) -> np.ndarray:
         """LIME attributions (B, n) of targets ``X`` against references ``R``.
 
@@ -62,11 +64,13 @@ class Lime(Attribution):
             ``Lasso`` to 1e-7 in the tests). Agrees with captum in distribution (tested), not
             bit-identical. ``"captum"``: captum's ``Lime`` point by point.
         alpha : float, default 0.01
-            The Lasso penalty (captum's ``SkLearnLasso(alpha=0.01)``; insdel engine).
+            The Lasso penalty (captum's ``SkLearnLasso(alpha=0.01)``), for both engines (the
+            captum engine fits ``SkLearnLasso(alpha=alpha)`` unless ``interpretable_model`` is
+            given, which then needs ``alpha`` left at its default).
         chunk_rows : int, default 262144
             Perturbations per batch of points (insdel engine).
         interpretable_model : captum interpretable model, optional
-            captum engine only. Default: captum's ``SkLearnLasso(alpha=0.01)``.
+            captum engine only. Default: ``SkLearnLasso(alpha=alpha)`` (captum's default model).
         progress : bool, optional
             Progress bar.
 
@@ -83,6 +87,9 @@ class Lime(Attribution):
         if interpretable_model is not None and engine != "captum":
             raise ValueError("lime: interpretable_model is a captum model and needs "
                              "engine='captum' (the insdel engine fits the Lasso of alpha=).")
+        if interpretable_model is not None and alpha != DEFAULT_LIME_ALPHA:
+            raise ValueError(f"lime: alpha={alpha} and interpretable_model were both given; "
+                             "the interpretable model has its own penalty (give one of them).")
 
         def compute(model, X, R):
             if engine == "insdel":
@@ -90,7 +97,12 @@ class Lime(Attribution):
                 return A, {"n_samples": ns, "engine": engine, "distinct_rows": distinct}
             from captum.attr import Lime as _Lime
 
-            lime = _Lime(module_forward(model), interpretable_model=interpretable_model)
+            interp = interpretable_model
+            if interp is None:
+                from captum._utils.models.linear_model import SkLearnLasso
+
+                interp = SkLearnLasso(alpha=alpha)
+            lime = _Lime(module_forward(model), interpretable_model=interp)
             A = captum_per_point(lime, X, R, ns, perturbations_per_eval, seed, progress, "lime")
             return A, {"n_samples": ns, "engine": engine}
 
