@@ -631,3 +631,12 @@ def _check_methods(cfg: dict, source: str) -> None:
     _check_known(source, "methods", "attribution method", attribution.available(), cfg)
     for _ in _checked_options(cfg, "methods", attribution.options_of, source):
         pass
+    compare = cfg["figures"]["compare"]
+    known = list(dict.fromkeys([*attribution.available(), "random"]))
+    if not isinstance(compare, list) or not all(isinstance(m, str) for m in compare):
+        raise ConfigError(f"{source}: figures.compare must be a list of method names; got "
+                          f"{compare!r}.")
+    for m in compare:  # a typo would silently compare other methods (the figures fill up)
+        if m not in known:
+            raise ConfigError(f"{source}: figures.compare: unknown method {m!r}"
+                              f"{_suggest(m, known)} (known: {', '.join(known)}).")

@@ -688,8 +688,7 @@ def run_experiment(config: str | os.PathLike | Mapping, out: str | os.PathLike |
     is reused and finished chunks of attributions / decompositions are loaded, and the data files
     come out byte-identical to an uninterrupted run.
     """
-    cfg = config if (isinstance(config, Mapping) and "source" in config) else _config.load(
-        config, quick=quick)
+    cfg = _loaded(config, quick)
     _config.check_sections(cfg, "run")
     if figures is not None:
         cfg = {**cfg, "figures": {**cfg["figures"], "enabled": bool(figures)}}
@@ -701,6 +700,18 @@ def run_experiment(config: str | os.PathLike | Mapping, out: str | os.PathLike |
             return _run(cfg, out, progress, verbose, _interrupt, cl)
     finally:
         lock.release()
+
+
+def _loaded(config, quick: bool) -> dict:
+    """The configuration, loaded by :func:`insdel.config.load` unless it already was (its
+    ``source`` key); ``quick`` cannot apply to a loaded one (its ``[quick]`` table is gone)."""
+    if isinstance(config, Mapping) and "source" in config:
+        if quick and not config.get("quick"):
+            raise ValueError("quick=True, but the configuration is already loaded without its "
+                             "[quick] overrides; pass the file (or dict) itself, or load it with "
+                             "insdel.config.load(..., quick=True).")
+        return dict(config)
+    return _config.load(config, quick=quick)
 
 
 @contextlib.contextmanager
@@ -907,6 +918,10 @@ def _figures(cfg, evaluations, model, dataset, out: Path, stages, log,
     paths: list[Path] = []
     with plt.rc_context({"figure.max_open_warning": 0}):
         for label, ev in evaluations.items():
+            two = plotting.compare_pair(f["compare"], ev.methods)
+            if two != list(f["compare"])[:2]:  # say what the figures show instead
+                log(f"figures [{label}]: comparing {' and '.join(two)} (figures.compare = "
+                    f"{list(f['compare'])}; a method not run is replaced)")
             paths += plotting.policy_figures(ev, label, fdir, compare=f["compare"],
                                              n_random=f["n_random"], dpi=f["dpi"],
                                              seed=cfg["seed"], target=_target_label(dataset))
@@ -1002,8 +1017,7 @@ def run_roar(config: str | os.PathLike | Mapping, out: str | os.PathLike | None 
     """
     from . import roar as _roar
 
-    cfg = config if (isinstance(config, Mapping) and "source" in config) else _config.load(
-        config, quick=quick)
+    cfg = _loaded(config, quick)
     _config.check_sections(cfg, "roar")
     out = Path(out if out is not None else (cfg["out"] or Path("runs") / cfg["name"]))
     out.mkdir(parents=True, exist_ok=True)

@@ -521,3 +521,19 @@ def test_method_seed_and_std_scale_do_not_depend_on_chunks(tmp_path):
     np.testing.assert_allclose(chunked, one, rtol=1e-12)
     with pytest.raises(ValueError, match="scale='std'.*at least 2"):
         insdel.attribute(f, X[:1], X[:1], "vanilla_grad", scale="std")
+
+
+def test_figures_compare_names_and_quick_on_a_loaded_config():
+    """A typo in figures.compare is an error with a suggestion (the figures would silently compare
+    other methods); quick=True on an already loaded configuration is an error, not ignored."""
+    with pytest.raises(C.ConfigError, match=r"figures.compare: unknown method "
+                                            r"'integrated_gradient'; did you mean "
+                                            r"'integrated_gradients'"):
+        C.load({**_BASE, "figures": {"compare": ["kernel_shap", "integrated_gradient"]}})
+    assert C.load({**_BASE, "figures": {"compare": ["random", "lime"]}})["figures"]["compare"] \
+        == ["random", "lime"]
+    cfg = C.load(_BASE)
+    with pytest.raises(ValueError, match=r"quick=True, but the configuration is already loaded"):
+        insdel.run_experiment(cfg, quick=True)
+    with pytest.raises(ValueError, match=r"quick=True, but the configuration is already loaded"):
+        runner.run_roar(cfg, quick=True)
