@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import operator
 import warnings
 
 import numpy as np
@@ -29,12 +30,83 @@ def _prelu_as_nonlinearity(enable: bool):
             dl.SUPPORTED_NON_LINEAR.pop(torch.nn.PReLU, None)
 
 
+def _output_head(module, output):
+    """``module`` followed by the callable ``output``, as one ``torch.nn.Module`` whose output has
+    shape (B,). ``module`` (and ``output`` when it is a module) become submodules, so captum's
+    DeepLift still registers its rescale hooks on their nonlinearity modules."""
+    import torch
+
+    class _OutputHead(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = module
+            self.head = output  # a module is registered: its nonlinearities (nn.Softmax) get hooks
+            self.training = module.training  # without recursing into the submodules
+
+        def forward(self, x):
+            y = self.head(self.inner(x))
+            if not isinstance(y, torch.Tensor):
+                raise TypeError(
+                    "deeplift: output= must be a function of the module's output tensor that "
+                    f"returns a tensor (gradients flow through it); it returned a "
+                    f"{type(y).__name__}.")
+            B = x.shape[0]
+            if y.shape == (B, 1):
+                y = y[:, 0]
+            if y.shape != (B,):
+                raise ValueError(
+                    f"deeplift: output= returned shape {tuple(y.shape)} for {B} input rows; it must "
+                    "return one value per row, shape (B,) or (B, 1).")
+            return y
+
+    return _OutputHead()
+
+
+def _explained_module(model, probe):
+    """The module and the captum ``target`` that explain the model's selected output.
+
+    ``probe`` is the module's output on one row. ``output=None``: the module itself (its output
+    must be (B,) or (B, 1)); ``output=k``: the module with ``target=k``; ``output=callable``: the
+    module wrapped with the callable (:func:`_output_head`)."""
+    import torch
+
+    from ..adapter import _one_output, _one_tensor
+
+    module, out = model.torch_module, model.output
+    _one_tensor(probe, torch)
+    if out is None:
+        _one_output(probe, 1, model.name)  # the shape check of the forward pass (one row)
+        return module, (0 if probe.ndim == 2 else None)
+    if callable(out):
+        return _output_head(module, out), None
+    try:
+        k = operator.index(out)
+    except TypeError:
+        raise TypeError(f"output must be an int (a column) or a callable; got "
+                        f"{type(out).__name__}.") from None
+    if probe.ndim != 2:
+        raise ValueError(f"output={out!r} selects a column, but {model.name} returned shape "
+                         f"{tuple(probe.shape)}.")
+    ncols = probe.shape[1]
+    if not -ncols <= k < ncols:
+        raise ValueError(f"output={out} is out of range for {model.name}'s {ncols} outputs.")
+    return module, k % ncols
+
+
 class DeepLift(Attribution):
     """DeepLIFT (captum ``DeepLift``, rescale rule) with baselines r (Appendix A.3).
 
     PReLU is treated as an ordinary elementwise nonlinearity (rescale multipliers Δy/Δx), as the
     paper did; captum alone would pass plain gradients through it. Nonlinearities must be modules
     (``nn.ReLU``, ``nn.PReLU``, ...), each used once.
+
+    The model's ``output=`` (:func:`insdel.as_model`) is honoured: a column ``k`` is explained with
+    captum's ``target=k``; a callable is applied to the module's output inside a wrapping module
+    (the rescale rule still applies to the nonlinearity modules of the network, and of the callable
+    when it is a ``torch.nn.Module``; plain tensor operations in the callable get gradients, exact
+    for linear functions of the outputs such as ``lambda y: y[:, 1] - y[:, 0]``). A warning is
+    issued when a callable ``output`` leaves a completeness gap (``completeness_gap_``) with
+    ``prelu_rescale=True``.
 
     Parameters
     ----------
@@ -74,13 +146,16 @@ class DeepLift(Attribution):
             import torch
             from captum.attr import DeepLift as _DL
 
-            module = model.torch_module
             B, n = X.shape
             A = np.empty((B, n))
+            x0 = torch.from_numpy(X[:1].astype(model.dtype)).to(
+                device=model.device, dtype=model.torch_dtype)
             with torch.no_grad():
-                probe = module(torch.from_numpy(X[:1].astype(model.dtype)).to(
-                    device=model.device, dtype=model.torch_dtype))
-            target = 0 if probe.ndim == 2 else None
+                probe = model.torch_module(x0)
+            module, target = _explained_module(model, probe)
+            if module is not model.torch_module:
+                with torch.no_grad():
+                    module(x0)  # the callable's checks (tensor, one value per row) before captum
             dl = _DL(module, eps=eps)
             with _prelu_as_nonlinearity(prelu_rescale), warnings.catch_warnings(), \
                     progress_bar(B, "deeplift", "point", enable=progress, auto=B > 1 << 16) as bar:
@@ -97,4 +172,16 @@ class DeepLift(Attribution):
                     bar.update(e - s)
             return A, {}
 
-        return self._run(X, R, compute)
+        A = self._run(X, R, compute)
+        if callable(self.model.output) and prelu_rescale:  # completeness expected
+            gap = np.abs(self.completeness_gap_)
+            dfx = np.abs(A.sum(axis=1) - self.completeness_gap_)
+            tol = 1e-6 if self.model.dtype == np.float64 else 1e-3
+            if (gap > tol * (1.0 + dfx)).any():
+                warnings.warn(
+                    f"deeplift: completeness gap up to {gap.max():.3g} with a callable output=: "
+                    "the rescale rule applies only to nonlinearity modules, and plain tensor "
+                    "operations in output= (or in the network's forward) get gradients; pass a "
+                    "column index, a linear function of the outputs or a torch.nn.Module for "
+                    "output= to keep completeness.", RuntimeWarning, stacklevel=2)
+        return A
