@@ -34,6 +34,35 @@ ModelLike = Union["Model", Callable[[np.ndarray], Any], Any]
 DEFAULT_BATCH_SIZE = 8192
 
 
+class _Counts:
+    """The evaluation counters of a model, one object shared by a :class:`Model` and every Model
+    :func:`as_model` derives from it (another batch size, dtype or output), so that rows evaluated
+    through the derived one are counted on the caller's model too. Slots: an increment costs what
+    one on a plain attribute does."""
+
+    __slots__ = ("evals", "grad_evals", "calls")
+
+    def __init__(self) -> None:
+        self.evals = 0
+        self.grad_evals = 0
+        self.calls = 0
+
+    def __repr__(self) -> str:
+        return f"_Counts(evals={self.evals}, grad_evals={self.grad_evals}, calls={self.calls})"
+
+
+def _counter(field: str, doc: str) -> property:
+    """A Model attribute that reads and writes one field of its shared :class:`_Counts`."""
+
+    def get(self) -> int:
+        return getattr(self._counts, field)
+
+    def set(self, value: int) -> None:
+        setattr(self._counts, field, value)
+
+    return property(get, set, doc=doc)
+
+
 class Model:
     """A model f: R^n -> R evaluated in batches on NumPy arrays.
 
@@ -59,7 +88,16 @@ class Model:
         Of those, rows whose input gradient was computed (:meth:`value_and_grad`).
     n_calls : int
         Number of calls of ``fn`` or of the module.
+
+    A Model that :func:`as_model` derives from this one (``batch_size=``, ``dtype=`` or
+    ``output=``) shares these counts with it, both ways: evaluations made through either are
+    counted on both. A Model built by its constructor, or by another ``as_model`` call on the
+    same function, has counts of its own.
     """
+
+    n_evals = _counter("evals", "Rows evaluated so far (forward, or forward + backward).")
+    n_grad_evals = _counter("grad_evals", "Rows whose input gradient was computed.")
+    n_calls = _counter("calls", "Calls of ``fn`` or of the module.")
 
     def __init__(self, fn: Callable[[np.ndarray], Any], *, dtype=np.float64,
                  batch_size: int = DEFAULT_BATCH_SIZE, torch_module=None, name: str = "model",
@@ -70,9 +108,7 @@ class Model:
         self.batch_size = int(batch_size)
         self.torch_module = torch_module
         self.name = name
-        self.n_evals = 0
-        self.n_grad_evals = 0
-        self.n_calls = 0
+        self._counts = _Counts()  # n_evals, n_grad_evals, n_calls (as_model may share it)
         if torch_module is not None:
             self.device, self.torch_dtype, _ = torch_spec(torch_module)
         # a module wrapped by as_model with no output selection: batches are slices of one tensor
@@ -135,9 +171,10 @@ class Model:
                 (g,) = torch.autograd.grad(y.sum(), t)
             F[s:e] = y.detach().to("cpu", torch.float64).numpy()
             G[s:e] = g.detach().to("cpu", torch.float64).numpy()
-            self.n_calls += 1
-        self.n_evals += N
-        self.n_grad_evals += N
+            self._counts.calls += 1
+        c = self._counts
+        c.evals += N
+        c.grad_evals += N
         return F, G
 
     def grad(self, X: np.ndarray, *, chunk_rows: int | None = None) -> np.ndarray:
@@ -147,9 +184,10 @@ class Model:
     def count(self, rows: int) -> None:
         """Count ``rows`` evaluations done on the wrapped module by a library that calls it
         directly (captum's DeepLift runs its own forward and backward passes)."""
-        self.n_evals += int(rows)
-        self.n_grad_evals += int(rows)
-        self.n_calls += 1
+        c = self._counts
+        c.evals += int(rows)
+        c.grad_evals += int(rows)
+        c.calls += 1
 
     def __call__(self, X: np.ndarray, *, out: np.ndarray | None = None,
                  check_finite: bool = True) -> np.ndarray:
@@ -175,8 +213,9 @@ class Model:
         if self._batches is not None:
             if X.dtype != self.dtype:
                 X = X.astype(self.dtype)
-            self.n_calls += self._batches(X, out, bs, self.name)
-            self.n_evals += N
+            c = self._counts
+            c.calls += self._batches(X, out, bs, self.name)
+            c.evals += N
         else:
             with self._forward_context():
                 for start in range(0, N, bs):
@@ -211,8 +250,9 @@ class Model:
             y = np.asarray(y, dtype=np.float64)
         B = Xb.shape[0]
         y = _one_output(y, B, self.name)
-        self.n_evals += B
-        self.n_calls += 1
+        c = self._counts
+        c.evals += B
+        c.calls += 1
         return y
 
     def __repr__(self) -> str:
@@ -338,14 +378,19 @@ def as_model(f: ModelLike, *, batch_size: int | None = None, dtype=None,
     Returns
     -------
     Model
+        ``f`` itself when it is a Model and nothing changes; a Model with another batch size,
+        dtype or output derived from it shares its counts (``n_evals``, ``n_calls``,
+        ``n_grad_evals``), so the caller's model counts the evaluations made through the copy.
     """
     if isinstance(f, Model):
         if (batch_size is not None and batch_size != f.batch_size) or output is not None \
                 or (dtype is not None and np.dtype(dtype) != f.dtype):
-            return Model(f._fn, dtype=f.dtype if dtype is None else dtype,
-                         batch_size=f.batch_size if batch_size is None else int(batch_size),
-                         torch_module=f.torch_module, name=f.name,
-                         output=f.output if output is None else output)
+            derived = Model(f._fn, dtype=f.dtype if dtype is None else dtype,
+                            batch_size=f.batch_size if batch_size is None else int(batch_size),
+                            torch_module=f.torch_module, name=f.name,
+                            output=f.output if output is None else output)
+            derived._counts = f._counts  # its evaluations count on the caller's model too
+            return derived
         return f
     bs = DEFAULT_BATCH_SIZE if batch_size is None else int(batch_size)
     if bs < 1:
