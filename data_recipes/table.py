@@ -8,7 +8,9 @@ Options (the names are the interface; see docs/your_own_data.md):
     The column to predict (required).
 ``features``
     The feature columns (default: every other numeric column, after ``drop``; one-hot columns of
-    ``categorical`` are added).
+    ``categorical`` are added). True/False columns (CSV text or parquet booleans) are read as 0/1.
+    Without ``features``, a column with no number in it (text, or only empty cells) is left out
+    with a warning; a column with numbers and some other text is an error (see below).
 ``drop``
     Columns to leave out.
 ``binary``
@@ -30,13 +32,15 @@ Options (the names are the interface; see docs/your_own_data.md):
     Values that mean missing (e.g. ``[9]`` or ``["NA", -1]``); rows with a missing value in a used
     column (and rows with empty cells there) are dropped and counted in ``info``.
 
-Bad cells (text in a numeric feature) raise an error that names the row, the file line and the
-column; an unknown option is an error with the closest valid name.
+Bad cells (text in a numeric feature, other than a ``missing`` code) raise an error that names the
+column, the value, the row and the file line, and says how to leave the column out or declare the
+value missing; an unknown option is an error with the closest valid name.
 """
 
 from __future__ import annotations
 
 import difflib
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -82,20 +86,44 @@ def _read(p: Path) -> pd.DataFrame:
     return df
 
 
-def _numeric(s: pd.Series) -> pd.Series:
-    """Parse to float; empty cells -> NaN; other text -> NaN marked by the caller."""
+_NA_TOKENS = ("na", "nan", "n/a", "null", "none")
+_BOOL = {"true": 1.0, "false": 0.0}
+
+
+def _numeric(s: pd.Series, str_codes: list[str] = ()) -> pd.Series:
+    """Parse to float; empty cells -> NaN; other text -> NaN marked by the caller. A column whose
+    every non-empty cell is True or False (any case; a CSV of booleans, or a parquet bool column)
+    becomes 1.0 / 0.0 (empty cells, NA tokens and the declared missing codes aside)."""
     if pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype):
         return s.astype(np.float64)
     t = np.array([str(v).strip() for v in s.to_numpy(dtype=object)], dtype=object)
+    low = np.array([v.lower() for v in t], dtype=object)
+    filled = (t != "") & ~np.isin(low, _NA_TOKENS) & ~np.isin(t, list(str_codes))
+    if filled.any() and np.isin(low[filled], list(_BOOL)).all():
+        return pd.Series([_BOOL.get(v, np.nan) for v in low], index=s.index, dtype=np.float64)
     t[t == ""] = None
     out = pd.to_numeric(pd.Series(t, index=s.index, dtype=object), errors="coerce")
     return out.astype(np.float64)
 
 
-def _bad_cells(raw: pd.Series, parsed: pd.Series) -> np.ndarray:
+def _bad_cells(raw: pd.Series, parsed: pd.Series, str_codes: list[str]) -> np.ndarray:
+    """Rows whose cell is text that is neither empty, an NA token nor a declared missing code."""
     txt = raw.astype(str).str.strip()
     return np.flatnonzero(parsed.isna().to_numpy() & (txt != "").to_numpy()
-                          & ~txt.str.lower().isin(["na", "nan", "n/a", "null", "none"]).to_numpy())
+                          & ~txt.str.lower().isin(_NA_TOKENS).to_numpy()
+                          & ~txt.isin(str_codes).to_numpy())
+
+
+def _where(p: Path, r: int) -> str:
+    """Row ``r`` (0-based data row) as the user finds it: row number, and the line of a CSV."""
+    return f"row {r + 1}" + ("" if p.suffix.lower() in (".parquet", ".pq")
+                             else f" (file line {r + 2})")
+
+
+def _bad_cell_error(p: Path, c: str, raw: pd.Series, bad: np.ndarray, hint: str) -> None:
+    r = int(bad[0])
+    _fail(f"{p.name}: column {c!r} has a non-numeric value {raw.iloc[r]!r} at {_where(p, r)}"
+          + (f" and {bad.size - 1} more row(s)" if bad.size > 1 else "") + f"{hint}.")
 
 
 def build(*, seed: int = 0, **options) -> RawData:
@@ -126,10 +154,36 @@ def build(*, seed: int = 0, **options) -> RawData:
             _fail(f"column {c!r} not in {p.name}" + (f"; did you mean {close[0]!r}?" if close
                                                      else f" (columns: {cols})."))
     excluded = {target, *drop, *categorical, *([split_col] if split_col else [])}
-    parsed = {c: _numeric(df[c]) for c in cols}
+    codes = _as_list("missing", options.get("missing"))
+    num_codes = [float(x) for x in codes if isinstance(x, (int, float)) and not isinstance(x, bool)]
+    str_codes = [str(x) for x in codes if isinstance(x, str)]
+    parsed = {c: _numeric(df[c], str_codes) for c in cols}
+    text_cols: list[str] = []
+    empty_cols: list[str] = []
     if options.get("features") is None:
-        features = [c for c in cols if c not in excluded
-                    and _bad_cells(df[c], parsed[c]).size == 0 and parsed[c].notna().any()]
+        features = []
+        for c in cols:
+            if c in excluded:
+                continue
+            bad = _bad_cells(df[c], parsed[c], str_codes)
+            n_num = int((parsed[c].notna() & ~parsed[c].isin(num_codes)
+                         & ~df[c].astype(str).str.strip().isin(str_codes)).sum())
+            if bad.size and n_num:
+                # Numbers and text in one column: a typo in a numeric feature, or a text column
+                # with a few numbers. Either way not safe to guess: say so and how to choose.
+                _bad_cell_error(p, c, df[c], bad,
+                                f"; the column's other {n_num} cell(s) are numbers, so it is read "
+                                f"as a numeric feature. Fix the cell, declare the value missing "
+                                f"(missing = [{str(df[c].iloc[int(bad[0])]).strip()!r}]), or leave "
+                                f"the column out (drop = [{c!r}], or list the columns you want "
+                                f"in features = [...]) or one-hot encode it "
+                                f"(categorical = [{c!r}])")
+            if bad.size:
+                text_cols.append(c)
+            elif not parsed[c].notna().any():
+                empty_cols.append(c)
+            else:
+                features.append(c)
         ignored = [c for c in cols if c not in excluded and c not in features]
     else:
         features = _as_list("features", options["features"])
@@ -143,14 +197,14 @@ def build(*, seed: int = 0, **options) -> RawData:
                       "split column.")
         ignored = [c for c in cols if c not in excluded and c not in features]
     for c in [*features, target]:
-        bad = _bad_cells(df[c], parsed[c])
+        bad = _bad_cells(df[c], parsed[c], str_codes)
         if bad.size:
-            r = int(bad[0])
-            _fail(f"{p.name}: column {c!r} has a non-numeric value {df[c].iloc[r]!r} at row {r + 1} "
-                  f"(file line {r + 2})" + (f" and {bad.size - 1} more row(s)" if bad.size > 1
-                                            else "") + ".")
+            _bad_cell_error(p, c, df[c], bad,
+                            "" if c == target else
+                            f"; fix the cell, declare the value missing (missing = "
+                            f"[{str(df[c].iloc[int(bad[0])]).strip()!r}]) or leave {c!r} out of "
+                            f"features")
     # missing values
-    codes = _as_list("missing", options.get("missing"))
     used = [*features, target, *categorical]
     miss = np.zeros(len(df), bool)
     for c in used:
@@ -160,11 +214,8 @@ def build(*, seed: int = 0, **options) -> RawData:
         else:
             v = parsed[c]
             miss |= v.isna().to_numpy()
-            num_codes = [float(x) for x in codes if isinstance(x, (int, float))
-                         and not isinstance(x, bool)]
             if num_codes:
                 miss |= v.isin(num_codes).to_numpy()
-            str_codes = [str(x) for x in codes if isinstance(x, str)]
             if str_codes:
                 miss |= df[c].astype(str).str.strip().isin(str_codes).to_numpy()
     keep = ~miss
@@ -231,10 +282,21 @@ def build(*, seed: int = 0, **options) -> RawData:
         test_mask = np.zeros(m, bool)
         test_mask[rng.permutation(m)[:n_test]] = True
     y = parsed[target].to_numpy()[rows]
+    left_out = (([f"{text_cols} (text: no numbers in them)"] if text_cols else [])
+                + ([f"{empty_cols} (no values)"] if empty_cols else []))
     desc = (f"{p.name}: {len(rows)} rows ({n_missing} dropped for missing values), "
             f"{X.shape[1]} features ({len(levels)} binary), target {target!r}"
             + (f"; one-hot groups {list(groups)}" if groups else "")
-            + (f"; ignored non-numeric columns {ignored}" if ignored else "") + ".")
+            + (f"; left out column(s) {' and '.join(left_out)}" if left_out else "")
+            + (f"; columns not in features {ignored}"
+               if options.get("features") is not None and ignored else "") + ".")
+    if left_out:
+        both = text_cols + empty_cols
+        warnings.warn(f"recipe 'table': {p.name}: column(s) {' and '.join(left_out)} are left out "
+                      f"of the features; the model sees {X.shape[1]} feature(s). To use a text "
+                      f"column, one-hot encode it (categorical = [...]); to silence this warning, "
+                      f"leave the column(s) out yourself (drop = {both!r}) or list the features "
+                      f"(features = [...]).", UserWarning, stacklevel=3)
     return RawData(
         features=X, target=y, target_name=target, binary_levels=levels,
         standardize=standardize, target_scale=None, description=desc, test_mask=test_mask,

@@ -98,6 +98,66 @@ def test_table_recipe_reads_parquet(tmp_path, diabetes_csv):
     np.testing.assert_allclose(a.X_train, b.X_train)
 
 
+def test_table_typo_in_a_numeric_column_is_an_error_not_a_dropped_column(tmp_path, diabetes_csv):
+    """One bad cell in a numeric column used to drop the whole column silently (features not
+    given); it is an error naming the column, the value, the row and the file line."""
+    df = pd.read_csv(diabetes_csv).astype(object)
+    df.loc[5, "bmi"] = "1,5"
+    p = tmp_path / "typo.csv"
+    df.to_csv(p, index=False)
+    with pytest.raises(ValueError, match=r"typo.csv: column 'bmi' has a non-numeric value '1,5' "
+                                         r"at row 6 \(file line 7\).*missing = \['1,5'\].*"
+                                         r"drop = \['bmi'\]"):
+        datasets.get("table", path=str(p), target="target")
+    q = tmp_path / "typo.parquet"
+    df.astype(str).to_parquet(q)
+    with pytest.raises(ValueError, match=r"column 'bmi' has a non-numeric value '1,5' at row 6"):
+        datasets.get("table", path=str(q), target="target")
+    # declared missing: the row is dropped, the column kept (also with features= given)
+    for kw in ({}, {"features": ["age", "bmi"]}):
+        ds = datasets.get("table", path=str(p), target="target", missing=["1,5"], **kw)
+        assert "bmi" in ds.feature_names and ds.info["n_dropped_missing"] == 1
+    ds = datasets.get("table", path=str(p), target="target", drop=["bmi"])  # explicit: no error
+    assert "bmi" not in ds.feature_names and len(ds.feature_names) == 9
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_table_boolean_column_is_a_binary_0_1_feature(tmp_path, diabetes_csv, fmt):
+    df = pd.read_csv(diabetes_csv)
+    df["sex"] = df["sex"] == 2  # True/False in the CSV, a bool column in parquet
+    p = tmp_path / f"b.{fmt}"
+    df.to_csv(p, index=False) if fmt == "csv" else df.to_parquet(p)
+    ds = datasets.get("table", path=str(p), target="target", scale="none")
+    assert ds.feature_names == ["age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6"]
+    assert ds.info["binary_detected"] == ["sex"] and ds.binary_mask.tolist()[1]
+    assert ds.raw_binary_levels[1].tolist() == [0.0, 1.0]
+    np.testing.assert_array_equal(ds.X_train[:, 1], df["sex"].to_numpy(np.float64)[ds.train_index])
+    assert "left out" not in ds.description
+
+
+def test_table_left_out_columns_warn_and_are_named(tmp_path, diabetes_csv):
+    import warnings
+
+    df = pd.read_csv(diabetes_csv)
+    df["site"] = np.array(["north", "south"])[np.arange(len(df)) % 2]
+    df["note"] = ""
+    p = tmp_path / "w.csv"
+    df.to_csv(p, index=False)
+    with pytest.warns(UserWarning, match=r"w.csv: column\(s\) \['site'\] \(text.*\['note'\] "
+                                         r"\(no values\) are left out.*drop = \['site', 'note'\]"):
+        ds = datasets.get("table", path=str(p), target="target")
+    assert len(ds.feature_names) == 10 and ds.info["ignored_columns"] == ["site", "note"]
+    assert "left out column(s) ['site']" in ds.description
+    with warnings.catch_warnings():  # left out by the user: nothing to warn about
+        warnings.simplefilter("error")
+        a = datasets.get("table", path=str(p), target="target", drop=["site", "note"])
+        b = datasets.get("table", path=str(p), target="target", features=["age", "bmi"])
+        c = datasets.get("table", path=str(p), target="target", categorical=["site"],
+                         drop=["note"])
+    assert len(a.feature_names) == 10 and b.feature_names == ["age", "bmi"]
+    assert c.feature_names[-2:] == ["site=north", "site=south"]
+
+
 # -- models from any file ------------------------------------------------------------------------
 def _net(n=10):
     torch.manual_seed(0)
