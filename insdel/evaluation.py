@@ -165,9 +165,9 @@ class Evaluation:
             t = self.positions
             df = pd.DataFrame({"step": np.arange(t.shape[0]), "moved": t,
                                "feature": [[int(j) for j in o[a:b]] for a, b in
-                                           zip(np.r_[t[0], t[:-1]], t, strict=True)],
+                                           zip(np.r_[0, t[:-1]], t, strict=True)],
                                "name": [[names[int(j)] for j in o[a:b]] for a, b in
-                                        zip(np.r_[t[0], t[:-1]], t, strict=True)]})
+                                        zip(np.r_[0, t[:-1]], t, strict=True)]})
             for mo in self.modes:
                 df[mo] = self.curves[mo][int(pair), k]
             return df

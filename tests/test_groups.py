@@ -238,6 +238,13 @@ def test_grouped_evaluate_areas_and_saving(tmp_path):
     assert back.abc["abc"].equals(e.abc["abc"])
     table = e.ordering(0, "a")
     assert table["moved"].tolist() == [0, 2, 4, 5] and len(table["name"][1]) == 2
+    assert table["feature"][0] == [] and sum(map(len, table["feature"])) == 5
+    # positions that do not start at 0: the first point lists the units moved by then
+    late = insdel.evaluate(f, X, R, A, groups=GROUPS, fractions=[0.4, 1.0], n_random=0)
+    t2 = late.ordering(0, "a")
+    assert t2["moved"].tolist() == [2, 5]
+    assert t2["feature"][0] == late.orders[0, 0, :2].tolist()
+    assert t2["feature"][1] == late.orders[0, 0, 2:].tolist()
 
 
 def test_areas_on_positions_match_eq2_and_petsiuk():
