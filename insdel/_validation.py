@@ -74,15 +74,48 @@ def as_float_array(name: str, value, *, ndim: tuple[int, ...] = (1, 2), finite: 
     return arr
 
 
+def align_columns(name: str, value, like, *, like_name: str = "X", labels=None):
+    """``value`` in the column order of the DataFrame ``like`` when ``value`` is labelled too (a
+    DataFrame's columns, or a Series' index for one row); else ``value`` unchanged.
+
+    Labelled data are matched by name, never by position: the same names in another order are
+    reordered; other names are an error naming the missing and unexpected ones. ``labels``
+    overrides ``like``'s columns (e.g. group names for per-group attributions). A Series whose
+    index is 0, 1, ..., n - 1 (no names) is taken by position.
+    """
+    cols = list(getattr(like, "columns", [])) if labels is None else list(labels)
+    if not cols:
+        return value
+    if hasattr(value, "columns"):
+        have = list(value.columns)
+    elif getattr(value, "ndim", None) == 1 and hasattr(value, "index"):
+        have = list(value.index)
+        if have == list(range(len(have))):
+            return value
+    else:
+        return value
+    if have == cols:
+        return value
+    if sorted(map(str, have)) != sorted(map(str, cols)) or len(set(have)) != len(have):
+        missing = [c for c in cols if c not in have]
+        extra = [c for c in have if c not in cols]
+        raise ValueError(f"{name} is labelled by other columns than {like_name} (matched by name, "
+                         f"not position): missing {missing}, unexpected {extra}.")
+    return value[cols] if hasattr(value, "columns") else value.reindex(cols)
+
+
 def check_pairs(X, R, *, x_name: str = "X", r_name: str = "R",
                 finite: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Validate targets ``X`` and references ``R``; return 2-D float64 arrays of equal shape (B, n).
 
     A 1-D ``R`` of length n, or one row (1, n), is broadcast to every row of ``X`` (a constant
-    reference). pandas DataFrames are accepted (their values; see :func:`feature_names_of`).
+    reference). pandas DataFrames are accepted (their values; see :func:`feature_names_of`); a
+    labelled R (DataFrame, or a Series for one row) is matched to X's columns by name
+    (:func:`align_columns`).
     ``finite=False`` leaves the NaN/inf check to the caller (who must then make it, with
     :func:`check_finite` for the message).
     """
+    R = align_columns(r_name, R, X, like_name=x_name)
     X = as_float_array(x_name, X, finite=finite)
     R = as_float_array(r_name, R, finite=finite)
     if X.ndim == 1:

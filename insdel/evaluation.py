@@ -15,7 +15,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ._validation import as_float_array, check_mode, check_pairs, feature_names_of
+from ._validation import (
+    align_columns,
+    as_float_array,
+    check_mode,
+    check_pairs,
+    feature_names_of,
+)
 from .adapter import ModelLike
 from .areas import abc as _abc
 from .curves import DEFAULT_CHUNK_SIZE, check_order, orderings, trace
@@ -403,8 +409,14 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
     methods = list(attributions)
     orders = []
     for name in methods:
-        A = as_float_array(f"attributions[{name!r}]", attribution_values(attributions[name]),
-                           ndim=(2,))
+        raw = attributions[name]
+        if hasattr(raw, "columns"):  # labelled attributions: matched to the features by name
+            labels = names if len(raw.columns) == n else (
+                list(grp.names) if grp is not None and len(raw.columns) == m else None)
+            if labels is not None:
+                raw = align_columns(f"attributions[{name!r}]", raw, None, labels=labels,
+                                    like_name="the features" if labels is names else "the groups")
+        A = as_float_array(f"attributions[{name!r}]", attribution_values(raw), ndim=(2,))
         if A.shape[0] != B or A.shape[1] not in ((n,) if grp is None else (n, m)):
             per = "" if grp is None else f" (or (B, m) = {(B, m)} per group)"
             raise ValueError(f"attributions[{name!r}] must have shape (B, n) = {(B, n)}{per}; "

@@ -378,6 +378,38 @@ def test_dataframe_names_reach_the_evaluation_and_a_plot(tmp_path):
         insdel.evaluate(net, X, R, {"a": A}, feature_names=["p", "q"])
 
 
+def test_labelled_inputs_are_matched_by_name_not_position():
+    """A DataFrame R, a Series reference row and DataFrame attributions are matched to X's
+    columns by name (reordered when their order differs: they were read by position); other
+    names are an error naming them."""
+    X, R, net = _frame_and_net()
+    shuffled = R[list(reversed(X.columns))]
+    want = insdel.trace(net, X, R, np.tile(np.arange(5), (12, 1)))
+    got = insdel.trace(net, X, shuffled, np.tile(np.arange(5), (12, 1)))
+    np.testing.assert_array_equal(got.fr, want.fr)
+    np.testing.assert_array_equal(insdel.attribute(net, X, shuffled, "exact_shapley"),
+                                  insdel.attribute(net, X, R, "exact_shapley"))
+    row = R.iloc[0]
+    one = X.iloc[:1]
+    np.testing.assert_array_equal(insdel.trace(net, one, row[::-1], np.arange(5)[None]).fr,
+                                  insdel.trace(net, one, row, np.arange(5)[None]).fr)
+    A = pd.DataFrame(np.random.default_rng(1).normal(size=X.shape), columns=X.columns)
+    ev = insdel.evaluate(net, X, R, {"a": A}, n_random=0)
+    ev_shuffled = insdel.evaluate(net, X, R, {"a": A[list(reversed(X.columns))]}, n_random=0)
+    np.testing.assert_array_equal(ev_shuffled.orders, ev.orders)
+    from insdel.metrics import evaluate_metrics
+
+    m1 = evaluate_metrics(net, X, R, {"a": A}, metrics=["faithfulness_correlation"], seed=0)
+    m2 = evaluate_metrics(net, X, R, {"a": A[list(reversed(X.columns))]},
+                          metrics=["faithfulness_correlation"], seed=0)
+    np.testing.assert_array_equal(m1.scores["value"], m2.scores["value"])
+    with pytest.raises(ValueError, match=r"R is labelled by other columns than X.*"
+                                         r"missing \['f4'\], unexpected \['zz'\]"):
+        insdel.trace(net, X, R.rename(columns={"f4": "zz"}), np.tile(np.arange(5), (12, 1)))
+    with pytest.raises(ValueError, match=r"attributions\['a'\] is labelled by other columns"):
+        insdel.evaluate(net, X, R, {"a": A.rename(columns={"f0": "zz"})}, n_random=0)
+
+
 def test_plots_work_with_any_method_names(tmp_path):
     import matplotlib.pyplot as plt
 
