@@ -89,7 +89,7 @@ def _is_torchscript(path: Path) -> bool:
 
 
 def load_any(path: str | Path, *, trust: bool = False, preset: str | None = None,
-             n_features: int | None = None) -> tuple[Any, dict[str, Any]]:
+             n_features: int | None = None, dataset=None) -> tuple[Any, dict[str, Any]]:
     """Load a model saved in any of :data:`FORMATS`.
 
     Parameters
@@ -103,6 +103,10 @@ def load_any(path: str | Path, *, trust: bool = False, preset: str | None = None
         For a bare ``state_dict``: the insdel MLP preset it belongs to (``insdel.models.available()``).
     n_features : int, optional
         For a bare ``state_dict``: the number of inputs (default: read from the first layer).
+    dataset : Dataset, optional
+        For a model saved by :func:`insdel.models.save_model`, which records its features and
+        scaling: the data it will be fed, checked against them (an error when the feature names
+        or the scaling differ, :func:`insdel.models.load_model`). The runner passes its data set.
 
     Returns
     -------
@@ -141,7 +145,7 @@ def load_any(path: str | Path, *, trust: bool = False, preset: str | None = None
         model = joblib.load(p)
         info.update(format="joblib", trusted=True)
     elif suffix in (".pt", ".pth", ".ts", ".torchscript") or zipfile.is_zipfile(p):
-        model = _load_torch(p, trust, preset, n_features, info)
+        model = _load_torch(p, trust, preset, n_features, info, dataset)
     else:
         raise ValueError(f"{p.name}: unknown model format (suffix {suffix!r}); insdel reads "
                          f"{', '.join(FORMATS)} (.pt/.pth, .onnx, .skops, .joblib).")
@@ -168,7 +172,7 @@ def _load_skops(p: Path, trust: bool, info: dict) -> Any:
     return sio.load(p, trusted=untrusted or None)
 
 
-def _load_torch(p: Path, trust: bool, preset, n_features, info: dict) -> Any:
+def _load_torch(p: Path, trust: bool, preset, n_features, info: dict, dataset=None) -> Any:
     import torch
 
     if _is_torchscript(p):
@@ -193,7 +197,7 @@ def _load_torch(p: Path, trust: bool, preset, n_features, info: dict) -> Any:
     if isinstance(obj, dict) and obj.get("format") is not None and "state_dict" in obj:
         from .models import load_model
 
-        model, _ = load_model(p)
+        model, _ = load_model(p, dataset=dataset)
         info["format"] = "insdel"
         return model
     if isinstance(obj, dict) and obj and all(isinstance(v, torch.Tensor) for v in obj.values()):

@@ -328,7 +328,8 @@ def _get_model(cfg: dict, dataset, data_hash: str, out: Path, log, progress
         from .model_files import load_any
 
         model, info = load_any(m["path"], trust=m["trust"], preset=m["architecture"],
-                               n_features=int(np.asarray(dataset.X_test).shape[1]))
+                               n_features=int(np.asarray(dataset.X_test).shape[1]),
+                               dataset=dataset)  # an insdel model file: its features and scaling
         return model, {}, {"source": "path", **info}
     key = ck.config_hash({"data": data_hash, "model": m, "seed": cfg["seed"],
                           "device": cfg["compute"]["device"]})

@@ -122,6 +122,11 @@ def test_save_load_identical_predictions(trained, cern_small, tmp_path):
     other = datasets.get("dielectron_sim", n_events=3000, seed=9)
     with pytest.raises(ValueError, match="different feature scaling"):
         models.load_model(path, dataset=other)
+    from insdel.model_files import load_any
+
+    with pytest.raises(ValueError, match="different feature scaling"):  # [model] path = ...
+        load_any(path, dataset=other)
+    assert load_any(path, dataset=cern_small)[1]["format"] == "insdel"
     with pytest.raises(FileNotFoundError, match="does not exist"):
         models.load_model(tmp_path / "missing.pt")
     bad = tmp_path / "bad.pt"
