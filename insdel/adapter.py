@@ -382,6 +382,8 @@ def as_model(f: ModelLike, *, batch_size: int | None = None, dtype=None,
         dtype or output derived from it shares its counts (``n_evals``, ``n_calls``,
         ``n_grad_evals``), so the caller's model counts the evaluations made through the copy.
     """
+    if batch_size is not None and int(batch_size) < 1:
+        raise ValueError(f"batch_size must be >= 1; got {batch_size}.")
     if isinstance(f, Model):
         if (batch_size is not None and batch_size != f.batch_size) or output is not None \
                 or (dtype is not None and np.dtype(dtype) != f.dtype):
@@ -393,8 +395,6 @@ def as_model(f: ModelLike, *, batch_size: int | None = None, dtype=None,
             return derived
         return f
     bs = DEFAULT_BATCH_SIZE if batch_size is None else int(batch_size)
-    if bs < 1:
-        raise ValueError(f"batch_size must be >= 1; got {batch_size}.")
     if _is_torch_module(f):
         f.eval()  # dropout off, batch-norm statistics frozen
         fn, np_dtype = _torch_fn(f)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import pytest
 import torch
 from torch import nn
 
@@ -123,3 +124,11 @@ def test_torch_paths_share_counts():
     small = as_model(plain, batch_size=2)
     small(X)
     assert (plain.n_evals, plain.n_calls) == (5, 3)
+
+
+def test_batch_size_checked_for_a_model_too():
+    """``batch_size < 1`` is an error whether ``f`` is a function or already a Model."""
+    m = insdel.as_model(lambda Z: Z.sum(1))
+    for f in (lambda Z: Z.sum(1), m):
+        with pytest.raises(ValueError, match="batch_size must be >= 1; got 0"):
+            insdel.as_model(f, batch_size=0)
