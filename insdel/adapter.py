@@ -243,9 +243,20 @@ class Model:
         float64 array converts them; :meth:`__call__` checks their finiteness)."""
         if Xb.dtype != self.dtype:
             Xb = Xb.astype(self.dtype)
-        y = self._fn(np.ascontiguousarray(Xb))
-        # float32 outputs stay float32 until they are written into the caller's float64 array
-        y = np.asarray(y) if self.output is None else self._select(np.asarray(y, np.float64))
+        if self.torch_module is not None and callable(self.output):
+            # a torch module's output= callable gets the output tensor, as in value_and_grad
+            # (torch functions such as torch.sigmoid work in both)
+            import torch
+
+            t = torch.from_numpy(np.ascontiguousarray(Xb)).to(device=self.device,
+                                                              dtype=self.torch_dtype)
+            out = self.output(_one_tensor(self.torch_module(t), torch))
+            y = out.detach().to("cpu", torch.float64).numpy() if hasattr(out, "detach") \
+                else np.asarray(out, dtype=np.float64)
+        else:
+            y = self._fn(np.ascontiguousarray(Xb))
+            # float32 outputs stay float32 until they are written into the caller's float64 array
+            y = np.asarray(y) if self.output is None else self._select(np.asarray(y, np.float64))
         if y.dtype.kind not in "fiu":
             y = np.asarray(y, dtype=np.float64)
         B = Xb.shape[0]

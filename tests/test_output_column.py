@@ -184,3 +184,17 @@ def test_input_x_gradient_honours_output():
     A = attribute(insdel.as_model(net, output=1), X, R, "input_x_gradient")
     ref = InputXGradient(net).attribute(torch.from_numpy(X), target=1)
     np.testing.assert_allclose(A, ref.detach().numpy(), atol=1e-12)
+
+
+def test_callable_output_gets_the_tensor_in_the_forward_pass():
+    """A torch module's ``output=`` callable receives the output tensor in the forward pass as in
+    the gradient pass (``torch.sigmoid`` raised TypeError on the NumPy array it was given)."""
+    net = two_output_mlp()
+    X, _ = pairs()
+    m = insdel.as_model(net, output=lambda y: torch.sigmoid(y[:, 1]))
+    with torch.no_grad():
+        want = torch.sigmoid(net(torch.from_numpy(X))[:, 1]).numpy()
+    np.testing.assert_allclose(m(X), want, rtol=1e-6)
+    np.testing.assert_allclose(m.value_and_grad(X)[0], m(X), rtol=1e-6)
+    A = attribute(m, X, np.zeros_like(X), "integrated_gradients", n_steps=64)
+    np.testing.assert_allclose(A.sum(1), m(X) - m(np.zeros_like(X)), atol=1e-4)
