@@ -104,6 +104,20 @@ def align_columns(name: str, value, like, *, like_name: str = "X", labels=None):
     return value[cols] if hasattr(value, "columns") else value.reindex(cols)
 
 
+def align_attributions(name: str, A, features, group_names=None):
+    """Attributions ``A`` matched by name when they are a DataFrame: to the feature names
+    ``features`` (n columns) or, per group, to ``group_names`` (m columns); else unchanged
+    (:func:`align_columns`; no names known: taken by position)."""
+    if not hasattr(A, "columns"):
+        return A
+    k = len(A.columns)
+    if features is not None and k == len(features):
+        return align_columns(name, A, None, labels=features, like_name="the features")
+    if group_names is not None and k == len(group_names):
+        return align_columns(name, A, None, labels=group_names, like_name="the groups")
+    return A
+
+
 def check_pairs(X, R, *, x_name: str = "X", r_name: str = "R",
                 finite: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Validate targets ``X`` and references ``R``; return 2-D float64 arrays of equal shape (B, n).

@@ -251,7 +251,7 @@ class Model:
             t = torch.from_numpy(np.ascontiguousarray(Xb)).to(device=self.device,
                                                               dtype=self.torch_dtype)
             out = self.output(_one_tensor(self.torch_module(t), torch))
-            y = out.detach().to("cpu", torch.float64).numpy() if hasattr(out, "detach") \
+            y = _tensor_values(out, torch) if isinstance(out, torch.Tensor) \
                 else np.asarray(out, dtype=np.float64)
         else:
             y = self._fn(np.ascontiguousarray(Xb))

@@ -593,13 +593,14 @@ def _checked_options(cfg: dict, table: str, options_of, source: str):
         yield m, opts
 
 
-def _check_known(source: str, table: str, what: str, known: list[str], cfg: dict) -> list[str]:
-    """Every name in ``<table>.names`` is one of ``known`` (the error names the key and suggests
+def _check_known(source: str, table: str, what: str, known: list[str], cfg: dict,
+                 key: str = "names") -> list[str]:
+    """Every name in ``<table>.<key>`` is one of ``known`` (the error names the key and suggests
     the closest); returns the names."""
-    names = cfg[table]["names"]
+    names = cfg[table][key]
     for m in names:
         if m not in known:
-            raise ConfigError(f"{source}: {table}.names: unknown {what} {m!r}"
+            raise ConfigError(f"{source}: {table}.{key}: unknown {what} {m!r}"
                               f"{_suggest(m, known)} (known: {', '.join(known)}).")
     return names
 
@@ -636,7 +637,5 @@ def _check_methods(cfg: dict, source: str) -> None:
     if not isinstance(compare, list) or not all(isinstance(m, str) for m in compare):
         raise ConfigError(f"{source}: figures.compare must be a list of method names; got "
                           f"{compare!r}.")
-    for m in compare:  # a typo would silently compare other methods (the figures fill up)
-        if m not in known:
-            raise ConfigError(f"{source}: figures.compare: unknown method {m!r}"
-                              f"{_suggest(m, known)} (known: {', '.join(known)}).")
+    # a typo would silently compare other methods (the figures fill up from those run)
+    _check_known(source, "figures", "method", known, cfg, key="compare")

@@ -16,7 +16,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from ._validation import (
-    align_columns,
+    align_attributions,
     as_float_array,
     check_mode,
     check_pairs,
@@ -409,13 +409,8 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
     methods = list(attributions)
     orders = []
     for name in methods:
-        raw = attributions[name]
-        if hasattr(raw, "columns"):  # labelled attributions: matched to the features by name
-            labels = names if len(raw.columns) == n else (
-                list(grp.names) if grp is not None and len(raw.columns) == m else None)
-            if labels is not None:
-                raw = align_columns(f"attributions[{name!r}]", raw, None, labels=labels,
-                                    like_name="the features" if labels is names else "the groups")
+        raw = align_attributions(f"attributions[{name!r}]", attributions[name], names,
+                                 None if grp is None else list(grp.names))
         A = as_float_array(f"attributions[{name!r}]", attribution_values(raw), ndim=(2,))
         if A.shape[0] != B or A.shape[1] not in ((n,) if grp is None else (n, m)):
             per = "" if grp is None else f" (or (B, m) = {(B, m)} per group)"

@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.stats import rankdata
 
-from .._validation import align_columns, as_float_array, check_pairs, feature_names_of
+from .._validation import align_attributions, as_float_array, check_pairs, feature_names_of
 from ..adapter import ModelLike, as_model
 from ..groups import Groups, check_groups, group_attributions
 from ..hybrid import build_rows, masks_to_words, n_words
@@ -200,13 +200,8 @@ class MetricContext:
     def unit_attributions(self, A: ArrayLike, *, name: str = "A") -> np.ndarray:
         """Attributions per unit (B, m) (summed over a group's columns); labelled attributions (a
         DataFrame) are matched to the features, or the groups, by name."""
-        if hasattr(A, "columns") and self.labels is not None:
-            k = len(A.columns)
-            labels = self.labels if k == self.n else (
-                list(self.groups.names) if self.groups is not None and k == self.m else None)
-            if labels is not None:
-                A = align_columns(name, A, None, labels=labels, like_name="the features"
-                                  if labels is self.labels else "the groups")
+        A = align_attributions(name, A, self.labels, None if self.groups is None
+                               or self.labels is None else list(self.groups.names))
         A = as_float_array(name, A, ndim=(2,))
         if A.shape[0] != self.B:
             raise ValueError(f"{name} must have one row per pair (B = {self.B}); got shape "
