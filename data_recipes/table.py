@@ -29,8 +29,9 @@ Options (the names are the interface; see docs/your_own_data.md):
     run's seed), or the name of a column holding ``"train"`` / ``"test"`` (that column is then not
     a feature).
 ``missing``
-    Values that mean missing (e.g. ``[9]`` or ``["NA", -1]``); rows with a missing value in a used
-    column (and rows with empty cells there) are dropped and counted in ``info``.
+    Values that mean missing (e.g. ``[9]`` or ``["?", -1]``); rows with a missing value in a used
+    column are dropped and counted in ``info``. Empty cells and the usual missing-value tokens
+    (``NA``, ``NaN``, ``N/A``, ``null``, ``None``, any case) are always missing.
 
 Bad cells (text in a numeric feature, other than a ``missing`` code) raise an error that names the
 column, the value, the row and the file line, and says how to leave the column out or declare the
@@ -39,6 +40,7 @@ value missing; an unknown option is an error with the closest valid name.
 
 from __future__ import annotations
 
+import csv
 import difflib
 import warnings
 from pathlib import Path
@@ -71,53 +73,81 @@ def _as_list(name: str, v) -> list:
 
 
 def _read(p: Path) -> pd.DataFrame:
+    """The file as text cells (a parquet file's missing values as empty cells), column names
+    stripped and unique."""
     if p.suffix.lower() in (".parquet", ".pq"):
         df = pd.read_parquet(p)
-        df.columns = [str(c).strip() for c in df.columns]
-        return df.astype(object).where(df.notna(), "")
-    try:
-        df = pd.read_csv(p, dtype=str, keep_default_na=False)
-    except pd.errors.EmptyDataError:
-        _fail(f"{p} is empty.")
+        df = df.astype(object).where(df.notna(), "")
+    else:
+        try:
+            df = pd.read_csv(p, dtype=str, keep_default_na=False)
+        except pd.errors.EmptyDataError:
+            _fail(f"{p} is empty.")
     df.columns = [str(c).strip() for c in df.columns]
-    dup = sorted({c for c in df.columns if list(df.columns).count(c) > 1})
+    names = list(df.columns) if p.suffix.lower() in (".parquet", ".pq") else _csv_header(p)
+    dup = sorted({c for c in names if names.count(c) > 1})
     if dup:
-        _fail(f"{p} has duplicated column(s) {dup}.")
+        _fail(f"{p} has duplicated column(s) {dup} (names compared without surrounding spaces).")
     return df
+
+
+def _csv_header(p: Path) -> list[str]:
+    """A CSV's column names as written (pandas renames a repeated name ``a`` to ``a.1``), stripped."""
+    with open(p, newline="", encoding="utf-8-sig", errors="replace") as fh:
+        header = next((rec for rec in csv.reader(fh) if rec), [])
+    return [c.strip() for c in header]
 
 
 _NA_TOKENS = ("na", "nan", "n/a", "null", "none")
 _BOOL = {"true": 1.0, "false": 0.0}
 
 
-def _numeric(s: pd.Series, str_codes: list[str] = ()) -> pd.Series:
-    """Parse to float; empty cells -> NaN; other text -> NaN marked by the caller. A column whose
-    every non-empty cell is True or False (any case; a CSV of booleans, or a parquet bool column)
-    becomes 1.0 / 0.0 (empty cells, NA tokens and the declared missing codes aside)."""
-    if pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype):
-        return s.astype(np.float64)
-    t = np.array([str(v).strip() for v in s.to_numpy(dtype=object)], dtype=object)
+def _numeric(txt: pd.Series, str_codes: list[str] = ()) -> pd.Series:
+    """Parse a column's stripped text to float; empty cells -> NaN; other text -> NaN marked by the
+    caller. A column whose every non-empty cell is True or False (any case; a CSV of booleans, or a
+    parquet bool column) becomes 1.0 / 0.0 (empty cells, NA tokens and the declared missing codes
+    aside)."""
+    t = txt.to_numpy(dtype=object).copy()
     low = np.array([v.lower() for v in t], dtype=object)
     filled = (t != "") & ~np.isin(low, _NA_TOKENS) & ~np.isin(t, list(str_codes))
     if filled.any() and np.isin(low[filled], list(_BOOL)).all():
-        return pd.Series([_BOOL.get(v, np.nan) for v in low], index=s.index, dtype=np.float64)
+        return pd.Series([_BOOL.get(v, np.nan) for v in low], index=txt.index, dtype=np.float64)
     t[t == ""] = None
-    out = pd.to_numeric(pd.Series(t, index=s.index, dtype=object), errors="coerce")
+    out = pd.to_numeric(pd.Series(t, index=txt.index, dtype=object), errors="coerce")
     return out.astype(np.float64)
 
 
-def _bad_cells(raw: pd.Series, parsed: pd.Series, str_codes: list[str]) -> np.ndarray:
-    """Rows whose cell is text that is neither empty, an NA token nor a declared missing code."""
-    txt = raw.astype(str).str.strip()
+def _bad_cells(txt: pd.Series, parsed: pd.Series, str_codes: list[str]) -> np.ndarray:
+    """Rows whose (stripped) cell is text that is neither empty, an NA token nor a declared
+    missing code."""
     return np.flatnonzero(parsed.isna().to_numpy() & (txt != "").to_numpy()
                           & ~txt.str.lower().isin(_NA_TOKENS).to_numpy()
                           & ~txt.isin(str_codes).to_numpy())
 
 
+def _file_line(p: Path, r: int) -> int | None:
+    """The line of a CSV on which data row ``r`` (0-based) starts, counted as the file's reader
+    does: blank lines skipped (as pandas skips them), a quoted cell spanning several lines counted
+    in full. Read only to word an error, so only then."""
+    try:
+        with open(p, newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh)
+            start, seen = 1, -1  # the line the next record starts on; records read (header: -1)
+            for rec in reader:
+                if rec:
+                    if seen == r:
+                        return start
+                    seen += 1
+                start = reader.line_num + 1
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    return None
+
+
 def _where(p: Path, r: int) -> str:
     """Row ``r`` (0-based data row) as the user finds it: row number, and the line of a CSV."""
-    return f"row {r + 1}" + ("" if p.suffix.lower() in (".parquet", ".pq")
-                             else f" (file line {r + 2})")
+    line = None if p.suffix.lower() in (".parquet", ".pq") else _file_line(p, r)
+    return f"row {r + 1}" + ("" if line is None else f" (file line {line})")
 
 
 def _bad_cell_error(p: Path, c: str, raw: pd.Series, bad: np.ndarray, hint: str) -> None:
@@ -157,7 +187,8 @@ def build(*, seed: int = 0, **options) -> RawData:
     codes = _as_list("missing", options.get("missing"))
     num_codes = [float(x) for x in codes if isinstance(x, (int, float)) and not isinstance(x, bool)]
     str_codes = [str(x) for x in codes if isinstance(x, str)]
-    parsed = {c: _numeric(df[c], str_codes) for c in cols}
+    txt = {c: df[c].astype(str).str.strip() for c in cols}  # each cell's text, stripped once
+    parsed = {c: _numeric(txt[c], str_codes) for c in cols}
     text_cols: list[str] = []
     empty_cols: list[str] = []
     if options.get("features") is None:
@@ -165,16 +196,16 @@ def build(*, seed: int = 0, **options) -> RawData:
         for c in cols:
             if c in excluded:
                 continue
-            bad = _bad_cells(df[c], parsed[c], str_codes)
+            bad = _bad_cells(txt[c], parsed[c], str_codes)
             n_num = int((parsed[c].notna() & ~parsed[c].isin(num_codes)
-                         & ~df[c].astype(str).str.strip().isin(str_codes)).sum())
+                         & ~txt[c].isin(str_codes)).sum())
             if bad.size and n_num:
                 # Numbers and text in one column: a typo in a numeric feature, or a text column
                 # with a few numbers. Either way not safe to guess: say so and how to choose.
                 _bad_cell_error(p, c, df[c], bad,
                                 f"; the column's other {n_num} cell(s) are numbers, so it is read "
                                 f"as a numeric feature. Fix the cell, declare the value missing "
-                                f"(missing = [{str(df[c].iloc[int(bad[0])]).strip()!r}]), or leave "
+                                f"(missing = [{txt[c].iloc[int(bad[0])]!r}]), or leave "
                                 f"the column out (drop = [{c!r}], or list the columns you want "
                                 f"in features = [...]) or one-hot encode it "
                                 f"(categorical = [{c!r}])")
@@ -197,19 +228,19 @@ def build(*, seed: int = 0, **options) -> RawData:
                       "split column.")
         ignored = [c for c in cols if c not in excluded and c not in features]
     for c in [*features, target]:
-        bad = _bad_cells(df[c], parsed[c], str_codes)
+        bad = _bad_cells(txt[c], parsed[c], str_codes)
         if bad.size:
             _bad_cell_error(p, c, df[c], bad,
                             "" if c == target else
                             f"; fix the cell, declare the value missing (missing = "
-                            f"[{str(df[c].iloc[int(bad[0])]).strip()!r}]) or leave {c!r} out of "
+                            f"[{txt[c].iloc[int(bad[0])]!r}]) or leave {c!r} out of "
                             f"features")
     # missing values
     used = [*features, target, *categorical]
     miss = np.zeros(len(df), bool)
     for c in used:
         if c in categorical:
-            v = df[c].astype(str).str.strip()
+            v = txt[c]
             miss |= (v == "").to_numpy() | v.isin([str(x) for x in codes]).to_numpy()
         else:
             v = parsed[c]
@@ -217,7 +248,7 @@ def build(*, seed: int = 0, **options) -> RawData:
             if num_codes:
                 miss |= v.isin(num_codes).to_numpy()
             if str_codes:
-                miss |= df[c].astype(str).str.strip().isin(str_codes).to_numpy()
+                miss |= txt[c].isin(str_codes).to_numpy()
     keep = ~miss
     n_read, n_missing = len(df), int(miss.sum())
     if keep.sum() < 2:
@@ -227,7 +258,7 @@ def build(*, seed: int = 0, **options) -> RawData:
     X = pd.DataFrame({c: parsed[c].to_numpy()[rows] for c in features})
     groups: dict[str, list[int]] = {}
     for c in categorical:
-        vals = df[c].astype(str).str.strip().to_numpy()[rows]
+        vals = txt[c].to_numpy()[rows]
         for lev in sorted(set(vals)):
             name = f"{c}={lev}"
             groups.setdefault(c, []).append(len(X.columns))
@@ -263,12 +294,12 @@ def build(*, seed: int = 0, **options) -> RawData:
     # split
     test_mask = None
     if split_col is not None:
-        v = df[split_col].astype(str).str.strip().str.lower().to_numpy()[rows]
+        v = txt[split_col].str.lower().to_numpy()[rows]
         bad = np.flatnonzero(~np.isin(v, ["train", "test"]))
         if bad.size:
             r = int(rows[bad[0]])
-            _fail(f"split column {split_col!r} must hold 'train' or 'test'; row {r + 1} (file line "
-                  f"{r + 2}) has {df[split_col].iloc[r]!r}.")
+            _fail(f"split column {split_col!r} must hold 'train' or 'test'; {_where(p, r)} has "
+                  f"{df[split_col].iloc[r]!r}.")
         test_mask = v == "test"
         if test_mask.all() or not test_mask.any():
             _fail(f"split column {split_col!r} puts every row in one split.")
