@@ -108,8 +108,12 @@ def torch_seed(seed: int):
 
 
 def captum_per_point(cls_obj, X, R, n_samples: int, perturbations_per_eval: int, seed: int,
-                     progress, desc: str) -> np.ndarray:
-    """Run a captum perturbation method (KernelShap, Lime) point by point with baseline r."""
+                     progress, desc: str, groups=None) -> np.ndarray:
+    """Run a captum perturbation method (KernelShap, Lime) point by point with baseline r.
+
+    With ``groups`` (:class:`insdel.groups.Groups`) the players are the m groups (captum's
+    ``feature_mask``, each group's columns moved together); returns (B, m), one value per group.
+    """
     import torch
 
     B, n = X.shape
@@ -117,12 +121,16 @@ def captum_per_point(cls_obj, X, R, n_samples: int, perturbations_per_eval: int,
     Xt = torch.from_numpy(np.ascontiguousarray(X))
     Rt = torch.from_numpy(np.ascontiguousarray(R))
     ppe = int(min(perturbations_per_eval, n_samples))
+    extra = {} if groups is None else {
+        "feature_mask": torch.from_numpy(np.asarray(groups.labels, dtype=np.int64))[None, :]}
     with torch_seed(seed), warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore", UserWarning)
         with progress_bar(B, desc, "point", enable=progress, auto=B * n_samples > 200_000) as bar:
             for b in range(B):  # captum fits one interpretable model per point
                 a = cls_obj.attribute(Xt[b:b + 1], baselines=Rt[b:b + 1], n_samples=n_samples,
-                                      perturbations_per_eval=ppe, show_progress=False)
+                                      perturbations_per_eval=ppe, show_progress=False, **extra)
                 A[b] = a[0].to(torch.float64).numpy()
                 bar.update(1)
+    if groups is not None:  # captum gives every column its group's value: one column per group
+        return np.ascontiguousarray(A[:, groups.members[groups.starts[:-1]]])
     return A

@@ -66,7 +66,7 @@ class KernelShap(Attribution):
             coalitions are drawn over the m groups (each group one player, its columns moved
             together) and the fit has one coefficient per group; the exact road
             (``exact="auto"``) applies when 2^|D| <= ``n_samples`` with D the groups that differ.
-            Needs ``engine="insdel"``.
+            Both engines (captum's through its ``feature_mask``).
 
         Returns
         -------
@@ -81,9 +81,6 @@ class KernelShap(Attribution):
             raise ValueError(f"kernel_shap: exact must be 'auto' or 'never'; got {exact!r}.")
 
         grp = _groups_of(groups, X)
-        if grp is not None and engine == "captum":
-            raise ValueError("kernel_shap: groups= needs engine='insdel' (the captum engine "
-                             "samples single features).")
 
         def compute(model, X, R):
             from ..decomposition import subspace_shapley
@@ -108,7 +105,7 @@ class KernelShap(Attribution):
 
                     A[rest] = captum_per_point(_KS(module_forward(model)), X[rest], R[rest], ns,
                                                perturbations_per_eval, seed, progress,
-                                               "kernel shap")
+                                               "kernel shap", groups=grp)
             info = {"n_samples": ns, "engine": engine, "exact": is_exact,
                     "exact_pairs": int(ex.size), "sampled_distinct_rows": int(distinct)}
             if grp is not None:
