@@ -350,6 +350,40 @@ def _get_model(cfg: dict, dataset, data_hash: str, out: Path, log, progress
     return model, dict(metrics or {}), {"source": "trained", "preset": m["preset"], "key": key}
 
 
+def _model_stage(cfg: dict, dataset, data_info: dict, out: Path, stages: _Stages, log,
+                 progress) -> tuple[Any, dict, dict]:
+    """The model stage of both commands: train, load from the cache or from the user's file
+    (:func:`_get_model`), check the gradient methods against it, fingerprint it (the key of every
+    checkpoint chunk), put a torch module in eval mode on ``compute.device``, and log what was
+    used. Returns (model, training metrics, model info)."""
+    t0 = time.perf_counter()
+    model, metrics, model_info = _get_model(cfg, dataset, data_info["arrays_sha256"], out, log,
+                                            progress)
+    from .model_files import check_gradient_methods
+
+    check_gradient_methods(model, cfg["methods"]["names"])
+    model_info["file_sha256"] = model_info.pop("sha256", None)
+    model_info["sha256"] = _model_hash(model, model_info["file_sha256"])
+    stages.add("model", time.perf_counter() - t0, **{"source": model_info["source"]})
+    log(f"model: {model_info['source']}"
+        + (f" {model_info['path']}" if model_info.get("path") else "")
+        + (f" ({model_info['format']})" if model_info.get("format") else "")
+        + f", sha256 {model_info['sha256'][:12]}")
+    device = cfg["compute"]["device"]
+    try:
+        import torch
+
+        if isinstance(model, torch.nn.Module):
+            model.eval()
+            if device != "cpu":
+                model.to(device)
+                log(f"compute: model on {device} "
+                    f"({torch.cuda.get_device_name(torch.device(device)) if device.startswith('cuda') else device})")
+    except ImportError:  # pragma: no cover
+        pass
+    return model, metrics, model_info
+
+
 def _select_pool(dataset, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     X = np.asarray(dataset.X_test, dtype=np.float64)
     if n >= X.shape[0]:
@@ -750,31 +784,8 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None) -> Run
     if grp is not None:
         log(f"groups: {data_info['groups_text']} (each group moves as one unit in the curves, "
             f"the decomposition and the Shapley values)")
-    t0 = time.perf_counter()
-    model, metrics, model_info = _get_model(cfg, dataset, data_info["arrays_sha256"], out, log,
-                                            progress)
-    from .model_files import check_gradient_methods
-
-    check_gradient_methods(model, cfg["methods"]["names"])
-    model_info["file_sha256"] = model_info.pop("sha256", None)
-    model_info["sha256"] = _model_hash(model, model_info["file_sha256"])
-    stages.add("model", time.perf_counter() - t0, **{"source": model_info["source"]})
-    log(f"model: {model_info['source']}"
-        + (f" {model_info['path']}" if model_info.get("path") else "")
-        + (f" ({model_info['format']})" if model_info.get("format") else "")
-        + f", sha256 {model_info['sha256'][:12]}")
+    model, metrics, model_info = _model_stage(cfg, dataset, data_info, out, stages, log, progress)
     device = cfg["compute"]["device"]
-    try:
-        import torch
-
-        if isinstance(model, torch.nn.Module):
-            model.eval()
-            if device != "cpu":
-                model.to(device)
-                log(f"compute: model on {device} "
-                    f"({torch.cuda.get_device_name(torch.device(device)) if device.startswith('cuda') else device})")
-    except ImportError:  # pragma: no cover
-        pass
 
     # the model reaches every Dask worker once (a future shared by every stage and policy)
     remote_model = None if client is None else scatter(client, [_shareable_model(
@@ -1046,18 +1057,8 @@ def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, _roar, client=
     data_info = _dataset_info(cfg, dataset)
     log(f"data: {data_info['name']} (recipe {data_info['recipe']}): {data_info['rows_train']} "
         f"train / {data_info['rows_test']} test rows, {data_info['features']} features")
-    t0 = time.perf_counter()
-    model, metrics, model_info = _get_model(cfg, dataset, data_info["arrays_sha256"], out, log,
-                                            progress)
-    from .model_files import check_gradient_methods
-
-    check_gradient_methods(model, cfg["methods"]["names"])
-    model_info["sha256"] = _model_hash(model, None)
-    stages.add("model", time.perf_counter() - t0, source=model_info["source"])
+    model, metrics, model_info = _model_stage(cfg, dataset, data_info, out, stages, log, progress)
     device = cfg["compute"]["device"]
-    model.eval()
-    if device != "cpu":
-        model.to(device)
     values = _roar.removal_values(dataset)
     Xall = np.concatenate([dataset.X_train, dataset.X_test]).astype(np.float64)
     ref = cfg["roar"]["reference"]
