@@ -282,8 +282,7 @@ class Leaderboard:
             out += ["| method | " + " | ".join(self._label(m) for m in metrics) + " |",
                     "|---|" + "---:|" * len(metrics)]
             ov = self.overall.set_index(["metric", "method"])
-            first = self.overall[self.overall["metric"] == metrics[0]]
-            for meth in first.sort_values("mean_rank")["method"]:
+            for meth in _method_order(self.overall, metrics, "mean_rank"):
                 cells = []
                 for m in metrics:
                     if (m, meth) in ov.index:
@@ -307,10 +306,12 @@ class Leaderboard:
             ms = [m for m in self.labels if m in set(blk["metric"])]
             out.append("|---|" + "---:|" * len(ms))
             b = blk.set_index(["metric", "method"])
-            order = blk[blk["metric"] == ms[0]].sort_values("rank")["method"]
-            for meth in order:
+            for meth in _method_order(blk, ms, "rank"):
                 cells = []
                 for m in ms:
+                    if (m, meth) not in b.index:  # left out of this metric (see the notes)
+                        cells.append("n/a")
+                        continue
                     r = b.loc[(m, meth)]
                     cells.append(f"{r['mean']:.{digits}f} ± {r['se']:.{digits}f} "
                                  f"({r['rank']:g})")
@@ -366,6 +367,17 @@ class Leaderboard:
             plt.close(fig)
             paths.append(out / "leaderboard.png")
         return paths
+
+
+def _method_order(df: pd.DataFrame, metrics: list, by: str) -> list:
+    """Every method of ``df`` once: by ``by`` on the first metric, then those missing there (in
+    the order of the next metric that has them)."""
+    out: list = []
+    for m in metrics:
+        for meth in df[df["metric"] == m].sort_values(by, kind="stable")["method"]:
+            if meth not in out:
+                out.append(meth)
+    return out
 
 
 def _group_runs(runs: list[RunInfo]) -> tuple[pd.DataFrame, dict[str, list[RunInfo]]]:
@@ -442,8 +454,20 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
                 if d.empty:
                     continue
                 W = d.pivot_table(index=["run", "pair"], columns="method", values="score",
-                                  aggfunc="first", sort=False)
-                W = W.dropna(axis=1, how="any")
+                                  aggfunc="first", sort=False, dropna=False)
+                W = W.dropna(axis=0, how="all")  # a pair no method has a score on
+                missing = W.isna().sum(axis=0)
+                incomplete = {str(c): int(k) for c, k in missing.items() if k}
+                if incomplete:  # the paired bootstrap needs every method on every pair
+                    W = W.drop(columns=list(incomplete))
+                    notes.append(f"{g}/{pol}, {labels[m]}: "
+                                 + ", ".join(f"{c} (no score or NaN on {k} of {W.shape[0]} "
+                                             "pairs)"
+                                             for c, k in incomplete.items())
+                                 + " left out of this block (methods are ranked on the same "
+                                 "pairs).")
+                if W.shape[1] == 0:
+                    continue
                 methods = list(W.columns)
                 V = W.to_numpy(dtype=np.float64)
                 P = V.shape[0]

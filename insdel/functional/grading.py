@@ -11,7 +11,8 @@ On every case of the catalogue that declares ``grading`` pairs (better, worse) o
 (exact-Shapley order vs its reverse and a random order on h(additive) models, the off-manifold
 ``trap_first`` order on the OOD trap, the §3.4 AUC-optimal order vs the Shapley order), each
 metric scores both orderings on every pair; it passes when it never ranks the worse ordering
-strictly above the better one and ranks the better one higher on average.
+strictly above the better one, ranks the better one higher on at least one pair and is
+defined (not NaN) on every pair.
 """
 
 from __future__ import annotations
@@ -138,7 +139,13 @@ def grade_metrics(metrics: Sequence[str | Metric] | str | None = None, *, seed: 
     -------
     pandas.DataFrame
         Columns ``test, better, worse, metric, better_mean, worse_mean, mean_diff, wins, ties,
-        losses, passed, why``.
+        losses, undefined, passed, why`` (``undefined``: pairs where a score is NaN; a metric
+        passes only when it is defined on every pair, never loses and wins at least once).
+
+    Raises
+    ------
+    ValueError
+        A metric that does not return one score per pair.
     """
     ms = _metrics(metrics)
     rows = []
@@ -154,15 +161,24 @@ def grade_metrics(metrics: Sequence[str | Metric] | str | None = None, *, seed: 
                     continue
                 sb = np.asarray(metric(truth.f, truth.X, truth.R, Ab), dtype=np.float64)
                 sw = np.asarray(metric(truth.f, truth.X, truth.R, Aw), dtype=np.float64)
+                B = truth.X.shape[0]
+                if sb.shape != (B,) or sw.shape != (B,):
+                    raise ValueError(f"metric {name!r} must return one score per pair, shape "
+                                     f"({B},); got {sb.shape} and {sw.shape} on test "
+                                     f"{case.name!r}.")
                 d = sb - sw
+                undefined = ~np.isfinite(d)  # NaN on either ordering: the pair decides nothing
                 tie = np.abs(d) <= rel_tol * np.maximum(1.0, np.maximum(np.abs(sb), np.abs(sw)))
                 wins = int(np.sum((d > 0) & ~tie))
                 losses = int(np.sum((d < 0) & ~tie))
+                n_undef = int(undefined.sum())
                 rows.append({"test": case.name, "better": better, "worse": worse,
                              "metric": name, "better_mean": float(sb.mean()),
                              "worse_mean": float(sw.mean()), "mean_diff": float(d.mean()),
                              "wins": wins, "ties": int(tie.sum()), "losses": losses,
-                             "passed": bool(losses == 0 and wins > 0), "why": case.why})
+                             "undefined": n_undef,
+                             "passed": bool(losses == 0 and wins > 0 and n_undef == 0),
+                             "why": case.why})
     out = pd.DataFrame(rows)
     out.attrs["metrics"] = list(ms)
     return out
@@ -187,8 +203,9 @@ def grading_markdown(grades: pd.DataFrame) -> str:
                 cells.append("n/a")
                 continue
             r = idx.loc[(t, b, w, m)]
+            undef = f", {r['undefined']} NaN" if r.get("undefined", 0) else ""
             cells.append(f"{'PASS' if r['passed'] else 'fail'} {r['mean_diff']:+.3g} "
-                         f"({r['wins']}/{r['ties']}/{r['losses']})")
+                         f"({r['wins']}/{r['ties']}/{r['losses']}{undef})")
         lines.append("| " + " | ".join([t, f"{b} > {w}", *cells]) + " |")
     tally = grades.groupby("metric", sort=False)["passed"].agg(["sum", "count"])
     lines.append("| **passed** | | " + " | ".join(

@@ -311,8 +311,22 @@ class Metric(ABC):
             One score per pair (NaN where the metric is undefined for the pair, e.g. a
             correlation over constant values).
         """
+        unknown = sorted(set(kwargs) - self.call_arguments())
+        if unknown:
+            raise ValueError(
+                f"metric {self.name!r}: unknown argument(s) {unknown} (not used, so refused); "
+                f"the call takes {sorted(self.call_arguments())}, and the metric's options "
+                f"are set when it is built (insdel.metrics.get({self.name!r}, ...)).")
         ctx = MetricContext(f, X, R, groups=groups, seed=seed, batch_size=batch_size)
         return self.compute(ctx, ctx.unit_attributions(A), **kwargs)
+
+    def call_arguments(self) -> set[str]:
+        """Keyword arguments :meth:`compute` reads (beyond ``ctx`` and ``A``): its named
+        keyword-only parameters, and ``method`` (the stream of a method's random draws)."""
+        import inspect
+
+        params = inspect.signature(self.compute).parameters.values()
+        return {p.name for p in params if p.kind is p.KEYWORD_ONLY} | {"method"}
 
     def options(self) -> dict:
         """The metric's options as set (for manifests and tables)."""

@@ -611,7 +611,9 @@ class SufficiencyDasgupta(_QuantusMetric):
     Regression: "same predicted class" becomes ``|f(x_i) - f(x_j)| <= tol``; ``tol=None`` takes
     a tenth of the standard deviation of f(X) over the pairs. The batch is all the pairs scored
     together (Quantus uses each ``batch_size`` chunk, 64 by default). The reference is not used.
-    Deviation: a pair with no neighbour scores NaN (Quantus: 0).
+    Deviation: a pair with no neighbour scores NaN (Quantus: 0). With ``"seuclidean"``, a unit
+    whose attribution is the same on every pair (variance 0) is left out of the distance (its
+    term is 0 / 0; scipy and Quantus then get NaN distances, so no pair has a neighbour).
 
     Parameters
     ----------
@@ -644,7 +646,16 @@ class SufficiencyDasgupta(_QuantusMetric):
     def compute(self, ctx: MetricContext, A: np.ndarray, **kwargs) -> np.ndarray:
         a = self._attr(A)
         with np.errstate(invalid="ignore", divide="ignore"):
-            d = cdist(a, a, self.distance_func)
+            if self.distance_func == "seuclidean":
+                # scipy's default variances (of the stacked pair of inputs); a unit whose
+                # attribution is the same on every pair adds (0 - 0)^2 / 0: left out (it adds
+                # nothing), instead of turning every distance into NaN
+                var = np.var(np.vstack([a, a]), axis=0, ddof=1)
+                keep = var > 0
+                d = (cdist(a[:, keep], a[:, keep], "seuclidean", V=var[keep]) if keep.any()
+                     else np.zeros((ctx.B, ctx.B)))
+            else:
+                d = cdist(a, a, self.distance_func)
             mx = np.max(np.abs(d))
             if mx != 0:
                 d = d / mx
