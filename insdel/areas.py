@@ -26,7 +26,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ._validation import as_float_array, check_mode
+from ._validation import as_float_array, check_bool, check_mode, check_positive_int
 
 __all__ = ["auc", "aul", "abc", "petsiuk_auc"]
 
@@ -47,6 +47,7 @@ def _areas_kernel(c, sign, scale, out_auc, out_aul, out_abc):  # pragma: no cove
 
 def _areas(curves, mode: str, normalize: bool):
     check_mode(mode)
+    normalize = check_bool("normalize", normalize)
     c = as_float_array("curves", curves, ndim=tuple(range(1, 8)))
     P = c.shape[-1]
     if P < 2:
@@ -83,15 +84,27 @@ def _trapz_kernel(c, x, out_trap, out_line):  # pragma: no cover - numba
         out_line[i] = 0.5 * span * (c[i, 0] + c[i, P - 1])
 
 
-def _x_of(positions, m, P: int) -> np.ndarray:
+def _positions_and_m(positions, m, P: int) -> tuple[np.ndarray, int]:
+    """Checked positions (one per curve point, integers, strictly increasing, in [0, m]) and m
+    (an integer >= 1; default ``positions[-1]``)."""
     from .groups import check_positions
 
     t = np.asarray(positions)
     if t.shape != (P,):
         raise ValueError(f"positions must have one entry per curve point ({P}); got shape "
                          f"{t.shape}.")
-    mm = int(t[-1]) if m is None else int(m)
-    t = check_positions(t, mm)
+    if m is None:
+        t = check_positions(t, np.iinfo(np.int64).max)
+        mm = int(t[-1])
+        if mm < 1:
+            raise ValueError(f"positions end at {mm} units moved; give m= (the number of units).")
+    else:
+        mm = check_positive_int("m", m)
+    return check_positions(t, mm), mm
+
+
+def _x_of(positions, m, P: int) -> np.ndarray:
+    t, mm = _positions_and_m(positions, m, P)
     return t / mm
 
 
@@ -151,12 +164,15 @@ def abc(curves, *, mode: str = "insertion", normalize: bool = True, positions=No
     ndarray of shape (...)
     """
     if positions is None:
+        if m is not None:
+            raise ValueError("m= is the number of units of curves recorded at positions=; give "
+                             "positions= with it (without them the curve has one point per unit).")
         return _areas(curves, mode, normalize)[2]
     check_mode(mode)
+    normalize = check_bool("normalize", normalize)
     c = as_float_array("curves", curves, ndim=tuple(range(1, 8)))
-    t = np.asarray(positions)
-    mm = int(t[-1]) if m is None else int(m)
-    if t.shape == (c.shape[-1],) and mm == t.shape[0] - 1 and np.array_equal(t, np.arange(mm + 1)):
+    t, mm = _positions_and_m(positions, m, c.shape[-1])
+    if mm == t.shape[0] - 1 and np.array_equal(t, np.arange(mm + 1)):
         return _areas(c, mode, normalize)[2]  # the paper's curve: eq. (2) exactly
     trap, line = _trapezoid(c, t, mm)
     sign = 1.0 if mode == "insertion" else -1.0

@@ -41,7 +41,9 @@ from numpy.typing import ArrayLike
 from . import _decomposition_kernels as K
 from ._progress import progress_bar
 from ._validation import (
+    align_columns,
     as_float_array,
+    check_bool,
     check_finite,
     check_mode,
     check_orders,
@@ -91,11 +93,12 @@ def _fmt_seconds(s: float) -> str:
 
 def _check_d(dsz: np.ndarray, n: int, max_d, pairs: np.ndarray | None = None,
              what: str = "exact anchored decomposition",
-             probe: Callable[[], float] | None = None) -> int:
+             probe: Callable[[], float] | None = None, groups: bool = False) -> int:
     """Refuse pairs with more than ``max_d`` differing features, naming the pair and its cost.
 
     ``dsz[p]`` is |D| of plan entry p, whose pair index is ``pairs[p]`` (default p). ``probe()``
     (called only when refusing) gives the model's seconds per row, for the time estimate.
+    ``groups``: the units are groups of columns (the message says so).
     """
     max_d = check_positive_int("max_d", max_d, minimum=0)
     big = np.flatnonzero(dsz > min(max_d, _HARD_MAX_D))
@@ -116,9 +119,11 @@ def _check_d(dsz: np.ndarray, n: int, max_d, pairs: np.ndarray | None = None,
     if probe is not None:
         with contextlib.suppress(Exception):  # the estimate must never hide the real error
             eta = f", about {_fmt_seconds(N * probe())} of model time on this machine"
+    unit, dset = (("groups", "D = {groups with a column j where x_j != r_j}") if groups
+                  else ("features", "D = {j : x_j != r_j}"))
     raise ValueError(
-        f"pair {name(p)} differs in |D| = {d} features (> max_d = {max_d}): of its n = {n} "
-        f"features only D = {{j : x_j != r_j}} matters, but the {what} of this pair still "
+        f"pair {name(p)} differs in |D| = {d} {unit} (> max_d = {max_d}): of its n = {n} "
+        f"{unit} only {dset} matters, but the {what} of this pair still "
         f"enumerates the 2^{d} subsets of D: 2**{d} = {N:,} model evaluations{eta}, and "
         f"{_fmt_bytes(16.0 * N)} for the values g(u) and Delta_u (16 bytes per subset)."
         f"{others} Group features, use a sampling-based attribution, or {hint}."
@@ -289,7 +294,7 @@ class BatchDecomposition:
             dflat = vflat.copy()
             K.mobius_ragged(dflat, _value_offsets(dsz), dsz)
         else:
-            dl = np.asarray(delta, dtype=np.float64)
+            dl = as_float_array("delta", delta, ndim=(2,))
             if dl.shape != v.shape:
                 raise ValueError(f"delta must have shape {v.shape}; got {dl.shape}.")
             dflat = np.array(dl, order="C").reshape(-1)
@@ -310,6 +315,9 @@ class BatchDecomposition:
             if len(feature_names) != self.n:
                 raise ValueError(
                     f"feature_names has {len(feature_names)} names for n = {self.n} features.")
+            dup = sorted({c for c in feature_names if feature_names.count(c) > 1})
+            if dup:
+                raise ValueError(f"feature_names repeats {dup}.")
         self.feature_names = feature_names
         self.n_evals = int(n_evals)
         self.timings = dict(timings or {})
@@ -435,6 +443,8 @@ class BatchDecomposition:
         return self.B
 
     def _index(self, i) -> int:
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"pair index must be an integer; got {i!r}.")
         i = int(i)
         if not -self.B <= i < self.B:
             raise IndexError(f"pair index {i} out of range for B = {self.B} pairs.")
@@ -499,6 +509,7 @@ class BatchDecomposition:
         ndarray (B,) or (B, K)
         """
         check_mode(mode)
+        normalize = check_bool("normalize", normalize)
         (ai, ad, _, _), squeeze = self._areas(orders)
         a = ai if mode == "insertion" else ad
         if normalize:
@@ -513,6 +524,7 @@ class BatchDecomposition:
         by n when ``normalize`` (the paper's tables). Shapes as in :meth:`auc`.
         """
         check_mode(mode)
+        normalize = check_bool("normalize", normalize)
         (_, _, bi, bd), squeeze = self._areas(orders)
         a = bi if mode == "insertion" else bd
         if normalize:
@@ -521,6 +533,7 @@ class BatchDecomposition:
 
     def abc_total(self, orders, *, normalize: bool = True) -> np.ndarray:
         """ABC + ABC' of each ordering, ``sum_{u≠∅} (n - ceil(u) - floor(u) + 1) Delta_u`` (App. B.1)."""
+        normalize = check_bool("normalize", normalize)
         (_, _, bi, bd), squeeze = self._areas(orders)
         a = bi + bd
         if normalize:
@@ -542,6 +555,7 @@ class BatchDecomposition:
         ndarray (B,)
         """
         check_mode(mode)
+        normalize = check_bool("normalize", normalize)
         n = self.n
         e_ceil = expected_last_position(np.arange(n + 1), n)
         half = (n + 1) / 2.0
@@ -600,11 +614,13 @@ class BatchDecomposition:
 
     def best_auc(self, *, mode: str = "insertion", normalize: bool = False) -> np.ndarray:
         """Largest AUC (insertion) or smallest AUC' (deletion) over all n! orderings, (B,)."""
+        normalize = check_bool("normalize", normalize)
         a = self._best_path(mode)[0]
         return a / self.n if normalize else a.copy()
 
     def best_abc(self, *, mode: str = "insertion", normalize: bool = True) -> np.ndarray:
         """Best achievable ABC (insertion) or ABC' (deletion) over all n! orderings, (B,)."""
+        normalize = check_bool("normalize", normalize)
         best = self._best_path(mode)[0]
         aul = (self.n + 1) / 2.0 * (self.fr + self.fx)
         out = best - aul if mode == "insertion" else aul - best
@@ -766,14 +782,17 @@ class AnchoredDecomposition:
 
 # -- evaluation of the 2^|D| hybrids of many pairs ------------------------------------------------
 def _prepare(f, X, R, batch_size, groups=None):
+    """Model, checked pairs (and in the model's dtype), the grouping (None for singleton groups)
+    and the group names (kept for singleton groups too)."""
     model = as_model(f, batch_size=batch_size)
     X, R = check_pairs(X, R)
     Xd = np.ascontiguousarray(X, dtype=model.dtype)
     Rd = np.ascontiguousarray(R, dtype=model.dtype)
     grp = check_groups(groups, X.shape[1])
+    names = None if grp is None else list(grp.names)
     if grp is not None and grp.singleton:
         grp = None
-    return model, X, R, Xd, Rd, grp
+    return model, X, R, Xd, Rd, grp, names
 
 
 def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
@@ -824,13 +843,18 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
         A pair with |D| > ``max_d``.
     """
     t0 = time.perf_counter()
-    model, X, R, Xd, Rd, grp = _prepare(f, X, R, batch_size, groups)
+    model, X, R, Xd, Rd, grp, gnames = _prepare(f, X, R, batch_size, groups)
     B = X.shape[0]
     n = X.shape[1] if grp is None else grp.m
-    if feature_names is None and grp is not None:
-        feature_names = grp.names
+    if feature_names is None:
+        feature_names = gnames
+    elif grp is not None and len(feature_names) != n:
+        raise ValueError(f"feature_names has {len(feature_names)} names but groups= makes the "
+                         f"units the m = {n} groups: give one name per group (or none: the "
+                         "groups' names are used).")
+    dedup = check_bool("dedup", dedup)
     dsz, Dflat, doff = _subspaces(X, R, dedup, grp)
-    _check_d(dsz, n, max_d, probe=lambda: _seconds_per_row(model, Xd))
+    _check_d(dsz, n, max_d, probe=lambda: _seconds_per_row(model, Xd), groups=grp is not None)
     total = int(np.sum(np.left_shift(np.int64(1), dsz)))
     with progress_bar(total, "decomposition", unit="row", enable=progress,
                       auto=total > 4_000_000) as bar:
@@ -881,6 +905,8 @@ def anchored_decomposition(f: ModelLike, x: ArrayLike, r: ArrayLike, *,
     >>> d.shapley()
     array([0.5, 0.5, 1. ])
     """
+    if getattr(x, "ndim", None) == 1 and hasattr(x, "index"):  # labelled: match r by name
+        r = align_columns("r", r, None, like_name="x", labels=list(x.index))
     x = as_float_array("x", x, ndim=(1,))
     r = as_float_array("r", r, ndim=(1,))
     b = batch_decomposition(f, x[None, :], r[None, :], batch_size=batch_size,
@@ -1005,7 +1031,7 @@ def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = D
     ValueError
         A pair with |D| > ``max_d``; the message names the pair, its |D| and the cost.
     """
-    model, X, R, Xd, Rd, grp = _prepare(f, X, R, batch_size, groups)
+    model, X, R, Xd, Rd, grp, _ = _prepare(f, X, R, batch_size, groups)
     max_rows = check_positive_int("max_rows", max_rows)
     B = X.shape[0]
     n = X.shape[1] if grp is None else grp.m
@@ -1021,7 +1047,7 @@ def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = D
             raise ValueError(f"pairs: index {int(todo[bad][0])} out of range for B = {B} pairs.")
         todo = todo.astype(np.int64)
     _check_d(dsz[todo], n, max_d, pairs=todo, what="exact Shapley computation",
-             probe=lambda: _seconds_per_row(model, Xd))
+             probe=lambda: _seconds_per_row(model, Xd), groups=grp is not None)
     phi = np.full((B, n), np.nan)
     total = int(np.left_shift(np.int64(1), dsz[todo]).sum())
     with progress_bar(total, "exact Shapley (subspace)", unit="row", enable=progress,

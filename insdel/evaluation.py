@@ -18,8 +18,10 @@ from numpy.typing import ArrayLike
 from ._validation import (
     align_attributions,
     as_float_array,
+    check_bool,
     check_mode,
     check_pairs,
+    check_positive_int,
     feature_names_of,
 )
 from .adapter import ModelLike
@@ -151,7 +153,14 @@ class Evaluation:
 
     def random_mean(self, mode: str = "insertion") -> np.ndarray:
         """Per-pair empirical mean ABC over the ``n_random`` random orderings, shape (B,)."""
-        return self.random_abc[mode].mean(axis=1)
+        check_mode(mode)
+        if mode not in self.modes:
+            raise KeyError(f"mode {mode!r} was not evaluated; evaluated: {self.modes}.")
+        a = self.random_abc[mode]
+        if a.shape[-1] == 0:
+            raise ValueError("this evaluation holds no further random orderings (n_random=0): "
+                             "there is no random-order mean.")
+        return a.mean(axis=1)
 
     def ordering(self, pair: int, method: str) -> pd.DataFrame:
         """The steps of one pair's curves under one method: step, feature (index and name) moved
@@ -160,8 +169,13 @@ class Evaluation:
             raise ValueError("this evaluation holds no orderings.")
         if method not in self.methods:
             raise KeyError(f"unknown method {method!r}; known: {self.methods}.")
+        if isinstance(pair, (bool, np.bool_)) or not isinstance(pair, (int, np.integer)):
+            raise TypeError(f"pair must be an integer pair index; got {pair!r}.")
+        if not -self.n_pairs <= pair < self.n_pairs:
+            raise IndexError(f"pair {pair} out of range for {self.n_pairs} pairs.")
+        pair = int(pair) % self.n_pairs
         k = self.methods.index(method)
-        o = self.orders[int(pair), k]
+        o = self.orders[pair, k]
         n = o.shape[0]
         if self.groups is not None:
             names = list(self.groups.names)
@@ -192,8 +206,30 @@ class Evaluation:
                     order: str = "signed", groups: Groups | None = None,
                     positions: np.ndarray | None = None) -> Evaluation:
         """Build an Evaluation from traced curves: the areas (paper eq. 1, 2) are computed here,
-        the one place that turns curves into the long ABC table."""
+        the one place that turns curves into the long ABC table.
+
+        The number of units m comes from ``groups``, else from ``orders``, else from the curves'
+        length; with ``positions`` one of ``groups`` or ``orders`` is needed (a partial or
+        stepped curve does not tell m)."""
         methods = list(methods)
+        if positions is not None and groups is None and orders is None:
+            raise ValueError("from_curves: with positions= give orders= or groups= too: the "
+                             "number of units m (what the positions are fractions of) cannot "
+                             "be read from curves recorded at positions.")
+        if groups is not None and orders is not None and np.shape(orders)[-1] != groups.m:
+            raise ValueError(f"from_curves: orders are of {np.shape(orders)[-1]} units but groups "
+                             f"has m = {groups.m} groups.")
+        units = (groups.m if groups is not None
+                 else np.shape(orders)[-1] if orders is not None else None)
+        points = None if positions is None else len(positions)
+        if units is not None and points is None:
+            points = units + 1
+        for m in modes:
+            for what, cv in (("curves", curves[m]), ("random_curves", random_curves[m])):
+                if points is not None and np.shape(cv)[-1] != points:
+                    raise ValueError(f"from_curves: {what}[{m!r}] has {np.shape(cv)[-1]} points "
+                                     f"per curve; expected {points} (m = {units} units"
+                                     f"{'' if positions is None else ' at the positions'}).")
         obj = cls(methods=methods, modes=tuple(modes), curves=dict(curves),
                   random_curves=dict(random_curves), fx=np.asarray(fx), fr=np.asarray(fr),
                   abc=pd.DataFrame(), random_abc={}, normalize=bool(normalize), orders=orders,
@@ -388,6 +424,10 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
     if not modes:
         raise ValueError("modes must name at least one of 'insertion', 'deletion'.")
     check_order(order)
+    normalize = check_bool("normalize", normalize)
+    add_random = check_bool("add_random", add_random)
+    n_random = check_positive_int("n_random", n_random, minimum=0)
+    seed = check_positive_int("seed", seed, minimum=0)
     names = feature_names_of(X, feature_names)
     X, R = check_pairs(X, R)
     B, n = X.shape
@@ -395,8 +435,6 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         raise ValueError(f"feature_names has {len(names)} names for n = {n} features.")
     if not isinstance(attributions, Mapping):
         raise TypeError("attributions must be a mapping name -> array (B, n).")
-    if n_random < 0:
-        raise ValueError(f"n_random must be >= 0; got {n_random}.")
     grp = check_groups(groups, n)
     if grp is not None and grp.singleton:
         grp = None

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ._validation import check_positive_int
+
 __all__ = ["Groups", "check_groups", "group_attributions", "positions", "full_positions"]
 
 
@@ -101,17 +103,28 @@ class Groups:
         g = check_groups(lab, lab.shape[0], name="labels")
         if names is None:
             return g
-        names = [str(v) for v in names]
-        if len(names) != g.m:
-            raise ValueError(f"names: {len(names)} names for {g.m} groups.")
+        names = _check_names(names, g.m)
         return cls(labels=g.labels, starts=g.starts, members=g.members, names=names)
 
     @classmethod
     def singletons(cls, n: int, names: Sequence[str] | None = None) -> Groups:
         """One group per column (today's features)."""
+        n = check_positive_int("n", n)
         ar = np.arange(n, dtype=np.int64)
         return cls(labels=ar, starts=np.arange(n + 1, dtype=np.int64), members=ar.copy(),
-                   names=list(names) if names is not None else [f"x{j}" for j in range(n)])
+                   names=_check_names(names, n) if names is not None
+                   else [f"x{j}" for j in range(n)])
+
+
+def _check_names(names: Sequence, m: int) -> list:
+    """One distinct name per group."""
+    names = [str(v) for v in names]
+    if len(names) != m:
+        raise ValueError(f"names: {len(names)} names for {m} groups.")
+    dup = sorted({v for v in names if names.count(v) > 1})
+    if dup:
+        raise ValueError(f"names: group names must be distinct; {dup} repeated.")
+    return names
 
 
 def _from_lists(lists: Sequence, n: int, names: list) -> Groups:
@@ -262,9 +275,7 @@ def positions(m: int, *, step: int | None = None, fractions: ArrayLike | None = 
     ndarray of int64 (S,)
         Strictly increasing; ``full_positions(m)`` when nothing is given.
     """
-    m = int(m)
-    if m < 1:
-        raise ValueError(f"need at least one unit to move; got m = {m}.")
+    m = check_positive_int("m", m)
     if fractions is not None:
         if step is not None or max_fraction is not None:
             raise ValueError("give fractions= alone (it fixes every point), not with step= or "
@@ -278,7 +289,9 @@ def positions(m: int, *, step: int | None = None, fractions: ArrayLike | None = 
             i = int(np.flatnonzero(np.diff(q) <= 0)[0])
             raise ValueError(f"fractions must be strictly increasing; fractions[{i}] = {q[i]} and "
                              f"fractions[{i + 1}] = {q[i + 1]}.")
-        t = np.floor(q * m + 0.5).astype(np.int64)
+        # halves up on the decimal value the user wrote: q * m of a float q such as 0.58 can fall
+        # just below the half (0.58 * 25 = 14.4999...), which must still round to 15
+        t = np.floor(q * m + 0.5 + 1e-9).astype(np.int64)
         if (np.diff(t) <= 0).any():
             i = int(np.flatnonzero(np.diff(t) <= 0)[0])
             raise ValueError(f"fractions[{i}] = {q[i]} and fractions[{i + 1}] = {q[i + 1]} both "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ._validation import as_float_array
+from ._validation import as_float_array, check_bool
 
 __all__ = ["hybrid", "masks_to_words", "n_words", "build_rows"]
 
@@ -154,6 +154,8 @@ def hybrid(x, r, mask, *, outer: bool | None = None) -> np.ndarray:
         return np.where(m, x, r)
     if outer is None:
         outer = S[0] != B
+    else:
+        outer = check_bool("outer", outer)
     if not outer:
         if S[0] != B:
             raise ValueError(f"mask's first axis ({S[0]}) must equal the number of pairs B = {B}.")
