@@ -218,6 +218,16 @@ def check_choice(name: str, value, allowed) -> str:
     return value
 
 
+def is_integral(v) -> bool:
+    """An integer, or a float holding one (never a bool): for sizes given in a shape or a config,
+    where 2.0 is 2 but 2.5 must not silently become 2."""
+    if isinstance(v, (bool, np.bool_)):
+        return False
+    if isinstance(v, (int, np.integer)):
+        return True
+    return isinstance(v, (float, np.floating)) and bool(np.isfinite(v)) and float(v).is_integer()
+
+
 def check_positive_int(name: str, value, *, minimum: int = 1) -> int:
     """An integer ``>= minimum`` (``bool`` refused); errors name the argument."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \

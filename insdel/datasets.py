@@ -416,14 +416,23 @@ def prepare(name: str, out: str | os.PathLike, *, seed: int = 0, **options) -> P
     from ._checkpoint import atomic_write, atomic_write_text
 
     ds = get(name, seed=seed, **options)
+    if ds.target_name in ds.feature_names:
+        raise ValueError(f"data set {name!r}: the target {ds.target_name!r} is also a feature "
+                         "name; the parquet files need distinct column names.")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    # the old metadata goes first: a prepare killed between files must not leave new splits
+    # readable under another preparation's metadata (or the reverse)
+    (out / "metadata.json").unlink(missing_ok=True)
+    hashes = {}
     for split, (X, y) in (("train", (ds.X_train, ds.y_train)), ("test", (ds.X_test, ds.y_test))):
         df = pd.DataFrame(X, columns=ds.feature_names)
         df[ds.target_name] = y
         with atomic_write(out / f"{split}.parquet", suffix=".parquet") as tmp:
             df.to_parquet(tmp, index=False)
+            hashes[split] = sha256_file(tmp)
     meta = ds.metadata()
+    meta["files_sha256"] = hashes
     atomic_write_text(out / "metadata.json", json.dumps(meta, indent=2) + "\n")
     return out
 
@@ -439,7 +448,13 @@ def load_prepared(folder: str | os.PathLike) -> Dataset:
     feats = meta["feature_names"]
     arrays = {}
     for split in ("train", "test"):
-        df = pd.read_parquet(folder / f"{split}.parquet")
+        fp = folder / f"{split}.parquet"
+        want = meta.get("files_sha256", {}).get(split)
+        if want is not None and fp.is_file() and sha256_file(fp) != want:
+            raise ValueError(f"{fp} is not the file metadata.json was written with (its SHA-256 "
+                             "differs: changed or from another preparation); prepare the data "
+                             "set again.")
+        df = pd.read_parquet(fp)
         arrays[split] = (df[feats].to_numpy(np.float64), df[meta["target_name"]].to_numpy(np.float64))
 
     def levels(rows):

@@ -24,7 +24,8 @@ def abc_correlation(evaluation, methods: Sequence[str] | None = None) -> pd.Seri
     columns pair, method, mode, abc) holding both modes. NaN where fewer than 2 pairs or a constant
     column.
     """
-    df = evaluation.abc if hasattr(evaluation, "abc") else evaluation
+    # a long DataFrame has an "abc" column, so ``.abc`` would be that column, not the frame
+    df = evaluation if isinstance(evaluation, pd.DataFrame) else evaluation.abc
     modes = set(df["mode"])
     if not {"insertion", "deletion"} <= modes:
         raise ValueError(f"the correlation needs both insertion and deletion ABCs; got modes {sorted(modes)}.")
@@ -33,7 +34,13 @@ def abc_correlation(evaluation, methods: Sequence[str] | None = None) -> pd.Seri
     for m in methods:
         if m not in all_methods:
             raise ValueError(f"unknown method {m!r}; evaluated: {all_methods}.")
-    w = df.pivot_table(index="pair", columns=["mode", "method"], values="abc")
+    dup = df.duplicated(["pair", "mode", "method"])
+    if dup.any():  # pivot_table would average them silently (e.g. two evaluations concatenated)
+        r = df[dup].iloc[0]
+        raise ValueError(f"the ABCs hold {int(dup.sum())} repeated (pair, mode, method) row(s), "
+                         f"e.g. pair {r['pair']!r}, {r['mode']}, {r['method']!r}; give one "
+                         "evaluation's ABCs (one row per pair, mode and method).")
+    w = df.pivot_table(index="pair", columns=["mode", "method"], values="abc", dropna=False)
     out = {}
     for m in methods:
         a = w[("insertion", m)].to_numpy()

@@ -133,6 +133,20 @@ def make_client(compute: Mapping, *, log: Callable[[str], None] | None = None
     backend = compute.get("backend", "serial")
     if backend not in BACKENDS:
         raise ValueError(f"compute.backend must be one of {BACKENDS}; got {backend!r}.")
+    from ._validation import check_positive_int
+
+    given = [k for k in ("address", "n_workers", "threads_per_worker")
+             if compute.get(k) is not None]
+    if backend == "serial" and given:
+        raise ValueError(f"compute: {given} describe a Dask cluster but backend = 'serial' "
+                         "ignores them; set backend = 'dask' or drop them.")
+    if compute.get("address") is not None and len(given) > 1:
+        raise ValueError(f"compute: {[k for k in given if k != 'address']} size a LocalCluster, "
+                         "but address names an existing scheduler (its workers are used as they "
+                         "are); give one or the other.")
+    for k in ("n_workers", "threads_per_worker"):
+        if compute.get(k) is not None:
+            check_positive_int(f"compute.{k}", compute[k])
     if backend == "serial":
         yield None
         return
@@ -238,6 +252,9 @@ def map_chunks(client, fn: Callable, chunk_args: Sequence[tuple], *,
     ids = list(range(len(chunk_args))) if ids is None else list(ids)
     if len(ids) != len(chunk_args):
         raise ValueError(f"ids has {len(ids)} entries for {len(chunk_args)} chunks.")
+    if len(set(ids)) != len(ids):  # equal task keys would make Dask return one chunk's result twice
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        raise ValueError(f"ids must be distinct; repeated: {dup[:5]}.")
     if not chunk_args:
         return
     shared = dict(shared or {})

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from ._validation import is_integral
 from .groups import Groups, check_groups, check_positions, group_attributions
 from .groups import positions as make_positions
 
@@ -34,9 +35,12 @@ RISE_SIGMA = 5.0
 def check_shape(shape, n: int | None = None, *, name: str = "shape") -> tuple[int, int, int]:
     """An image shape (C, H, W) of positive integers; with ``n``, C*H*W must equal n."""
     try:
-        C, H, W = (int(v) for v in shape)
+        vals = list(shape)
+        if len(vals) != 3 or not all(is_integral(v) for v in vals):
+            raise ValueError
+        C, H, W = (int(v) for v in vals)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be (C, H, W); got {shape!r}.") from None
+        raise ValueError(f"{name} must be (C, H, W), three integers; got {shape!r}.") from None
     if min(C, H, W) < 1:
         raise ValueError(f"{name} must be positive (C, H, W); got {shape!r}.")
     if n is not None and C * H * W != n:
@@ -132,7 +136,7 @@ def rise_kernel(klen: int = RISE_KLEN, sigma: float = RISE_SIGMA) -> np.ndarray:
     :func:`scipy.ndimage.gaussian_filter` with ``sigma`` (Petsiuk et al.'s ``gkern``)."""
     from scipy.ndimage import gaussian_filter
 
-    if int(klen) < 1 or int(klen) % 2 == 0:
+    if not is_integral(klen) or int(klen) < 1 or int(klen) % 2 == 0:
         raise ValueError(f"klen must be a positive odd integer; got {klen!r}.")
     if not float(sigma) > 0:
         raise ValueError(f"sigma must be > 0; got {sigma!r}.")
@@ -306,7 +310,11 @@ def evaluate(f, X: ArrayLike, R: ArrayLike, attributions: Mapping[str, ArrayLike
         make_positions(m, step=step, fractions=fractions, max_fraction=max_fraction)
     if output == "predicted":
         classes = predicted_class(f, X, batch_size=batch_size)
-    elif isinstance(output, (int, np.integer)) and not isinstance(output, bool):
+    elif isinstance(output, (int, np.integer)) and not isinstance(output, (bool, np.bool_)):
+        k = _raw_outputs(f, X[:1]).reshape(1, -1).shape[1]
+        if not 0 <= int(output) < k:  # -1 would silently trace the last class
+            raise ValueError(f"output = {output} is not a class index of this classifier "
+                             f"(0..{k - 1}).")
         classes = np.full(X.shape[0], int(output), dtype=np.int64)
     else:
         raise ValueError(f"output must be 'predicted' or a class index; got {output!r}.")

@@ -125,6 +125,11 @@ def load_any(path: str | Path, *, trust: bool = False, preset: str | None = None
     ValueError
         An unknown format, or a state_dict without ``preset``.
     """
+    from ._validation import check_bool
+
+    trust = check_bool("trust", trust)  # "no" is truthy: never load a pickle on a string
+    if preset is not None and not isinstance(preset, str):
+        raise ValueError(f"preset must be the name of an insdel MLP preset; got {preset!r}.")
     p = Path(path).expanduser()
     if not p.is_file():
         raise FileNotFoundError(f"model file {str(path)!r} does not exist.")
@@ -152,6 +157,10 @@ def load_any(path: str | Path, *, trust: bool = False, preset: str | None = None
     if not (callable(model) or hasattr(model, "predict")):
         raise TypeError(f"{p.name} holds a {type(model).__name__}, not a model (no predict, not "
                         "callable).")
+    if preset is not None and info["format"] != "state_dict":
+        raise ValueError(f"{p.name}: preset={preset!r} ([model] architecture) names the "
+                         f"architecture of a bare state_dict, but the file is a {info['format']} "
+                         "model that carries its own architecture; drop the preset.")
     info["gradients"] = gradient_support(model)
     return model, info
 
@@ -210,6 +219,9 @@ def _load_torch(p: Path, trust: bool, preset, n_features, info: dict, dataset=No
 
         spec = get_preset(preset)
         first = next(v for k, v in obj.items() if k.endswith("weight") and v.ndim == 2)
+        if n_features is not None and int(n_features) != int(first.shape[1]):
+            raise ValueError(f"{p.name}: the state_dict's first layer takes {first.shape[1]} "
+                             f"inputs but n_features = {n_features} (the data's features).")
         n = int(n_features or first.shape[1])
         model = MLP(n, list(spec["hidden"]), float(spec.get("dropout", 0.0)))
         try:

@@ -180,6 +180,9 @@ def roar(dataset, attributions: Mapping[str, np.ndarray], *, params: str | Mappi
     N1, n = Xtr.shape
     N = N1 + Xte.shape[0]
     for m, A in attributions.items():
+        if m == "none":
+            raise ValueError("attributions: the method name 'none' is reserved for the q = 0 "
+                             "baseline rows; rename the method.")
         if np.shape(A) != (N, n):
             raise ValueError(f"attributions[{m!r}] has shape {np.shape(A)}; expected ({N}, {n}) "
                              "= the training points then the test points.")
@@ -188,7 +191,9 @@ def roar(dataset, attributions: Mapping[str, np.ndarray], *, params: str | Mappi
     values = removal_values(dataset)
     rep_seeds = [int(np.random.SeedSequence([seed, 7_365, r]).generate_state(1)[0] & 0x7FFFFFFF)
                  for r in range(replicates)]
-    model_key = {"params": params if isinstance(params, str) else dict(params or {}),
+    # the resolved hyper-parameters, not the name given: params=None picks a preset by the data
+    # set's name, and a preset's values are what the training uses
+    model_key = {"params": models._resolve_params(params, dataset),
                  "max_epochs": max_epochs, "device": device, "num_threads": num_threads}
     base = ck.sha256_arrays(Xtr, Xte, np.asarray(dataset.y_train), np.asarray(dataset.y_test))
 

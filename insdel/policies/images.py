@@ -34,7 +34,11 @@ class _ImagePolicy(Policy):
     accepts_rows = True
 
     def __init__(self, shape=None, **params):
-        self.params = {"shape": None if shape is None else [int(v) for v in shape], **params}
+        if shape is not None:  # checked now: (1, 8.5, 8) must not become (1, 8, 8)
+            from ..images import check_shape
+
+            shape = list(check_shape(shape, name=f"{self.name}: shape"))
+        self.params = {"shape": shape, **params}
 
 
 @_builtin("black")
@@ -88,6 +92,9 @@ class Blurred(_ImagePolicy):
     """Each target blurred (RISE's insertion substrate: ``klen`` x ``klen`` kernel, ``sigma``)."""
 
     def __init__(self, shape=None, klen: int = 11, sigma: float = 5.0):
+        from ..images import rise_kernel
+
+        rise_kernel(klen, sigma)  # validates: klen a positive odd integer (11.7 is not 11)
         super().__init__(shape, klen=int(klen), sigma=float(sigma))
 
     def _pair(self, pool, f, tidx, T, labels, seed, progress):
