@@ -49,6 +49,7 @@ from ._validation import (
     check_orders,
     check_pairs,
     check_positive_int,
+    feature_names_of,
 )
 from .adapter import Model, ModelLike, as_model
 from .groups import Groups, check_groups
@@ -825,7 +826,8 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
         Work in D_b. ``False`` takes D_b = all n features (2^n evaluations per pair, the full-space
         route; for checks).
     feature_names : sequence of str, optional
-        Names of the units (the features, or the groups).
+        Names of the units (the features, or the groups). Default: the groups' names, else a
+        DataFrame X's column names.
     groups : optional
         A partition of the columns into m groups (:mod:`insdel.groups`): the decomposition of the
         *group game* ``g(u) = f(hybrid(x, r, columns of the groups in u))`` over the m groups
@@ -843,11 +845,12 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
         A pair with |D| > ``max_d``.
     """
     t0 = time.perf_counter()
+    columns = feature_names_of(X)  # a DataFrame's column names (None otherwise)
     model, X, R, Xd, Rd, grp, gnames = _prepare(f, X, R, batch_size, groups)
     B = X.shape[0]
     n = X.shape[1] if grp is None else grp.m
     if feature_names is None:
-        feature_names = gnames
+        feature_names = gnames if gnames is not None else columns
     elif grp is not None and len(feature_names) != n:
         raise ValueError(f"feature_names has {len(feature_names)} names but groups= makes the "
                          f"units the m = {n} groups: give one name per group (or none: the "

@@ -221,3 +221,19 @@ def test_ordering_pair_index_and_random_mean_without_random_orderings():
         ev.random_mean()
     with pytest.raises(KeyError, match="was not evaluated"):
         evaluate(_f6, X, R, A, modes=["insertion"]).random_mean("deletion")
+
+
+def test_batch_decomposition_names_features_from_dataframe_columns():
+    """A DataFrame X names the units of the decomposition (interactions used indices before)."""
+    import pandas as pd
+
+    from insdel.decomposition import batch_decomposition
+
+    def f(Z):
+        return Z[:, 0] * Z[:, 1] + Z[:, 2]
+
+    X = pd.DataFrame([[1.0, 2.0, 3.0]], columns=["a", "b", "c"])
+    R = pd.DataFrame([[0.0, 0.0, 0.0]], columns=["a", "b", "c"])
+    d = batch_decomposition(f, X, R)
+    assert d.feature_names == ["a", "b", "c"]
+    assert batch_decomposition(f, X.to_numpy(), R.to_numpy()).feature_names is None
