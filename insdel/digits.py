@@ -46,8 +46,11 @@ def load(*, test_fraction: float = 0.2, seed: int = 0) -> DigitsData:
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 
+    from ._validation import check_positive_int
+
     if not 0.0 < float(test_fraction) < 1.0:
         raise ValueError(f"test_fraction must be in (0, 1); got {test_fraction!r}.")
+    seed = check_positive_int("seed", seed, minimum=0)  # random_state: 1.5 must not become 1
     d = load_digits()
     X = (d.images / 16.0).astype(np.float64)[:, None, :, :]
     y = d.target.astype(np.int64)
@@ -85,6 +88,15 @@ def train_cnn(data: DigitsData, *, preset: str = "digits_cnn", seed: int = 0,
               epochs: int | None = None):
     """Train the preset's CNN on ``data.X_train`` (Adam, cross-entropy; seeded, one thread).
 
+    Parameters
+    ----------
+    data : DigitsData
+    preset : str, default "digits_cnn"
+    seed : int, default 0
+        An integer >= 0.
+    epochs : int, optional
+        An integer >= 1 (2.7 is an error, not 2); default the preset's.
+
     Returns
     -------
     (net, info) : the trained torch module in eval mode and a dict with the preset, epochs, seed
@@ -92,10 +104,11 @@ def train_cnn(data: DigitsData, *, preset: str = "digits_cnn", seed: int = 0,
     """
     import torch
 
+    from ._validation import check_positive_int
+
     p = get(preset)
-    ep = int(p["epochs"] if epochs is None else epochs)
-    if ep < 1:
-        raise ValueError(f"epochs must be >= 1; got {epochs!r}.")
+    seed = check_positive_int("seed", seed, minimum=0)
+    ep = int(p["epochs"]) if epochs is None else check_positive_int("epochs", epochs)  # 2.7 != 2
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -115,18 +115,27 @@ def run_paper_images(out: str | Path = "runs/paper-images", *, quick: bool = Fal
         images, 30 epochs, 50 samples.
     seed : int
         Seeds the split, the training, SmoothGrad's noise, the noise reference and the random
-        orderings.
+        orderings (an integer >= 0).
     step : int, default 4
-        Pixels per step.
+        Pixels per step (an integer >= 1).
     n_images, epochs : int, optional
-        Override the number of test images and training epochs (for a fast check).
+        Override the number of test images and training epochs (for a fast check); integers >= 1
+        (2.7 is an error, not 2).
     """
     import torch
 
     from . import _checkpoint as ck
     from . import digits, images, policies
+    from ._validation import check_bool, check_positive_int
     from .groups import check_positions
 
+    seed = check_positive_int("seed", seed, minimum=0)
+    step = check_positive_int("step", step)
+    quick = check_bool("quick", quick)
+    if n_images is not None:  # 2.7 images must not become 2
+        n_images = check_positive_int("n_images", n_images)
+    if epochs is not None:
+        epochs = check_positive_int("epochs", epochs)
     t0 = time.perf_counter()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -134,8 +143,8 @@ def run_paper_images(out: str | Path = "runs/paper-images", *, quick: bool = Fal
     net, minfo = digits.train_cnn(data, seed=seed,
                                   epochs=epochs if epochs is not None else 15 if quick else None)
     fnet = images.flat_module(net, digits.SHAPE)
-    n_img = (100 if quick else data.X_test.shape[0]) if n_images is None else int(n_images)
-    if not 1 <= n_img <= data.X_test.shape[0]:
+    n_img = (100 if quick else data.X_test.shape[0]) if n_images is None else n_images
+    if n_img > data.X_test.shape[0]:
         raise ValueError(f"n_images must be in [1, {data.X_test.shape[0]}]; got {n_images!r}.")
     X = images.flatten(data.X_test[:n_img])
     classes = images.predicted_class(fnet, X)

@@ -354,7 +354,10 @@ class Sensitivity(Metric):
         Perturbations per pair (BEExAI's default).
     radius : float or "auto", default 0.5
         Half-width of the uniform noise (BEExAI's class default); ``"auto"``: per column, the mean
-        ``|x_i - x_j|`` over pairs of targets (BEExAI's benchmark default).
+        ``|x_i - x_j|`` over pairs of targets (BEExAI's benchmark default). ``"auto"`` needs at
+        least two targets that differ somewhere: with one target (no pair) or identical targets
+        the radius would be 0, no perturbation, and every score NaN, so that is an error (give
+        ``radius=`` a number).
     normalize : {"noise", "explanation", "none"}, default "noise"
         rho_k: ``||d_k||`` (BEExAI), ``||a(x)||`` (captum's ``sensitivity_max``), or 1 (eq. 8).
 
@@ -384,10 +387,18 @@ class Sensitivity(Metric):
     def noise(self, ctx: MetricContext, method=None) -> np.ndarray:
         """The draws d of a call, (K, B, n)."""
         if self.radius == "auto":
-            Xs = np.sort(ctx.X, axis=0)
             B = ctx.B
+            if B < 2:
+                raise ValueError("sensitivity: radius='auto' is the mean |x_i - x_j| over pairs of "
+                                 f"targets and needs at least 2 targets; got {B}. Give radius= a "
+                                 "number (e.g. radius=0.5, BEExAI's default).")
+            Xs = np.sort(ctx.X, axis=0)
             w = 2 * np.arange(B) - B + 1
-            rad = (w[:, None] * Xs).sum(axis=0) / max(B * (B - 1) / 2, 1)
+            rad = (w[:, None] * Xs).sum(axis=0) / (B * (B - 1) / 2)
+            if not np.any(rad > 0):
+                raise ValueError(f"sensitivity: radius='auto' is 0 in every column (the {B} "
+                                 "targets are identical), so nothing would be perturbed. Give "
+                                 "radius= a number (e.g. radius=0.5, BEExAI's default).")
         else:
             rad = self.radius
         u = ctx.rng(self.name, method).random((self.n_samples, ctx.B, ctx.n))

@@ -7,7 +7,9 @@ image ``shape`` (C, H, W) and checks it against the rows:
   white in the model's input space when images are normalised);
 * ``channel_mean``: each channel at its mean over a background set of images (default the pool);
 * ``blurred``: each target blurred with RISE's kernel (11 x 11, sigma 5: :func:`insdel.images.blur`);
-* ``noise``: uniform noise in [``low``, ``high``], seeded by the pairing seed and the target;
+* ``noise``: uniform noise in [``low``, ``high``], seeded by the pairing seed and the target (its
+  pool index, or its position when targets are given as rows), so a target's noise does not depend
+  on which other targets are paired with it;
 * ``image``: any given image.
 """
 
@@ -109,9 +111,17 @@ class Blurred(_ImagePolicy):
                        params={})
 
 
+_NOISE_STREAM = 0x1A6E  # the noise policy's word in its seed sequences
+
+
 @_builtin("noise")
 class Noise(_ImagePolicy):
-    """Uniform noise in [``low``, ``high``], one seeded image per target."""
+    """Uniform noise in [``low``, ``high``], one seeded image per target.
+
+    Each target's image comes from its own stream, ``SeedSequence([seed, 0x1A6E, kind, key])``
+    with ``key`` the target's pool index (``kind`` 0) or, for targets given as rows, its position
+    among them (``kind`` 1): pairing targets ``[0, 1]`` or ``[1]`` gives target 1 the same image.
+    """
 
     def __init__(self, shape=None, low: float = 0.0, high: float = 1.0):
         if not float(low) < float(high):
@@ -121,8 +131,14 @@ class Noise(_ImagePolicy):
     def _pair(self, pool, f, tidx, T, labels, seed, progress):
         n = T.shape[1]
         _shape(self.params, n, self.name)
-        rng = np.random.default_rng([int(seed), 0x1A6E])
-        R = rng.uniform(self.params["low"], self.params["high"], size=T.shape)
+        # pool indices (kind 0), or positions among targets given as rows (tidx == -1: kind 1)
+        rows_given = bool(tidx.size) and bool((tidx < 0).all())
+        keys = np.arange(T.shape[0]) if rows_given else tidx
+        R = np.empty(T.shape, dtype=np.float64)
+        for i, k in enumerate(keys):
+            rng = np.random.default_rng(np.random.SeedSequence(
+                [int(seed), _NOISE_STREAM, int(rows_given), int(k)]))
+            R[i] = rng.uniform(self.params["low"], self.params["high"], size=n)
         return Pairing(X=T.copy(), R=R, target_index=tidx.copy(),
                        reference_index=np.full(T.shape[0], -1, np.int64), name=self.name,
                        params={})
