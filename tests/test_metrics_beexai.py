@@ -408,3 +408,23 @@ def test_names_family_and_options():
         M.get("sensitivity", normalize="max")
     with pytest.raises(ValueError, match="first_point"):
         M.get("monotonicity_beexai", first_point="zero")
+
+
+def test_sensitivity_auto_radius_one_pair_is_an_error():
+    """radius='auto' is a mean over pairs of targets: one target, or identical ones, would give
+    radius 0 and a NaN score; it is an error saying to give radius= a number."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(),
+                              torch.nn.Linear(8, 1)).double()
+    rng = np.random.default_rng(0)
+    X, R = rng.normal(size=(3, 4)), np.zeros((3, 4))
+    A = _grad_x_input(net)(X, R)
+    metric = M.get("sensitivity", radius="auto")
+    with pytest.raises(ValueError, match=r"radius='auto'.*at least 2 targets.*radius="):
+        metric(net, X[:1], R[:1], A[:1], explainer=_grad_x_input(net))
+    with pytest.raises(ValueError, match=r"identical.*radius="):
+        metric(net, np.repeat(X[:1], 3, 0), R, np.repeat(A[:1], 3, 0), explainer=_grad_x_input(net))
+    # two or more distinct targets: a finite score per pair; a number works for one pair
+    assert np.isfinite(np.asarray(metric(net, X, R, A, explainer=_grad_x_input(net)))).all()
+    one = M.get("sensitivity", radius=0.5)(net, X[:1], R[:1], A[:1], explainer=_grad_x_input(net))
+    assert np.isfinite(np.asarray(one)).all()
