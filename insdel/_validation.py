@@ -218,6 +218,24 @@ def check_choice(name: str, value, allowed) -> str:
     return value
 
 
+def repeated(values) -> list:
+    """The values that occur more than once in ``values``, sorted (one pass)."""
+    from collections import Counter
+
+    return sorted(v for v, k in Counter(values).items() if k > 1)
+
+
+def check_index(name: str, i, size: int, unit: str = "pairs") -> int:
+    """An integer index into ``size`` items (negative counts from the end; ``bool`` and floats
+    refused, never truncated); returns it in ``0 .. size - 1``."""
+    if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer; got {i!r}.")
+    i = int(i)
+    if not -size <= i < size:
+        raise IndexError(f"{name} {i} out of range for {size} {unit}.")
+    return i % size
+
+
 def is_integral(v) -> bool:
     """An integer, or a float holding one (never a bool): for sizes given in a shape or a config,
     where 2.0 is 2 but 2.5 must not silently become 2."""
@@ -377,7 +395,7 @@ def feature_names_of(X, feature_names=None, n: int | None = None) -> list[str] |
     names = [str(c) for c in feature_names]
     if n is not None and len(names) != n:
         raise ValueError(f"feature_names has {len(names)} names for n = {n} features.")
-    dup = sorted({c for c in names if names.count(c) > 1})
+    dup = repeated(names)
     if dup:
         raise ValueError(f"feature_names repeats {dup}.")
     return names

@@ -93,13 +93,13 @@ def _positions_and_m(positions, m, P: int) -> tuple[np.ndarray, int]:
     if t.shape != (P,):
         raise ValueError(f"positions must have one entry per curve point ({P}); got shape "
                          f"{t.shape}.")
-    if m is None:
+    if m is None:  # m is where the positions end (checked once, against no upper bound)
         t = check_positions(t, np.iinfo(np.int64).max)
         mm = int(t[-1])
         if mm < 1:
             raise ValueError(f"positions end at {mm} units moved; give m= (the number of units).")
-    else:
-        mm = check_positive_int("m", m)
+        return t, mm
+    mm = check_positive_int("m", m)
     return check_positions(t, mm), mm
 
 

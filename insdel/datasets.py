@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ._checkpoint import sha256_file
-from ._validation import check_finite, check_scalar, to_jsonable
+from ._validation import check_finite, check_scalar, repeated, to_jsonable
 from .groups import Groups
 
 __all__ = ["Dataset", "Scaler", "available", "get", "register", "describe", "options_of",
@@ -308,7 +308,7 @@ def _recipe_groups(name: str, groups, feats: list[str]) -> Groups | None:
             unit_of_group[g] = len(units)
             units.append((gnames[g], [j]))
     names = [u[0] for u in units]
-    dup = sorted({u for u in names if names.count(u) > 1})
+    dup = repeated(names)
     if dup:
         raise ValueError(f"recipe {name!r}: group name(s) {dup} clash with feature names.")
     if all(len(u[1]) == 1 for u in units):

@@ -45,11 +45,13 @@ from ._validation import (
     as_float_array,
     check_bool,
     check_finite,
+    check_index,
     check_mode,
     check_orders,
     check_pairs,
     check_positive_int,
     feature_names_of,
+    repeated,
 )
 from .adapter import Model, ModelLike, as_model
 from .groups import Groups, check_groups
@@ -316,7 +318,7 @@ class BatchDecomposition:
             if len(feature_names) != self.n:
                 raise ValueError(
                     f"feature_names has {len(feature_names)} names for n = {self.n} features.")
-            dup = sorted({c for c in feature_names if feature_names.count(c) > 1})
+            dup = repeated(feature_names)
             if dup:
                 raise ValueError(f"feature_names repeats {dup}.")
         self.feature_names = feature_names
@@ -444,12 +446,7 @@ class BatchDecomposition:
         return self.B
 
     def _index(self, i) -> int:
-        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
-            raise TypeError(f"pair index must be an integer; got {i!r}.")
-        i = int(i)
-        if not -self.B <= i < self.B:
-            raise IndexError(f"pair index {i} out of range for B = {self.B} pairs.")
-        return i % self.B
+        return check_index("pair index", i, self.B)
 
     def __getitem__(self, i: int) -> AnchoredDecomposition:
         i = self._index(i)

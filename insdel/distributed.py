@@ -252,8 +252,10 @@ def map_chunks(client, fn: Callable, chunk_args: Sequence[tuple], *,
     ids = list(range(len(chunk_args))) if ids is None else list(ids)
     if len(ids) != len(chunk_args):
         raise ValueError(f"ids has {len(ids)} entries for {len(chunk_args)} chunks.")
-    if len(set(ids)) != len(ids):  # equal task keys would make Dask return one chunk's result twice
-        dup = sorted({i for i in ids if ids.count(i) > 1})
+    from ._validation import repeated
+
+    dup = repeated(ids)
+    if dup:  # equal task keys would make Dask return one chunk's result twice
         raise ValueError(f"ids must be distinct; repeated: {dup[:5]}.")
     if not chunk_args:
         return

@@ -19,6 +19,7 @@ from ._validation import (
     align_attributions,
     as_float_array,
     check_bool,
+    check_index,
     check_mode,
     check_pairs,
     check_positive_int,
@@ -169,11 +170,7 @@ class Evaluation:
             raise ValueError("this evaluation holds no orderings.")
         if method not in self.methods:
             raise KeyError(f"unknown method {method!r}; known: {self.methods}.")
-        if isinstance(pair, (bool, np.bool_)) or not isinstance(pair, (int, np.integer)):
-            raise TypeError(f"pair must be an integer pair index; got {pair!r}.")
-        if not -self.n_pairs <= pair < self.n_pairs:
-            raise IndexError(f"pair {pair} out of range for {self.n_pairs} pairs.")
-        pair = int(pair) % self.n_pairs
+        pair = check_index("pair", pair, self.n_pairs)
         k = self.methods.index(method)
         o = self.orders[pair, k]
         n = o.shape[0]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import check_positive_int
+from ._validation import check_positive_int, repeated
 
 __all__ = ["Groups", "check_groups", "group_attributions", "positions", "full_positions"]
 
@@ -121,7 +121,7 @@ def _check_names(names: Sequence, m: int) -> list:
     names = [str(v) for v in names]
     if len(names) != m:
         raise ValueError(f"names: {len(names)} names for {m} groups.")
-    dup = sorted({v for v in names if names.count(v) > 1})
+    dup = repeated(names)
     if dup:
         raise ValueError(f"names: group names must be distinct; {dup} repeated.")
     return names

@@ -26,6 +26,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from .._progress import progress_bar
+from .._validation import repeated
 from ..adapter import ModelLike
 from .base import Metric, MetricContext, describe
 
@@ -217,9 +218,9 @@ def evaluate_metrics(f: ModelLike, X: ArrayLike, R: ArrayLike,
                    and (not c.needs_explainer or explainers is not None)]
     ms = [get(m) for m in metrics]
     names = [m.name for m in ms]
-    dup = {n for n in names if names.count(n) > 1}
+    dup = repeated(names)
     if dup:
-        raise ValueError(f"metrics: {sorted(dup)} given more than once; give each once.")
+        raise ValueError(f"metrics: {dup} given more than once; give each once.")
     ctx = MetricContext(f, X, R, groups=groups, seed=seed, batch_size=batch_size)
     As = {k: ctx.unit_attributions(v, name=f"attributions[{k!r}]") for k, v in
           attributions.items()}
