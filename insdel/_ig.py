@@ -118,6 +118,10 @@ def binary_spec(binary, binary_levels, X: np.ndarray, R: np.ndarray,
             if bad.size:
                 raise ValueError(f"binary holds feature indices out of range for n = {n}: "
                                  f"{_first(bad)}.")
+            if np.unique(b % n).size != b.size:  # e.g. [1, 0, 0, 1]: a 0/1 mask read as indices
+                raise ValueError(f"binary repeats feature indices ({b.tolist()[:12]}); pass "
+                                 "distinct indices, or a boolean mask (dtype bool) of length "
+                                 f"n = {n}.")
             is_bin[b] = True
     lo = np.zeros(n)
     hi = np.ones(n)
@@ -138,9 +142,17 @@ def binary_spec(binary, binary_levels, X: np.ndarray, R: np.ndarray,
             hi[j] = vals[-1] if vals.size == 2 else vals[0] + 1.0
     elif isinstance(binary_levels, dict):
         for j, pair in binary_levels.items():
+            key = j
+            if isinstance(j, str) and j.strip().lstrip("+-").isdigit():
+                j = int(j)  # a TOML table's keys are strings
+            if isinstance(j, (bool, np.bool_)) or not isinstance(j, (int, np.integer)):
+                raise TypeError(f"binary_levels keys must be integer feature indices; got "
+                                f"{key!r}.")
             j = int(j)
             if not -n <= j < n:
                 raise ValueError(f"binary_levels names feature {j}, out of range for n = {n}.")
+            if np.shape(pair) != (2,):
+                raise ValueError(f"binary_levels[{j}] must be a pair (lo, hi); got {pair!r}.")
             lo[j], hi[j] = (float(v) for v in pair)
     else:
         lv = np.asarray(binary_levels, dtype=np.float64)

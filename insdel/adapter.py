@@ -20,7 +20,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from ._validation import _first, all_finite
+from ._validation import _first, all_finite, is_integral
 
 #: Attribution methods that need input gradients (a torch module).
 GRADIENT_METHODS = ("integrated_gradients", "deeplift", "vanilla_grad", "input_x_gradient")
@@ -103,9 +103,9 @@ class Model:
                  batch_size: int = DEFAULT_BATCH_SIZE, torch_module=None, name: str = "model",
                  output: int | Callable | None = None):
         self._fn = fn
-        self.output = output
+        self.output = _check_output(output)
         self.dtype = np.dtype(dtype)
-        self.batch_size = int(batch_size)
+        self.batch_size = _check_batch_size(batch_size)
         self.torch_module = torch_module
         self.name = name
         self._counts = _Counts()  # n_evals, n_grad_evals, n_calls (as_model may share it)
@@ -258,6 +258,9 @@ class Model:
             # float32 outputs stay float32 until they are written into the caller's float64 array
             y = np.asarray(y) if self.output is None else self._select(np.asarray(y, np.float64))
         if y.dtype.kind not in "fiu":
+            if y.dtype.kind not in "bO":  # complex, strings, ...: no silent cast to float
+                raise TypeError(f"{self.name} returned values of dtype {y.dtype}; a real "
+                                "(float, int or bool) output is needed.")
             y = np.asarray(y, dtype=np.float64)
         B = Xb.shape[0]
         y = _one_output(y, B, self.name)
@@ -268,6 +271,26 @@ class Model:
 
     def __repr__(self) -> str:
         return f"Model({self.name}, dtype={self.dtype}, batch_size={self.batch_size})"
+
+
+def _check_batch_size(batch_size) -> int:
+    """``batch_size`` as an int >= 1 (an integral float such as 8192.0 is accepted; 2.7, a bool
+    or a string is an error, never truncated or parsed)."""
+    if not is_integral(batch_size):
+        raise ValueError(f"batch_size must be an integer; got {batch_size!r}.")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1; got {batch_size!r}.")
+    return int(batch_size)
+
+
+def _check_output(output):
+    """``output`` is None, a callable or an integer column (never a bool or a float)."""
+    if output is None or callable(output):
+        return output
+    if isinstance(output, (bool, np.bool_)) or not isinstance(output, (int, np.integer)):
+        raise TypeError(f"output must be an int (a column of the model's outputs) or a callable; "
+                        f"got {output!r} ({type(output).__name__}).")
+    return int(output)
 
 
 def _is_torch_module(f) -> bool:
@@ -393,19 +416,19 @@ def as_model(f: ModelLike, *, batch_size: int | None = None, dtype=None,
         dtype or output derived from it shares its counts (``n_evals``, ``n_calls``,
         ``n_grad_evals``), so the caller's model counts the evaluations made through the copy.
     """
-    if batch_size is not None and int(batch_size) < 1:
-        raise ValueError(f"batch_size must be >= 1; got {batch_size}.")
+    if batch_size is not None:
+        batch_size = _check_batch_size(batch_size)
     if isinstance(f, Model):
         if (batch_size is not None and batch_size != f.batch_size) or output is not None \
                 or (dtype is not None and np.dtype(dtype) != f.dtype):
             derived = Model(f._fn, dtype=f.dtype if dtype is None else dtype,
-                            batch_size=f.batch_size if batch_size is None else int(batch_size),
+                            batch_size=f.batch_size if batch_size is None else batch_size,
                             torch_module=f.torch_module, name=f.name,
                             output=f.output if output is None else output)
             derived._counts = f._counts  # its evaluations count on the caller's model too
             return derived
         return f
-    bs = DEFAULT_BATCH_SIZE if batch_size is None else int(batch_size)
+    bs = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
     if _is_torch_module(f):
         f.eval()  # dropout off, batch-norm statistics frozen
         fn, np_dtype = _torch_fn(f)

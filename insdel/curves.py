@@ -52,6 +52,7 @@ from numpy.typing import ArrayLike
 from ._progress import progress_bar
 from ._validation import (
     _first,
+    align_attributions,
     as_float_array,
     check_finite,
     check_mode,
@@ -1399,8 +1400,11 @@ def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str 
         (:func:`insdel.groups.positions`).
     """
     check_mode(mode)
+    names = list(X.columns) if hasattr(X, "columns") else None
     X, R = check_pairs(X, R)
     grp = check_groups(groups, X.shape[1])
+    # a labelled A (DataFrame) is matched to X's columns (or the groups) by name, as in evaluate
+    A = align_attributions("A", A, names, None if grp is None else list(grp.names))
     A = as_float_array("A", A, ndim=(2, 3))
     units = (X.shape[1],) if grp is None else (grp.n, grp.m)
     if A.shape[0] != X.shape[0] or A.shape[-1] not in units:

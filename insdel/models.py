@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from ._progress import progress_bar
-from ._validation import check_positive_int, to_jsonable
+from ._validation import check_positive_int, is_integral, to_jsonable
 
 __all__ = ["MLP", "PRESETS", "available", "get", "default_preset", "train_mlp", "tune_mlp",
            "save_model", "load_model", "regression_metrics"]
@@ -104,14 +104,33 @@ def _resolve_params(params, dataset) -> dict[str, Any]:
     for key in ("hidden", "dropout", "lr"):
         if key not in out:
             raise ValueError(f"params needs {key!r} (or 'preset': NAME to start from a preset).")
-    out["hidden"] = [int(h) for h in out["hidden"]]
+    hidden = out["hidden"]
+    if isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__iter__") \
+            or not all(is_integral(h) for h in hidden):  # "64" is not [6, 4]; 64.7 is not 64
+        raise ValueError(f"params['hidden'] must be a list of integer layer sizes; got "
+                         f"{hidden!r}.")
+    out["hidden"] = [int(h) for h in hidden]
     if not out["hidden"] or min(out["hidden"]) < 1:
         raise ValueError(f"params['hidden'] must be a non-empty list of positive layer sizes; "
                          f"got {params.get('hidden')!r}.")
-    if not 0.0 <= float(out["dropout"]) < 1.0:
-        raise ValueError(f"params['dropout'] must be in [0, 1); got {out['dropout']!r}.")
-    if not float(out["lr"]) > 0:
-        raise ValueError(f"params['lr'] must be positive; got {out['lr']!r}.")
+    for key in ("batch_size", "max_epochs", "patience"):
+        if not is_integral(out[key]) or out[key] < 1:
+            raise ValueError(f"params[{key!r}] must be an integer >= 1; got {out[key]!r}.")
+        out[key] = int(out[key])
+    if out["num_threads"] is not None and (not is_integral(out["num_threads"])
+                                           or out["num_threads"] < 1):
+        raise ValueError(f"params['num_threads'] must be None or an integer >= 1; got "
+                         f"{out['num_threads']!r}.")
+    for key, what, ok in (("dropout", "in [0, 1)", lambda v: 0.0 <= v < 1.0),
+                          ("lr", "> 0", lambda v: v > 0.0),
+                          ("val_fraction", "in (0, 1)", lambda v: 0.0 < v < 1.0),
+                          ("huber_delta", "> 0", lambda v: v > 0.0),
+                          ("weight_decay", ">= 0", lambda v: v >= 0.0)):
+        v = out[key]
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                                 np.floating)) \
+                or not np.isfinite(v) or not ok(float(v)):
+            raise ValueError(f"params[{key!r}] must be a number {what}; got {v!r}.")
     if out["lr_schedule"] not in (None, "cosine", "plateau"):
         raise ValueError(f"params['lr_schedule'] must be None, 'cosine' or 'plateau'; got "
                          f"{out['lr_schedule']!r}.")
@@ -239,6 +258,7 @@ def train_mlp(dataset, params: str | Mapping | None = None, *, seed: int = 0,
         epochs run, the best epoch, seconds, the per-epoch losses and the resolved ``params``.
     """
     _check_dataset(dataset)
+    check_positive_int("seed", seed, minimum=0)
     p = _resolve_params(params, dataset)
     if num_threads is None:
         num_threads = p.get("num_threads")
@@ -251,7 +271,7 @@ def train_mlp(dataset, params: str | Mapping | None = None, *, seed: int = 0,
         finally:
             torch.set_num_threads(old_threads)
     if max_epochs is not None:
-        p["max_epochs"] = int(max_epochs)
+        p["max_epochs"] = check_positive_int("max_epochs", max_epochs)
     if p["max_epochs"] < 1:
         raise ValueError(f"max_epochs must be >= 1; got {p['max_epochs']}.")
     X = np.asarray(dataset.X_train, dtype=np.float32)

@@ -144,6 +144,9 @@ def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str | Any, *,
         An option the method does not take (with the closest valid one), or a gradient method on
         a model without gradients.
     """
+    from .._validation import check_bool
+
+    return_info = check_bool("return_info", return_info)
     if client is not None or pairs_per_chunk is not None:
         return _attribute_chunked(f, X, R, method, return_info, client, pairs_per_chunk, options)
     if not isinstance(method, str):
@@ -185,7 +188,8 @@ def resolve_std_scale(method: str, options: Mapping, X) -> dict:
     """``options`` of ``method`` for a computation chunk by chunk: ``scale="std"`` becomes the
     standard deviation over all rows of ``X`` (as an unchunked call takes it)."""
     options = dict(options)
-    if options.get("scale") == "std" and "scale" in options_of(method):
+    scale = options.get("scale")
+    if isinstance(scale, str) and scale == "std" and "scale" in options_of(method):
         from .gradients import std_scale
 
         options["scale"] = std_scale(X)
@@ -194,7 +198,7 @@ def resolve_std_scale(method: str, options: Mapping, X) -> dict:
 
 def _attribute_chunked(f, X, R, method, return_info: bool, client, pairs_per_chunk, options):
     """:func:`attribute` chunk by chunk (``pairs_per_chunk``), here or on a Dask client."""
-    from .._validation import check_pairs
+    from .._validation import check_pairs, check_positive_int
     from ..distributed import chunk_bounds, chunk_seed, gather_chunks
 
     if not isinstance(method, str):
@@ -208,6 +212,8 @@ def _attribute_chunked(f, X, R, method, return_info: bool, client, pairs_per_chu
     bounds = chunk_bounds(X.shape[0], size)
     seeded = "seed" in options_of(cls.name)
     seed = options.get("seed", options_of(cls.name).get("seed", 0)) if seeded else None
+    if seeded:  # chunk_seed would truncate 2.7 to 2: check it as the method does
+        check_positive_int("seed", seed, minimum=0)
     args = [(lo, hi, cls.name, {**options, **({"seed": chunk_seed(seed, cls.name, k)}
                                               if seeded else {})})
             for k, (lo, hi) in enumerate(bounds)]

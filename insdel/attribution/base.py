@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._progress import progress_bar
-from .._validation import check_pairs
+from .._validation import check_finite, check_pairs
 from ..adapter import GRADIENT_METHODS, Model, ModelLike, as_model
 
 #: Methods that need only model values (any model :func:`insdel.as_model` accepts).
@@ -77,6 +77,7 @@ class Attribution:
         expected = X.shape if m is None else (X.shape[0], m)
         if A.shape != expected:
             raise ValueError(f"{self.name} returned shape {A.shape}; expected {expected}.")
+        check_finite(f"{self.name}'s attributions", A)  # NaN / inf: an error naming the rows
         dfx = info.pop("fx_minus_fr", None)
         if dfx is None:
             dfx = model(X) - model(R)

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._progress import progress_bar
-from .._validation import check_positive_int
+from .._validation import check_bool, check_positive_int, check_scalar
 from .base import Attribution
 
 
@@ -141,6 +141,10 @@ class DeepLift(Attribution):
         ndarray of float64, shape (B, n)
         """
         cs = check_positive_int("chunk_rows", chunk_rows)
+        prelu_rescale = check_bool("prelu_rescale", prelu_rescale)
+        eps = check_scalar("eps", eps, float, min_val=0.0)
+        if not np.isfinite(eps):
+            raise ValueError(f"eps must be finite; got {eps!r}.")
 
         def compute(model, X, R):
             import torch

@@ -6,7 +6,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import _ig
-from .._validation import check_positive_int
+from .._validation import as_float_array, check_bool, check_positive_int, check_scalar
 from .base import Attribution
 
 
@@ -30,7 +30,7 @@ def _scale_vector(scale, X: np.ndarray) -> np.ndarray:
         if scale != "std":
             raise ValueError(f"scale must be None, 'std' or an array of length n; got {scale!r}.")
         return std_scale(X)
-    s = np.asarray(scale, dtype=np.float64).reshape(-1)
+    s = as_float_array("scale", scale, ndim=(0, 1, 2)).reshape(-1)  # NaN / inf named
     if s.shape != (n,):
         raise ValueError(f"scale must have length n = {n}; got shape {np.shape(scale)}.")
     return s
@@ -75,6 +75,7 @@ class VanillaGrad(Attribution):
         ndarray of float64, shape (B, n)
         """
         cs = check_positive_int("chunk_rows", chunk_rows)
+        abs = check_bool("abs", abs)
 
         def compute(model, X, R):
             A = model.grad(X, chunk_rows=cs) * _scale_vector(scale, X)
@@ -123,6 +124,10 @@ class InputXGradient(Attribution):
         cs = check_positive_int("chunk_rows", chunk_rows)
         if binary_zero is not None and binary is None:
             raise ValueError("input_x_gradient: binary_zero needs binary= (the binary features).")
+        if binary_zero is not None:
+            binary_zero = check_scalar("binary_zero", binary_zero, float)
+            if not np.isfinite(binary_zero):
+                raise ValueError(f"binary_zero must be finite; got {binary_zero!r}.")
 
         def compute(model, X, R):
             Xm = X

@@ -23,6 +23,7 @@ from math import factorial
 import numpy as np
 from torch import nn
 
+from .._validation import check_pairs
 from ..adapter import as_model
 from ..curves import orderings
 from ..decomposition import BatchDecomposition, batch_decomposition, shapley_values
@@ -123,8 +124,11 @@ class Case:
     def truth(self, *, seed: int = 0) -> Truth:
         """Build the pairs and compute the exact answers (cheap: n <= 6, a few pairs)."""
         f, X, R, extra = self.build(seed)
-        X = np.array(X, dtype=np.float64)  # a writable copy (a Pairing's arrays are read-only)
-        R = np.array(np.broadcast_to(R, X.shape), dtype=np.float64)
+        # a 1-D or (1, n) R is every pair's reference; any other shape is an error (check_pairs),
+        # never broadcast across features ((B, 1)) -- then writable copies (a Pairing's arrays
+        # are read-only)
+        X, R = check_pairs(X, R, x_name=f"{self.name}: X", r_name=f"{self.name}: R")
+        X, R = np.array(X, dtype=np.float64), np.array(R, dtype=np.float64)
         model = as_model(f)
         fx, fr = model(X), model(R)
         dec = batch_decomposition(f, X, R, progress=False)

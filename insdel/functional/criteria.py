@@ -45,7 +45,11 @@ class Criterion:
         return self.name
 
     def __call__(self, truth: Truth, A: np.ndarray) -> tuple[bool, float]:
-        m = float(self.measure(truth, np.asarray(A, dtype=np.float64)))
+        A = np.asarray(A, dtype=np.float64)
+        if A.shape != truth.X.shape:  # a (B, 1) or (n,) array would broadcast against phi
+            raise ValueError(f"{self.name}: attributions must have shape (B, n) = "
+                             f"{truth.X.shape}; got {A.shape}.")
+        m = float(self.measure(truth, A))
         return bool(m <= self.tol), m
 
     def measure(self, truth: Truth, A: np.ndarray) -> float:  # pragma: no cover - overridden

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from .._validation import check_orders
 from ..adapter import ModelLike
 from .cases import select
 
@@ -93,7 +94,10 @@ def available_metrics() -> list[str]:
 def order_scores(orders: ArrayLike) -> np.ndarray:
     """Attribution-like scores (B, n) whose signed ordering is ``orders`` (B, n): the feature at
     step k gets n - k."""
-    o = np.asarray(orders, dtype=np.int64)
+    o = np.asarray(orders)
+    if o.ndim != 2:
+        raise ValueError(f"orders must have shape (B, n); got {o.shape}.")
+    o = check_orders(o, o.shape[1])  # a repeated feature would leave np.empty garbage in A
     B, n = o.shape
     A = np.empty((B, n))
     np.put_along_axis(A, o, np.arange(n, 0, -1, dtype=np.float64)[None, :].repeat(B, 0), axis=1)
