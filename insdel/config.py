@@ -66,6 +66,11 @@ def _check_roar(cfg: dict, source: str) -> None:
     from ._validation import check_scalar
 
     r = cfg["roar"]
+    if not r["orderings"]:
+        raise ConfigError(f"{source}: roar.orderings must name at least one ordering.")
+    if len(set(map(str, r["orderings"]))) != len(r["orderings"]):
+        raise ConfigError(f"{source}: roar.orderings names an ordering twice: "
+                          f"{list(r['orderings'])} (each would be retrained and listed twice).")
     for o in r["orderings"]:
         if o not in _roar.ORDERINGS:
             raise ConfigError(f"{source}: roar.orderings: unknown ordering {o!r}"
@@ -343,10 +348,14 @@ def _read_text(config: str | os.PathLike) -> tuple[str, str]:
         return path.read_text(encoding="utf-8"), str(path)
     name = str(config)
     name = PAPER_CONFIGS.get(name, name)
-    name = name[:-5] if name.endswith(".toml") else name
     res = importlib.resources.files("insdel") / "configs" / f"{name}.toml"
-    if res.is_file():
+    if not name.endswith(".toml") and res.is_file():
         return res.read_text(encoding="utf-8"), f"insdel/configs/{name}.toml"
+    stem = Path(name).name[:-5] if name.endswith(".toml") else None
+    if stem and stem in available():  # a missing file never quietly becomes a shipped one
+        raise FileNotFoundError(
+            f"experiment configuration file {str(config)!r} does not exist (from {os.getcwd()}); "
+            f"for the shipped configuration of that name write {stem!r} (no .toml).")
     raise FileNotFoundError(
         f"experiment configuration {str(config)!r} not found: not a file, and not one of the "
         f"shipped configurations ({', '.join(available())}).")
@@ -380,6 +389,10 @@ def load(config: str | os.PathLike | Mapping, *, quick: bool = False,
         raw, source = copy.deepcopy(dict(config)), "<dict>"
         raw.pop("source", None)
         if isinstance(raw.get("quick"), bool):
+            if raw["quick"] != bool(quick):  # a flag in the dict never applies (or drops) [quick]
+                raise ConfigError(f"<dict>: quick = {raw['quick']!r} in the dict does not say "
+                                  f"which sizes to use: pass load(..., quick={raw['quick']!r}) "
+                                  "(the [quick] overrides are the table 'quick').")
             raw.pop("quick")
     else:
         text, source = _read_text(config)
@@ -486,6 +499,10 @@ def _check_values(cfg: dict, source: str) -> None:
         raise ConfigError(f"{source}: methods.names lists a method twice: {names}.")
     _check_methods(cfg, source)
     _check_metrics(cfg, source)
+    if not cfg["policies"]:
+        raise ConfigError(f"{source}: policies must name at least one policy ([[policies]]).")
+    for i, p in enumerate(cfg["policies"]):
+        _check_label(source, i, p)
     labels = [policy_label(p) for p in cfg["policies"]]
     if len(set(labels)) != len(labels):
         raise ConfigError(f"{source}: two policies share the label; give each a distinct 'label' "
@@ -493,6 +510,9 @@ def _check_values(cfg: dict, source: str) -> None:
     m = cfg["model"]
     if sum(x is not None for x in (m["preset"], m["path"], m["params"])) != 1:
         raise ConfigError(f"{source}: [model] needs exactly one of 'preset', 'path', 'params'.")
+    if m["max_epochs"] is not None and m["path"] is not None:
+        raise ConfigError(f"{source}: model.max_epochs caps the training of a preset or params "
+                          "model; model.path loads a trained model, so it would not be read.")
     if m["architecture"] is not None and m["path"] is None:
         raise ConfigError(f"{source}: model.architecture names the preset of a bare state_dict "
                           "given by model.path; there is no path.")
@@ -502,6 +522,23 @@ def _check_values(cfg: dict, source: str) -> None:
     _check_data(cfg, source)
     _check_model(cfg, source)
     _check_policies(cfg, source)
+
+
+#: Reserved folders of a run's output (a policy folder there would be deleted with them or lose
+#: its files to the run's own).
+_RESERVED_LABELS = ("checkpoints",)
+
+
+def _check_label(source: str, i: int, entry: Mapping) -> None:
+    """A policy's label names its output folder: a plain folder name, never a path."""
+    label = policy_label(entry)
+    if "label" in entry and entry["label"] is not None and not entry["label"]:
+        raise ConfigError(f"{source}: policies[{i}].label is empty; give a name or remove it.")
+    if (label in ("", ".", "..") or "/" in label or "\\" in label
+            or label in _RESERVED_LABELS):
+        raise ConfigError(f"{source}: policies[{i}].label: {label!r} names the policy's output "
+                          "folder: it must be a plain folder name (no '/', '\\', not '.', "
+                          f"'..' or {', '.join(map(repr, _RESERVED_LABELS))}).")
 
 
 def _check_free(where: str, given: Mapping, valid, source: str) -> None:
@@ -628,10 +665,15 @@ def _check_metrics(cfg: dict, source: str) -> None:
 def _check_methods(cfg: dict, source: str) -> None:
     """Method names exist; ``methods.options.<name>.<key>`` are options that method takes."""
     from . import attribution
+    from ._validation import check_scalar
 
     _check_known(source, "methods", "attribution method", attribution.available(), cfg)
-    for _ in _checked_options(cfg, "methods", attribution.options_of, source):
-        pass
+    for m, opts in _checked_options(cfg, "methods", attribution.options_of, source):
+        if "seed" in opts:  # the runner derives each chunk's seed from it: 2.7 is not 2
+            try:
+                check_scalar(f"methods.options.{m}.seed", opts["seed"], int, min_val=0)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{source}: {exc}") from None
     compare = cfg["figures"]["compare"]
     known = list(dict.fromkeys([*attribution.available(), "random"]))
     if not isinstance(compare, list) or not all(isinstance(m, str) for m in compare):
@@ -639,3 +681,5 @@ def _check_methods(cfg: dict, source: str) -> None:
                           f"{compare!r}.")
     # a typo would silently compare other methods (the figures fill up from those run)
     _check_known(source, "figures", "method", known, cfg, key="compare")
+    if len(set(compare)) != len(compare):  # a method against itself: every difference is 0
+        raise ConfigError(f"{source}: figures.compare names a method twice: {compare}.")

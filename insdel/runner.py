@@ -344,6 +344,8 @@ def _get_model(cfg: dict, dataset, data_hash: str, out: Path, log, progress
         f"{len(dataset.X_train)} points ...")
     model, metrics = models.train_mlp(dataset, spec, seed=cfg["seed"], max_epochs=m["max_epochs"],
                                       progress=progress, device=cfg["compute"]["device"])
+    # the old key goes first: a run killed between the two writes must not pair it with this model
+    keyfile.unlink(missing_ok=True)
     with ck.atomic_write(path, suffix=".pt") as tmp:
         models.save_model(model, tmp, dataset=dataset, params=spec, metrics=metrics)
     ck.atomic_write_text(keyfile, key + "\n")
@@ -440,7 +442,12 @@ def _method_options(method: str, options: Mapping, seed: int, dataset) -> dict:
         # a seed in the method's options replaces the run's seed for this method: each chunk
         # still draws its own stream from it (the same seed in every chunk would repeat the
         # first chunk's random draws in all the others)
-        kw["seed"] = seed if "seed" not in kw else _chunk_seed(int(kw["seed"]), seed)
+        if "seed" in kw:  # 2.7, "2" or true are errors, not seeds 2, 2 and 1
+            from ._validation import check_scalar
+
+            kw["seed"] = check_scalar(f"methods.options.{method}.seed", kw["seed"], int,
+                                      min_val=0)
+        kw["seed"] = seed if "seed" not in kw else _chunk_seed(kw["seed"], seed)
     for key, attr in _DATASET_VALUED:
         if kw.get(key) == "dataset":
             kw[key] = getattr(dataset, attr, None)
@@ -681,6 +688,13 @@ def _lock(out: Path, wait: bool):
     return lock
 
 
+def _unfinish(out: Path) -> None:
+    """Remove the folder's ``manifest.json`` before a run rewrites it: a run stopped half-way
+    must not leave an earlier run's manifest (what :func:`load_results` and the leaderboard read
+    as "finished, with this configuration") above files it has already replaced."""
+    (out / "manifest.json").unlink(missing_ok=True)
+
+
 def run_experiment(config: str | os.PathLike | Mapping, out: str | os.PathLike | None = None, *,
                    quick: bool = False, progress: bool | None = None, verbose: bool = False,
                    figures: bool | None = None, wait: bool = False, client=None,
@@ -731,6 +745,7 @@ def run_experiment(config: str | os.PathLike | Mapping, out: str | os.PathLike |
     out.mkdir(parents=True, exist_ok=True)
     lock = _lock(out, wait)
     try:
+        _unfinish(out)
         with _client_of(cfg, client, verbose) as cl:
             return _run(cfg, out, progress, verbose, _interrupt, cl)
     finally:
@@ -791,6 +806,9 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None) -> Run
     remote_model = None if client is None else scatter(client, [_shareable_model(
         model, cfg, int(np.asarray(dataset.X_test).shape[1]), model_info["file_sha256"])])[0]
     pool, pool_idx = _select_pool(dataset, cfg["targets"]["n"], cfg["seed"])
+    if len(pool_idx) < cfg["targets"]["n"]:
+        log(f"targets: all {len(pool_idx)} test rows (targets.n = {cfg['targets']['n']} is more "
+            "than the test split has)")
     evaluations, pairings, summaries, decomps, policy_specs = {}, {}, [], {}, {}
     sampled: list[pd.DataFrame] = []
     metric_summaries: list[pd.DataFrame] = []
@@ -812,6 +830,10 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None) -> Run
                     "seed": cfg["seed"], "pairs": ck.sha256_arrays(X, R), "device": device}
         if grp is not None:  # every chunk's key holds the groups (absent: keys as before)
             base_key["groups"] = grp.to_json()
+        if model_info["file_sha256"] not in (None, model_info["sha256"]):
+            # a torch model from a file: its parameters' hash does not cover its code (a
+            # TorchScript forward), the file's does (absent: keys as before)
+            base_key["model_file"] = model_info["file_sha256"]
         remote = None if client is None else dict(
             zip(("model", "X", "R"), [remote_model, *scatter(client, [X, R])], strict=True))
         dec = _decomposition(cfg, model, X, R, label, out, base_key, stages, log, progress,
@@ -1035,6 +1057,7 @@ def run_roar(config: str | os.PathLike | Mapping, out: str | os.PathLike | None 
     out.mkdir(parents=True, exist_ok=True)
     lock = _lock(out, wait)
     try:
+        _unfinish(out)
         with _client_of(cfg, client, verbose) as cl:
             return _run_roar(cfg, out, progress, verbose, _interrupt, _roar, cl)
     finally:
