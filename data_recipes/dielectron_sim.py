@@ -39,6 +39,8 @@ from .dielectron import CHARGES, COLUMNS, FEATURES, TARGET
 
 NAME = "dielectron_sim"
 EMBEDDED = True
+#: The options :func:`build` passes on to :func:`simulate` (checked when a configuration is read).
+OPTIONS = ("pair_pt_mean", "rapidity_sigma", "continuum_scale", "smear")
 SUMMARY = "Simulated dielectron events (Drell-Yan + J/psi, psi(2S), Upsilon, Z), 16 features, target M"
 
 M_E = 0.000510999  # electron mass, GeV
@@ -245,7 +247,7 @@ def build(*, seed: int = 0, n_events: int = 100_000, **options) -> RawData:
         Passed to :func:`simulate` (``pair_pt_mean``, ``rapidity_sigma``, ``continuum_scale``,
         ``smear``).
     """
-    allowed = {"pair_pt_mean", "rapidity_sigma", "continuum_scale", "smear"}
+    allowed = set(OPTIONS)
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise TypeError(f"recipe {NAME!r} got unknown option(s) {unknown}; it takes seed, "

@@ -96,12 +96,16 @@ def align_columns(name: str, value, like, *, like_name: str = "X", labels=None):
         return value
     if have == cols:
         return value
-    if sorted(map(str, have)) != sorted(map(str, cols)) or len(set(have)) != len(have):
-        missing = [c for c in cols if c not in have]
-        extra = [c for c in have if c not in cols]
+    # names compare as text (feature names are strings; a DataFrame's columns may be 0, 1, ...)
+    by_text = {str(c): c for c in have}
+    if sorted(by_text) != sorted(map(str, cols)) or len(by_text) != len(have):
+        missing = [c for c in cols if str(c) not in by_text]
+        extra = [c for c in have if str(c) not in set(map(str, cols))]
         raise ValueError(f"{name} is labelled by other columns than {like_name} (matched by name, "
-                         f"not position): missing {missing}, unexpected {extra}.")
-    return value[cols] if hasattr(value, "columns") else value.reindex(cols)
+                         f"not position): missing {missing}, unexpected {extra}"
+                         + (" (repeated names)" if len(by_text) != len(have) else "") + ".")
+    keys = [by_text[str(c)] for c in cols]  # value's own labels, in like's order
+    return value[keys] if hasattr(value, "columns") else value.loc[keys]
 
 
 def align_attributions(name: str, A, features, group_names=None):

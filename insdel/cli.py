@@ -58,6 +58,10 @@ def _scheduler(value: str) -> dict:
 def _device(args, overrides: dict) -> dict:
     """Add ``--device`` and ``--scheduler`` to the configuration overrides."""
     compute: dict = {}
+    for opt in ("device", "scheduler"):  # given but empty: an error, not the config's value
+        v = getattr(args, opt, None)
+        if v is not None and not str(v).strip():
+            raise ValueError(f"--{opt} is empty; name a {opt} or leave the option out.")
     if getattr(args, "device", None):
         compute["device"] = args.device
     if getattr(args, "scheduler", None):

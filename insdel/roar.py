@@ -166,6 +166,14 @@ def roar(dataset, attributions: Mapping[str, np.ndarray], *, params: str | Mappi
     from ._validation import check_scalar
 
     replicates = check_scalar("replicates", replicates, int, min_val=1)
+    if isinstance(orderings, str):
+        orderings = (orderings,)
+    orderings = tuple(orderings)
+    if not orderings:
+        raise ValueError("orderings must name at least one ROAR ordering.")
+    if len(set(orderings)) != len(orderings):
+        raise ValueError(f"orderings names an ordering twice: {list(orderings)} (each would be "
+                         "retrained and listed twice).")
     for o in orderings:
         if o not in ORDERINGS:
             import difflib

@@ -688,6 +688,16 @@ def _lock(out: Path, wait: bool):
     return lock
 
 
+def _default_out(name: str) -> Path:
+    """``runs/NAME``, the output folder when neither ``out=`` nor the configuration's ``out`` is
+    given: ``name`` must then be a plain folder name (``"../x"`` would write outside ``runs/``)."""
+    if name in ("", ".", "..") or "/" in name or "\\" in name:
+        raise ValueError(f"name = {name!r} names the run's folder under runs/ (neither out= nor "
+                         "the configuration's out is given): it must be a plain folder name (no "
+                         "'/', '\\', not '.' or '..'); or give out = PATH.")
+    return Path("runs") / name
+
+
 def _unfinish(out: Path) -> None:
     """Remove the folder's ``manifest.json`` before a run rewrites it: a run stopped half-way
     must not leave an earlier run's manifest (what :func:`load_results` and the leaderboard read
@@ -741,7 +751,7 @@ def run_experiment(config: str | os.PathLike | Mapping, out: str | os.PathLike |
     _config.check_sections(cfg, "run")
     if figures is not None:
         cfg = {**cfg, "figures": {**cfg["figures"], "enabled": bool(figures)}}
-    out = Path(out if out is not None else (cfg["out"] or Path("runs") / cfg["name"]))
+    out = Path(out if out is not None else (cfg["out"] or _default_out(cfg["name"])))
     out.mkdir(parents=True, exist_ok=True)
     lock = _lock(out, wait)
     try:
@@ -1053,7 +1063,7 @@ def run_roar(config: str | os.PathLike | Mapping, out: str | os.PathLike | None 
 
     cfg = _loaded(config, quick)
     _config.check_sections(cfg, "roar")
-    out = Path(out if out is not None else (cfg["out"] or Path("runs") / cfg["name"]))
+    out = Path(out if out is not None else (cfg["out"] or _default_out(cfg["name"])))
     out.mkdir(parents=True, exist_ok=True)
     lock = _lock(out, wait)
     try:

@@ -194,3 +194,37 @@ def test_fewer_test_rows_than_targets_n_is_said(csv, tmp_path, capsys):
     """targets.n larger than the test split took every test row without saying so."""
     runner.run_experiment(_cfg(csv, targets={"n": 500}), tmp_path / "out", verbose=True)
     assert "targets: all 12 test rows (targets.n = 500" in capsys.readouterr().err
+
+
+# -- review fixes (session 30) ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", ".", ""])
+def test_a_run_name_that_is_not_a_folder_name_is_an_error(csv, tmp_path, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="plain folder name"):
+        runner.run_experiment(_cfg(csv, name=name))
+    assert not (tmp_path.parent / "x").exists()
+
+
+def test_recipe_options_of_the_simulator_are_checked_when_read():
+    with pytest.raises(C.ConfigError, match="n_events"):
+        C.load({"data": {"recipe": "dielectron_sim", "options": {"n_event": 10}},
+                "model": {"preset": "cern"}, "policies": [{"spec": "one_to_one"}]})
+
+
+def test_roar_refuses_repeated_or_no_orderings():
+    from insdel.roar import roar
+
+    with pytest.raises(ValueError, match="twice"):
+        roar(None, None, params=None, orderings=["random", "random"])
+    with pytest.raises(ValueError, match="at least one"):
+        roar(None, None, params=None, orderings=[])
+
+
+@pytest.mark.parametrize("opt", ["--device", "--scheduler"])
+def test_an_empty_cli_option_is_an_error(opt, capsys):
+    from insdel.cli import main
+
+    assert main(["run", "demo", opt, ""]) == 1
+    assert f"{opt} is empty" in capsys.readouterr().err
