@@ -192,9 +192,25 @@ def save_npz(path: str | os.PathLike, arrays: Mapping[str, np.ndarray]) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
+def _json_default(o):
+    """JSON form of what :func:`json.dumps` cannot write: numpy arrays (and torch tensors) by
+    dtype, shape and the SHA-256 of their bytes (``str`` of an array rounds and elides its
+    values), numpy scalars as Python numbers, anything else as ``str``."""
+    if isinstance(o, np.ndarray):
+        if o.dtype.hasobject:  # the elements go through this function again
+            return {"ndarray_object": o.tolist(), "shape": list(o.shape)}
+        return {"ndarray": sha256_arrays(o)}
+    if isinstance(o, np.generic):
+        return o.item()
+    if type(o).__module__.split(".")[0] == "torch" and hasattr(o, "detach"):  # a tensor
+        return {"tensor": sha256_arrays(o.detach().cpu().numpy())}
+    return str(o)
+
+
 def config_hash(obj) -> str:
-    """SHA-256 of the canonical JSON form of ``obj`` (sorted keys), as hex."""
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    """SHA-256 of the canonical JSON form of ``obj`` (sorted keys), as hex; numpy arrays enter by
+    their dtype, shape and bytes."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_json_default)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -254,7 +270,14 @@ class ChunkStore:
         return self.path(i).exists()
 
     def load(self, i: int) -> np.ndarray:
-        return np.load(self.path(i), allow_pickle=False)
+        """Chunk ``i``; a file that cannot be read (truncated, not a ``.npy``) is an error naming
+        it, never half an array."""
+        path = self.path(i)
+        try:
+            return np.load(path, allow_pickle=False)
+        except (ValueError, EOFError, OSError) as exc:
+            raise ValueError(f"checkpoint chunk {path} cannot be read ({type(exc).__name__}: "
+                             f"{exc}); delete it and run again to recompute it.") from exc
 
     def save(self, i: int, arr: np.ndarray) -> None:
         save_npy(self.path(i), arr)

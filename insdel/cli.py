@@ -96,9 +96,18 @@ def _cmd_reproduce(args) -> int:
         for opt in ("scheduler", "device"):
             if getattr(args, opt, None):
                 raise ValueError(f"paper-images runs serially on the CPU; it takes no --{opt}.")
-        res = run_paper_images(args.out or f"runs/paper-images{'-quick' if args.quick else ''}",
-                               quick=args.quick, seed=args.seed if args.seed is not None else 0,
-                               progress=_progress(args))
+        from .runner import _lock, _unfinish
+
+        out = Path(args.out or f"runs/paper-images{'-quick' if args.quick else ''}")
+        out.mkdir(parents=True, exist_ok=True)
+        lock = _lock(out, args.wait)  # two runs (other --seed) must not mix their files
+        try:
+            _unfinish(out)  # a run stopped half-way leaves no earlier run's manifest
+            res = run_paper_images(out, quick=args.quick,
+                                   seed=args.seed if args.seed is not None else 0,
+                                   progress=_progress(args))
+        finally:
+            lock.release()
         print(res.to_markdown())
         print(f"results: {res.out} (table5.csv, table5.md, rankings.csv, figure1.png, "
               "manifest.json)")
@@ -170,8 +179,14 @@ def _cmd_datasets_list(args) -> int:
 def _cmd_datasets_prepare(args) -> int:
     from . import datasets
 
+    keys = [item.split("=", 1)[0].strip() for item in args.option or () if "=" in item]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise ValueError(f"--option {', '.join(twice)} given more than once; give each once.")
     options = datasets.parse_options(args.option)
     if args.path is not None:
+        if "path" in options:
+            raise ValueError("--path and --option path=... both name the file; give one.")
         options["path"] = args.path
     out = datasets.prepare(args.name, args.out, seed=args.seed, **options)
     meta = json.loads((out / "metadata.json").read_text())
@@ -197,6 +212,10 @@ def _cmd_policies_show(args) -> int:
 
 def _cmd_functional(args) -> int:
     from . import functional
+
+    if args.no_metrics and args.metrics is not None:
+        raise ValueError("--metrics names metrics to grade and --no-metrics skips the grades; "
+                         "give one of them.")
 
     results = functional.run_catalogue(args.methods, seed=args.seed, cases=args.tests)
     print("### Functional tests (PASS/fail and the measured value)\n")
@@ -233,7 +252,11 @@ def _cmd_leaderboard(args) -> int:
 
 
 def _split(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:  # an empty list would run nothing (or everything) without a word
+        raise argparse.ArgumentTypeError(f"{text!r} names nothing; give NAME[,NAME...] or leave "
+                                         "the option out.")
+    return names
 
 
 def _run_options(p: argparse.ArgumentParser) -> None:
@@ -377,6 +400,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        out = getattr(args, "out", None)
+        if out is not None and not str(out).strip():  # "" is the current folder, or nothing
+            raise ValueError("--out is empty; name an output folder or leave the option out.")
         return int(func(args) or 0)
     except KeyboardInterrupt:
         print("\ninterrupted; finished chunks are saved, run the same command again to resume.",

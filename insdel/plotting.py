@@ -89,7 +89,8 @@ def _unit(normalize: bool | None) -> str:
 def plot_curves(curves: Mapping[str, np.ndarray] | np.ndarray, mode: str = "insertion", *,
                 random_curves: np.ndarray | None = None, shade: str | None = "auto",
                 ax=None, title: str | None = None, normalize: bool = True,
-                ylabel: str = "f(hybrid)", legend: bool = True):
+                ylabel: str = "f(hybrid)", legend: bool = True, positions=None,
+                m: int | None = None):
     """Insertion or deletion curves of one pair, the straight line and the shaded signed area.
 
     Draws each curve ``c_0 .. c_n`` against the number k of features moved, the straight line
@@ -110,6 +111,12 @@ def plot_curves(curves: Mapping[str, np.ndarray] | np.ndarray, mode: str = "inse
     title : str, optional
     normalize : bool
         Whether the ABCs in the legend are per feature (divided by n, paper tables).
+    positions : array of int (n + 1,), optional
+        Units moved at each point (curves with ``step``, ``fractions`` or groups of an
+        :class:`insdel.Evaluation`, its ``positions``): the x axis, the straight line and the
+        legend's ABC use them, as :func:`insdel.areas.abc` does (default ``0 .. n``).
+    m : int, optional
+        Total number of units with ``positions`` (default ``positions[-1]``).
 
     Returns
     -------
@@ -130,8 +137,15 @@ def plot_curves(curves: Mapping[str, np.ndarray] | np.ndarray, mode: str = "inse
     for name, c in arrs.items():
         if c.shape[0] != P:
             raise ValueError(f"curves[{name!r}] has {c.shape[0]} points; the first curve has {P}.")
+    if positions is None:
+        if m is not None:
+            raise ValueError("m= is the number of units of curves recorded at positions=; give "
+                             "positions= with it.")
+        k = np.arange(P)
+    else:  # checked as the areas check them (one per point, increasing, in [0, m])
+        k = np.asarray(positions)
+        _abc(next(iter(arrs.values())), mode=mode, normalize=normalize, positions=k, m=m)
     ax = _new_axes(ax)
-    k = np.arange(P)
     if random_curves is not None:
         rc = as_float_array("random_curves", random_curves, ndim=(1, 2))
         rc = rc[None, :] if rc.ndim == 1 else rc
@@ -141,7 +155,7 @@ def plot_curves(curves: Mapping[str, np.ndarray] | np.ndarray, mode: str = "inse
             ax.plot(k, c, color="0.7", lw=0.7, alpha=0.7, zorder=1,
                     label=f"random orders (K = {len(rc)})" if i == 0 else None)
     first = next(iter(arrs.values()))
-    line = np.linspace(first[0], first[-1], P)
+    line = first[0] + (first[-1] - first[0]) * (k - k[0]) / (k[-1] - k[0])
     ax.plot(k, line, color="k", ls="--", lw=1.0, zorder=2, label="straight line")
     if shade == "auto":
         shade = next(iter(arrs))
@@ -156,12 +170,12 @@ def plot_curves(curves: Mapping[str, np.ndarray] | np.ndarray, mode: str = "inse
         ax.fill_between(k, line, c, where=bad, interpolate=True, color=_NEG, alpha=0.25,
                         lw=0, zorder=0, label=f"ABC of {_label(shade)}: subtracts")
     for i, (name, c) in enumerate(arrs.items()):
-        a = float(_abc(c, mode=mode, normalize=normalize))
+        a = float(_abc(c, mode=mode, normalize=normalize, positions=positions, m=m))
         ax.plot(k, c, marker="o", ms=3, lw=1.6, zorder=3 + i, color=f"C{i}",
                 label=f"{_label(name)} (ABC {a:.3g})")
     ax.set_xlabel("features moved, k" + (" (r → x)" if mode == "insertion" else " (x → r)"))
     ax.set_ylabel(ylabel)
-    ax.set_xlim(0, P - 1)
+    ax.set_xlim(0, int(k[-1]) if m is None else int(m))
     ax.set_title(title if title is not None else mode.capitalize())
     if legend:  # outside the axes, below: it never covers the curves
         ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2,
@@ -223,12 +237,17 @@ def plot_pair(ev, pair: int, methods: Sequence[str] | None = None,
         rc = ev.random_curves[mode][pair, :n_random] if n_random else None
         if rc is not None and rc.shape[0] == 0:
             rc = None
+        pos = getattr(ev, "positions", None)
         plot_curves(cur, mode, random_curves=rc, shade=shade, ax=ax, normalize=ev.normalize,
                     title=f"{mode.capitalize()}, pair {pair}",
-                    ylabel=f"f(hybrid): predicted {target}" if target else "f(hybrid)")
-        names = getattr(ev, "feature_names", None)
+                    ylabel=f"f(hybrid): predicted {target}" if target else "f(hybrid)",
+                    positions=pos, m=None if pos is None else ev.m)
+        # the orders index units: the groups' names when the evaluation has groups
+        grp = getattr(ev, "groups", None)
+        names = getattr(ev, "feature_names", None) if grp is None else list(grp.names)
         n = ev.curves[mode].shape[-1] - 1
-        if names is not None and ev.orders is not None and n <= 12 and methods:
+        if (names is not None and ev.orders is not None and n <= 12 and methods
+                and pos is None and ev.orders.shape[-1] == n):  # one point per unit moved
             o = ev.orders[pair, ev.methods.index(methods[0])]
             ax.set_xticks(np.arange(n + 1), ["none"] + [names[int(j)] for j in o], rotation=45,
                           ha="right", fontsize="x-small")
@@ -456,7 +475,8 @@ def random_abc_histogram(ev, modes: Sequence[str] | None = None, *, ax=None, bin
 def insertion_deletion_scatter(ev, method: str | None = None, *, ax=None, s: float = 8.0):
     """Deletion ABC against insertion ABC, coloured by the sign of f(r) - f(x) (Figures 9, 10, 12).
 
-    Purple: f(r) > f(x); green: f(r) < f(x) (paper Figure 9's colours; r is the paper's x′).
+    Purple: f(r) > f(x); green: f(r) < f(x) (paper Figure 9's colours; r is the paper's x′);
+    pairs with f(r) = f(x) are green too, and the legend then says f(r) ≤ f(x).
 
     Returns
     -------
@@ -473,7 +493,7 @@ def insertion_deletion_scatter(ev, method: str | None = None, *, ax=None, s: flo
     ax.scatter(ins[up], dele[up], s=s, alpha=0.6, color=_PURPLE, edgecolor="none",
                label=f"f(r) > f(x) ({int(up.sum())})")
     ax.scatter(ins[~up], dele[~up], s=s, alpha=0.6, color=_GREEN, edgecolor="none",
-               label=f"f(r) < f(x) ({int((~up).sum())})")
+               label=f"f(r) {'≤' if np.any(ev.fr == ev.fx) else '<'} f(x) ({int((~up).sum())})")
     lo = float(min(ins.min(), dele.min()))
     hi = float(max(ins.max(), dele.max()))
     ax.plot([lo, hi], [lo, hi], color="k", lw=0.8, ls="--")
@@ -513,6 +533,10 @@ def abc_bars(src, *, ax=None, methods: Sequence[str] | None = None, differences:
         summary = summary[summary["kind"] != "difference"]
     if methods is None:
         methods = list(dict.fromkeys(summary["method"]))
+    unknown = [m for m in methods if m not in set(summary["method"])]
+    if unknown:  # a bar that is silently missing is no answer
+        raise KeyError(f"methods {unknown} are not in the summary; it has "
+                       f"{list(dict.fromkeys(summary['method']))}.")
     modes = list(dict.fromkeys(summary["mode"]))
     ax = _new_axes(ax, figsize=(max(5.0, 0.9 * len(methods) + 2), 3.8))
     width = 0.8 / max(len(modes), 1)
