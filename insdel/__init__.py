@@ -35,6 +35,14 @@ _LAZY = {
     "shapley_values": "insdel.decomposition",
     "decomposition": "insdel.decomposition",
     "attribution": "insdel.attribution",
+    # modules the docs call as insdel.<module>.<name> after a bare ``import insdel``
+    "images": "insdel.images",
+    "metrics": "insdel.metrics",
+    "functional": "insdel.functional",
+    "leaderboard": "insdel.leaderboard",
+    "roar": "insdel.roar",
+    "model_files": "insdel.model_files",
+    "digits": "insdel.digits",
 }
 
 

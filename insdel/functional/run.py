@@ -95,7 +95,9 @@ def attributions_of(spec: MethodSpec, truth: Truth, *, seed: int = 0) -> np.ndar
         opts.setdefault("seed", seed)
     if "progress" in valid:
         opts.setdefault("progress", False)
-    if spec.method == "integrated_gradients" and truth.binary:
+    if spec.method == "integrated_gradients" and (truth.binary or "binary_mode" in opts):
+        # a case without binary features gets binary=[]: ig_jump / ig_interpolate are plain IG
+        # there (IG refuses a binary_mode without binary=, which failed every such case)
         opts.setdefault("binary", list(truth.binary))
     return attribution.attribute(truth.f, truth.X, truth.R, spec.method, **opts)
 
