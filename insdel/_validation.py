@@ -98,9 +98,10 @@ def align_columns(name: str, value, like, *, like_name: str = "X", labels=None):
         return value
     # names compare as text (feature names are strings; a DataFrame's columns may be 0, 1, ...)
     by_text = {str(c): c for c in have}
-    if sorted(by_text) != sorted(map(str, cols)) or len(by_text) != len(have):
+    want = [str(c) for c in cols]
+    if sorted(by_text) != sorted(want) or len(by_text) != len(have):
         missing = [c for c in cols if str(c) not in by_text]
-        extra = [c for c in have if str(c) not in set(map(str, cols))]
+        extra = [c for c in have if str(c) not in set(want)]
         raise ValueError(f"{name} is labelled by other columns than {like_name} (matched by name, "
                          f"not position): missing {missing}, unexpected {extra}"
                          + (" (repeated names)" if len(by_text) != len(have) else "") + ".")
@@ -161,7 +162,7 @@ def check_mode(mode: str) -> str:
 
 def check_scalar(name: str, value, target_type: type | tuple[type, ...], *,
                  min_val: float | None = None, max_val: float | None = None,
-                 include_boundaries: str = "both"):
+                 include_boundaries: str = "both", finite: bool = False):
     """Validate one scalar option (scikit-learn's ``check_scalar``): type and bounds.
 
     Parameters
@@ -174,6 +175,8 @@ def check_scalar(name: str, value, target_type: type | tuple[type, ...], *,
         ``int`` accepts numpy integers (never ``bool``); ``float`` accepts ints and numpy numbers.
     min_val, max_val : float, optional
         Bounds; ``include_boundaries`` is one of ``"both"``, ``"left"``, ``"right"``, ``"neither"``.
+    finite : bool
+        Refuse NaN and inf (a NaN passes every bound, since it compares false with all of them).
 
     Returns
     -------
@@ -199,6 +202,8 @@ def check_scalar(name: str, value, target_type: type | tuple[type, ...], *,
     if include_boundaries not in ("both", "left", "right", "neither"):
         raise ValueError(f"include_boundaries must be 'both', 'left', 'right' or 'neither'; "
                          f"got {include_boundaries!r}.")
+    if finite and not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number; got {value!r}.")
     left = include_boundaries in ("both", "left")
     right = include_boundaries in ("both", "right")
     if min_val is not None and (value < min_val if left else value <= min_val):
@@ -248,6 +253,21 @@ def is_integral(v) -> bool:
     if isinstance(v, (int, np.integer)):
         return True
     return isinstance(v, (float, np.floating)) and bool(np.isfinite(v)) and float(v).is_integer()
+
+
+def check_integral(name: str, value, *, minimum: int = 1) -> int:
+    """An integer ``>= minimum``, or a float holding one (:func:`is_integral`: 8192.0 is 8192, 2.7
+    or a bool or a string is an error, never truncated or parsed); returns it as an int."""
+    if not is_integral(value):
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}.")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}; got {value!r}.")
+    return int(value)
+
+
+def is_plain_folder_name(name: str) -> bool:
+    """``name`` names one folder inside another: not empty, ``.`` or ``..``, no path separator."""
+    return name not in ("", ".", "..") and "/" not in name and "\\" not in name
 
 
 def check_positive_int(name: str, value, *, minimum: int = 1) -> int:

@@ -20,7 +20,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from ._validation import _first, all_finite, is_integral
+from ._validation import _first, all_finite, check_integral
 
 #: Attribution methods that need input gradients (a torch module).
 GRADIENT_METHODS = ("integrated_gradients", "deeplift", "vanilla_grad", "input_x_gradient")
@@ -105,7 +105,7 @@ class Model:
         self._fn = fn
         self.output = _check_output(output)
         self.dtype = np.dtype(dtype)
-        self.batch_size = _check_batch_size(batch_size)
+        self.batch_size = check_integral("batch_size", batch_size)
         self.torch_module = torch_module
         self.name = name
         self._counts = _Counts()  # n_evals, n_grad_evals, n_calls (as_model may share it)
@@ -273,16 +273,6 @@ class Model:
         return f"Model({self.name}, dtype={self.dtype}, batch_size={self.batch_size})"
 
 
-def _check_batch_size(batch_size) -> int:
-    """``batch_size`` as an int >= 1 (an integral float such as 8192.0 is accepted; 2.7, a bool
-    or a string is an error, never truncated or parsed)."""
-    if not is_integral(batch_size):
-        raise ValueError(f"batch_size must be an integer; got {batch_size!r}.")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1; got {batch_size!r}.")
-    return int(batch_size)
-
-
 def _check_output(output):
     """``output`` is None, a callable or an integer column (never a bool or a float)."""
     if output is None or callable(output):
@@ -417,7 +407,7 @@ def as_model(f: ModelLike, *, batch_size: int | None = None, dtype=None,
         ``n_grad_evals``), so the caller's model counts the evaluations made through the copy.
     """
     if batch_size is not None:
-        batch_size = _check_batch_size(batch_size)
+        batch_size = check_integral("batch_size", batch_size)
     if isinstance(f, Model):
         if (batch_size is not None and batch_size != f.batch_size) or output is not None \
                 or (dtype is not None and np.dtype(dtype) != f.dtype):

@@ -58,10 +58,6 @@ def _scheduler(value: str) -> dict:
 def _device(args, overrides: dict) -> dict:
     """Add ``--device`` and ``--scheduler`` to the configuration overrides."""
     compute: dict = {}
-    for opt in ("device", "scheduler"):  # given but empty: an error, not the config's value
-        v = getattr(args, opt, None)
-        if v is not None and not str(v).strip():
-            raise ValueError(f"--{opt} is empty; name a {opt} or leave the option out.")
     if getattr(args, "device", None):
         compute["device"] = args.device
     if getattr(args, "scheduler", None):
@@ -178,9 +174,9 @@ def _cmd_datasets_list(args) -> int:
 
 def _cmd_datasets_prepare(args) -> int:
     from . import datasets
+    from ._validation import repeated
 
-    keys = [item.split("=", 1)[0].strip() for item in args.option or () if "=" in item]
-    twice = sorted({k for k in keys if keys.count(k) > 1})
+    twice = repeated(item.split("=", 1)[0].strip() for item in args.option or () if "=" in item)
     if twice:
         raise ValueError(f"--option {', '.join(twice)} given more than once; give each once.")
     options = datasets.parse_options(args.option)
@@ -400,9 +396,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        out = getattr(args, "out", None)
-        if out is not None and not str(out).strip():  # "" is the current folder, or nothing
-            raise ValueError("--out is empty; name an output folder or leave the option out.")
+        # given but empty: "" would be the current folder, nothing, or the config's value
+        for opt, what in (("out", "an output folder"), ("device", "a device"),
+                          ("scheduler", "a scheduler")):
+            v = getattr(args, opt, None)
+            if v is not None and not str(v).strip():
+                raise ValueError(f"--{opt} is empty; name {what} or leave the option out.")
         return int(func(args) or 0)
     except KeyboardInterrupt:
         print("\ninterrupted; finished chunks are saved, run the same command again to resume.",

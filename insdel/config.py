@@ -531,11 +531,12 @@ _RESERVED_LABELS = ("checkpoints",)
 
 def _check_label(source: str, i: int, entry: Mapping) -> None:
     """A policy's label names its output folder: a plain folder name, never a path."""
+    from ._validation import is_plain_folder_name
+
     label = policy_label(entry)
     if "label" in entry and entry["label"] is not None and not entry["label"]:
         raise ConfigError(f"{source}: policies[{i}].label is empty; give a name or remove it.")
-    if (label in ("", ".", "..") or "/" in label or "\\" in label
-            or label in _RESERVED_LABELS):
+    if not is_plain_folder_name(label) or label in _RESERVED_LABELS:
         raise ConfigError(f"{source}: policies[{i}].label: {label!r} names the policy's output "
                           "folder: it must be a plain folder name (no '/', '\\', not '.', "
                           f"'..' or {', '.join(map(repr, _RESERVED_LABELS))}).")

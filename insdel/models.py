@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from ._progress import progress_bar
-from ._validation import check_positive_int, is_integral, to_jsonable
+from ._validation import check_integral, check_positive_int, is_integral, to_jsonable
 
 __all__ = ["MLP", "PRESETS", "available", "get", "default_preset", "train_mlp", "tune_mlp",
            "save_model", "load_model", "regression_metrics"]
@@ -113,14 +113,9 @@ def _resolve_params(params, dataset) -> dict[str, Any]:
     if not out["hidden"] or min(out["hidden"]) < 1:
         raise ValueError(f"params['hidden'] must be a non-empty list of positive layer sizes; "
                          f"got {params.get('hidden')!r}.")
-    for key in ("batch_size", "max_epochs", "patience"):
-        if not is_integral(out[key]) or out[key] < 1:
-            raise ValueError(f"params[{key!r}] must be an integer >= 1; got {out[key]!r}.")
-        out[key] = int(out[key])
-    if out["num_threads"] is not None and (not is_integral(out["num_threads"])
-                                           or out["num_threads"] < 1):
-        raise ValueError(f"params['num_threads'] must be None or an integer >= 1; got "
-                         f"{out['num_threads']!r}.")
+    for key in ("batch_size", "max_epochs", "patience", "num_threads"):
+        if key != "num_threads" or out[key] is not None:  # num_threads None: torch's default
+            out[key] = check_integral(f"params[{key!r}]", out[key])
     for key, what, ok in (("dropout", "in [0, 1)", lambda v: 0.0 <= v < 1.0),
                           ("lr", "> 0", lambda v: v > 0.0),
                           ("val_fraction", "in (0, 1)", lambda v: 0.0 < v < 1.0),

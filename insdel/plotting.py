@@ -142,9 +142,12 @@ def plot_curves(curves: Mapping[str, np.ndarray] | np.ndarray, mode: str = "inse
             raise ValueError("m= is the number of units of curves recorded at positions=; give "
                              "positions= with it.")
         k = np.arange(P)
-    else:  # checked as the areas check them (one per point, increasing, in [0, m])
+    else:
         k = np.asarray(positions)
-        _abc(next(iter(arrs.values())), mode=mode, normalize=normalize, positions=k, m=m)
+    # the legend's ABCs, first: positions are checked there as the areas check them (one per
+    # point, increasing, in [0, m]) before anything is drawn
+    abcs = {name: float(_abc(c, mode=mode, normalize=normalize, positions=positions, m=m))
+            for name, c in arrs.items()}
     ax = _new_axes(ax)
     if random_curves is not None:
         rc = as_float_array("random_curves", random_curves, ndim=(1, 2))
@@ -170,9 +173,8 @@ def plot_curves(curves: Mapping[str, np.ndarray] | np.ndarray, mode: str = "inse
         ax.fill_between(k, line, c, where=bad, interpolate=True, color=_NEG, alpha=0.25,
                         lw=0, zorder=0, label=f"ABC of {_label(shade)}: subtracts")
     for i, (name, c) in enumerate(arrs.items()):
-        a = float(_abc(c, mode=mode, normalize=normalize, positions=positions, m=m))
         ax.plot(k, c, marker="o", ms=3, lw=1.6, zorder=3 + i, color=f"C{i}",
-                label=f"{_label(name)} (ABC {a:.3g})")
+                label=f"{_label(name)} (ABC {abcs[name]:.3g})")
     ax.set_xlabel("features moved, k" + (" (r → x)" if mode == "insertion" else " (x → r)"))
     ax.set_ylabel(ylabel)
     ax.set_xlim(0, int(k[-1]) if m is None else int(m))
@@ -531,12 +533,12 @@ def abc_bars(src, *, ax=None, methods: Sequence[str] | None = None, differences:
         raise ValueError(f"the summary needs columns {sorted(need)}; got {list(summary.columns)}.")
     if not differences and "kind" in summary.columns:
         summary = summary[summary["kind"] != "difference"]
+    have = list(dict.fromkeys(summary["method"]))
     if methods is None:
-        methods = list(dict.fromkeys(summary["method"]))
-    unknown = [m for m in methods if m not in set(summary["method"])]
+        methods = have
+    unknown = [m for m in methods if m not in have]
     if unknown:  # a bar that is silently missing is no answer
-        raise KeyError(f"methods {unknown} are not in the summary; it has "
-                       f"{list(dict.fromkeys(summary['method']))}.")
+        raise KeyError(f"methods {unknown} are not in the summary; it has {have}.")
     modes = list(dict.fromkeys(summary["mode"]))
     ax = _new_axes(ax, figsize=(max(5.0, 0.9 * len(methods) + 2), 3.8))
     width = 0.8 / max(len(modes), 1)

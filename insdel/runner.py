@@ -34,7 +34,7 @@ import pandas as pd
 from . import _checkpoint as ck
 from . import config as _config
 from ._progress import progress_bar
-from ._validation import to_jsonable
+from ._validation import check_scalar, is_plain_folder_name, to_jsonable
 from .distributed import chunk_seed, client_info, make_client, map_chunks, scatter
 from .evaluation import Evaluation, evaluate
 from .groups import Groups, group_attributions
@@ -443,8 +443,6 @@ def _method_options(method: str, options: Mapping, seed: int, dataset) -> dict:
         # still draws its own stream from it (the same seed in every chunk would repeat the
         # first chunk's random draws in all the others)
         if "seed" in kw:  # 2.7, "2" or true are errors, not seeds 2, 2 and 1
-            from ._validation import check_scalar
-
             kw["seed"] = check_scalar(f"methods.options.{method}.seed", kw["seed"], int,
                                       min_val=0)
         kw["seed"] = seed if "seed" not in kw else _chunk_seed(kw["seed"], seed)
@@ -691,7 +689,7 @@ def _lock(out: Path, wait: bool):
 def _default_out(name: str) -> Path:
     """``runs/NAME``, the output folder when neither ``out=`` nor the configuration's ``out`` is
     given: ``name`` must then be a plain folder name (``"../x"`` would write outside ``runs/``)."""
-    if name in ("", ".", "..") or "/" in name or "\\" in name:
+    if not is_plain_folder_name(name):
         raise ValueError(f"name = {name!r} names the run's folder under runs/ (neither out= nor "
                          "the configuration's out is given): it must be a plain folder name (no "
                          "'/', '\\', not '.' or '..'); or give out = PATH.")

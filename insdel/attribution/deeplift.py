@@ -142,9 +142,7 @@ class DeepLift(Attribution):
         """
         cs = check_positive_int("chunk_rows", chunk_rows)
         prelu_rescale = check_bool("prelu_rescale", prelu_rescale)
-        eps = check_scalar("eps", eps, float, min_val=0.0)
-        if not np.isfinite(eps):
-            raise ValueError(f"eps must be finite; got {eps!r}.")
+        eps = check_scalar("eps", eps, float, min_val=0.0, finite=True)
 
         def compute(model, X, R):
             import torch

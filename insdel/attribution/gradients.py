@@ -125,9 +125,7 @@ class InputXGradient(Attribution):
         if binary_zero is not None and binary is None:
             raise ValueError("input_x_gradient: binary_zero needs binary= (the binary features).")
         if binary_zero is not None:
-            binary_zero = check_scalar("binary_zero", binary_zero, float)
-            if not np.isfinite(binary_zero):
-                raise ValueError(f"binary_zero must be finite; got {binary_zero!r}.")
+            binary_zero = check_scalar("binary_zero", binary_zero, float, finite=True)
 
         def compute(model, X, R):
             Xm = X

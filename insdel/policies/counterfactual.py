@@ -95,10 +95,7 @@ def _knn(T, pool, self_idx, tol, min_diff, k, progress=None, chunk=DEFAULT_CHUNK
 
 def _check_tol(name: str, value) -> float:
     """One feature's tolerance: a finite real number >= 0 (``bool`` refused)."""
-    value = check_scalar(name, value, float, min_val=0.0)
-    if not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite number >= 0; got {value!r}.")
-    return value
+    return check_scalar(name, value, float, min_val=0.0, finite=True)
 
 
 @_builtin("counterfactual")
