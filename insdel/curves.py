@@ -44,6 +44,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -606,21 +607,19 @@ def _chain_block(b_lo, b_hi, orders, X, R, diff, n_d, pos, starts, members, grou
 
 
 @nb.njit(cache=True, nogil=True)
-def _chain_fast_block(b_lo, b_hi, orders, X, R, diff, n_d, ins_at, del_at, offsets, base, rows,
-                      idx):  # pragma: no cover - numba
+def _chain_fast_block(b_lo, b_hi, orders, X, R, diff, n_d, ins_at, del_at, offsets, base,
+                      rows):  # pragma: no cover - numba
     """:func:`_chain_block` (write mode) for the commonest case: one feature per unit and every
-    step recorded. The same points and ids (as hybrids: rows r, x first, then the rows of each
-    inner step, the insertion one before the deletion one, where the general kernel writes all
-    insertion rows first). Both modes come from one walk over the ordering, each keeping its
-    current point in a local row (measured: 278 against 435 us serial for 2,000 pairs, n = 16,
+    step recorded. The same points (as hybrids: rows r, x first, then the rows of each inner step,
+    the insertion one before the deletion one, where the general kernel writes all insertion rows
+    first), and no ids: a point's row follows from the ordering (:func:`_gather_chain_block`
+    reads the values from it; measured on 2,000 pairs, n = 16: 5-10 us less here and 7 us less
+    gathering than writing and reading the ids). Both modes come from one walk over the
+    ordering, each keeping its current point in a local row (measured: 278 against 435 us serial
     than a walk per mode; the general kernel's unit and position loops are slower still)."""
     n = X.shape[1]
     ci = np.empty(n, rows.dtype)  # the insertion and deletion curves' current points
     cd = np.empty(n, rows.dtype)
-    if del_at is None:  # the deletion curve's row of idx (as in _set_block)
-        mi_d = 0
-    else:
-        mi_d = del_at
     for b in range(b_lo, b_hi):
         r0 = offsets[b] - base
         for j in range(n):
@@ -629,11 +628,6 @@ def _chain_fast_block(b_lo, b_hi, orders, X, R, diff, n_d, ins_at, del_at, offse
             ci[j] = v
         nd = n_d[b]
         if nd == 0:  # x == r: every point is row 0
-            for s in range(n + 1):
-                if ins_at is not None:
-                    idx[b, 0, 0, s] = 0
-                if del_at is not None:
-                    idx[b, 0, mi_d, s] = 0
             continue
         for j in range(n):
             v = X[b, j]
@@ -641,29 +635,19 @@ def _chain_fast_block(b_lo, b_hi, orders, X, R, diff, n_d, ins_at, del_at, offse
             cd[j] = v
         r = r0 + 2
         inside = 0
-        li = 0  # local ids of the current insertion and deletion points
-        ld = 1
-        if ins_at is not None:
-            idx[b, 0, 0, 0] = 0
-        if del_at is not None:
-            idx[b, 0, mi_d, 0] = 1
         for t in range(n):
             g = orders[b, 0, t]
             if diff[b, g]:
                 inside += 1
-                if inside == nd:  # insertion reaches x, deletion reaches r
-                    li = 1
-                    ld = 0
-                else:  # the row: the current point, then its feature g (the current point
-                    # is updated after the copy: a copy that reads a just-stored element waits for
-                    # the store, measured 450 against 240 us serial)
+                if inside < nd:  # the row: the current point, then its feature g (the current
+                    # point is updated after the copy: a copy that reads a just-stored element
+                    # waits for the store, measured 450 against 240 us serial)
                     if ins_at is not None:
                         for j in range(n):
                             rows[r, j] = ci[j]
                         v = X[b, g]
                         rows[r, g] = v
                         ci[g] = v
-                        li = r - r0
                         r += 1
                     if del_at is not None:
                         for j in range(n):
@@ -671,21 +655,89 @@ def _chain_fast_block(b_lo, b_hi, orders, X, R, diff, n_d, ins_at, del_at, offse
                         v = R[b, g]
                         rows[r, g] = v
                         cd[g] = v
-                        ld = r - r0
                         r += 1
+
+
+@nb.njit(cache=True, nogil=True)
+def _gather_chain_block(b_lo, b_hi, values, first, orders, diff, out, nd_, ins_at, del_at, fr,
+                        fx):  # pragma: no cover - numba
+    """:func:`_gather_block` for the rows of :func:`_chain_fast_block`, without ids: pair b's
+    inner step c (its c-th differing feature, 1 <= c < |D_b|) is row ``2 + M (c - 1)`` after its
+    row r for insertion, the next row for deletion; the curves are ``f(r)`` (insertion) and
+    ``f(x)`` (deletion) up to the first differing feature and swap ends at the last. Returns the
+    number of pairs with a non-finite value, as :func:`_gather_block`."""
+    m = orders.shape[2]
+    M = (ins_at is not None) + (del_at is not None)
+    if del_at is None:
+        di = 0
+        dd = 0
+    else:
+        di = del_at
+        dd = 1 if ins_at is not None else 0  # the deletion row's offset after the insertion one
+    bad = 0
+    for b in range(b_lo, b_hi):
+        f = first[b]
+        nd = nd_[b]
+        vr = values[f]
+        vx = values[f + 1] if nd > 0 else vr
+        fr[b] = vr
+        fx[b] = vx
+        nf = (vr - vr != 0.0) | (vx - vx != 0.0)
+        ci = vr
+        cd = vx
+        if ins_at is not None:
+            out[0, b, 0, 0] = ci
+        if del_at is not None:
+            out[di, b, 0, 0] = cd
+        inside = 0
+        for t in range(m):
+            if diff[b, orders[b, 0, t]]:
+                inside += 1
+                if inside == nd:  # insertion reaches x, deletion reaches r
+                    ci = vx
+                    cd = vr
+                else:
+                    row = f + 2 + M * (inside - 1)
+                    if ins_at is not None:
+                        ci = values[row]
+                        nf |= ci - ci != 0.0
+                    if del_at is not None:
+                        cd = values[row + dd]
+                        nf |= cd - cd != 0.0
             if ins_at is not None:
-                idx[b, 0, 0, t + 1] = li
+                out[0, b, 0, t + 1] = ci
             if del_at is not None:
-                idx[b, 0, mi_d, t + 1] = ld
+                out[di, b, 0, t + 1] = cd
+        bad += nf
+    return bad
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
-def _chain_fast_par(nblk, orders, X, R, diff, n_d, ins_at, del_at, offsets, base, rows,
-                    idx):  # pragma: no cover - numba
+def _gather_chain_par(nblk, values, first, orders, diff, out, nd, ins_at, del_at, fr,
+                      fx):  # pragma: no cover - numba
+    B = orders.shape[0]
+    bad = 0
+    for i in nb.prange(nblk):
+        bad += _gather_chain_block(i * B // nblk, (i + 1) * B // nblk, values, first, orders, diff,
+                                   out, nd, ins_at, del_at, fr, fx)
+    return bad
+
+
+def _gather_chain(nblk, values, first, orders, diff, out, nd, ins_at, del_at, fr, fx) -> int:
+    """:func:`_gather_chain_block` over all pairs, in ``nblk`` parallel blocks (1: serially)."""
+    if nblk == 1:
+        return _gather_chain_block(0, orders.shape[0], values, first, orders, diff, out, nd,
+                                   ins_at, del_at, fr, fx)
+    return _gather_chain_par(nblk, values, first, orders, diff, out, nd, ins_at, del_at, fr, fx)
+
+
+@nb.njit(parallel=True, cache=True, nogil=True)
+def _chain_fast_par(nblk, orders, X, R, diff, n_d, ins_at, del_at, offsets, base,
+                    rows):  # pragma: no cover - numba
     B = X.shape[0]
     for i in nb.prange(nblk):
         _chain_fast_block(i * B // nblk, (i + 1) * B // nblk, orders, X, R, diff, n_d, ins_at,
-                          del_at, offsets, base, rows, idx)
+                          del_at, offsets, base, rows)
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
@@ -963,9 +1015,10 @@ ROW_BUFFER_BYTES = 1 << 23
 PARALLEL_MIN_POINTS = 1 << 12
 
 #: The pass over the pairs (:func:`_prepare`) is a read of X and R with little arithmetic: it runs
-#: serially below this many entries (measured: serial 75 against parallel 87 us for 2,000 pairs,
-#: n = 16, right after a model call, whose threads are still spinning).
-PREPARE_PARALLEL_MIN = 1 << 18
+#: serially below this many entries of X and the orderings (measured right after a torch model
+#: call, n = 16, K = 1: serial 6.7 against parallel 9.2 us for 200 pairs, equal at 500 pairs,
+#: 26.6 against 18.1 us for 2,000).
+PREPARE_PARALLEL_MIN = 1 << 14
 
 
 class _Clock:
@@ -978,9 +1031,10 @@ class _Clock:
         self.index_s = self.model_s = 0.0
 
 
-@dataclass(frozen=True)
-class _Plan:
-    """What the row kernels need besides the pairs: recorded positions, unit -> columns, modes."""
+class _Plan(NamedTuple):
+    """What the row kernels need besides the pairs: recorded positions, unit -> columns, modes,
+    and the threads the parallel kernels share out (read once per call: numba's
+    ``get_num_threads`` costs microseconds)."""
 
     pos: np.ndarray
     starts: np.ndarray
@@ -988,23 +1042,30 @@ class _Plan:
     grouped: bool
     ins_at: int | None  # the mode's index on the ids' mode axis, None when it is not traced
     del_at: int | None
+    threads: int
 
     @property
     def args(self) -> tuple:
-        return (self.pos, self.starts, self.members, self.grouped, self.ins_at, self.del_at)
+        return self[:6]
+
+    @property
+    def fast(self) -> bool:
+        """One feature per unit and every step recorded (:func:`_chain_fast_block`)."""
+        return not self.grouped and self.pos.shape[0] == len(self.starts)
 
 
 class _ChainWalk:
     """One ordering per pair: count each pair's distinct rows, then, per run of pairs whose rows fit
     :data:`ROW_BUFFER_BYTES`, write them (parallel blocks of pairs at known offsets) and evaluate
-    them with one adapter call (batched by the model's ``batch_size``)."""
+    them with one adapter call (batched by the model's ``batch_size``). The commonest case (one
+    feature per unit, every step recorded) writes no ids: its gathering reads the ordering."""
 
     def __init__(self, model, n: int, plan: _Plan, S: int, ws):
         self.model, self.plan, self.ws = model, plan, ws
         self.M = (plan.ins_at is not None) + (plan.del_at is not None)
         self.cap = 2 + self.M * S  # most rows of one pair
-        m = len(plan.starts) - 1
-        self.full = S == m + 1  # positions 0, 1, ..., m
+        self.full = S == len(plan.starts)  # positions 0, 1, ..., m
+        self.fast = plan.fast
         row_bytes = n * model.dtype.itemsize
         self.budget = max(model.batch_size, self.cap, ROW_BUFFER_BYTES // max(row_bytes, 1))
         self.n = n
@@ -1015,20 +1076,20 @@ class _ChainWalk:
             self.stage = self.ws.get("rows", (rows, self.n), self.model.dtype)
         return self.stage
 
-    def __call__(self, ob, Xc, Rc, dc, nd, idx, first, values, clock) -> int:
+    def __call__(self, ob, Xc, Rc, dc, nd, idx, values, clock) -> tuple[np.ndarray, int]:
+        """Rows and values of the pairs given; returns each pair's first row id and the number
+        of distinct rows."""
         Bc = Xc.shape[0]
-        args = self.plan.args
+        plan = self.plan
         t = time.perf_counter()
         if self.full:  # every step recorded: r, x and, per mode, one row per inner step
             starts = _full_chain_starts(nd, self.M)
         else:
             counts = np.empty(Bc, dtype=np.int64)
-            _chain(_blocks(Bc, Bc * self.cap), ob, Xc, Rc, dc, nd, *args, False, 0, counts,
-                   self.stage[:0], idx)
+            _chain(_blocks(Bc, Bc * self.cap, plan.threads), ob, Xc, Rc, dc, nd, *plan.args,
+                   False, 0, counts, self.stage[:0], idx)
             starts = np.zeros(Bc + 1, dtype=np.int64)
             np.cumsum(counts, out=starts[1:])
-        first[:] = starts[:-1]
-        fast = self.full and not self.plan.grouped
         clock.index_s += time.perf_counter() - t
         b = 0
         while b < Bc:
@@ -1039,19 +1100,27 @@ class _ChainWalk:
                 b + 1, int(np.searchsorted(starts, base + self.budget, side="right")) - 1)
             rows = int(starts[e]) - base
             stage = self._rows(rows)
-            nblk = _blocks(e - b, rows)
-            if fast:
-                _chain_fast(nblk, ob[b:e], Xc[b:e], Rc[b:e], dc[b:e], nd[b:e], self.plan.ins_at,
-                            self.plan.del_at, starts[b:e], base, stage, idx[b:e])
+            run = (ob, Xc, Rc, dc, nd) if e - b == Bc else (ob[b:e], Xc[b:e], Rc[b:e], dc[b:e],
+                                                             nd[b:e])
+            nblk = _blocks(e - b, rows, plan.threads)
+            if self.fast:
+                _chain_fast(nblk, *run, plan.ins_at, plan.del_at, starts[b:e], base, stage)
             else:
-                _chain(nblk, ob[b:e], Xc[b:e], Rc[b:e], dc[b:e], nd[b:e], *args, True,
-                       base, starts[b:e], stage, idx[b:e])
+                _chain(nblk, *run, *plan.args, True, base, starts[b:e], stage, idx[b:e])
             t1 = time.perf_counter()
             clock.index_s += t1 - t
             self.model(stage[:rows], out=values[base:base + rows], check_finite=False)
             clock.model_s += time.perf_counter() - t1
             b = e
-        return int(starts[Bc])
+        return starts[:Bc], int(starts[Bc])
+
+    def gather(self, nblk, values, first, ob, dc, idx, out, nd, fr, fx) -> int:
+        """The curves from the values (:func:`_gather_chain` or :func:`_gather`); returns the
+        number of pairs with a non-finite value."""
+        if self.fast:
+            return _gather_chain(nblk, values, first, ob, dc, out, nd, self.plan.ins_at,
+                                 self.plan.del_at, fr, fx)
+        return _gather(nblk, values, first, idx, out, nd, fr, fx)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -1067,12 +1136,12 @@ def _full_chain_starts(n_d, M):  # pragma: no cover - numba
     return starts
 
 
-def _blocks(B: int, work: int, parallel_min: int | None = None) -> int:
-    """Parallel blocks for a kernel over B pairs and ``work`` rows or points (1: serially, below
-    ``parallel_min``, default :data:`PARALLEL_MIN_POINTS`)."""
+def _blocks(B: int, work: int, threads: int, parallel_min: int | None = None) -> int:
+    """Parallel blocks for a kernel over B pairs and ``work`` rows or points on ``threads``
+    threads (1: serially, below ``parallel_min``, default :data:`PARALLEL_MIN_POINTS`)."""
     if work < (PARALLEL_MIN_POINTS if parallel_min is None else parallel_min) or B < 2:
         return 1
-    return min(B, 4 * max(1, nb.get_num_threads()))
+    return min(B, 4 * max(1, threads))
 
 
 class _HashWalk:
@@ -1084,6 +1153,7 @@ class _HashWalk:
 
     def __init__(self, model, n: int, m: int, plan: _Plan, points_per_pair: int, ws):
         self.model, self.plan, self.n, self.ws = model, plan, n, ws
+        self.fast = False  # every point has an id (the ids say which of its pair's rows)
         self.cap = cap = 2 + points_per_pair  # most distinct rows one pair can have
         row_bytes = n * model.dtype.itemsize
         budget = max(model.batch_size, cap, ROW_BUFFER_BYTES // max(row_bytes, 1))
@@ -1103,8 +1173,11 @@ class _HashWalk:
             self.W = n_words(m)
         self.lw = self.stage = None
 
-    def __call__(self, ob, Xc, Rc, dc, nd, idx, first, values, clock) -> int:
+    def __call__(self, ob, Xc, Rc, dc, nd, idx, values, clock) -> tuple[np.ndarray, int]:
+        """Rows and values of the pairs given; returns each pair's first row id and the number
+        of distinct rows."""
         Bc, cap = Xc.shape[0], self.cap
+        first = np.empty(Bc, dtype=np.int64)  # global id of each pair's row r
         n_rows = 0
         for p0 in range(0, Bc, self.run_pairs):
             p1 = min(Bc, p0 + self.run_pairs)
@@ -1113,8 +1186,8 @@ class _HashWalk:
             if self.stage is None or self.stage.shape[0] < P * cap:
                 self.stage = self.ws.get("rows", (P * cap, self.n), self.model.dtype)
             counts = np.empty(P, dtype=np.int64)
-            nblk = _blocks(P, P * (cap - 2))
-            nblk = min(nblk, max(1, nb.get_num_threads()))  # one region per thread
+            nblk = min(_blocks(P, P * (cap - 2), self.plan.threads),
+                       max(1, self.plan.threads))  # one region per thread
             ids, heads = idx[p0:p1], first[p0:p1]
             run = (ob[p0:p1], Xc[p0:p1], Rc[p0:p1], dc[p0:p1])
             if self.kind == "zobrist":
@@ -1139,7 +1212,11 @@ class _HashWalk:
             heads += base
             n_rows += int(counts.sum())
             clock.index_s += time.perf_counter() - t2
-        return n_rows
+        return first, n_rows
+
+    def gather(self, nblk, values, first, ob, dc, idx, out, nd, fr, fx) -> int:
+        """The curves from the values (:func:`_gather`)."""
+        return _gather(nblk, values, first, idx, out, nd, fr, fx)
 
 
 def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=MODES,
@@ -1216,8 +1293,9 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
         # ordering is a permutation (the error messages come from the checkers)
         diff = ws.get("diff", (B, n), np.bool_)
         n_d = ws.get("n_d", (B,), np.int64)
-        finite, perms = _prepare(_blocks(B, B * (n + K * m), PREPARE_PARALLEL_MIN), X, R, orders,
-                                 validate, diff, n_d)
+        threads = nb.get_num_threads()
+        nblk = _blocks(B, B * (n + K * m), threads, PREPARE_PARALLEL_MIN)
+        finite, perms = _prepare(nblk, X, R, orders, validate, diff, n_d)
         if validate and not finite:
             check_finite("X", X)
             check_finite("R", R)
@@ -1233,7 +1311,7 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
             diff = np.ascontiguousarray(grp.reduce_any(diff))
             n_d = _row_counts(diff)
             starts, members = grp.starts, grp.members
-        plan = _Plan(pos, starts, members, grp is not None, ins_at, del_at)
+        plan = _Plan(pos, starts, members, grp is not None, ins_at, del_at, threads)
         res = _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, chunk_pairs, progress,
                             grp, ws)
         return _in_order(res, asked)
@@ -1295,15 +1373,15 @@ def _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, chunk_pairs, prog
             b1 = min(b0 + chunk_pairs, B)
             Bc = b1 - b0
             nd = n_d[b0:b1]
-            idx = ws.get("ids", (Bc, K, M, S), id_type)
-            first = np.empty(Bc, dtype=np.int64)  # global id of each pair's row r
+            # ids of each point's row (none in the chain walk's fast case, which reads orders)
+            idx = None if walk.fast else ws.get("ids", (Bc, K, M, S), id_type)
             values = ws.get("values", (Bc * walk.cap,), np.float64)
+            ob, dc = orders[b0:b1], diff[b0:b1]
             clock.index_s += time.perf_counter() - t
-            U = walk(orders[b0:b1], X[b0:b1], R[b0:b1], diff[b0:b1], nd, idx, first, values,
-                     clock)
+            first, U = walk(ob, X[b0:b1], R[b0:b1], dc, nd, idx, values, clock)
             t = time.perf_counter()
-            if _gather(_blocks(Bc, Bc * per_pair), values, first, idx, curves_out[:, b0:b1], nd,
-                       fr[b0:b1], fx[b0:b1]):
+            if walk.gather(_blocks(Bc, Bc * per_pair, plan.threads), values, first, ob, dc, idx,
+                           curves_out[:, b0:b1], nd, fr[b0:b1], fx[b0:b1]):
                 _raise_non_finite(model, curves_out[:, b0:b1], fr[b0:b1], fx[b0:b1], b0, modes)
             clock.index_s += time.perf_counter() - t
             n_unique += U

@@ -470,9 +470,9 @@ def _modes_at(modes: tuple) -> tuple:
 @pytest.mark.parametrize("nblk", [1, 5])
 def test_chain_fast_kernel_equals_general_kernel(modes, nblk):
     """The specialised kernel (one feature per unit, every step recorded) writes the same rows
-    (in its own order within a pair) and ids pointing at the same points as the general one,
-    serially and in parallel blocks; the closed-form row counts are the general kernel's
-    counts."""
+    (in its own order within a pair) as the general one, serially and in parallel blocks, and its
+    gathering, which reads each point's row from the ordering (no ids), finds the same points as
+    the general kernel's ids; the closed-form row counts are the general kernel's counts."""
     from insdel.groups import full_positions
 
     rng = np.random.default_rng(nblk)
@@ -481,7 +481,6 @@ def test_chain_fast_kernel_equals_general_kernel(modes, nblk):
     M = sum(modes)
     pos = full_positions(n)
     idx_a = np.full((B, 1, M, n + 1), -1, dtype=np.int32)
-    idx_b = idx_a.copy()
     counts = np.empty(B, dtype=np.int64)
     args = (pos, starts, members, False, *_modes_at(modes))
     C._chain(nblk, o, X, R, diff, nd, *args, False, 0, counts, np.empty((0, n), np.float32),
@@ -494,14 +493,22 @@ def test_chain_fast_kernel_equals_general_kernel(modes, nblk):
     rows_a = np.full((counts.sum(), n), np.nan, dtype=np.float32)
     rows_b = rows_a.copy()
     C._chain(nblk, o, X, R, diff, nd, *args, True, base, offs, rows_a, idx_a)
-    C._chain_fast(nblk, o, X, R, diff, nd, *_modes_at(modes), offs, base, rows_b, idx_b)
+    C._chain_fast(nblk, o, X, R, diff, nd, *_modes_at(modes), offs, base, rows_b)
+    # each point's global row id, as the fast gathering finds it (values: the ids themselves)
+    ids = np.arange(base + counts.sum(), dtype=np.float64)
+    got = np.empty((M, B, 1, n + 1))
+    fr, fx = np.empty(B), np.empty(B)
+    assert C._gather_chain(nblk, ids, offs, o, diff, got, nd, *_modes_at(modes), fr, fx) == 0
+    idx_b = np.moveaxis(got, 0, 2).astype(np.int64) - offs[:, None, None, None]
     for b in range(B):  # the same points (the fast kernel orders a pair's rows otherwise)
         at = offs[b] - base
         np.testing.assert_array_equal(rows_a[at + idx_a[b]], rows_b[at + idx_b[b]])
         pa, pb = rows_a[at:at + counts[b]], rows_b[at:at + counts[b]]
         np.testing.assert_array_equal(pa[np.lexsort(pa.T)], pb[np.lexsort(pb.T)])  # same rows
     np.testing.assert_array_equal(idx_a[..., 0], idx_b[..., 0])  # r and x: local rows 0 and 1
-    assert not np.isnan(rows_a).any() and idx_a.min() == 0
+    np.testing.assert_array_equal(fr, offs)  # f(r): row 0; f(x): row 1 (row 0 when x == r)
+    np.testing.assert_array_equal(fx, offs + (nd > 0))
+    assert not np.isnan(rows_a).any() and not np.isnan(rows_b).any() and idx_a.min() == 0
     assert (idx_a.max(axis=(1, 2, 3)) < counts).all()  # local ids within each pair's rows
 
 
