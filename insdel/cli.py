@@ -72,8 +72,15 @@ def _cmd_run(args) -> int:
     from .runner import run_experiment
 
     _use_agg()
-    over: dict = {"model": {"trust": True}} if args.trust_model else {}
-    cfg = config.load(args.config, quick=args.quick, overrides=_device(args, over) or None)
+    cfg = config.load(args.config, quick=args.quick, overrides=_device(args, {}) or None)
+    if args.trust_model:  # model.trust is read only when the model is loaded from model.path
+        if cfg["model"]["path"] is None:
+            given = "preset" if cfg["model"]["preset"] is not None else "params"
+            raise ValueError(f"--trust-model allows loading a pickle-based model file ([model] "
+                             f"path), but {cfg['source']} has no model.path (its model comes from "
+                             f"model.{given}), so the flag would not be read: leave it out.")
+        cfg = config.load(args.config, quick=args.quick,
+                          overrides=_device(args, {"model": {"trust": True}}))
     res = run_experiment(cfg, args.out, verbose=True, progress=_progress(args), wait=args.wait)
     _print_result(res)
     return 0
@@ -92,13 +99,13 @@ def _cmd_reproduce(args) -> int:
         for opt in ("scheduler", "device"):
             if getattr(args, opt, None):
                 raise ValueError(f"paper-images runs serially on the CPU; it takes no --{opt}.")
-        from .runner import _lock, _unfinish
+        from .runner import lock_folder, unfinish
 
         out = Path(args.out or f"runs/paper-images{'-quick' if args.quick else ''}")
         out.mkdir(parents=True, exist_ok=True)
-        lock = _lock(out, args.wait)  # two runs (other --seed) must not mix their files
+        lock = lock_folder(out, args.wait)  # two runs (other --seed) must not mix their files
         try:
-            _unfinish(out)  # a run stopped half-way leaves no earlier run's manifest
+            unfinish(out)  # a run stopped half-way leaves no earlier run's manifest
             res = run_paper_images(out, quick=args.quick,
                                    seed=args.seed if args.seed is not None else 0,
                                    progress=_progress(args))
@@ -233,7 +240,7 @@ def _cmd_functional(args) -> int:
             ck.atomic_write_text(out / "metric_grades.csv", grades.to_csv(index=False))
             written.append(out / "metric_grades.csv")
         print("\nwritten: " + ", ".join(str(p) for p in written))
-    return 0
+    return functional.exit_code(results, strict=args.strict)
 
 
 def _cmd_leaderboard(args) -> int:
@@ -290,7 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "runs/<name>)")
     p.add_argument("--quick", action="store_true", help="apply the config's [quick] sizes")
     p.add_argument("--trust-model", action="store_true",
-                   help="allow a pickle-based model file ([model] path): loading it runs code")
+                   help="allow a pickle-based model file ([model] path): loading it runs code "
+                        "(an error when the model has no path)")
     _run_options(p)
     p.set_defaults(func=_cmd_run)
 
@@ -369,6 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the data and seeded methods")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="also write functional.csv and metric_grades.csv into DIR")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when any method fails any criterion (default: exit 0: a failed "
+                        "criterion is a result)")
     p.set_defaults(func=_cmd_functional)
 
     p = sub.add_parser("leaderboard", help="rank methods over finished runs",

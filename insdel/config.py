@@ -369,7 +369,8 @@ def load(config: str | os.PathLike | Mapping, *, quick: bool = False,
     ----------
     config : path, shipped name ("demo", "paper_cern", "paper-cern", ...) or dict
     quick : bool
-        Apply the configuration's ``[quick]`` overrides (small sizes).
+        Apply the configuration's ``[quick]`` overrides (small sizes); a configuration without a
+        (non-empty) ``[quick]`` table is then an error.
     overrides : mapping, optional
         Further overrides, merged last (nested tables merge key by key).
 
@@ -383,7 +384,8 @@ def load(config: str | os.PathLike | Mapping, *, quick: bool = False,
     ------
     ConfigError
         An unknown key (with the closest valid key), a missing required key, a value of the wrong
-        type, or inconsistent values; the message names the dotted key and the source.
+        type, inconsistent values, or ``quick=True`` without a ``[quick]`` table; the message names
+        the dotted key and the source.
     """
     if isinstance(config, Mapping):
         raw, source = copy.deepcopy(dict(config)), "<dict>"
@@ -400,9 +402,16 @@ def load(config: str | os.PathLike | Mapping, *, quick: bool = False,
             raw = _toml.loads(text)
         except _toml.TOMLDecodeError as exc:
             raise ConfigError(f"{source}: invalid TOML ({exc}).") from None
+    has_quick = "quick" in raw
     quick_over = raw.pop("quick", {})
     if not isinstance(quick_over, Mapping):
         raise ConfigError(f"{source}: quick must be a table of overrides; got {quick_over!r}.")
+    if quick and not quick_over:  # full sizes recorded as quick = true: a silent wrong result
+        what = "an empty [quick] table" if has_quick else "no [quick] table"
+        raise ConfigError(f"{source}: quick=True (--quick) applies the configuration's [quick] "
+                          f"overrides, but it has {what}: it would run at full size and record "
+                          "quick = true. Run it without --quick (quick=False), or add a [quick] "
+                          "table of smaller sizes (docs/experiments.md).")
     _check_table(raw, SCHEMA, "", source, partial=False)
     _check_table(quick_over, SCHEMA, "quick.", source, partial=True)
     if overrides:
@@ -516,6 +525,11 @@ def _check_values(cfg: dict, source: str) -> None:
     if m["architecture"] is not None and m["path"] is None:
         raise ConfigError(f"{source}: model.architecture names the preset of a bare state_dict "
                           "given by model.path; there is no path.")
+    if m["trust"] and m["path"] is None:
+        given = "model.preset" if m["preset"] is not None else "model.params"
+        raise ConfigError(f"{source}: model.trust = true allows loading a pickle-based model file "
+                          f"given by model.path; the model comes from {given} (no path), so it "
+                          "would not be read: remove model.trust.")
     if cfg["data"]["recipe"] is None:
         raise ConfigError(f"{source}: data.recipe is required (e.g. \"dielectron_sim\", or "
                           f"\"table\" for your own CSV); insdel never picks a data set for you.")

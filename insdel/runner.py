@@ -40,7 +40,8 @@ from .evaluation import Evaluation, evaluate
 from .groups import Groups, group_attributions
 from .report import metrics_table, policy_table, run_header, run_tables, sampled_vs_exact
 
-__all__ = ["run_experiment", "load_results", "RunResult", "OutputFolderBusy"]
+__all__ = ["run_experiment", "load_results", "RunResult", "OutputFolderBusy", "lock_folder",
+           "unfinish"]
 
 
 class OutputFolderBusy(RuntimeError):
@@ -350,6 +351,11 @@ def _get_model(cfg: dict, dataset, data_hash: str, out: Path, log, progress
         models.save_model(model, tmp, dataset=dataset, params=spec, metrics=metrics)
     ck.atomic_write_text(keyfile, key + "\n")
     return model, dict(metrics or {}), {"source": "trained", "preset": m["preset"], "key": key}
+
+
+def _model_files(model_info: Mapping) -> tuple[str, ...]:
+    """The files of ``out`` a run uses without writing them: the cached model it loaded."""
+    return ("model.pt", "model.key") if model_info.get("source") == "cache" else ()
 
 
 def _model_stage(cfg: dict, dataset, data_info: dict, out: Path, stages: _Stages, log,
@@ -672,10 +678,32 @@ def _versions() -> dict:
     return out
 
 
-def _lock(out: Path, wait: bool):
-    """An exclusive lock on the output folder (``OUT/.insdel.lock``)."""
+def lock_folder(out: str | os.PathLike, wait: bool = False):
+    """Take the exclusive lock of an output folder (``OUT/.insdel.lock``, a ``filelock.FileLock``).
+
+    Every command that writes an output folder holds it for the whole run, so that two runs never
+    mix their files in one folder.
+
+    Parameters
+    ----------
+    out : path
+        The output folder; it must exist.
+    wait : bool
+        If another run holds the lock, wait for it to be released instead of refusing.
+
+    Returns
+    -------
+    filelock.FileLock
+        The acquired lock; call its ``release()`` when the run is over.
+
+    Raises
+    ------
+    OutputFolderBusy
+        Another insdel run holds the lock and ``wait`` is False.
+    """
     from filelock import FileLock, Timeout
 
+    out = Path(out)
     lock = FileLock(str(out / ".insdel.lock"))
     try:
         lock.acquire(timeout=-1 if wait else 0)
@@ -696,11 +724,69 @@ def _default_out(name: str) -> Path:
     return Path("runs") / name
 
 
-def _unfinish(out: Path) -> None:
-    """Remove the folder's ``manifest.json`` before a run rewrites it: a run stopped half-way
-    must not leave an earlier run's manifest (what :func:`load_results` and the leaderboard read
-    as "finished, with this configuration") above files it has already replaced."""
-    (out / "manifest.json").unlink(missing_ok=True)
+def unfinish(out: str | os.PathLike) -> None:
+    """Mark an output folder as not finished: remove its ``manifest.json`` before a run rewrites it.
+
+    A run stopped half-way must not leave an earlier run's manifest (what :func:`load_results`
+    and the leaderboard read as "finished, with this configuration") above files it has already
+    replaced; the run writes its own manifest last. Call it while holding :func:`lock_folder`.
+
+    Parameters
+    ----------
+    out : path
+        The output folder (a missing ``manifest.json`` is not an error).
+    """
+    (Path(out) / "manifest.json").unlink(missing_ok=True)
+
+
+def _listable(out: Path) -> list[Path]:
+    """The files of ``out`` a manifest may list: not under ``checkpoints/``, not the manifest, not
+    hidden (the lock, temporary files)."""
+    return sorted(p for p in out.rglob("*") if p.is_file()
+                  and "checkpoints" not in p.relative_to(out).parts
+                  and p.name != "manifest.json" and not p.name.startswith("."))
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def _snapshot(out: Path) -> dict[Path, tuple[int, int, int]]:
+    """(inode, mtime, size) of every listable file before a run writes: every file a run writes
+    is moved into place (a new inode), so one with the same stamp afterwards was not written."""
+    return {p.relative_to(out): _stamp(p) for p in _listable(out)}
+
+
+def _run_files(out: Path, before: Mapping[Path, tuple], used: tuple[str, ...] = ()
+               ) -> list[Path]:
+    """The files of this run, for the manifest: those written since ``before``
+    (:func:`_snapshot`), plus ``used`` (names relative to ``out``: the cached model the run
+    loaded). Anything else (an earlier run's policy folders, figures or tables) is left in place,
+    kept out of the manifest, and named in one line on stderr."""
+    mine, stale = [], []
+    for p in _listable(out):
+        rel = p.relative_to(out)
+        if before.get(rel) != _stamp(p) or rel.as_posix() in used:
+            mine.append(p)
+        else:
+            stale.append(rel)
+    if stale:
+        touched = {p.relative_to(out).parts[0] for p in mine}
+        names: list[str] = []
+        for rel in stale:
+            top = rel.parts[0]
+            if len(rel.parts) > 1 and top not in touched:  # a folder this run did not write at all
+                name = f"{top}/"
+                if name not in names:
+                    names.append(name)
+            else:
+                names.append(rel.as_posix())
+        shown = names if len(names) <= 8 else names[:8] + [f"and {len(names) - 8} more"]
+        print(f"note: {out} holds {len(stale)} file(s) this run did not write (left by an earlier "
+              f"run or added by hand; not in manifest.json, left in place): {', '.join(shown)}",
+              file=sys.stderr, flush=True)
+    return mine
 
 
 def run_experiment(config: str | os.PathLike | Mapping, out: str | os.PathLike | None = None, *,
@@ -751,11 +837,12 @@ def run_experiment(config: str | os.PathLike | Mapping, out: str | os.PathLike |
         cfg = {**cfg, "figures": {**cfg["figures"], "enabled": bool(figures)}}
     out = Path(out if out is not None else (cfg["out"] or _default_out(cfg["name"])))
     out.mkdir(parents=True, exist_ok=True)
-    lock = _lock(out, wait)
+    lock = lock_folder(out, wait)
     try:
-        _unfinish(out)
+        unfinish(out)
+        before = _snapshot(out)
         with _client_of(cfg, client, verbose) as cl:
-            return _run(cfg, out, progress, verbose, _interrupt, cl)
+            return _run(cfg, out, progress, verbose, _interrupt, cl, before)
     finally:
         lock.release()
 
@@ -787,7 +874,8 @@ def _client_of(cfg: Mapping, client, verbose: bool):
         yield cl
 
 
-def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None) -> RunResult:
+def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
+         before: Mapping[Path, tuple] | None = None) -> RunResult:
     def log(msg: str) -> None:
         if verbose:
             print(msg, file=sys.stderr, flush=True)
@@ -917,8 +1005,7 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None) -> Run
     fig_paths = _figures(cfg, evaluations, model, dataset, out, stages, log, decomps)
 
     total = time.perf_counter() - t_all
-    files = sorted(p for p in out.rglob("*") if p.is_file() and "checkpoints" not in p.parts
-                   and p.name != "manifest.json" and not p.name.startswith("."))
+    files = _run_files(out, {} if before is None else before, _model_files(model_info))
     evals_total = sum(int(v.get("model_evaluations", 0)) for v in stages.stages.values())
     manifest = {
         "name": cfg["name"], "source": cfg["source"], "quick": cfg["quick"], "seed": cfg["seed"],
@@ -1063,16 +1150,18 @@ def run_roar(config: str | os.PathLike | Mapping, out: str | os.PathLike | None 
     _config.check_sections(cfg, "roar")
     out = Path(out if out is not None else (cfg["out"] or _default_out(cfg["name"])))
     out.mkdir(parents=True, exist_ok=True)
-    lock = _lock(out, wait)
+    lock = lock_folder(out, wait)
     try:
-        _unfinish(out)
+        unfinish(out)
+        before = _snapshot(out)
         with _client_of(cfg, client, verbose) as cl:
-            return _run_roar(cfg, out, progress, verbose, _interrupt, _roar, cl)
+            return _run_roar(cfg, out, progress, verbose, _interrupt, _roar, cl, before)
     finally:
         lock.release()
 
 
-def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, _roar, client=None) -> RoarRun:
+def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, _roar, client=None,
+              before: Mapping[Path, tuple] | None = None) -> RoarRun:
     def log(msg: str) -> None:
         if verbose:
             print(msg, file=sys.stderr, flush=True)
@@ -1142,8 +1231,7 @@ def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, _roar, client=
     with plt.rc_context({"figure.max_open_warning": 0}):
         fig = plotting.roar_figure(summary, title=f"ROAR on {data_info['name']}")
         fig_path = plotting.save_figure(fig, out / "figures" / "roar.png", 110)
-    files = sorted(p for p in out.rglob("*") if p.is_file() and "checkpoints" not in p.parts
-                   and p.name != "manifest.json" and not p.name.startswith("."))
+    files = _run_files(out, {} if before is None else before, _model_files(model_info))
     manifest = {
         "name": cfg["name"], "source": cfg["source"], "quick": cfg["quick"], "seed": cfg["seed"],
         "config": to_jsonable({k: v for k, v in cfg.items() if k != "source"}),

@@ -182,7 +182,11 @@ def test_a_quick_flag_in_a_dict_is_not_ignored(csv):
     """{"quick": True} in a dict was dropped without a word: the full sizes ran."""
     with pytest.raises(C.ConfigError, match=r"quick = True"):
         C.load({**_cfg(csv), "quick": True})
-    assert C.load({**_cfg(csv), "quick": True}, quick=True)["quick"] is True
+    # the key 'quick' of a dict is its flag or its [quick] table: a flag leaves no overrides, and
+    # quick=True without overrides is an error (full sizes recorded as quick)
+    with pytest.raises(C.ConfigError, match=r"no \[quick\] table"):
+        C.load({**_cfg(csv), "quick": True}, quick=True)
+    assert C.load({**_cfg(csv), "quick": False})["quick"] is False
 
 
 def test_no_policies_after_the_quick_overrides_is_an_error(csv):
