@@ -6,6 +6,15 @@
   (``numpy.savez`` stamps the current time).
 * :class:`ChunkStore` keeps one ``chunk_XXXX.<key>.npy`` per finished chunk of targets, named by
   the configuration hash; a run started again with the same configuration skips finished chunks.
+* The store's ``KEY`` file holds the full configuration hash on its first line and then, for each
+  chunk, the SHA-256 of the chunk file's bytes as written (``<sha256>  <file name>``, the format of
+  ``sha256sum``). A chunk is verified against it whenever it is loaded: a chunk whose bytes changed
+  after it was written (a disk error, an edit) is an error naming the file, like a chunk that
+  cannot be read at all -- its numbers are never used; delete it and run again to recompute it.
+* A chunk with no checksum in ``KEY`` (written by an insdel older than the checksums, or left
+  after ``KEY`` was deleted) is not trusted: it counts as not done and is recomputed, with one
+  warning per store naming the files. Recomputing costs a resumed run that chunk's time once;
+  accepting it would use numbers nothing vouches for.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import io
 import json
 import os
 import tempfile
+import warnings
 import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -172,11 +182,16 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def save_npy(path: str | os.PathLike, arr: np.ndarray) -> None:
-    """Save one array as ``.npy`` atomically."""
+def _npy_bytes(arr: np.ndarray) -> bytes:
+    """The bytes of ``arr`` as a ``.npy`` file."""
     buf = io.BytesIO()
     np.lib.format.write_array(buf, np.ascontiguousarray(arr), allow_pickle=False)
-    atomic_write_bytes(path, buf.getvalue())
+    return buf.getvalue()
+
+
+def save_npy(path: str | os.PathLike, arr: np.ndarray) -> None:
+    """Save one array as ``.npy`` atomically."""
+    atomic_write_bytes(path, _npy_bytes(arr))
 
 
 def save_npz(path: str | os.PathLike, arrays: Mapping[str, np.ndarray]) -> None:
@@ -233,12 +248,36 @@ def sha256_file(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
+@contextlib.contextmanager
+def _folder_lock(folder: Path):
+    """Hold an exclusive ``flock`` on ``folder`` (POSIX), so that processes sharing a chunk folder
+    update its ``KEY`` file one at a time; where locking is not available, no lock."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        with contextlib.suppress(OSError):  # a file system without flock: go on unlocked
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 class ChunkStore:
     """Chunked results of one stage, saved as ``chunk_XXXX.<key>.npy`` under ``folder``.
 
     Every chunk file carries the stage's configuration hash in its name, so a chunk written by a
     run with another configuration, seed, data set or model (another key) is never loaded, even
     when two runs share the folder at the same time.
+
+    The ``KEY`` file in ``folder`` records the key (first line) and the SHA-256 of every chunk
+    file as written (``<sha256>  chunk_XXXX.<key>.npy`` lines). :meth:`load` verifies a chunk's
+    bytes against it: a mismatch is an error naming the file (its numbers are never used), as for
+    a chunk that cannot be read. A chunk without a recorded checksum (an older insdel's) is not
+    :meth:`done`, so :meth:`run` recomputes it; the store warns once, naming such files.
 
     Parameters
     ----------
@@ -255,32 +294,115 @@ class ChunkStore:
         self.folder = Path(folder)
         self.key = key
         self._tag = key[:32]
+        self.keyfile = self.folder / "KEY"
+        own = f".{self._tag}.npy"
         for p in self.folder.glob("chunk_*.npy"):
-            if not p.name.endswith(f".{self._tag}.npy"):
+            if not p.name.endswith(own):
                 with contextlib.suppress(FileNotFoundError):
                     p.unlink()
-        keyfile = self.folder / "KEY"
-        if not keyfile.exists() or keyfile.read_text().strip() != key:
-            atomic_write_text(keyfile, key + "\n")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with _folder_lock(self.folder):
+            first, sums = self._read_keyfile()
+            mine = {name: h for name, h in sums.items() if name.endswith(own)}
+            if first != key or mine != sums:
+                self._write_keyfile(mine)
+        self._sums = mine
+        unchecked = sorted(p.name for p in self.folder.glob(f"chunk_*{glob_escape(own)}")
+                           if p.name not in mine)
+        if unchecked:
+            shown = ", ".join(unchecked[:3]) + (f" and {len(unchecked) - 3} more"
+                                                if len(unchecked) > 3 else "")
+            warnings.warn(f"checkpoint chunks in {self.folder} have no checksum in "
+                          f"{self.keyfile.name} (written by an older insdel, or {self.keyfile.name}"
+                          f" was removed): {shown}; they are not trusted and are recomputed.",
+                          UserWarning, stacklevel=2)
+
+    # -- the KEY file: key, then "<sha256>  <chunk file name>" per chunk ------------------------
+    def _read_keyfile(self) -> tuple[str | None, dict[str, str]]:
+        try:
+            lines = self.keyfile.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return None, {}
+        sums = {}
+        for line in lines[1:]:
+            digest, _, name = line.partition("  ")
+            if len(digest) == 64 and name.startswith("chunk_"):
+                sums[name] = digest.lower()
+        return (lines[0].strip() if lines else None), sums
+
+    def _write_keyfile(self, sums: Mapping[str, str]) -> None:
+        atomic_write_text(self.keyfile, "".join([self.key + "\n"] + [
+            f"{sums[name]}  {name}\n" for name in sorted(sums)]))
+
+    def _recorded(self, name: str, refresh: bool = False) -> str | None:
+        """The SHA-256 recorded for chunk file ``name`` (re-read from disk when asked or when
+        unknown here: a run sharing the folder may have written it), or None."""
+        if refresh or name not in self._sums:
+            self._sums = self._read_keyfile()[1]
+        return self._sums.get(name)
 
     def path(self, i: int) -> Path:
         return self.folder / f"chunk_{i:04d}.{self._tag}.npy"
 
     def done(self, i: int) -> bool:
-        return self.path(i).exists()
+        """Whether chunk ``i`` is on disk with a recorded checksum (its bytes are checked when it
+        is loaded)."""
+        path = self.path(i)
+        return path.exists() and self._recorded(path.name) is not None
 
     def load(self, i: int) -> np.ndarray:
-        """Chunk ``i``; a file that cannot be read (truncated, not a ``.npy``) is an error naming
-        it, never half an array."""
+        """Chunk ``i``, after checking its bytes against the SHA-256 recorded when it was saved.
+
+        A file that cannot be read (truncated, not a ``.npy``), has no recorded checksum or whose
+        bytes differ from the ones written (a disk error, an edit) is an error naming it, never
+        an array.
+        """
         path = self.path(i)
         try:
-            return np.load(path, allow_pickle=False)
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ValueError(f"checkpoint chunk {path} cannot be read ({type(exc).__name__}: "
+                             f"{exc}); delete it and run again to recompute it.") from exc
+        got = hashlib.sha256(data).hexdigest()
+        want = self._recorded(path.name)
+        if want != got:
+            want = self._recorded(path.name, refresh=True)  # rewritten by a run beside this one?
+        if want is None:
+            raise ValueError(f"checkpoint chunk {path} has no checksum in {self.keyfile} (written "
+                             "by an older insdel?), so it cannot be verified; run again to "
+                             "recompute it.")
+        if want != got:
+            raise ValueError(f"checkpoint chunk {path} does not match the SHA-256 recorded in "
+                             f"{self.keyfile} when it was written (sha256 {got[:16]}..., recorded "
+                             f"{want[:16]}...): it was corrupted or changed since (a disk error, "
+                             "an edit), so its numbers are not used; delete it and run again to "
+                             "recompute it.")
+        try:
+            return np.load(io.BytesIO(data), allow_pickle=False)
         except (ValueError, EOFError, OSError) as exc:
             raise ValueError(f"checkpoint chunk {path} cannot be read ({type(exc).__name__}: "
                              f"{exc}); delete it and run again to recompute it.") from exc
 
     def save(self, i: int, arr: np.ndarray) -> None:
-        save_npy(self.path(i), arr)
+        """Save chunk ``i`` (atomically) and record its SHA-256 in ``KEY``.
+
+        The order keeps every interruption safe: an older file of the chunk is removed first, then
+        the checksum is recorded, then the chunk is moved into place; a run killed in between
+        leaves the chunk missing (recomputed), never a chunk beside another one's checksum.
+        """
+        path = self.path(i)
+        data = _npy_bytes(arr)
+        digest = hashlib.sha256(data).hexdigest()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with _folder_lock(self.folder):
+            _, sums = self._read_keyfile()  # a run of another key beside this one keeps its own
+            if sums.get(path.name) != digest:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                sums[path.name] = digest
+                self._write_keyfile(sums)
+            atomic_write_bytes(path, data)
+            self._sums = sums
 
     def run(self, n_chunks: int, compute: Callable[[int], np.ndarray],
             on_chunk: Callable[[int, bool], None] | None = None) -> list[np.ndarray]:

@@ -26,6 +26,7 @@ import json
 import math
 import os
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -521,7 +522,8 @@ def load_model(path: str | os.PathLike, dataset=None) -> tuple[MLP, dict[str, An
     path : path-like
     dataset : Dataset, optional
         If given, its feature names and scaling must match the stored ones (raises otherwise), so
-        the loaded f sees exactly the inputs it was trained on.
+        the loaded f sees exactly the inputs it was trained on. A file saved without them
+        (``save_model(..., dataset=None)``) loads with a ``UserWarning``: nothing was checked.
 
     Returns
     -------
@@ -546,12 +548,21 @@ def load_model(path: str | os.PathLike, dataset=None) -> tuple[MLP, dict[str, An
     model = MLP(cfg["n_features"], cfg["hidden"], cfg["dropout"])
     model.load_state_dict(blob["state_dict"])
     model.eval()
-    if dataset is not None and meta.get("dataset"):
-        stored = meta["dataset"]
-        if list(stored["feature_names"]) != list(dataset.feature_names):
-            raise ValueError(f"{path} was trained on features {stored['feature_names']}; the "
+    stored = meta.get("dataset")
+    if dataset is not None and not stored:  # only what the file records can be checked
+        warnings.warn(f"{path} was saved without dataset metadata (save_model(..., "
+                      "dataset=None)), so its features and scaling could not be checked against "
+                      "the dataset; make sure the data has the features, order and scaling the "
+                      "model was trained on.", UserWarning, stacklevel=2)
+    elif dataset is not None:
+        if list(stored.get("feature_names", ())) != list(dataset.feature_names):
+            raise ValueError(f"{path} was trained on features {stored.get('feature_names')}; the "
                              f"dataset has {list(dataset.feature_names)}.")
-        sc = stored["scaler"]
+        sc = stored.get("scaler")
+        if not isinstance(sc, Mapping) or "mean" not in sc or "scale" not in sc:
+            raise ValueError(f"{path}: its dataset metadata has no feature scaling (scaler mean "
+                             "and scale) to check against the dataset's; the file was not "
+                             "written by save_model, or was edited.")
         if not (np.allclose(sc["mean"], dataset.scaler.mean_, rtol=1e-12, atol=0)
                 and np.allclose(sc["scale"], dataset.scaler.scale_, rtol=1e-12, atol=0)):
             raise ValueError(f"{path} was trained with a different feature scaling than this "
