@@ -220,6 +220,17 @@ def check_bool(name: str, value) -> bool:
     return bool(value)
 
 
+def check_progress(progress) -> bool | None:
+    """``progress=`` is None (automatic), True or False (numpy bools accepted); returns it as
+    None or a bool. Anything else (``"no"``, 0, 1) is a TypeError: its truthiness would decide."""
+    if progress is None or progress is True or progress is False:
+        return progress
+    if isinstance(progress, np.bool_):
+        return bool(progress)
+    raise TypeError(f"progress must be None, True or False; got {progress!r} "
+                    f"({type(progress).__name__}).")
+
+
 def check_choice(name: str, value, allowed) -> str:
     """``value`` is one of ``allowed``; the error lists them."""
     if value not in tuple(allowed):

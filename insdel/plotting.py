@@ -611,6 +611,11 @@ def roar_figure(summary: pd.DataFrame, *, title: str | None = None, ax=None):
     method × ordering with ± one standard error bars, and the straight line joining q = 0 and
     q = 1 (the same for every curve); each legend entry gives the curve's area against it.
 
+    A point whose standard error is NaN (a single replicate: :func:`insdel.roar.summarize` gives
+    no standard error then) gets no error bar, not a zero-length one, which would read as "no
+    uncertainty"; a note on the axes says so ("1 replicate: no standard error"), and when only
+    some curves lack it their legend entries say "no s.e.".
+
     Parameters
     ----------
     summary : pandas.DataFrame
@@ -629,6 +634,10 @@ def roar_figure(summary: pd.DataFrame, *, title: str | None = None, ax=None):
     methods = [m for m in dict.fromkeys(summary["method"]) if m != "random"]
     colours = {m: f"C{i}" for i, m in enumerate(methods)}
     colours["random"] = "0.45"
+    pts_all = summary.dropna(subset=["q"])
+    se_all = pd.to_numeric(pts_all["std_error"], errors="coerce").to_numpy(dtype=float)
+    some_missing = not np.isfinite(se_all).all()
+    all_missing = not np.isfinite(se_all).any()
     line = None
     for (m, o), g in summary.groupby(["method", "ordering"], sort=False):
         pts = g.dropna(subset=["q"]).sort_values("q")
@@ -636,16 +645,34 @@ def roar_figure(summary: pd.DataFrame, *, title: str | None = None, ax=None):
         lab = f"{_label(m)}, {o}" if m != "random" else "random ordering"
         if len(area):
             lab += f" (area {area.iloc[0]:+.3g})"
-        ax.errorbar(pts["q"], pts["mean"], yerr=pts["std_error"].fillna(0.0), capsize=3,
-                    marker="o", ms=3.5, ls=styles.get(o, "-"), color=colours.get(m, "k"),
-                    label=lab)
-        if line is None:
-            line = (pts["mean"].iloc[0], pts["mean"].iloc[-1])
+        q, mean = pts["q"].to_numpy(dtype=float), pts["mean"].to_numpy(dtype=float)
+        se = pd.to_numeric(pts["std_error"], errors="coerce").to_numpy(dtype=float)
+        has = np.isfinite(se)
+        style = dict(color=colours.get(m, "k"))
+        if has.all():
+            ax.errorbar(q, mean, yerr=se, capsize=3, marker="o", ms=3.5, ls=styles.get(o, "-"),
+                        label=lab, **style)
+        else:  # no error bar where there is no standard error (not a zero-length one)
+            if some_missing and not all_missing:
+                lab += ", no s.e. at some q" if has.any() else ", no s.e."
+            ax.plot(q, mean, marker="o", ms=3.5, ls=styles.get(o, "-"), label=lab, **style)
+            if has.any():
+                ax.errorbar(q[has], mean[has], yerr=se[has], capsize=3, fmt="none",
+                            ecolor=style["color"])
+        if line is None and len(mean):
+            line = (mean[0], mean[-1])
     if line is not None:
         ax.plot([0, 1], list(line), color="k", lw=0.8, ls="--", alpha=0.6,
                 label="straight line q = 0 to 1")
+    if some_missing:
+        n = pd.to_numeric(pts_all["n"], errors="coerce") if "n" in pts_all.columns else None
+        single = n is not None and bool((n[~np.isfinite(se_all)] == 1).all())
+        why = "1 replicate" if single else "NaN standard error"
+        where = "" if all_missing else " for some curves (legend: no s.e.)"
+        ax.text(0.02, 0.02, f"{why}: no standard error bars{where}", transform=ax.transAxes,
+                fontsize="x-small", ha="left", va="bottom", color="0.3")
     ax.set_xlabel("fraction q of features removed")
-    ax.set_ylabel("test Huber loss after retraining (± s.e.)")
+    ax.set_ylabel("test Huber loss after retraining" + ("" if all_missing else " (± s.e.)"))
     ax.set_title(title or "ROAR (paper Figure 13)")
     ax.legend(fontsize="x-small")
     return ax.figure

@@ -3,7 +3,8 @@
 A catalogue of small synthetic torch models whose exact Shapley values, anchored decomposition
 and best orderings are known in closed form or by enumeration (:mod:`.cases`), each with pass
 criteria (:mod:`.criteria`) that an attribution method meets or fails; :func:`run_catalogue`
-runs methods through it (``insdel functional``). :func:`grade_metrics` asks the converse: does an
+runs methods through it (``insdel functional``; :func:`exit_code` gives its exit status, 1 with
+``--strict`` when a method fails a criterion). :func:`grade_metrics` asks the converse: does an
 evaluation metric (insertion / deletion ABC and AUC, or any registered callable
 ``(f, X, R, A) -> scores``) rank a known-better ordering above a known-worse one?
 
@@ -32,12 +33,21 @@ from .grading import (
     order_scores,
     register_metric,
 )
-from .run import DEFAULT_METHODS, VARIANTS, MethodSpec, resolve_methods, run_catalogue, to_markdown
+from .run import (
+    DEFAULT_METHODS,
+    VARIANTS,
+    MethodSpec,
+    exit_code,
+    failure_summary,
+    resolve_methods,
+    run_catalogue,
+    to_markdown,
+)
 
 __all__ = [
     "CASES", "COUNTEREXAMPLE_A", "Case", "Truth", "available", "get", "Criterion", "Efficiency",
     "EqualFor", "MatchesShapley", "MatchesValues", "OrderRegret", "RanksLast", "ZeroFor",
     "METRICS", "available_metrics", "grade_metrics", "grading_markdown", "order_scores",
     "register_metric", "DEFAULT_METHODS", "VARIANTS", "MethodSpec", "resolve_methods",
-    "run_catalogue", "to_markdown",
+    "run_catalogue", "to_markdown", "failure_summary", "exit_code",
 ]

@@ -9,6 +9,7 @@ gradients as ``binary=``.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,11 +19,12 @@ import numpy as np
 import pandas as pd
 
 from .. import attribution
+from .._validation import check_bool
 from .cases import Truth, select
 from .criteria import criteria_names
 
 __all__ = ["MethodSpec", "VARIANTS", "DEFAULT_METHODS", "resolve_methods", "run_catalogue",
-           "to_markdown", "attributions_of"]
+           "to_markdown", "attributions_of", "failure_summary", "exit_code"]
 
 
 @dataclass(frozen=True)
@@ -173,3 +175,69 @@ def to_markdown(results: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+
+
+_LISTED = 3  # failures named per method in the one-line summary
+
+
+def _passed(results: pd.DataFrame) -> np.ndarray:
+    """``results["passed"]`` as a bool array; anything but booleans (e.g. the strings of a CSV
+    read back) is refused, since its truthiness would count every "False" as a pass."""
+    need = {"test", "criterion", "method", "passed"}
+    if not isinstance(results, pd.DataFrame) or not need <= set(results.columns):
+        cols = list(results.columns) if isinstance(results, pd.DataFrame) else type(results).__name__
+        raise ValueError(f"results must be a run_catalogue table with columns {sorted(need)}; "
+                         f"got {cols}.")
+    col = results["passed"]
+    if col.dtype != bool and not all(isinstance(v, (bool, np.bool_)) for v in col):
+        bad = next(v for v in col if not isinstance(v, (bool, np.bool_)))
+        raise ValueError(f"results['passed'] must hold True / False; got {bad!r} "
+                         f"({type(bad).__name__}).")
+    return col.to_numpy(dtype=bool)
+
+
+def failure_summary(results: pd.DataFrame) -> str:
+    """One line naming each method's failed criteria (``test/criterion``; a case where the method
+    raised is named once, with the exception type); ``""`` when every criterion passed.
+
+    Example: ``"3 of 20 criteria failed: lime 2 (additive/matches_shapley, additive/efficiency),
+    random 1 (additive/ranks_last)"``.
+    """
+    ok = _passed(results)
+    if ok.all():
+        return ""
+    failed = results.loc[~ok]
+    errors = failed["error"] if "error" in failed.columns else pd.Series("", index=failed.index)
+    parts = []
+    for method, g in failed.groupby("method", sort=False):
+        names: list[str] = []
+        for (test, crit), err in zip(zip(g["test"], g["criterion"], strict=True),
+                                     errors.loc[g.index], strict=True):
+            if isinstance(err, str) and err:
+                name = f"{test} (raised {err.split(':', 1)[0]})"
+                if name not in names:
+                    names.append(name)
+            else:
+                names.append(f"{test}/{crit}")
+        shown = ", ".join(names[:_LISTED])
+        if len(names) > _LISTED:
+            shown += f", +{len(names) - _LISTED} more"
+        parts.append(f"{method} {len(g)} ({shown})")
+    return (f"{int((~ok).sum())} of {len(ok)} criteria failed: " + ", ".join(parts))
+
+
+def exit_code(results: pd.DataFrame, *, strict: bool = False, file=None) -> int:
+    """Exit status of ``insdel functional`` for a :func:`run_catalogue` table.
+
+    A failed criterion is a result, not a crash: 0 by default. With ``strict=True``
+    (``--strict``), 1 when any method fails any criterion (an exception in the method included),
+    after printing :func:`failure_summary` as one line to ``file`` (default ``sys.stderr``).
+    The metric grades are not counted.
+    """
+    strict = check_bool("strict", strict)
+    ok = _passed(results)  # validated whatever strict is
+    if not strict or ok.all():
+        return 0
+    print(f"insdel functional --strict: {failure_summary(results)}",
+          file=sys.stderr if file is None else file)
+    return 1
