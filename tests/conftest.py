@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -14,3 +15,13 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 def samples() -> Path:
     """Folder with the 60-row samples of the paper's two real data sets."""
     return DATA_DIR
+
+
+@pytest.fixture
+def umask022():
+    """The umask set to 022 for the test (file modes are then 0644 and 0755)."""
+    old = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(old)

@@ -13,31 +13,18 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from _runs import small_cfg, small_csv  # noqa: E402
 
 from insdel import config as C  # noqa: E402
 from insdel import runner  # noqa: E402
 
 
 def _csv(path: Path) -> Path:
-    rng = np.random.default_rng(1)
-    N = 60
-    a, flag, b = rng.normal(size=N), rng.integers(0, 2, N), rng.normal(size=N)
-    y = 2 * a + 3 * flag - b + 0.1 * rng.normal(size=N)
-    path.write_text("a,flag,y,b\n" + "\n".join(
-        f"{a[i]:.6f},{flag[i]},{y[i]:.6f},{b[i]:.6f}" for i in range(N)) + "\n")
-    return path
+    return small_csv(path)
 
 
 def _cfg(csv: Path, **over) -> dict:
-    cfg = {"name": "a30", "seed": 0,
-           "data": {"recipe": "table", "options": {"path": str(csv), "target": "y",
-                                                   "scale": "none"}},
-           "model": {"params": {"hidden": [4], "dropout": 0.0, "lr": 3e-3}, "max_epochs": 1},
-           "targets": {"n": 6}, "policies": [{"spec": {"policy": "median"}}],
-           "methods": {"names": ["vanilla_grad"]},
-           "evaluation": {"n_random": 1, "targets_per_chunk": 3}, "figures": {"enabled": False}}
-    cfg.update(over)
-    return cfg
+    return small_cfg(csv, "a30", **over)
 
 
 @pytest.fixture

@@ -88,7 +88,7 @@ def test_an_edited_key_file_checksum_is_also_an_error(tmp_path):
     assert name in text
 
 
-def test_untouched_store_resumes_exactly_as_before(tmp_path, umask022_local):
+def test_untouched_store_resumes_exactly_as_before(tmp_path, umask022):
     calls = []
 
     def compute(i):
@@ -175,15 +175,6 @@ def test_two_keys_sharing_a_folder_keep_each_others_checksums(tmp_path):
     np.testing.assert_array_equal(b.load(0), np.ones(3))
     np.testing.assert_array_equal(a.load(1), np.full(3, 2.0))
     assert b.done(0) and a.done(0) and a.done(1) and not b.done(1)
-
-
-@pytest.fixture
-def umask022_local():
-    old = os.umask(0o022)
-    try:
-        yield
-    finally:
-        os.umask(old)
 
 
 # -- model files without dataset metadata ------------------------------------------------------

@@ -14,15 +14,6 @@ import pytest
 from insdel import _checkpoint as ck
 
 
-@pytest.fixture
-def umask022():
-    old = os.umask(0o022)
-    try:
-        yield
-    finally:
-        os.umask(old)
-
-
 def _readable(path) -> bool:
     mode = stat.S_IMODE(os.stat(path).st_mode)
     return mode & 0o044 == 0o044
