@@ -346,14 +346,20 @@ def _row(mode: str, method: str, v: np.ndarray, kind: str) -> dict:
 
 
 def to_markdown(summary: pd.DataFrame, digits: int = 3) -> str:
-    """Render a summary DataFrame as a Markdown table (no extra dependency)."""
+    """Render a summary DataFrame as a Markdown table (no extra dependency); a NaN standard
+    error (one pair) is left blank, with a footnote, never printed as "nan"."""
     head = "| Test mode | Method | Mean | Std. error |\n|---|---|---:|---:|"
     lines = [head]
     last = None
+    blank = False
     for r in summary.itertuples(index=False):
         mode = r.mode.capitalize() if r.mode != last else ""
         last = r.mode
-        lines.append(f"| {mode} | {r.method} | {r.mean:.{digits}f} | {r.std_error:.{digits}f} |")
+        se = "" if np.isnan(r.std_error) else f"{r.std_error:.{digits}f}"
+        blank |= not se
+        lines.append(f"| {mode} | {r.method} | {r.mean:.{digits}f} | {se} |")
+    if blank:
+        lines.append("\nA blank standard error is undefined there: it needs at least two pairs.")
     return "\n".join(lines)
 
 

@@ -36,7 +36,13 @@ import torch
 from torch import nn
 
 from ._progress import progress_bar
-from ._validation import check_integral, check_positive_int, is_integral, to_jsonable
+from ._validation import (
+    check_integral,
+    check_positive_int,
+    check_progress,
+    is_integral,
+    to_jsonable,
+)
 
 __all__ = ["MLP", "PRESETS", "available", "get", "default_preset", "train_mlp", "tune_mlp",
            "save_model", "load_model", "regression_metrics"]
@@ -400,7 +406,8 @@ def tune_mlp(dataset, n_trials: int = 50, timeout: float | None = None, *,
         Training budget of each trial; the validation loss is reported every epoch and a median
         pruner stops unpromising trials.
     progress : bool, optional
-        Show Optuna's progress bar and log lines (default: quiet).
+        Show Optuna's progress bar and log lines (default: quiet); None, True or False
+        (``progress="no"`` is a TypeError: its truthiness would decide).
     callbacks : list, optional
         Extra Optuna callbacks ``f(study, trial)``.
     num_threads : int, optional
@@ -413,6 +420,7 @@ def tune_mlp(dataset, n_trials: int = 50, timeout: float | None = None, *,
         ``lr`` and the training budget), plus ``"best_value"`` (validation Huber loss),
         ``"n_trials"`` (finished trials in the study) and ``"study_name"``.
     """
+    progress = check_progress(progress)  # optuna's bar is not progress_bar: checked here
     import optuna
     from optuna.trial import TrialState
 

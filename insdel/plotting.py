@@ -83,6 +83,38 @@ def _unit(normalize: bool | None) -> str:
     return " (per feature)" if normalize else ""
 
 
+# A standard error that is NaN (one pair, one replicate: ``std(ddof=1)`` is undefined) gets no
+# error bar, never a zero-length one, which would read as "no uncertainty"; a note says so
+# ("1 replicate: no standard error bars"): on the axes in roar_figure, under the axis label in
+# the bar charts (abc_bars, decomposition_figure), where it cannot cover a bar or the legend.
+def _why_no_se(n_missing, unit: str) -> str:
+    """Why the standard errors are missing: ``"1 <unit>"`` when every row without one has
+    ``n == 1`` (``n_missing``: their counts, or None when the table has no ``n``), else
+    ``"NaN standard error"``."""
+    if n_missing is None:
+        return "NaN standard error"
+    n = pd.to_numeric(pd.Series(np.asarray(n_missing).ravel()), errors="coerce").to_numpy()
+    return f"1 {unit}" if n.size and bool((n == 1).all()) else "NaN standard error"
+
+
+def _no_se_text(why: str, where: str = "") -> str:
+    """The note's words: ``"<why>: no standard error bars<where>"``."""
+    return f"{why}: no standard error bars{where}"
+
+
+def _no_se_note(ax, why: str, where: str = "") -> None:
+    """The note on the axes, bottom left."""
+    ax.text(0.02, 0.02, _no_se_text(why, where), transform=ax.transAxes, fontsize="x-small",
+            ha="left", va="bottom", color="0.3")
+
+
+def _listing(names: Sequence[str], limit: int = 4) -> str:
+    """``"a, b, c"``, the first ``limit`` names and ``"+k more"``."""
+    names = list(names)
+    more = f" (+{len(names) - limit} more)" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
 # --------------------------------------------------------------------------------------------------
 # one pair
 # --------------------------------------------------------------------------------------------------
@@ -521,6 +553,11 @@ def abc_bars(src, *, ax=None, methods: Sequence[str] | None = None, differences:
     differences : bool
         Also draw the paired-difference rows (e.g. Kernel SHAP − IG).
 
+    A bar whose standard error is NaN (one pair: ``Evaluation.summary()`` gives no standard
+    error then) gets no error bar, not a zero-length one, which would read as "no uncertainty";
+    a note under the x label says so ("1 pair: no standard error bars") and, when only some bars
+    lack one, names them ("... for Kernel SHAP (insertion)").
+
     Returns
     -------
     matplotlib.axes.Axes
@@ -543,16 +580,38 @@ def abc_bars(src, *, ax=None, methods: Sequence[str] | None = None, differences:
     ax = _new_axes(ax, figsize=(max(5.0, 0.9 * len(methods) + 2), 3.8))
     width = 0.8 / max(len(modes), 1)
     x = np.arange(len(methods))
+    missing, n_missing, drawn = [], [], 0  # bars without a standard error (NaN: one pair)
     for i, mode in enumerate(modes):
         sub = summary[summary["mode"] == mode].set_index("method").reindex(methods)
-        ax.bar(x + (i - (len(modes) - 1) / 2) * width, sub["mean"].to_numpy(), width,
-               yerr=sub["std_error"].to_numpy(), capsize=3, label=mode,
-               color=_MODE_COLOURS.get(mode, f"C{i}"), alpha=0.85)
+        xi = x + (i - (len(modes) - 1) / 2) * width
+        mean = pd.to_numeric(sub["mean"], errors="coerce").to_numpy(dtype=float)
+        se = pd.to_numeric(sub["std_error"], errors="coerce").to_numpy(dtype=float)
+        has = np.isfinite(se)
+        bar = np.isfinite(mean)  # a bar is drawn (a method without this mode has none)
+        drawn += int(bar.sum())
+        style = dict(label=mode, color=_MODE_COLOURS.get(mode, f"C{i}"), alpha=0.85)
+        if has.all():
+            ax.bar(xi, mean, width, yerr=se, capsize=3, **style)
+            continue
+        # no error bar where there is no standard error (not a zero-length one, nor a NaN that
+        # matplotlib silently skips); the note below names those bars
+        ax.bar(xi, mean, width, **style)
+        if has.any():
+            ax.errorbar(xi[has], mean[has], yerr=se[has], fmt="none", capsize=3, ecolor="k")
+        gone = bar & ~has
+        missing += [f"{_label(m)} ({mode})" for m in np.asarray(methods, dtype=object)[gone]]
+        if "n" in sub.columns:
+            n_missing += list(sub["n"].to_numpy()[gone])
+    all_missing = drawn > 0 and len(missing) == drawn
+    note = ""
+    if missing:
+        why = _why_no_se(n_missing if "n" in summary.columns else None, "pair")
+        note = "\n(" + _no_se_text(why, "" if all_missing else f" for {_listing(missing)}") + ")"
     ax.axhline(0.0, color="k", lw=0.8)
     ax.set_xticks(x)
     ax.set_xticklabels([_label(m) for m in methods], rotation=30, ha="right")
-    ax.set_xlabel("attribution method")
-    ax.set_ylabel("mean ABC ± s.e.")
+    ax.set_xlabel("attribution method" + note)
+    ax.set_ylabel("mean ABC" if all_missing else "mean ABC ± s.e.")
     ax.set_title("Mean ABC per method")
     ax.legend(fontsize="small")
     return ax
@@ -563,6 +622,10 @@ def decomposition_figure(dec: pd.DataFrame, methods: Sequence[str] | None = None
     """Each method's mean ABC against the exact bounds, one panel per mode: horizontal bars (mean
     ABC ± one standard error over the decomposed pairs), a line at the best achievable mean ABC
     (the best ordering of each pair, exact) and one at E[ABC] under random orderings (Theorem 1).
+
+    With a single pair the standard error is undefined: no error bar is drawn (not a zero-length
+    one, which would read as "no uncertainty") and a note under each panel's x label says "1 pair:
+    no standard error bars". A table without rows is an error.
 
     Parameters
     ----------
@@ -582,14 +645,28 @@ def decomposition_figure(dec: pd.DataFrame, methods: Sequence[str] | None = None
     if methods is None:
         pre = f"abc_{modes[0]}_"
         methods = [c[len(pre):] for c in dec.columns if c.startswith(pre)]
-    fig, axes = _new_figure(1, len(modes), (4.6 * len(modes), 0.45 * len(methods) + 2.0))
     n = len(dec)
+    if n == 0:
+        raise ValueError("dec has no rows: a decomposition table of no pair has no mean ABC.")
+    fig, axes = _new_figure(1, len(modes), (4.6 * len(modes), 0.45 * len(methods) + 2.0))
     for ax, mode in zip(axes[0], modes, strict=True):
         y = np.arange(len(methods))
-        vals = [dec[f"abc_{mode}_{m}"].to_numpy() for m in methods]
-        mean = [v.mean() for v in vals]
-        se = [v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else 0.0 for v in vals]
-        ax.barh(y, mean, xerr=se, capsize=3, color=_MODE_COLOURS.get(mode, "C0"), alpha=0.8)
+        vals = [dec[f"abc_{mode}_{m}"].to_numpy(dtype=float) for m in methods]
+        mean = np.array([v.mean() for v in vals])
+        # one pair: the standard error is undefined (NaN), not 0; no bar is drawn for it
+        se = np.array([v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else np.nan for v in vals])
+        has = np.isfinite(se)
+        colour = _MODE_COLOURS.get(mode, "C0")
+        note = ""
+        if has.all():
+            ax.barh(y, mean, xerr=se, capsize=3, color=colour, alpha=0.8)
+        else:
+            ax.barh(y, mean, color=colour, alpha=0.8)
+            if has.any():
+                ax.errorbar(mean[has], y[has], xerr=se[has], fmt="none", capsize=3, ecolor="k")
+            gone = [_label(m) for m, h in zip(methods, has, strict=True) if not h]
+            note = "\n(" + _no_se_text(_why_no_se(np.full(len(gone), n), "pair"),
+                                       "" if not has.any() else f" for {_listing(gone)}") + ")"
         best = float(dec[f"best_abc_{mode}"].mean())
         rand = float(dec[f"expected_abc_{mode}"].mean())
         ax.axvline(best, color="k", lw=1.2, ls="-", label=f"best achievable {best:.3g}")
@@ -598,8 +675,8 @@ def decomposition_figure(dec: pd.DataFrame, methods: Sequence[str] | None = None
         ax.set_yticks(y)
         ax.set_yticklabels([_label(m) for m in methods])
         ax.invert_yaxis()
-        ax.set_xlabel("mean ABC ± s.e.")
-        ax.set_title(f"{mode} ({n} pairs)")
+        ax.set_xlabel(("mean ABC ± s.e." if has.any() else "mean ABC") + note)
+        ax.set_title(f"{mode} ({n} pair{'s' if n != 1 else ''})")
         ax.legend(fontsize="small", loc="lower right")
     if title:
         fig.suptitle(title)
@@ -665,12 +742,9 @@ def roar_figure(summary: pd.DataFrame, *, title: str | None = None, ax=None):
         ax.plot([0, 1], list(line), color="k", lw=0.8, ls="--", alpha=0.6,
                 label="straight line q = 0 to 1")
     if some_missing:
-        n = pd.to_numeric(pts_all["n"], errors="coerce") if "n" in pts_all.columns else None
-        single = n is not None and bool((n[~np.isfinite(se_all)] == 1).all())
-        why = "1 replicate" if single else "NaN standard error"
+        n = pts_all["n"].to_numpy()[~np.isfinite(se_all)] if "n" in pts_all.columns else None
         where = "" if all_missing else " for some curves (legend: no s.e.)"
-        ax.text(0.02, 0.02, f"{why}: no standard error bars{where}", transform=ax.transAxes,
-                fontsize="x-small", ha="left", va="bottom", color="0.3")
+        _no_se_note(ax, _why_no_se(n, "replicate"), where)
     ax.set_xlabel("fraction q of features removed")
     ax.set_ylabel("test Huber loss after retraining" + ("" if all_missing else " (± s.e.)"))
     ax.set_title(title or "ROAR (paper Figure 13)")
@@ -847,6 +921,6 @@ def policy_figures(ev, label: str, folder, *, compare: Sequence[str] = ("kernel_
             f"{_label(a)} = {asym[q]:.3g}; paper Figure 11)")),
             folder / f"{label}_most_asymmetric_pair.png", dpi))
     ax = abc_bars(ev)
-    ax.set_title(f"{label}: mean ABC ± s.e.")
+    ax.set_title(f"{label}: {ax.get_ylabel()}")  # "mean ABC ± s.e.", or "mean ABC" (one pair)
     out.append(save_figure(ax.figure, folder / f"{label}_mean_abc.png", dpi))
     return out

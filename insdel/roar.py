@@ -291,21 +291,41 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
 
 def to_markdown(summary: pd.DataFrame, digits: int = 4) -> str:
     """The summary as one Markdown table: a row per (method, ordering), the mean test loss
-    ± se at each q, and the area against the straight line."""
+    ± se at each q, and the area against the straight line.
+
+    A cell whose standard error is NaN (one replicate: :func:`summarize` gives none) shows the
+    mean alone, never "± nan", and a footnote line under the table says why (the standard error
+    needs at least two replicates)."""
     qs = sorted(q for q in summary["q"].dropna().unique())
     lines = ["### ROAR: test Huber loss after removing a fraction q of the features (paper §6)\n",
              "| Method | Ordering | " + " | ".join(f"q = {q:g}" for q in qs)
              + " | area vs line |",
              "|---|---|" + "---:|" * (len(qs) + 1)]
+    n_missing: list = []  # the n of every cell shown without a standard error
+
+    def cell(r, sign: str = "") -> str:
+        mean = f"{r['mean'].iloc[0]:{sign}.{digits}f}"
+        se = pd.to_numeric(r["std_error"], errors="coerce").iloc[0]
+        if np.isfinite(se):
+            return f"{mean} ± {se:.{digits}f}"
+        n_missing.append(r["n"].iloc[0] if "n" in r.columns else None)
+        return mean
+
     for (m, o), g in summary.groupby(["method", "ordering"], sort=False):
         cells = []
         for q in qs:
             r = g[g["q"] == q]
-            cells.append(f"{r['mean'].iloc[0]:.{digits}f} ± {r['std_error'].iloc[0]:.{digits}f}"
-                         if len(r) else "")
-        a = g[g["q"].isna()]
-        cells.append(f"{a['mean'].iloc[0]:+.{digits}f} ± {a['std_error'].iloc[0]:.{digits}f}")
+            cells.append(cell(r) if len(r) else "")
+        cells.append(cell(g[g["q"].isna()], "+"))
         lines.append(f"| {m} | {o} | " + " | ".join(cells) + " |")
+    if n_missing:
+        n = pd.to_numeric(pd.Series(n_missing, dtype=object), errors="coerce")
+        if bool((n == 1).all()):
+            lines.append("\nCells without ± s.e. come from one replicate: the standard error "
+                         "needs at least two replicates (`roar.replicates` >= 2).")
+        else:
+            lines.append("\nCells without ± s.e.: the standard error is NaN there (it needs at "
+                         "least two replicates).")
     lines.append("\nArea = ∫ (loss − straight line from q = 0 to q = 1) dq: larger is better for "
                  "ROAR orderings (important features removed first hurt most), smaller for KAR.")
     return "\n".join(lines) + "\n"

@@ -6,7 +6,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import _ig
-from .._validation import as_float_array, check_bool, check_positive_int, check_scalar
+from .._validation import (
+    as_float_array,
+    check_bool,
+    check_positive_int,
+    check_progress,
+    check_scalar,
+)
 from .base import Attribution
 
 
@@ -68,12 +74,14 @@ class VanillaGrad(Attribution):
         chunk_rows : int, default 16384
             Rows per forward/backward pass.
         progress : bool, optional
-            Unused (one pass per chunk); kept for a uniform runner interface.
+            Unused (one pass per chunk); kept for a uniform runner interface. Still checked:
+            None, True or False (``progress="no"`` is a TypeError).
 
         Returns
         -------
         ndarray of float64, shape (B, n)
         """
+        check_progress(progress)  # no bar is made here: progress_bar would not check it
         cs = check_positive_int("chunk_rows", chunk_rows)
         abs = check_bool("abs", abs)
 
@@ -115,12 +123,14 @@ class InputXGradient(Attribution):
         chunk_rows : int, default 16384
             Rows per forward/backward pass.
         progress : bool, optional
-            Unused; kept for a uniform runner interface.
+            Unused; kept for a uniform runner interface. Still checked: None, True or False
+            (``progress="no"`` is a TypeError).
 
         Returns
         -------
         ndarray of float64, shape (B, n)
         """
+        check_progress(progress)  # no bar is made here: progress_bar would not check it
         cs = check_positive_int("chunk_rows", chunk_rows)
         if binary_zero is not None and binary is None:
             raise ValueError("input_x_gradient: binary_zero needs binary= (the binary features).")

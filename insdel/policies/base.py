@@ -13,7 +13,14 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from .._validation import _first, as_float_array, check_finite, check_positive_int, to_jsonable
+from .._validation import (
+    _first,
+    as_float_array,
+    check_finite,
+    check_positive_int,
+    check_progress,
+    to_jsonable,
+)
 from ..adapter import ModelLike
 from ..groups import check_groups
 
@@ -211,12 +218,14 @@ class Policy:
         seed : int
             Seed for random policies (``one_to_one``); deterministic policies ignore it.
         progress : bool, optional
-            Progress bar (default: only for long work on a terminal).
+            Progress bar (default: only for long work on a terminal); None, True or False
+            (checked here for every policy, also those that make no bar).
 
         Returns
         -------
         Pairing
         """
+        progress = check_progress(progress)  # most policies make no bar: progress_bar is not reached
         pool = as_float_array("X_pool", X_pool, ndim=(2,), finite=False)
         _check_pool(pool)
         seed = _check_seed(seed)
@@ -350,7 +359,7 @@ def _to_pairing(out, pool, tidx, T, name, params, seed) -> Pairing:
         R = np.tile(R, (m, 1))
     if R.shape != (m, n):
         raise ValueError(f"policy {name!r} returned R of shape {R.shape}; expected {(m, n)} "
-                         "(one reference per target) or ({n},).")
+                         f"(one reference per target) or ({n},).")
     if ref is None:
         ref = np.full(m, -1, np.int64)
     else:
