@@ -20,7 +20,9 @@ An experiment is a TOML file (the shipped ones are in ``insdel/configs/``: ``pap
 
 Every key at every level is checked against one schema (:data:`SCHEMA`): an unknown key is an
 error that names the full dotted key and the closest valid one; a value of the wrong type names its
-key. Registry verbs: :func:`available` (shipped configurations) and :func:`get` (one, completed).
+key. Input paths in a file (``data.options.path``, ``model.path``) are relative to the file's
+folder, its output folder ``out`` to the current folder (:func:`load`). Registry verbs:
+:func:`available` (shipped configurations) and :func:`get` (one, completed).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as _toml  # type: ignore[no-redef]
 
 __all__ = ["ALL_METHODS", "PAPER_CONFIGS", "SCHEMA", "DEFAULTS", "ConfigError", "available", "get",
-           "load", "policy_label"]
+           "load", "policy_label", "PATH_OPTIONS"]
 
 #: The seven methods of the paper's tables (Kernel SHAP, its exact form, and the captum methods);
 #: ``random`` is added by :func:`insdel.evaluate`.
@@ -342,15 +344,19 @@ def get(name: str, *, quick: bool = False) -> dict:
     return load(name, quick=quick)
 
 
-def _read_text(config: str | os.PathLike) -> tuple[str, str]:
+def _read_text(config: str | os.PathLike) -> tuple[str, str, Path | None]:
+    """(text, source, folder): the folder of a configuration file (its relative input paths are
+    relative to it), None for a shipped configuration."""
     path = Path(config)
     if path.is_file():
-        return path.read_text(encoding="utf-8"), str(path)
+        # the folder that holds the file as named (a symlinked file keeps its own folder), with
+        # the folder's own symlinks resolved: the folder the operating system opened it in
+        return path.read_text(encoding="utf-8"), str(path), path.absolute().parent.resolve()
     name = str(config)
     name = PAPER_CONFIGS.get(name, name)
     res = importlib.resources.files("insdel") / "configs" / f"{name}.toml"
     if not name.endswith(".toml") and res.is_file():
-        return res.read_text(encoding="utf-8"), f"insdel/configs/{name}.toml"
+        return res.read_text(encoding="utf-8"), f"insdel/configs/{name}.toml", None
     stem = Path(name).name[:-5] if name.endswith(".toml") else None
     if stem and stem in available():  # a missing file never quietly becomes a shipped one
         raise FileNotFoundError(
@@ -384,9 +390,26 @@ def load(config: str | os.PathLike | Mapping, *, quick: bool = False,
     ------
     ConfigError
         An unknown key (with the closest valid key), a missing required key, a value of the wrong
-        type, inconsistent values, or ``quick=True`` without a ``[quick]`` table; the message names
-        the dotted key and the source.
+        type, inconsistent values, ``quick=True`` without a ``[quick]`` table, or a relative input
+        path that would read another file than before (see Notes); the message names the dotted
+        key and the source.
+
+    Notes
+    -----
+    Input paths (``data.options.path``, ``data.real_options.path`` and a custom recipe's ``csv``
+    or ``file`` option: :data:`PATH_OPTIONS`; ``model.path``) in a configuration **file**, its
+    ``[quick]`` table included, are relative to the file's folder, as in Cargo or docker-compose:
+    ``insdel run experiments/a.toml`` reads ``experiments/data.csv`` for ``path = "data.csv"``,
+    from whatever folder it is started. They are stored absolute (``~`` expanded) in the returned
+    configuration, so the run's printed inputs and ``manifest.json`` name the file read; an
+    absolute path is kept. Before this rule a relative path was read from the current folder, so
+    a relative path that exists from the current folder but is missing from the file's folder, or
+    names another file there, is an error naming the key and both paths, never a silent switch of
+    file: give an absolute path or move the file. A dict (the Python API), ``overrides`` and the
+    command line's options keep relative paths relative to the current folder, and so does the
+    output folder ``out`` of every configuration (default ``runs/<name>``).
     """
+    folder = None  # a dict's relative paths stay relative to the current folder
     if isinstance(config, Mapping):
         raw, source = copy.deepcopy(dict(config)), "<dict>"
         raw.pop("source", None)
@@ -397,7 +420,7 @@ def load(config: str | os.PathLike | Mapping, *, quick: bool = False,
                                   "(the [quick] overrides are the table 'quick').")
             raw.pop("quick")
     else:
-        text, source = _read_text(config)
+        text, source, folder = _read_text(config)
         try:
             raw = _toml.loads(text)
         except _toml.TOMLDecodeError as exc:
@@ -421,6 +444,9 @@ def load(config: str | os.PathLike | Mapping, *, quick: bool = False,
         cfg = _merge(cfg, quick_over)
     if overrides:
         cfg = _merge(cfg, overrides)
+    if folder is not None:  # the input paths the file gives (its [quick] table too), not overrides'
+        _resolve_inputs(cfg, [(raw, ""), (quick_over if quick else {}, "quick."),
+                              (overrides or {}, None)], folder, source)
     cfg["source"] = source
     cfg["quick"] = bool(quick)
     # the tables the file (or dict) itself gives: `insdel run` and `insdel roar` refuse tables the
@@ -429,6 +455,105 @@ def load(config: str | os.PathLike | Mapping, *, quick: bool = False,
                              | set(overrides or {}))
     _check_values(cfg, source)
     return cfg
+
+
+#: Recipe options that name an input file (``path`` of the ``table``, ``bangalore`` and
+#: ``dielectron`` recipes; ``csv`` / ``file`` of a custom recipe, the keys the run reports as the
+#: data file): in a configuration file they are relative to the file's folder, as ``model.path``.
+PATH_OPTIONS = ("path", "csv", "file")
+
+_PATH_RULE = ("paths in a configuration file are relative to the configuration file's folder, "
+              "not to the current folder")
+
+
+#: The input paths of a configuration (key paths): resolved against a configuration file's folder.
+_INPUT_KEYS = tuple([("data", o, k) for o in ("options", "real_options") for k in PATH_OPTIONS]
+                    + [("model", "path")])
+_MISSING = object()
+
+
+def _dig(table, keys: tuple[str, ...]):
+    for k in keys:
+        if not isinstance(table, Mapping) or k not in table:
+            return _MISSING
+        table = table[k]
+    return table
+
+
+def _resolve_inputs(cfg: dict, layers: list, folder: Path, source: str) -> None:
+    """Make the input paths of the merged ``cfg`` that a configuration file gives absolute against
+    the file's ``folder``, in place. ``layers`` are the (table, prefix) merged in order: the
+    file's top level (``""``), its ``[quick]`` table (``"quick."``) and ``overrides`` (prefix
+    None: left relative to the current folder); the last layer that sets a key gave its value, so
+    only the file actually read is checked."""
+    for keys in _INPUT_KEYS:
+        value = _dig(cfg, keys)
+        if not isinstance(value, str):
+            continue
+        prefix = next((pre for table, pre in reversed(layers)
+                       if _dig(table, keys) is not _MISSING), None)
+        if prefix is not None:
+            parent = _dig(cfg, keys[:-1])
+            parent[keys[-1]] = _resolve_input(prefix + ".".join(keys), value, folder, source)
+    # policy specifications given as files ("my_policy.toml", "specs/p.toml"; a name such as
+    # "average" or a shipped "cern_counterfactual.toml" with no such file stays a name)
+    for keys, items in ((("policies",), cfg.get("policies")),
+                        (("roar", "reference"), [{"spec": _dig(cfg, ("roar", "reference"))}])):
+        prefix = next((pre for table, pre in reversed(layers)
+                       if _dig(table, keys) is not _MISSING), None)
+        if prefix is None or not isinstance(items, list):
+            continue
+        for i, item in enumerate(items):
+            spec = item.get("spec") if isinstance(item, Mapping) else None
+            if not isinstance(spec, str) or not _names_a_file(spec):
+                continue
+            key = (f"{prefix}policies[{i}].spec" if keys == ("policies",)
+                   else f"{prefix}roar.reference")
+            resolved = _resolve_input(key, spec, folder, source, missing_ok=True)
+            if keys == ("policies",):
+                item["spec"] = resolved
+            else:
+                cfg["roar"]["reference"] = resolved
+
+
+def _names_a_file(spec: str) -> bool:
+    """Whether a policy spec string is a file name (a ``.toml`` file or a path with a folder)."""
+    return spec.endswith(".toml") or "/" in spec or os.sep in spec
+
+
+def _resolve_input(key: str, value: str, folder: Path, source: str, *,
+                   missing_ok: bool = False) -> str:
+    """``value`` of input path ``key`` of a configuration file in ``folder``, absolute: ``~``
+    expanded, an absolute path kept, a relative one joined to ``folder``. A relative path that
+    the current folder would resolve to an existing file the configuration's folder does not
+    have, or to a different file, is an error (it was read from the current folder before).
+    ``missing_ok``: a value that is a file in neither place is returned as given (a policy
+    spec's shipped name)."""
+    given = Path(value).expanduser()
+    if given.is_absolute():
+        return str(given)
+    mine = folder / given
+    try:
+        cwd = Path.cwd() / given
+    except OSError:  # the current folder was removed: nothing to read from it
+        return str(mine)
+    if missing_ok and not mine.exists() and not cwd.exists():
+        return value  # not a file in either place: a name (a shipped policy spec) stays one
+    if mine == cwd or not cwd.exists():
+        return str(mine)
+    if not mine.exists():
+        raise ConfigError(
+            f"{source}: {key} = {value!r}: {mine} (relative to the configuration file's folder) "
+            f"does not exist, but {cwd} (relative to the current folder) does; {_PATH_RULE}. "
+            "Give an absolute path, or a path relative to the configuration file, or move the "
+            "file next to it.")
+    if not os.path.samefile(mine, cwd):
+        raise ConfigError(
+            f"{source}: {key} = {value!r} names two different files: {mine} (relative to the "
+            f"configuration file's folder) and {cwd} (relative to the current folder); {_PATH_RULE}, "
+            "but insdel refuses to guess when both exist. Give an absolute path, or run from the "
+            "configuration's folder, or rename one of the files.")
+    return str(mine)
 
 
 #: Top-level keys `insdel roar` reads; `insdel run` reads every other one and not ``roar``.

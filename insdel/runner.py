@@ -212,8 +212,8 @@ def _shareable_model(model, cfg: dict, n_features: int, file_sha256: str | None)
             raise TypeError(f"the model ({type(model).__name__}) cannot be sent to Dask workers "
                             f"({exc}); use compute.backend = 'serial'.") from exc
         m = cfg["model"]
-        return _ModelFromFile(str(Path(m["path"]).resolve()), m["trust"], m["architecture"],
-                              n_features, file_sha256)
+        return _ModelFromFile(str(Path(m["path"]).expanduser().resolve()), m["trust"],
+                              m["architecture"], n_features, file_sha256)
 
 
 def _rows(where: str, lo: int, hi: int) -> str:
@@ -262,10 +262,13 @@ def _load_dataset(cfg: dict):
 def _dataset_info(cfg: dict, dataset) -> dict:
     """Name, file (path and sha256), rows, features and a hash of the arrays the run uses."""
     opts = cfg["data"]["options"]
-    path = next((opts[k] for k in ("path", "csv", "file") if opts.get(k)), None)
+    # a configuration file's relative paths are already absolute (insdel.config.load); a dict's
+    # are relative to the current folder, and `~` is the user's home as the recipes read it
+    path = next((opts[k] for k in _config.PATH_OPTIONS if opts.get(k)), None)
+    path = None if path is None else Path(str(path)).expanduser()
     info = {"name": getattr(dataset, "name", cfg["data"]["recipe"]), "recipe": cfg["data"]["recipe"],
-            "file": None if path is None else str(Path(str(path)).resolve()),
-            "file_sha256": None if path is None or not Path(str(path)).is_file()
+            "file": None if path is None else str(path.resolve()),
+            "file_sha256": None if path is None or not path.is_file()
             else ck.sha256_file(path),
             "rows_train": int(len(dataset.X_train)), "rows_test": int(len(dataset.X_test)),
             "features": int(np.asarray(dataset.X_test).shape[1]),
