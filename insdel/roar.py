@@ -32,6 +32,7 @@ import dataclasses
 import json
 import math
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -238,7 +239,7 @@ def roar(dataset, attributions: Mapping[str, np.ndarray], *, params: str | Mappi
             res = done.get(key)
             path = store / f"unit.{key}.json" if store is not None else None
             if res is None and path is not None and path.exists():
-                res = json.loads(path.read_text())
+                res = _load_unit(path, key)
             if res is None:
                 ds = dataclasses.replace(dataset, X_train=Xa, X_test=Xb)
                 _, metrics = models.train_mlp(ds, params, seed=rep_seeds[r],
@@ -246,7 +247,7 @@ def roar(dataset, attributions: Mapping[str, np.ndarray], *, params: str | Mappi
                                               device=device, num_threads=num_threads)
                 res = {"loss": float(metrics["test"]["huber"]), "epochs": int(metrics["epochs"])}
                 if path is not None:
-                    ck.atomic_write_text(path, json.dumps(res) + "\n")
+                    ck.atomic_write_text(path, json.dumps(_unit_record(res, key)) + "\n")
                 trained += 1
                 if _interrupt is not None:
                     _interrupt()
@@ -257,6 +258,41 @@ def roar(dataset, attributions: Mapping[str, np.ndarray], *, params: str | Mappi
         log(f"roar: {len(units)} (method, ordering, q, replicate) units, {len(done)} distinct "
             f"trainings, {trained} trained now, {time.perf_counter() - t_all:.1f} s")
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def _unit_digest(res: dict, key: str) -> str:
+    return ck.config_hash({"key": key, "loss": res["loss"], "epochs": res["epochs"]})
+
+
+def _unit_record(res: dict, key: str) -> dict:
+    """A finished training as stored (``unit.<key>.json``): its loss and epochs, its key and a
+    SHA-256 over the three, so that a changed or damaged file is never read as a result."""
+    return {**res, "key": key, "sha256": _unit_digest(res, key)}
+
+
+def _load_unit(path: Path, key: str) -> dict | None:
+    """The stored training ``key`` (:func:`_unit_record`); None (trained again, with a warning)
+    for a file from an older insdel without a checksum; an error naming the file when it cannot be
+    read or its content does not match its checksum or key."""
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"ROAR checkpoint {path} cannot be read ({type(exc).__name__}: {exc}); "
+                         "delete it and run again to retrain that unit.") from exc
+    if not isinstance(rec, dict) or "sha256" not in rec:
+        warnings.warn(f"ROAR checkpoint {path} has no checksum (written by an older insdel): it "
+                      "is not trusted and the unit is trained again.", UserWarning, stacklevel=3)
+        return None
+    try:
+        res = {"loss": float(rec["loss"]), "epochs": int(rec["epochs"])}
+        ok = rec.get("key") == key and rec["sha256"] == _unit_digest(res, key)
+    except (KeyError, TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"ROAR checkpoint {path} does not match its checksum or key: it was "
+                         "changed or damaged since it was written, so its numbers are not used; "
+                         "delete it and run again to retrain that unit.")
+    return res
 
 
 def _area(q: np.ndarray, L: np.ndarray) -> float:

@@ -194,3 +194,40 @@ def test_reference_from_a_policy(tmp_path):
     atts = np.load(tmp_path / "out" / "attributions.npz")["integrated_gradients"]
     assert atts.shape == (600, 16)
     assert set(res.table["method"]) == {"none", "integrated_gradients"}
+
+
+def _one_unit_run(store):
+    ds = _sim(N=200)
+    kw = dict(params={**PARAMS, "max_epochs": 2}, orderings=("absolute",), fractions=(1.0,),
+              replicates=1, seed=4)
+    return ds, kw, roar.roar(ds, {"good": _attributions(ds, True)}, store=store, **kw)
+
+
+def test_a_stored_training_carries_its_key_and_checksum_and_a_changed_one_is_refused(tmp_path):
+    import json
+    import warnings
+
+    ds, kw, first = _one_unit_run(tmp_path)
+    files = sorted(tmp_path.glob("unit.*.json"))
+    assert files
+    rec = json.loads(files[0].read_text())
+    assert set(rec) == {"loss", "epochs", "key", "sha256"} and files[0].name == f"unit.{rec['key']}.json"
+    trained = {"n": 0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an untouched store: no warning, nothing trained again
+        again = roar.roar(ds, {"good": _attributions(ds, True)}, store=tmp_path,
+                          _interrupt=lambda: trained.__setitem__("n", trained["n"] + 1), **kw)
+    assert trained["n"] == 0
+    pd.testing.assert_frame_equal(first, again)
+    files[0].write_text(json.dumps({**rec, "loss": rec["loss"] + 1.0}))  # an edited result
+    with pytest.raises(ValueError, match=rf"{files[0].name}.*does not match its checksum"):
+        roar.roar(ds, {"good": _attributions(ds, True)}, store=tmp_path, **kw)
+    files[0].write_text("{not json")
+    with pytest.raises(ValueError, match=rf"{files[0].name}.*cannot be read"):
+        roar.roar(ds, {"good": _attributions(ds, True)}, store=tmp_path, **kw)
+    # an older insdel's file (no checksum): not trusted, trained again with a warning
+    files[0].write_text(json.dumps({"loss": rec["loss"] + 1.0, "epochs": rec["epochs"]}))
+    with pytest.warns(UserWarning, match="no checksum"):
+        third = roar.roar(ds, {"good": _attributions(ds, True)}, store=tmp_path, **kw)
+    pd.testing.assert_frame_equal(first, third)
+    assert "sha256" in json.loads(files[0].read_text())
