@@ -31,3 +31,45 @@ def small_cfg(csv: Path, name: str, /, **over) -> dict:
            "evaluation": {"n_random": 1, "targets_per_chunk": 3}, "figures": {"enabled": False}}
     cfg.update(over)
     return cfg
+
+
+#: The small run as a TOML file (placeholders: run, real, csv, model, quick).
+SMALL_TOML = """
+name = "{run}"
+seed = 0
+[data]
+recipe = "table"
+{real}
+[data.options]
+path = "{csv}"
+target = "y"
+scale = "none"
+[model]
+{model}
+[targets]
+n = 6
+[[policies]]
+spec = {{policy = "median"}}
+[methods]
+names = ["vanilla_grad"]
+[evaluation]
+n_random = 1
+targets_per_chunk = 3
+[figures]
+enabled = false
+{quick}
+"""
+
+#: The small run's [model] table: an MLP trained for one epoch.
+SMALL_MODEL = 'params = {hidden = [4], dropout = 0.0, lr = 3e-3}\nmax_epochs = 1'
+
+
+def small_toml(folder: Path, csv: str, *, run: str, model: str = SMALL_MODEL, quick: str = "",
+               real: str = "", name: str = "a.toml") -> Path:
+    """Write the small run as a TOML file ``folder/name`` (``csv``: its data.options.path as
+    written; ``model``, ``quick``, ``real``: extra TOML lines) and return its path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(SMALL_TOML.format(csv=csv, model=model, quick=quick, real=real, run=run),
+                    encoding="utf-8")
+    return path

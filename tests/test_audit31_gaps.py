@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+from _plots import error_segments  # noqa: E402
 
 import insdel  # noqa: E402
 from insdel import models, plotting, roar  # noqa: E402
@@ -25,14 +26,6 @@ def _close():
     plt.close("all")
 
 
-def _error_segments(ax) -> list[np.ndarray]:
-    """Every error-bar segment ((2, 2) array of end points) drawn on ax."""
-    segs = []
-    for c in ax.containers:
-        if isinstance(c, matplotlib.container.ErrorbarContainer):
-            for coll in c.lines[2]:
-                segs.extend(np.asarray(s, dtype=float) for s in coll.get_segments())
-    return segs
 
 
 def _no_degenerate(segs) -> bool:
@@ -61,7 +54,7 @@ def test_decomposition_figure_one_pair_draws_no_error_bar_and_says_so():
     fig = plotting.decomposition_figure(_dec(1), ["kernel_shap", "random"])
     assert len(fig.axes) == 2
     for ax in fig.axes:
-        segs = _error_segments(ax)
+        segs = error_segments(ax)
         assert segs == []  # was a zero-length bar per method: read as "no uncertainty"
         assert "1 pair: no standard error bars" in _texts(ax)
         assert ax.get_xlabel() == "mean ABC\n(1 pair: no standard error bars)"
@@ -72,7 +65,7 @@ def test_decomposition_figure_one_pair_draws_no_error_bar_and_says_so():
 def test_decomposition_figure_two_pairs_keeps_its_error_bars_and_no_note():
     fig = plotting.decomposition_figure(_dec(3), ["kernel_shap", "random"])
     for ax in fig.axes:
-        segs = _error_segments(ax)
+        segs = error_segments(ax)
         assert len(segs) == 2 and _no_degenerate(segs)
         assert "no standard error" not in _texts(ax)
         assert ax.get_xlabel() == "mean ABC ± s.e."
@@ -83,7 +76,7 @@ def test_decomposition_figure_a_column_with_nan_is_named():
     dec = _dec(3)
     dec.loc[0, "abc_insertion_random"] = np.nan
     ins = plotting.decomposition_figure(dec, ["kernel_shap", "random"]).axes[0]
-    segs = _error_segments(ins)
+    segs = error_segments(ins)
     assert len(segs) == 1 and _no_degenerate(segs)  # kernel_shap's only
     text = _texts(ins)
     assert "NaN standard error: no standard error bars for Random" in text
@@ -110,7 +103,7 @@ def test_abc_bars_one_pair_draws_no_error_bar_and_says_so():
     s = ev.summary()
     assert s["std_error"].isna().all() and (s["n"] == 1).all()  # the case being tested
     ax = plotting.abc_bars(ev)
-    assert _error_segments(ax) == []  # was yerr=NaN: matplotlib silently drew nothing
+    assert error_segments(ax) == []  # was yerr=NaN: matplotlib silently drew nothing
     assert "1 pair: no standard error bars" in _texts(ax)
     assert ax.get_ylabel() == "mean ABC"
     assert len(ax.patches) == 2 * len(ev.modes)  # every mean is still a bar
@@ -118,7 +111,7 @@ def test_abc_bars_one_pair_draws_no_error_bar_and_says_so():
 
 def test_abc_bars_several_pairs_keeps_its_error_bars_and_no_note():
     ax = plotting.abc_bars(_evaluation(5))
-    segs = _error_segments(ax)
+    segs = error_segments(ax)
     assert len(segs) == 2 * 2 and _no_degenerate(segs)
     assert ax.get_xlabel() == "attribution method" and not ax.texts
     assert ax.get_ylabel() == "mean ABC ± s.e."
@@ -130,7 +123,7 @@ def test_abc_bars_names_the_bars_without_standard_error():
     pick = (s["method"] == "random") & (s["mode"] == "insertion")
     s.loc[pick, ["std_error", "n"]] = [np.nan, 1]
     ax = plotting.abc_bars(s)
-    segs = _error_segments(ax)
+    segs = error_segments(ax)
     assert len(segs) == 3 and _no_degenerate(segs)
     assert "1 pair: no standard error bars for Random (insertion)" in _texts(ax)
     assert ax.get_ylabel() == "mean ABC ± s.e."

@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+from _plots import error_segments  # noqa: E402
 
 import insdel  # noqa: E402
 from insdel import cli, functional, plotting, roar  # noqa: E402
@@ -40,14 +41,6 @@ def _roar_table(replicates: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=roar.TABLE_COLUMNS)
 
 
-def _error_segments(ax) -> list[np.ndarray]:
-    """Every error-bar segment ((2, 2) array of end points) drawn on ax."""
-    segs = []
-    for c in ax.containers:
-        if isinstance(c, matplotlib.container.ErrorbarContainer):
-            for coll in c.lines[2]:
-                segs.extend(np.asarray(s, dtype=float) for s in coll.get_segments())
-    return segs
 
 
 def _texts(ax) -> str:
@@ -61,7 +54,7 @@ def test_roar_figure_one_replicate_draws_no_error_bars_and_says_so():
     assert s["std_error"].isna().all() and (s["n"] == 1).all()  # the case being tested
     fig = plotting.roar_figure(s)
     ax = fig.axes[0]
-    segs = _error_segments(ax)
+    segs = error_segments(ax)
     assert not [g for g in segs if not np.all(np.isfinite(g)) or np.allclose(g[0], g[1])]
     assert segs == []  # no error bar at all: there is no standard error anywhere
     assert "1 replicate: no standard error" in _texts(ax)
@@ -75,7 +68,7 @@ def test_roar_figure_two_replicates_keeps_its_error_bars_and_no_note():
     s = roar.summarize(_roar_table(2))
     assert s["std_error"].notna().all()
     ax = plotting.roar_figure(s).axes[0]
-    segs = _error_segments(ax)
+    segs = error_segments(ax)
     assert len(segs) == 2 * 3  # two curves, three points each
     assert all(np.all(np.isfinite(g)) and not np.allclose(g[0], g[1]) for g in segs)
     assert "no standard error" not in _texts(ax)
@@ -86,7 +79,7 @@ def test_roar_figure_some_points_without_standard_error_are_named():
     s = roar.summarize(_roar_table(2))
     s.loc[(s["method"] == "good") & s["q"].notna(), "std_error"] = np.nan
     ax = plotting.roar_figure(s).axes[0]
-    segs = _error_segments(ax)
+    segs = error_segments(ax)
     assert len(segs) == 3  # the random curve's only
     assert all(np.all(np.isfinite(g)) and not np.allclose(g[0], g[1]) for g in segs)
     text = _texts(ax)

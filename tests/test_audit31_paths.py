@@ -16,46 +16,14 @@ import matplotlib
 matplotlib.use("Agg")
 
 import pytest  # noqa: E402
-from _runs import small_cfg, small_csv  # noqa: E402
+from _runs import small_cfg, small_csv, small_toml  # noqa: E402
 
 from insdel import config as C  # noqa: E402
 from insdel import datasets, runner  # noqa: E402
 
-TOML = """
-name = "a31p"
-seed = 0
-[data]
-recipe = "table"
-{real}
-[data.options]
-path = "{csv}"
-target = "y"
-scale = "none"
-[model]
-{model}
-[targets]
-n = 6
-[[policies]]
-spec = {{policy = "median"}}
-[methods]
-names = ["vanilla_grad"]
-[evaluation]
-n_random = 1
-targets_per_chunk = 3
-[figures]
-enabled = false
-{quick}
-"""
 
-PARAMS_MODEL = 'params = {hidden = [4], dropout = 0.0, lr = 3e-3}\nmax_epochs = 1'
-
-
-def _toml(folder: Path, csv: str, *, model: str = PARAMS_MODEL, quick: str = "", real: str = "",
-          name: str = "a.toml") -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_text(TOML.format(csv=csv, model=model, quick=quick, real=real), encoding="utf-8")
-    return path
+def _toml(folder: Path, csv: str, **kw) -> Path:
+    return small_toml(folder, csv, run="a31p", **kw)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import pytest  # noqa: E402
-from _runs import small_cfg, small_csv  # noqa: E402
+from _runs import SMALL_MODEL, small_cfg, small_csv, small_toml  # noqa: E402
 
 import insdel  # noqa: E402
 from insdel import _checkpoint as ck  # noqa: E402
@@ -32,39 +32,8 @@ def _cfg(csv: Path, **over) -> dict:
     return small_cfg(csv, "a31", **over)
 
 
-TOML = """
-name = "a31"
-seed = 0
-[data]
-recipe = "table"
-[data.options]
-path = "{csv}"
-target = "y"
-scale = "none"
-[model]
-{model}
-[targets]
-n = 6
-[[policies]]
-spec = {{policy = "median"}}
-[methods]
-names = ["vanilla_grad"]
-[evaluation]
-n_random = 1
-targets_per_chunk = 3
-[figures]
-enabled = false
-{quick}
-"""
-
-PARAMS_MODEL = 'params = {hidden = [4], dropout = 0.0, lr = 3e-3}\nmax_epochs = 1'
-
-
-def _toml(tmp_path: Path, csv: Path, *, model: str = PARAMS_MODEL, quick: str = "",
-          name: str = "a31.toml") -> Path:
-    path = tmp_path / name
-    path.write_text(TOML.format(csv=csv.as_posix(), model=model, quick=quick), encoding="utf-8")
-    return path
+def _toml(tmp_path: Path, csv: Path, *, name: str = "a31.toml", **kw) -> Path:
+    return small_toml(tmp_path, csv.as_posix(), run="a31", name=name, **kw)
 
 
 @pytest.fixture
@@ -144,7 +113,7 @@ def test_model_trust_without_a_path_is_an_error_naming_the_key(csv, tmp_path):
         C.load(_cfg(csv, model={**_cfg(csv)["model"], "trust": True}))
     with pytest.raises(C.ConfigError, match=r"model\.trust = true .*model\.preset"):
         C.load(_cfg(csv, model={"preset": "quick_housing", "trust": True}))
-    path = _toml(tmp_path, csv, model=PARAMS_MODEL + "\ntrust = true")
+    path = _toml(tmp_path, csv, model=SMALL_MODEL + "\ntrust = true")
     with pytest.raises(C.ConfigError, match=rf"^{re.escape(str(path))}: model\.trust"):
         C.load(path)
     # through the [quick] table or overrides, too
