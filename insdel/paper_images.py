@@ -126,12 +126,13 @@ def run_paper_images(out: str | Path = "runs/paper-images", *, quick: bool = Fal
 
     from . import _checkpoint as ck
     from . import digits, images, policies
-    from ._validation import check_bool, check_positive_int
+    from ._validation import check_bool, check_positive_int, check_progress
     from .groups import check_positions
 
     seed = check_positive_int("seed", seed, minimum=0)
     step = check_positive_int("step", step)
     quick = check_bool("quick", quick)
+    check_progress(progress)  # before the model is trained, not at the first bar
     if n_images is not None:  # 2.7 images must not become 2
         n_images = check_positive_int("n_images", n_images)
     if epochs is not None:

@@ -577,6 +577,11 @@ def abc_bars(src, *, ax=None, methods: Sequence[str] | None = None, differences:
     if unknown:  # a bar that is silently missing is no answer
         raise KeyError(f"methods {unknown} are not in the summary; it has {have}.")
     modes = list(dict.fromkeys(summary["mode"]))
+    absent = [(m, mo) for mo in modes for m in methods
+              if not (summary["method"].eq(m) & summary["mode"].eq(mo)).any()]
+    if absent:  # an empty slot would read as a bar of height 0
+        raise KeyError(f"the summary has no row for (method, mode) {absent}; give each method "
+                       "every mode, or pass methods= for those that have them.")
     ax = _new_axes(ax, figsize=(max(5.0, 0.9 * len(methods) + 2), 3.8))
     width = 0.8 / max(len(modes), 1)
     x = np.arange(len(methods))

@@ -352,7 +352,11 @@ def to_markdown(summary: pd.DataFrame, digits: int = 4) -> str:
         for q in qs:
             r = g[g["q"] == q]
             cells.append(cell(r) if len(r) else "")
-        cells.append(cell(g[g["q"].isna()], "+"))
+        area = g[g["q"].isna()]
+        if not len(area):
+            raise ValueError(f"summary has no area row (q = NaN) for method {m!r}, ordering "
+                             f"{o!r}: pass roar.summarize(table)'s output.")
+        cells.append(cell(area, "+"))
         lines.append(f"| {m} | {o} | " + " | ".join(cells) + " |")
     if n_missing:
         n = pd.to_numeric(pd.Series(n_missing, dtype=object), errors="coerce")

@@ -34,7 +34,7 @@ import pandas as pd
 from . import _checkpoint as ck
 from . import config as _config
 from ._progress import progress_bar
-from ._validation import check_scalar, is_plain_folder_name, to_jsonable
+from ._validation import check_progress, check_scalar, is_plain_folder_name, to_jsonable
 from .distributed import chunk_seed, client_info, make_client, map_chunks, scatter
 from .evaluation import Evaluation, evaluate
 from .groups import Groups, group_attributions
@@ -834,6 +834,7 @@ def run_experiment(config: str | os.PathLike | Mapping, out: str | os.PathLike |
     is reused and finished chunks of attributions / decompositions are loaded, and the data files
     come out byte-identical to an uninterrupted run.
     """
+    check_progress(progress)  # before the data and the model, not at the first bar
     cfg = _loaded(config, quick)
     _config.check_sections(cfg, "run")
     if figures is not None:
@@ -1149,6 +1150,7 @@ def run_roar(config: str | os.PathLike | Mapping, out: str | os.PathLike | None 
     """
     from . import roar as _roar
 
+    check_progress(progress)
     cfg = _loaded(config, quick)
     _config.check_sections(cfg, "roar")
     out = Path(out if out is not None else (cfg["out"] or _default_out(cfg["name"])))

@@ -295,3 +295,44 @@ def test_a_policy_returning_the_wrong_shape_names_n():
     T = np.zeros((2, 3))
     with pytest.raises(ValueError, match=r"or \(3,\)"):
         base._to_pairing(np.zeros((2, 2)), None, np.arange(2), T, "p", {}, 0)
+
+
+def test_abc_bars_refuses_a_method_without_a_mode():
+    import pandas as pd
+
+    from insdel import plotting
+
+    summary = pd.DataFrame({"mode": ["insertion", "insertion", "deletion"],
+                            "method": ["a", "b", "a"], "mean": [1.0, 2.0, 3.0],
+                            "std_error": [0.1, 0.1, 0.1]})
+    with pytest.raises(KeyError, match=r"\('b', 'deletion'\)"):
+        plotting.abc_bars(summary)
+    plotting.abc_bars(summary, methods=["a"])  # both modes: drawn
+
+
+def test_roar_markdown_names_a_missing_area_row():
+    import pandas as pd
+
+    from insdel import roar
+
+    summary = pd.DataFrame({"method": ["m"], "ordering": ["signed"], "q": [0.5], "mean": [1.0],
+                            "std_error": [0.1], "n": [2]})
+    with pytest.raises(ValueError, match="no area row.*'m'.*'signed'"):
+        roar.to_markdown(summary)
+
+
+@pytest.mark.parametrize("entry", ["run_experiment", "run_roar"])
+def test_runs_refuse_a_bad_progress_before_any_work(tmp_path, entry):
+    from insdel import runner
+
+    with pytest.raises(TypeError, match="progress"):
+        getattr(runner, entry)({"name": "x"}, tmp_path / "out", progress="no")
+    assert not (tmp_path / "out").exists()  # refused before the folder, data or model
+
+
+def test_paper_images_refuses_a_bad_progress_before_training(tmp_path):
+    from insdel.paper_images import run_paper_images
+
+    with pytest.raises(TypeError, match="progress"):
+        run_paper_images(tmp_path / "pi", quick=True, progress="no")
+    assert not (tmp_path / "pi").exists()
