@@ -765,3 +765,48 @@ def test_one_word_kernel_beyond_32_units(grouped):
                 for mode, mask in (("insertion", cols), ("deletion", ~cols)):
                     want = f(np.where(mask, X[b], R[b])[None])[0]
                     assert abs(res.curves[mode][b, k, s] - want) < 1e-12
+
+
+@pytest.mark.parametrize("modes", [("insertion", "deletion"), ("deletion",), ("insertion",),
+                                   ("deletion", "insertion")])
+def test_one_run_path_equals_the_chain_walk(monkeypatch, modes):
+    """K = 1 with every step recorded takes the one-run path (rows, one adapter call, gathering);
+    forced onto the chain walk (a row budget too small for one run) it gives the same curves,
+    end values, counts and model calls, pairs with x == r and features outside D included."""
+    C = _curves_module()
+
+    rng = np.random.default_rng(7)
+    B, n = 300, 9
+    X = rng.integers(0, 3, size=(B, n)).astype(float)
+    R = rng.integers(0, 3, size=(B, n)).astype(float)
+    R[:5] = X[:5]  # x == r
+    orders = np.argsort(rng.random((B, n)), axis=-1)
+    f = smooth_f(5, n)
+    calls = []
+    taken = []
+    one_run = C._trace_one_run
+
+    def spy(*a, **k):
+        out = one_run(*a, **k)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(C, "_trace_one_run", spy)
+    m1 = insdel.as_model(lambda Z: (calls.append(len(Z)), f(Z))[1], batch_size=100_000)
+    a = trace(m1, X, R, orders, modes=modes)
+    assert taken == [True] and len(calls) == 1
+    monkeypatch.setattr(C, "ROW_BUFFER_BYTES", 8 * n * 50)  # 50 rows: many runs
+    m2 = insdel.as_model(f, batch_size=1)
+    b = trace(m2, X, R, orders, modes=modes)
+    assert taken == [True, False]
+    assert tuple(a.curves) == tuple(b.curves) == modes
+    for mo in modes:  # the same points (f's matrix products round by batch size: last ulp)
+        np.testing.assert_allclose(a.curves[mo], b.curves[mo], rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(a.curves[mo][..., 0] if mo == "insertion" else
+                                   a.curves[mo][..., -1], np.broadcast_to(f(R)[:, None], (B, 1)),
+                                   rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(a.fx, b.fx, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(a.fr, b.fr, rtol=1e-13, atol=1e-13)
+    assert (a.n_points, a.n_unique) == (b.n_points, b.n_unique) == (B * len(modes) * (n + 1),
+                                                                    calls[0])
+    assert set(a.timings) == {"bookkeeping_s", "model_s"}
