@@ -488,32 +488,29 @@ def _resolve_inputs(cfg: dict, layers: list, folder: Path, source: str) -> None:
     only the file actually read is checked."""
     for keys in _INPUT_KEYS:
         value = _dig(cfg, keys)
-        if not isinstance(value, str):
-            continue
-        prefix = next((pre for table, pre in reversed(layers)
-                       if _dig(table, keys) is not _MISSING), None)
-        if prefix is not None:
+        prefix = _given_by(layers, keys)
+        if isinstance(value, str) and prefix is not None:
             parent = _dig(cfg, keys[:-1])
             parent[keys[-1]] = _resolve_input(prefix + ".".join(keys), value, folder, source)
     # policy specifications given as files ("my_policy.toml", "specs/p.toml"; a name such as
-    # "average" or a shipped "cern_counterfactual.toml" with no such file stays a name)
-    for keys, items in ((("policies",), cfg.get("policies")),
-                        (("roar", "reference"), [{"spec": _dig(cfg, ("roar", "reference"))}])):
-        prefix = next((pre for table, pre in reversed(layers)
-                       if _dig(table, keys) is not _MISSING), None)
-        if prefix is None or not isinstance(items, list):
-            continue
-        for i, item in enumerate(items):
-            spec = item.get("spec") if isinstance(item, Mapping) else None
-            if not isinstance(spec, str) or not _names_a_file(spec):
-                continue
-            key = (f"{prefix}policies[{i}].spec" if keys == ("policies",)
-                   else f"{prefix}roar.reference")
-            resolved = _resolve_input(key, spec, folder, source, missing_ok=True)
-            if keys == ("policies",):
-                item["spec"] = resolved
-            else:
-                cfg["roar"]["reference"] = resolved
+    # "average" or a shipped "cern_counterfactual.toml" with no such file stays a name):
+    # (table holding the spec, its key, its dotted name, the key path the layers set)
+    slots = [(item, "spec", f"policies[{i}].spec", ("policies",))
+             for i, item in enumerate(cfg.get("policies") or []) if isinstance(item, Mapping)]
+    if isinstance(cfg.get("roar"), Mapping):
+        slots.append((cfg["roar"], "reference", "roar.reference", ("roar", "reference")))
+    for table, key, name, keys in slots:
+        spec = table.get(key)
+        prefix = _given_by(layers, keys)
+        if isinstance(spec, str) and _names_a_file(spec) and prefix is not None:
+            table[key] = _resolve_input(prefix + name, spec, folder, source, missing_ok=True)
+
+
+def _given_by(layers: list, keys: tuple[str, ...]) -> str | None:
+    """The prefix of the last of ``layers`` that sets ``keys`` (the one whose value the merged
+    configuration holds), None when none does or that layer is ``overrides``."""
+    return next((pre for table, pre in reversed(layers) if _dig(table, keys) is not _MISSING),
+                None)
 
 
 def _names_a_file(spec: str) -> bool:

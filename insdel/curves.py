@@ -1066,8 +1066,7 @@ class _ChainWalk:
         self.cap = 2 + self.M * S  # most rows of one pair
         self.full = S == len(plan.starts)  # positions 0, 1, ..., m
         self.fast = plan.fast
-        row_bytes = n * model.dtype.itemsize
-        self.budget = max(model.batch_size, self.cap, ROW_BUFFER_BYTES // max(row_bytes, 1))
+        self.budget = _row_budget(model, n, self.cap)
         self.n = n
         self.stage = np.empty((0, n), dtype=model.dtype)
 
@@ -1136,6 +1135,12 @@ def _full_chain_starts(n_d, M):  # pragma: no cover - numba
     return starts
 
 
+def _row_budget(model, n: int, cap: int) -> int:
+    """Rows written before the model evaluates them: as many as fit :data:`ROW_BUFFER_BYTES`,
+    and at least one batch and one pair's ``cap`` rows."""
+    return max(model.batch_size, cap, ROW_BUFFER_BYTES // max(n * model.dtype.itemsize, 1))
+
+
 def _blocks(B: int, work: int, threads: int, parallel_min: int | None = None) -> int:
     """Parallel blocks for a kernel over B pairs and ``work`` rows or points on ``threads``
     threads (1: serially, below ``parallel_min``, default :data:`PARALLEL_MIN_POINTS`)."""
@@ -1155,9 +1160,7 @@ class _HashWalk:
         self.model, self.plan, self.n, self.ws = model, plan, n, ws
         self.fast = False  # every point has an id (the ids say which of its pair's rows)
         self.cap = cap = 2 + points_per_pair  # most distinct rows one pair can have
-        row_bytes = n * model.dtype.itemsize
-        budget = max(model.batch_size, cap, ROW_BUFFER_BYTES // max(row_bytes, 1))
-        self.run_pairs = max(1, budget // cap)
+        self.run_pairs = max(1, _row_budget(model, n, cap) // cap)
         self.kind = _set_kernel(m, cap)
         lgT = 1
         while (1 << lgT) < 2 * cap:  # load factor <= 1/2
@@ -1366,7 +1369,7 @@ def _trace_one_run(model, X, R, diff, n_d, orders, plan, modes, progress,
     t0 = time.perf_counter()
     starts = _full_chain_starts(n_d, M)
     T = int(starts[B])
-    if T > max(model.batch_size, ROW_BUFFER_BYTES // max(n * model.dtype.itemsize, 1)):
+    if T > _row_budget(model, n, 2 + M * S):
         return None
     stage = ws.get("rows", (T, n), model.dtype)
     values = ws.get("values", (T,), np.float64)

@@ -73,3 +73,17 @@ def small_toml(folder: Path, csv: str, *, run: str, model: str = SMALL_MODEL, qu
     path.write_text(SMALL_TOML.format(csv=csv, model=model, quick=quick, real=real, run=run),
                     encoding="utf-8")
     return path
+
+
+def interrupted_chunks(calls: list):
+    """A chunk computation for :class:`insdel._checkpoint.ChunkStore.run` (chunk i is
+    ``[i, i, i]``) that records each chunk it computes in ``calls`` and is interrupted
+    (KeyboardInterrupt) the first time it reaches chunk 2."""
+
+    def compute(i):
+        calls.append(i)
+        if i == 2 and len(calls) == 3:
+            raise KeyboardInterrupt
+        return np.full(3, float(i))
+
+    return compute

@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _runs import interrupted_chunks
 
 from insdel import _checkpoint as ck
 
@@ -90,12 +91,7 @@ def test_an_edited_key_file_checksum_is_also_an_error(tmp_path):
 
 def test_untouched_store_resumes_exactly_as_before(tmp_path, umask022):
     calls = []
-
-    def compute(i):
-        calls.append(i)
-        if i == 2 and len(calls) == 3:
-            raise KeyboardInterrupt
-        return np.full(3, float(i))
+    compute = interrupted_chunks(calls)
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing to warn about

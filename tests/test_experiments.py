@@ -15,6 +15,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from _runs import interrupted_chunks  # noqa: E402
 
 import insdel  # noqa: E402
 from insdel import _checkpoint as ck  # noqa: E402
@@ -170,12 +171,7 @@ def test_array_keys_are_stable():
 
 def test_chunk_store_resume_and_key_change(tmp_path):
     calls = []
-
-    def compute(i):
-        calls.append(i)
-        if i == 2 and len(calls) == 3:
-            raise KeyboardInterrupt
-        return np.full(3, float(i))
+    compute = interrupted_chunks(calls)
 
     store = ck.ChunkStore(tmp_path / "s", "k1")
     with pytest.raises(KeyboardInterrupt):
