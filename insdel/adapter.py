@@ -334,8 +334,13 @@ def _one_tensor(y, torch):
 
 def _tensor_values(y, torch) -> np.ndarray:
     """A module's output tensor as a NumPy array: a view where NumPy has the dtype (float32 stays
-    float32), else (a GPU tensor, bfloat16, a tensor that requires grad) a CPU float64 copy."""
+    float32), else (a GPU tensor, bfloat16, a tensor that requires grad) a CPU float64 copy. A
+    complex output is an error (its copy into the float64 values would drop the imaginary part
+    with only a NumPy warning; the callable path refuses it in ``_call_batch``)."""
     _one_tensor(y, torch)
+    if y.is_complex():
+        raise TypeError(f"the torch module returned values of dtype {y.dtype}; a real (float, int "
+                        "or bool) output is needed.")
     try:
         return y.numpy()
     except (TypeError, RuntimeError):

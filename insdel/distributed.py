@@ -183,9 +183,18 @@ def make_client(compute: Mapping, *, log: Callable[[str], None] | None = None
 
 
 def client_info(client) -> dict:
-    """What a run actually used, for the manifest: backend, scheduler, workers and threads."""
+    """What a run actually used, for the manifest: backend, scheduler, workers and threads (a
+    serial run: torch's intra-op threads in this process, which can move a float32 model's values
+    by a rounding unit on some CPUs, so a Dask run's bytes equal a serial run's with its workers'
+    thread count: docs/experiments.md)."""
     if client is None:
-        return {"backend": "serial", "scheduler": None, "workers": None, "threads": None}
+        try:
+            import torch
+
+            threads = int(torch.get_num_threads())
+        except ImportError:  # pragma: no cover
+            threads = None
+        return {"backend": "serial", "scheduler": None, "workers": None, "threads": threads}
     workers = client.scheduler_info().get("workers", {})
     return {"backend": "dask", "scheduler": client.scheduler.address, "workers": len(workers),
             "threads": int(sum(w.get("nthreads", 0) for w in workers.values()))}

@@ -247,3 +247,19 @@ def test_integer_labelled_attributions_are_matched_by_name():
     named = insdel.evaluate(net, X, np.zeros(3), {"m": pd.DataFrame(A[:, ::-1], columns=[2, 1, 0])})
     plain = insdel.evaluate(net, X, np.zeros(3), {"m": A})
     np.testing.assert_allclose(named.summary()["mean"], plain.summary()["mean"])
+
+
+def test_torch_module_complex_output_refused(pairs):
+    """A torch module's complex output is an error on the whole-call path too (its copy into the
+    float64 values kept only the real part, with a NumPy warning)."""
+    import torch
+
+    class Cplx(torch.nn.Module):
+        def forward(self, z):
+            return torch.complex(z[:, 0], z[:, 1])
+
+    m = as_model(Cplx().double())
+    with pytest.raises(TypeError, match="dtype"):
+        m(pairs[0])
+    with pytest.raises(TypeError, match="dtype"):
+        as_model(Cplx().double(), output=lambda y: y)(pairs[0])

@@ -192,8 +192,11 @@ def test_adapter_output_dtypes_and_out():
     net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 1))
     X = np.random.default_rng(0).normal(size=(10, 4))
     m = insdel.as_model(net, batch_size=3)
-    with torch.inference_mode():
-        ref = net(torch.from_numpy(X.astype(np.float32)))[:, 0].double().numpy()
+    with torch.inference_mode():  # the same batches of 3 (a matrix product's rounding can depend
+        # on the number of rows on some CPUs: one value in ten moved by a float32 unit on an
+        # Intel Xeon when the reference was one batch of 10)
+        T = torch.from_numpy(X.astype(np.float32))
+        ref = torch.cat([net(T[i:i + 3]) for i in range(0, 10, 3)])[:, 0].double().numpy()
     out = np.full(10, np.nan)
     got = m(X, out=out)
     assert got is out and got.dtype == np.float64
@@ -252,7 +255,8 @@ def test_adapter_torch_whole_call_path():
         with pytest.raises(ValueError, match=r"shape \(B,\) or \(B, 1\) for B = 3 input rows; "
                                              r"got shape \(3, 2\)"):
             getattr(insdel.as_model(torch.nn.Linear(4, 2), batch_size=3), call)(X)
-    doubled = insdel.Model(lambda Z: 2 * m._fn(Z), dtype=np.float32, torch_module=net)
+    doubled = insdel.Model(lambda Z: 2 * m._fn(Z), dtype=np.float32, torch_module=net,
+                           batch_size=3)  # m's batches: the same rounding on every CPU
     assert doubled._batches is None  # its fn is not the module's forward
     np.testing.assert_allclose(doubled(X), 2 * m(X))
     second = insdel.as_model(torch.nn.Linear(4, 2), output=1)
