@@ -1004,11 +1004,15 @@ class _scratch:
             _workspace.busy = False
 
 
-#: The chain path (K = 1) writes the rows of as many pairs as fit in this many bytes (and at least
-#: one batch), then evaluates them: a buffer the writing threads fill in parallel, larger than a
-#: core's cache on purpose (a cache-sized buffer rewritten after the model's threads read it costs
-#: a cross-core invalidation per row, measured slower than writing fresh lines).
-ROW_BUFFER_BYTES = 1 << 23
+#: The row walks write the rows of as many pairs as fit in this many bytes (and at least one
+#: batch), then evaluate them. Large on purpose: every switch between numba's parallel kernels and
+#: the model's own threads costs (each OpenMP pool's workers spin for a while after their region,
+#: on the cores the other pool needs), so fewer, longer runs win although their rows leave the
+#: cache. Measured on the bench's cheap model (n = 16 -> 32 -> 1, 2,000 pairs, 27 orderings, five
+#: fresh processes, ``trace`` over the bare pass): 8 MiB 1.32-1.45, 32 MiB 1.20-1.33, 64 MiB
+#: 1.13-1.28, 128 MiB 1.12-1.29. The buffer is kept in the thread's workspace between calls
+#: (:func:`clear_workspace` frees it).
+ROW_BUFFER_BYTES = 1 << 26
 
 #: Kernels over fewer rows (or curve points) than this run serially: below it a parallel region's
 #: start-up costs more than the work.
