@@ -2,12 +2,42 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 import numba as nb
 import numpy as np
 
 _MAX_LISTED = 5
+_numba_started = False
+
+
+def start_numba_threads() -> None:
+    """Start numba's threading layer (once per process) while keeping torch's intra-op thread
+    count as the user set it.
+
+    On numba's OpenMP layer, starting it sets the OpenMP thread count that torch reads to numba's:
+    a ``torch.set_num_threads(1)`` (or ``OMP_NUM_THREADS=1``) made before insdel's first parallel
+    kernel used to end up at numba's count (the number of cores) without a word, and with it a
+    float32 model's rounding on some CPUs. Called where insdel's work starts (:class:`Model`,
+    :func:`check_pairs`, :func:`insdel.trace`); a flag test after the first call.
+    """
+    global _numba_started
+    if _numba_started:
+        return
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    nb.get_num_threads()  # starts the threading layer
+    if before is not None and torch.get_num_threads() != before:
+        torch.set_num_threads(before)
+    _numba_started = True
+
+
+def numba_threads() -> int:
+    """numba's thread count, its threading layer started by :func:`start_numba_threads`."""
+    if not _numba_started:
+        start_numba_threads()
+    return nb.get_num_threads()
 
 
 def _first(idx: np.ndarray) -> str:
@@ -134,6 +164,7 @@ def check_pairs(X, R, *, x_name: str = "X", r_name: str = "R",
     ``finite=False`` leaves the NaN/inf check to the caller (who must then make it, with
     :func:`check_finite` for the message).
     """
+    start_numba_threads()  # numba's threads started now, keeping torch's count
     R = align_columns(r_name, R, X, like_name=x_name)
     X = as_float_array(x_name, X, finite=finite)
     R = as_float_array(r_name, R, finite=finite)
@@ -321,7 +352,7 @@ def _not_permutations(flat: np.ndarray, n: int) -> np.ndarray:
     if flat.size < _PARALLEL_MIN_ENTRIES or m < 2:
         _not_permutations_block(flat, n, 0, m, bad)
     else:
-        _not_permutations_par(flat, n, min(m, 4 * nb.get_num_threads()), bad)
+        _not_permutations_par(flat, n, min(m, 4 * numba_threads()), bad)
     return bad
 
 

@@ -20,7 +20,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from ._validation import _first, all_finite, check_integral
+from ._validation import _first, all_finite, check_integral, start_numba_threads
 
 #: Attribution methods that need input gradients (a torch module).
 GRADIENT_METHODS = ("integrated_gradients", "deeplift", "vanilla_grad", "input_x_gradient")
@@ -102,6 +102,7 @@ class Model:
     def __init__(self, fn: Callable[[np.ndarray], Any], *, dtype=np.float64,
                  batch_size: int = DEFAULT_BATCH_SIZE, torch_module=None, name: str = "model",
                  output: int | Callable | None = None):
+        start_numba_threads()  # numba's threads started now, keeping torch's count
         self._fn = fn
         self.output = _check_output(output)
         self.dtype = np.dtype(dtype)

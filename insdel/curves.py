@@ -59,6 +59,7 @@ from ._validation import (
     check_mode,
     check_orders,
     check_pairs,
+    numba_threads,
 )
 from .adapter import ModelLike, as_model
 from .groups import (
@@ -1300,7 +1301,7 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
         # ordering is a permutation (the error messages come from the checkers)
         diff = ws.get("diff", (B, n), np.bool_)
         n_d = ws.get("n_d", (B,), np.int64)
-        threads = nb.get_num_threads()
+        threads = numba_threads()
         nblk = _blocks(B, B * (n + K * m), threads, PREPARE_PARALLEL_MIN)
         finite, perms = _prepare(nblk, X, R, orders, validate, diff, n_d)
         if validate and not finite:
