@@ -25,7 +25,7 @@ if compgen -G ".whl/*.whl" >/dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" .whl/*.whl
 fi
 python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --no-cache-dir \
-    --target "$site" . 2>&1 | grep -v -i "warning" || true
+    --target "$site" .
 export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 cd /tmp  # import the installed copy, not the checkout
 python3 - <<'EOF'

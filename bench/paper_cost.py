@@ -89,8 +89,8 @@ def bangalore(tiny: bool) -> None:
                   "methods": {"options": {"kernel_shap": {"n_samples": 2000},
                                           "integrated_gradients": {"n_steps": 50}}}}
                  if tiny else None)
-    cfg = insdel.config.load("paper_bangalore", overrides=overrides)
     res = whole("paper_bangalore", overrides, BANGALORE_TARGET_S, tiny)
+    cfg = res.config
     sve = res.sampled_vs_exact
     if sve is not None:
         r = sve.iloc[0]

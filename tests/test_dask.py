@@ -48,12 +48,13 @@ def _workers_thread_count():
     matrix product rounds differently with another count (measured on an Intel Xeon: one curve
     value in 612 moved by one rounding unit with 2 threads against 1), and the byte-identity that
     these tests check holds for equal thread counts (docs/experiments.md). numba's threading
-    layer is started first: starting it (its first parallel kernel) resets torch's count to
-    numba's on the OpenMP layer."""
-    import numba
+    layer is started first, as insdel starts it (on the OpenMP layer its start sets the count
+    that torch reads)."""
     import torch
 
-    numba.get_num_threads()
+    from insdel._validation import start_numba_threads
+
+    start_numba_threads()
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
