@@ -274,8 +274,8 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheduler", default=None, metavar="SCHEDULER",
                    help="where the checkpoint chunks run: 'local' (a Dask LocalCluster on this "
                         "machine), a Dask scheduler address such as tcp://host:8786, or 'serial' "
-                        "(overrides [compute] backend / address; needs pip install "
-                        "'insdel[dask]'; results are identical to a serial run)")
+                        "(overrides [compute] backend / address; needs dask: pip install "
+                        "\".[dask]\" in the insdel clone; results are identical to a serial run)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -16,7 +16,7 @@ gives the same numbers on any worker, and on the driver.
   results in chunk order.
 
 Dask is imported only when a client is asked for or used; without it, :func:`require_dask` raises an
-error that names the extra (``pip install 'insdel[dask]'``).
+error that names the extra (``pip install ".[dask]"`` in the insdel clone).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ BACKENDS = ("serial", "dask")
 
 #: The message of the error raised when dask is asked for but not installed.
 DASK_MISSING = ("the Dask backend needs dask.distributed, which is not installed: "
-                "pip install 'insdel[dask]' (or pip install 'dask[distributed]')")
+                'pip install ".[dask]" in the insdel clone (or pip install "dask[distributed]")')
 
 
 def require_dask():

@@ -48,8 +48,8 @@ class OnnxModel:
         try:
             import onnxruntime as ort
         except ImportError:
-            raise ImportError("reading ONNX models needs onnxruntime: pip install "
-                              "'insdel[models]' (or onnxruntime).") from None
+            raise ImportError('reading ONNX models needs onnxruntime: pip install ".[models]" '
+                              "in the insdel clone (or pip install onnxruntime).") from None
 
         self.path = str(path)
         self.session = ort.InferenceSession(self.path, providers=["CPUExecutionProvider"])
@@ -169,8 +169,8 @@ def _load_skops(p: Path, trust: bool, info: dict) -> Any:
     try:
         import skops.io as sio
     except ImportError:
-        raise ImportError("reading .skops models needs skops: pip install 'insdel[models]' "
-                          "(or skops).") from None
+        raise ImportError('reading .skops models needs skops: pip install ".[models]" in the '
+                          "insdel clone (or pip install skops).") from None
 
     untrusted = sio.get_untrusted_types(file=p)
     if untrusted and not trust:
