@@ -180,7 +180,7 @@ def plot_curves(curves: Mapping[str, np.ndarray] | np.ndarray, mode: str = "inse
     # point, increasing, in [0, m]) before anything is drawn
     abcs = {name: float(_abc(c, mode=mode, normalize=normalize, positions=positions, m=m))
             for name, c in arrs.items()}
-    ax = _new_axes(ax)
+    ax = _new_axes(ax, figsize=(7.0, 3.8) if legend else (5.0, 3.8))  # the legend on the right
     if random_curves is not None:
         rc = as_float_array("random_curves", random_curves, ndim=(1, 2))
         rc = rc[None, :] if rc.ndim == 1 else rc
@@ -211,9 +211,12 @@ def plot_curves(curves: Mapping[str, np.ndarray] | np.ndarray, mode: str = "inse
     ax.set_ylabel(ylabel)
     ax.set_xlim(0, int(k[-1]) if m is None else int(m))
     ax.set_title(title if title is not None else mode.capitalize())
-    if legend:  # outside the axes, below: it never covers the curves
-        ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2,
-                  frameon=False)
+    if legend:
+        # outside the axes, on the right: it covers neither the curves nor the x axis's tick
+        # labels and label, however long (feature names, rotated by plot_pair); the figure's
+        # constrained layout makes room for it
+        ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                  borderaxespad=0.0, frameon=False)
     return ax
 
 
@@ -257,7 +260,8 @@ def plot_pair(ev, pair: int, methods: Sequence[str] | None = None,
         modes = [m for m in ("deletion", "insertion") if m in ev.modes]
     modes = [check_mode(m) for m in modes]
     if axes is None:
-        fig, ax_arr = _new_figure(1, len(modes), figsize or (5.2 * len(modes), 4.8))
+        # each panel: the axes and, on its right, the legend (plot_curves)
+        fig, ax_arr = _new_figure(1, len(modes), figsize or (7.0 * len(modes), 4.8))
         axes = list(ax_arr[0])
     else:
         axes = list(np.atleast_1d(axes))
@@ -292,7 +296,7 @@ def plot_pair(ev, pair: int, methods: Sequence[str] | None = None,
 
 
 def plot_image_curves(image: np.ndarray, attribution: np.ndarray, curves: Mapping[str, np.ndarray],
-                      mode: str = "deletion", *, figsize=(9.0, 3.6), **kwargs):
+                      mode: str = "deletion", *, figsize=(11.0, 3.6), **kwargs):
     """Image-like inputs: the image, its attribution map and the insertion/deletion curves.
 
     Parameters
@@ -898,7 +902,7 @@ def policy_figures(ev, label: str, folder, *, compare: Sequence[str] = ("kernel_
     if a != b:
         import matplotlib.pyplot as plt
 
-        fig, axes = plt.subplots(len(modes), len(modes), figsize=(5.2 * len(modes),
+        fig, axes = plt.subplots(len(modes), len(modes), figsize=(7.0 * len(modes),
                                                                   4.0 * len(modes)),
                                  layout="constrained", squeeze=False)
         for i, mode in enumerate(modes):

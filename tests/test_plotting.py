@@ -9,6 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from _plots import overlaps_of_legends  # noqa: E402
 
 import insdel  # noqa: E402
 from insdel import plotting  # noqa: E402
@@ -93,6 +94,7 @@ def test_image_variant():
     att = rng.normal(size=(8, 8, 3))
     fig = plotting.plot_image_curves(img, att, {"ig": np.linspace(1, 0, 65)}, "deletion")
     assert len(fig.axes) == 4  # image, attribution, colorbar, curves
+    assert not overlaps_of_legends(fig)
     _labelled(fig.axes[2] if fig.axes[2].get_xlabel() else fig.axes[-1])
     with pytest.raises(ValueError, match="attribution"):
         plotting.plot_image_curves(img, np.zeros((4, 4)), {"ig": np.zeros(3)})
@@ -101,3 +103,23 @@ def test_image_variant():
 def test_bars_rejects_bad_input():
     with pytest.raises(TypeError):
         plotting.abc_bars([1, 2])
+
+
+@pytest.mark.parametrize("name_length", [1, 8, 12, 40])
+def test_curve_legends_clear_the_rotated_feature_names_and_the_x_label(name_length):
+    # plot_pair writes the moved features' names as rotated tick labels; with a legend anchored
+    # at a fixed offset below the axes, names of 8+ characters put the legend under the x label
+    rng = np.random.default_rng(0)
+    n = 8
+    X, R = rng.normal(size=(6, n)), rng.normal(size=(6, n))
+    names = [f"{'f' * name_length}_{j}" for j in range(n)]
+    ev = insdel.evaluate(lambda Z: Z.sum(1) + Z[:, 0] * Z[:, 1], X, R,
+                         {"kernel_shap": X - R, "integrated_gradients": 1.1 * (X - R)},
+                         n_random=5, seed=0, feature_names=names)
+    fig = plotting.plot_pair(ev, 0, ["kernel_shap", "integrated_gradients"], n_random=5)
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()][1].startswith("f" * name_length)
+    assert not overlaps_of_legends(fig)
+    ax = plotting.plot_curves({"a": np.linspace(0, 1, n + 1)}, "insertion",
+                              random_curves=rng.normal(size=(3, n + 1)))
+    ax.set_xticks(np.arange(n + 1), ["none", *names], rotation=45, ha="right")
+    assert not overlaps_of_legends(ax.figure)
