@@ -1,4 +1,4 @@
-"""Command-line interface: ``insdel demo | run | reproduce | roar | datasets | policies |
+"""Command-line interface: ``insdel demo | run | reproduce | roar | configs | datasets | policies |
 functional | leaderboard``.
 
 Every sub-command is registered here; the modules it drives expose plain functions (the runner's
@@ -12,7 +12,37 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from pathlib import Path
+
+#: What each ``insdel reproduce`` experiment reproduces (its ``--help``); every choice has a line.
+REPRODUCES = {
+    "paper-bangalore": "paper §5.1: Table 1 and Figures 4-6, Bangalore housing prices "
+                       "(housing_sim, or --data Bangalore.csv)",
+    "paper-bangalore-location": "paper §5.1 with Location kept as one one-hot feature group "
+                                "(beyond the paper, which drops it)",
+    "paper-cern": "paper §5.2: Tables 2-4 and Figures 7-12, CERN dielectron events "
+                  "(dielectron_sim, or --data dielectron.csv)",
+    "paper-images": "paper Figure 1 and Table 5's layout (Appendix A.1) on scikit-learn's 8 x 8 "
+                    "digits with a small CNN",
+    "paper-roar-bangalore": "paper §6: Figure 13, remove and retrain (ROAR) on Bangalore housing",
+    "paper-roar-cern": "paper §6: Figure 13, remove and retrain (ROAR) on CERN dielectron events",
+    "metrics-cern": "beyond the paper: the faithfulness metrics of insdel.metrics and their "
+                    "agreement (Kendall's tau) on dielectron_sim",
+    "metrics-housing": "beyond the paper: the faithfulness metrics of insdel.metrics and their "
+                       "agreement (Kendall's tau) on housing_sim",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose every command and sub-command takes ``--debug``: the sub-parsers
+    ``add_subparsers`` makes are of this class too."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # SUPPRESS: a sub-command's default must not undo `insdel --debug COMMAND`
+        self.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                          help="show tracebacks instead of messages")
 
 
 def _use_agg() -> None:
@@ -213,6 +243,33 @@ def _cmd_policies_show(args) -> int:
     return 0
 
 
+def _cmd_configs_list(args) -> int:
+    from . import config
+
+    print(config.format_list())
+    return 0
+
+
+def _cmd_configs_show(args) -> int:
+    from . import config
+
+    text = config.shipped_text(args.name)
+    if args.out is None:
+        sys.stdout.write(text)  # the file's bytes: redirecting the output gives the same file
+        return 0
+    from . import _checkpoint as ck
+
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        raise FileExistsError(f"--out {args.out}: the file exists; give another name, or --force "
+                              "to replace it.")
+    if out.is_dir():
+        raise IsADirectoryError(f"--out {args.out} is a folder; name the TOML file to write.")
+    ck.atomic_write_text(out, text)
+    print(f"wrote {out} (shipped configuration {args.name}); edit it, then: insdel run {out}")
+    return 0
+
+
 def _cmd_functional(args) -> int:
     from . import functional
 
@@ -266,8 +323,6 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--wait", action="store_true",
                    help="if another run writes the output folder, wait for it (default: refuse)")
-    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                   help="show tracebacks instead of messages")
     p.add_argument("--device", default=None, metavar="DEVICE",
                    help="torch device of training and model evaluation, e.g. cuda (overrides "
                         "[compute] device; default cpu)")
@@ -281,17 +336,17 @@ def _run_options(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__, config
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="insdel",
         description="Insertion and deletion tests of feature attributions for regression models.",
     )
     parser.add_argument("--version", action="version", version=f"insdel {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks instead of messages")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("run", help="run an experiment described by a TOML file",
                        description="Run an experiment (docs/experiments.md). CONFIG is a TOML file "
-                       "or a shipped configuration: " + ", ".join(config.available()))
+                       "or a shipped configuration: " + ", ".join(config.available()) + ". `insdel "
+                       "configs show NAME --out my.toml` writes a shipped one to edit.")
     p.add_argument("config", metavar="CONFIG")
     p.add_argument("--out", default=None, help="output folder (default: the config's, else "
                    "runs/<name>)")
@@ -302,11 +357,21 @@ def build_parser() -> argparse.ArgumentParser:
     _run_options(p)
     p.set_defaults(func=_cmd_run)
 
-    p = sub.add_parser("reproduce", help="reproduce the paper's section 5 experiments",
-                       description="Reproduce paper §5 (Tables 1-4, Figures 4-12) on the embedded "
-                       "simulator or, with --data, on your copy of the real data.")
-    p.add_argument("experiment", choices=sorted(config.PAPER_CONFIGS) + list(
-        config.PAPER_EXPERIMENTS))
+    experiments = sorted(config.PAPER_CONFIGS) + list(config.PAPER_EXPERIMENTS)
+    listed = sorted(experiments, key=list(REPRODUCES).index)  # the paper's order, then the rest
+    width = max(map(len, experiments))
+    p = sub.add_parser("reproduce", help="reproduce the paper's experiments (§5, §6, Figure 1 / "
+                       "Table 5) and the metric studies",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Reproduce an experiment on the embedded simulator or, with "
+                       "--data, on your copy of the real data.\n\nEXPERIMENT:\n" + "\n".join(
+                           textwrap.fill(REPRODUCES[e], 96, initial_indent=f"  {e:<{width}}  ",
+                                         subsequent_indent=" " * (width + 4))
+                           for e in listed)
+                       + "\n\nEach TOML experiment is a shipped configuration: insdel configs "
+                       "show EXPERIMENT prints it.")
+    p.add_argument("experiment", metavar="EXPERIMENT", choices=experiments,
+                   help="one of the experiments listed above")
     p.add_argument("--seed", type=int, default=None,
                    help="seed of paper-images (the TOML experiments take theirs from the config)")
     p.add_argument("--data", default=None, metavar="PATH",
@@ -332,6 +397,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="insdel-demo", help="output folder (default: ./insdel-demo)")
     _run_options(p)
     p.set_defaults(func=_cmd_demo)
+
+    p = sub.add_parser("configs", help="list the shipped configurations, or print one to edit",
+                       description="The shipped experiment configurations (insdel run NAME, "
+                       "insdel reproduce): list them, or print one exactly as shipped (TOML, "
+                       "comments included) to copy and edit.")
+    cs = p.add_subparsers(dest="configs_command", metavar="ACTION")
+    pl = cs.add_parser("list", help="names, insdel reproduce names and descriptions")
+    pl.set_defaults(func=_cmd_configs_list)
+    pshow = cs.add_parser("show", help="print a shipped configuration (or write it with --out)",
+                          description="Print a shipped configuration's TOML exactly as shipped; "
+                          "with --out, write it to a file to edit and run (insdel run FILE).")
+    pshow.add_argument("name", metavar="NAME", help="a shipped configuration (insdel configs "
+                       "list) or its insdel reproduce name, e.g. paper_cern or paper-cern")
+    pshow.add_argument("--out", default=None, metavar="FILE",
+                       help="write the TOML to FILE instead of printing it")
+    pshow.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    pshow.set_defaults(func=_cmd_configs_show)
+    p.set_defaults(func=_cmd_configs_list)
 
     p = sub.add_parser("datasets", help="list or prepare data sets",
                        description="Data recipes: list them or write one to disk.")
@@ -363,8 +446,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("functional", help="functional tests of attribution methods (exact answers)",
                        description="Run attribution methods through the catalogue of functional "
-                       "tests with exact answers (docs/functional.md) and grade the metrics "
-                       "(insertion / deletion ABC and AUC) on known-better orderings.")
+                       "tests with exact answers (docs/functional.md), then grade the metrics: "
+                       "every metric of insdel.metrics that needs only the model (insdel's ABC "
+                       "and AUC, Quantus', BEExAI's and OpenXAI's faithfulness metrics), ABC + "
+                       "ABC' and any metric registered with insdel.functional.register_metric: "
+                       "does each rank a known-better ordering above a known-worse one?")
     p.add_argument("--methods", type=_split, default=None, metavar="A,B,...",
                    help="methods or variants (ig_cast, ig_interpolate, ig_jump); default: "
                         "exact_shapley, kernel_shap, the three IG modes, deeplift, vanilla_grad, "
@@ -372,7 +458,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tests", type=_split, default=None, metavar="T,U,...",
                    help="which tests (default: all)")
     p.add_argument("--metrics", type=_split, default=None, metavar="M,N,...",
-                   help="metrics to grade (default: all registered)")
+                   help="metrics to grade (default: all of them, "
+                        "insdel.functional.available_metrics())")
     p.add_argument("--no-metrics", action="store_true", help="skip the metric grades")
     p.add_argument("--seed", type=int, default=0, help="seed of the data and seeded methods")
     p.add_argument("--out", default=None, metavar="DIR",
@@ -418,9 +505,9 @@ def main(argv: list[str] | None = None) -> int:
         print("\ninterrupted; finished chunks are saved, run the same command again to resume.",
               file=sys.stderr)
         return 130
-    except (ValueError, FileNotFoundError, PermissionError, KeyError, TypeError,
-            RuntimeError, ImportError) as exc:
-        if args.debug:
+    except (ValueError, FileNotFoundError, FileExistsError, IsADirectoryError, PermissionError,
+            KeyError, TypeError, RuntimeError, ImportError) as exc:
+        if getattr(args, "debug", False):
             raise
         print(f"insdel: error: {exc}", file=sys.stderr)
         return 1

@@ -41,7 +41,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as _toml  # type: ignore[no-redef]
 
 __all__ = ["ALL_METHODS", "PAPER_CONFIGS", "SCHEMA", "DEFAULTS", "ConfigError", "available", "get",
-           "load", "policy_label", "PATH_OPTIONS"]
+           "shipped_text", "format_list", "load", "policy_label", "PATH_OPTIONS"]
 
 #: The seven methods of the paper's tables (Kernel SHAP, its exact form, and the captum methods);
 #: ``random`` is added by :func:`insdel.evaluate`.
@@ -342,6 +342,46 @@ def get(name: str, *, quick: bool = False) -> dict:
     """The shipped configuration ``name`` (``"demo"``, ``"paper_cern"``, ``"paper-cern"``, ...),
     completed and validated (see :func:`load`)."""
     return load(name, quick=quick)
+
+
+def shipped_text(name: str) -> str:
+    """The TOML text of the shipped configuration ``name``, exactly as shipped (comments included):
+    the file to copy and edit (``insdel configs show NAME --out FILE``).
+
+    Parameters
+    ----------
+    name : str
+        A shipped configuration (:func:`available`: ``"paper_cern"``, ...) or its ``insdel
+        reproduce`` name (``"paper-cern"``).
+
+    Raises
+    ------
+    FileNotFoundError
+        ``name`` is not shipped (as :func:`load` says of an unknown name); the message lists the
+        shipped names.
+    """
+    stem = PAPER_CONFIGS.get(str(name), str(name))
+    if stem not in available():
+        raise FileNotFoundError(f"{name!r} is not a shipped configuration; shipped: "
+                       f"{', '.join(available())} (insdel reproduce names: "
+                       f"{', '.join(PAPER_CONFIGS)}).")
+    res = importlib.resources.files("insdel") / "configs" / f"{stem}.toml"
+    return res.read_bytes().decode("utf-8")
+
+
+def format_list() -> str:
+    """The text of ``insdel configs list``: each shipped configuration, its ``insdel reproduce``
+    name and its description."""
+    alias = {v: k for k, v in PAPER_CONFIGS.items()}
+    lines = ["Shipped configurations (insdel run NAME; insdel configs show NAME --out FILE to edit "
+             "a copy):"]
+    for name in available():
+        desc = _toml.loads(shipped_text(name)).get("description", "")
+        also = f"  (insdel reproduce {alias[name]})" if name in alias else ""
+        lines.append(f"  {name}{also}")
+        if desc:
+            lines.append(f"      {desc}")
+    return "\n".join(lines)
 
 
 def _read_text(config: str | os.PathLike) -> tuple[str, str, Path | None]:
