@@ -54,3 +54,50 @@ def test_install_lines_are_found():
     # the check above reads the files that hold install lines
     joined = "\n".join(t for _, t in TEXTS)
     assert 'pip install ".[dask]"' in joined and 'pip install -e ".[test]"' in joined
+
+
+def _printed_rows(name: str) -> list[str]:
+    """The Method column, top to bottom within one mode, of the tables `insdel reproduce` / `run`
+    prints for the shipped configuration ``name`` (evaluation.summarize's rows)."""
+    from insdel import config
+    from insdel.evaluation import AUTO_DIFFERENCES
+
+    names = [*config.load(name, quick=True)["methods"]["names"], "random"]
+    diff = [f"{a} - {b}" for a, b in AUTO_DIFFERENCES if a in names and b in names][:1]
+    return names + diff
+
+
+def _method_tables(path: Path) -> list[tuple[int, list[str], list[list[str]]]]:
+    """(line, [header, separator], rows as cells) of every `Test mode | Method` table in path."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out = []
+    for i, ln in enumerate(lines):
+        if ln.startswith("| Test mode | Method |"):
+            rows = []
+            for row in lines[i + 2:]:
+                if not row.startswith("|"):
+                    break
+                rows.append([c.strip() for c in row.strip().strip("|").split("|")])
+            out.append((i + 1, lines[i:i + 2], rows))
+    return out
+
+
+def test_experiments_md_tables_have_the_rows_the_cli_prints():
+    import pandas as pd
+
+    from insdel.evaluation import to_markdown
+
+    one = pd.DataFrame({"mode": ["insertion"], "method": ["m"], "mean": [0.0], "std_error": [0.0],
+                        "n": [2]})
+    printed_head = "\n".join(to_markdown(one).splitlines()[:2])  # header and separator
+    tables = _method_tables(ROOT / "docs" / "experiments.md")
+    assert tables, "docs/experiments.md shows no printed table"
+    want = _printed_rows("paper_cern")  # the quick table is `insdel reproduce paper-cern --quick`
+    for line, header, rows in tables:
+        assert "\n".join(header) == printed_head, f"experiments.md:{line}"
+        modes = [r[0] for r in rows if r[0]]
+        assert modes == ["Insertion", "Deletion"], f"experiments.md:{line}: {modes}"
+        half = len(rows) // 2
+        for block in (rows[:half], rows[half:]):
+            got = [r[1] for r in block]
+            assert got == want, f"experiments.md:{line}: rows {got}, printed {want}"
