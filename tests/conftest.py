@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,3 +27,35 @@ def umask022():
         yield
     finally:
         os.umask(old)
+
+
+#: Environment variables that name the temp folder (tempfile reads them in this order).
+_TEMP_VARS = ("TMPDIR", "TEMP", "TMP")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_tempdir(tmp_path_factory) -> Path:
+    """The temp folder of this session: ``tempfile`` here and every process the tests start
+    (notebook kernels, Dask workers, the CLI) write there instead of the system's temp folder.
+    An ``insdel-*`` entry left in it when the session ends fails the session (a test or notebook
+    that leaves results behind in the temp folder), whichever process made it; other sessions'
+    files never count. The folder is removed at the end."""
+    tmp_path_factory.getbasetemp()  # pytest's own tmp_path folders stay in the system temp folder
+    root = Path(tempfile.mkdtemp(prefix="pytest-insdel-temp-")).resolve()
+    saved = {k: os.environ.get(k) for k in _TEMP_VARS}
+    saved_default = tempfile.tempdir
+    os.environ.update(dict.fromkeys(_TEMP_VARS, str(root)))
+    tempfile.tempdir = None  # tempfile.gettempdir() reads the variables again
+    try:
+        yield root
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        tempfile.tempdir = saved_default
+        left = sorted(p.name for p in root.glob("insdel-*"))
+        shutil.rmtree(root, ignore_errors=True)
+    assert not left, (f"the tests left {left} in the temp folder: a test or notebook that writes "
+                      "there must remove what it wrote (or use tmp_path)")

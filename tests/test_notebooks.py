@@ -17,9 +17,10 @@ def test_the_three_notebooks_exist():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_executes(path, monkeypatch, tmp_path):
+def test_notebook_executes(path, monkeypatch, tmp_path, session_tempdir):
     monkeypatch.setenv("INSDEL_NOTEBOOK_SMALL", "1")
     monkeypatch.setenv("INSDEL_PROGRESS", "0")
+    before = set(session_tempdir.iterdir())  # the kernel's temp folder (conftest.session_tempdir)
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=300, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}})
@@ -27,3 +28,7 @@ def test_notebook_executes(path, monkeypatch, tmp_path):
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
               if o.get("output_type") == "error"]
     assert not errors
+    # a notebook removes what it wrote into the temp folder (a user's runs pile up there too)
+    left = sorted(p.name for p in set(session_tempdir.iterdir()) - before
+                  if p.name.startswith("insdel-"))
+    assert not left, f"{path.name} left {left} in the temp folder"
