@@ -81,17 +81,18 @@ def _rank_table(table: pd.DataFrame) -> pd.DataFrame:
 
 def _markdown(table: pd.DataFrame, rankings: pd.DataFrame, manifest: dict, digits: int) -> str:
     f = f"{{:.{digits}f}}"
+    cols = ("deletion_auc", "insertion_auc", "deletion_abc", "insertion_abc")
     lines = [f"Digits CNN (test accuracy {manifest['model']['test_accuracy']:.3f}), "
              f"{manifest['n_images']} test images, {manifest['step']} pixels per step; Petsiuk AUC "
              "of the predicted class's probability (small deletion / large insertion is good) and "
-             "insdel's ABC (mean ± se).", "",
-             "| reference | method | deletion AUC | insertion AUC | deletion ABC | insertion ABC |",
+             "insdel's ABC, each the mean ± its standard error over the images.", "",
+             "| reference | method | " + " | ".join(
+                 f"{c.split('_')[0]} {c.split('_')[1].upper()} (mean ± se)" for c in cols) + " |",
              "| --- | --- | ---: | ---: | ---: | ---: |"]
     for _, r in table.iterrows():
+        cells = [f"{f.format(r[c])} ± {f.format(r[c + '_se'])}" for c in cols]
         lines.append(f"| {LABELS.get(r['reference'], r['reference'])} | {r['method']} | "
-                     f"{f.format(r['deletion_auc'])} ± {f.format(r['deletion_auc_se'])} | "
-                     f"{f.format(r['insertion_auc'])} ± {f.format(r['insertion_auc_se'])} | "
-                     f"{f.format(r['deletion_abc'])} | {f.format(r['insertion_abc'])} |")
+                     + " | ".join(cells) + " |")
     lines += ["", "| reference | ranking by deletion AUC | ranking by insertion AUC |",
               "| --- | --- | --- |"]
     for _, r in rankings.iterrows():

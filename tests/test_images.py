@@ -142,3 +142,31 @@ def test_paper_images_small(tmp_path):
     blk = res.table[res.table["reference"] == "black"].set_index("method")
     assert abs(blk.loc["ig_reference", "deletion_auc"] - blk.loc["integrated_gradients",
                                                                  "deletion_auc"]) < 1e-9
+
+
+def test_paper_images_table_header_matches_its_cells():
+    """Table 5's printed header promises mean ± se in every metric column, and every cell of those
+    columns holds the table's mean and its standard error (the ABC columns showed means only)."""
+    import pandas as pd
+
+    from insdel.paper_images import _markdown
+
+    rng = np.random.default_rng(0)
+    cols = ("deletion_auc", "insertion_auc", "deletion_abc", "insertion_abc")
+    table = pd.DataFrame([{"reference": ref, "method": m,
+                           **{c: v for c in cols for v in [rng.normal()]},
+                           **{c + "_se": v for c in cols for v in [rng.uniform(0.001, 0.1)]}}
+                          for ref in ("black", "white") for m in ("smoothgrad", "random")])
+    rankings = pd.DataFrame([{"reference": r, "deletion_ranking": "a > b",
+                              "insertion_ranking": "b > a"} for r in ("black", "white")])
+    manifest = {"model": {"test_accuracy": 0.9}, "n_images": 4, "step": 4,
+                "ranking_changes": "no change"}
+    lines = _markdown(table, rankings, manifest, 3).splitlines()
+    header = [h.strip() for h in lines[2].strip("|").split("|")]
+    assert header == ["reference", "method", "deletion AUC (mean ± se)",
+                      "insertion AUC (mean ± se)", "deletion ABC (mean ± se)",
+                      "insertion ABC (mean ± se)"]
+    assert "mean ± its standard error" in lines[0]
+    for i, (_, r) in enumerate(table.iterrows()):
+        cells = [c.strip() for c in lines[4 + i].strip("|").split("|")]
+        assert cells[2:] == [f"{r[c]:.3f} ± {r[c + '_se']:.3f}" for c in cols]

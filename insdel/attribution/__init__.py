@@ -7,10 +7,13 @@ passed to :func:`insdel.evaluate` / :func:`insdel.curves` as it is.
 ========================  ====================  ==============================================
 name                      model kinds           what it computes
 ========================  ====================  ==============================================
-``kernel_shap``           any                   Kernel SHAP, baseline r, seeded (captum or
-                                                insdel's vectorised engine)
+``kernel_shap``           any                   Kernel SHAP, baseline r, seeded (insdel's
+                                                vectorised engine, exactly efficient; captum's
+                                                per-point engine with ``engine="captum"``)
 ``exact_shapley``         any                   exact baseline Shapley (anchored decomposition)
-``lime``                  any                   captum ``Lime``, baseline r, seeded
+``lime``                  any                   captum ``Lime``'s estimator, baseline r, seeded
+                                                (insdel's vectorised engine; captum's per-point
+                                                engine with ``engine="captum"``)
 ``random``                any                   seeded random scores (a random ordering)
 ``integrated_gradients``  torch module          batched IG, binary modes (§4)
 ``deeplift``              torch module          captum ``DeepLift``, baseline r, PReLU rescaled
