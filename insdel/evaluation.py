@@ -445,6 +445,14 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
     pos = None
     if step is not None or fractions is not None or max_fraction is not None:
         pos = make_positions(m, step=step, fractions=fractions, max_fraction=max_fraction)
+        if pos.shape[0] == 2 and not is_full(pos, m):
+            given = ", ".join(f"{k}={v!r}" for k, v in (("step", step), ("fractions", fractions),
+                                                        ("max_fraction", max_fraction))
+                              if v is not None)
+            raise ValueError(f"{given} records each curve at only 2 points ({pos[0]} and "
+                             f"{pos[1]} of the m = {m} units moved): the ABC, the area between "
+                             f"a curve and the straight line joining its ends, is 0 by "
+                             f"definition for every ordering; ask for at least 3 points.")
         if is_full(pos, m):
             pos = None
     methods = list(attributions)

@@ -274,6 +274,13 @@ def positions(m: int, *, step: int | None = None, fractions: ArrayLike | None = 
     -------
     ndarray of int64 (S,)
         Strictly increasing; ``full_positions(m)`` when nothing is given.
+
+    Raises
+    ------
+    ValueError
+        Bad values, and positions that would be only the two end points 0 and m (``step >= m``
+        for m > 1, or ``fractions`` giving 0 and m alone): such a curve is f(r), f(x) for every
+        ordering, and its ABC is 0 by definition.
     """
     m = check_positive_int("m", m)
     if fractions is not None:
@@ -296,6 +303,10 @@ def positions(m: int, *, step: int | None = None, fractions: ArrayLike | None = 
             i = int(np.flatnonzero(np.diff(t) <= 0)[0])
             raise ValueError(f"fractions[{i}] = {q[i]} and fractions[{i + 1}] = {q[i + 1]} both "
                              f"round to {int(t[i])} of the m = {m} units; use fewer fractions.")
+        if t.size == 2 and t[0] == 0 and t[1] == m and m > 1:
+            raise ValueError(f"fractions {q.tolist()} give only the curve's two end points (0 and "
+                             f"m = {m} units moved), f(r) and f(x), the same for every ordering: "
+                             f"every ABC would be 0; add fractions in between.")
         return t
     end = m
     if max_fraction is not None:
@@ -311,6 +322,13 @@ def positions(m: int, *, step: int | None = None, fractions: ArrayLike | None = 
         k = int(step)
         if k < 1:
             raise ValueError(f"step must be >= 1 (units moved per step); got {k}.")
+        if k > 1 and k >= m:
+            # positions 0 and m only: both end points are shared by every ordering
+            raise ValueError(f"step={k} is not smaller than the number of units m = {m} "
+                             f"(features, or groups when groups are given): the curve would "
+                             f"hold only its two end points, f(r) and f(x), the same for every "
+                             f"ordering, so every method's ABC (random included) would be 0; "
+                             f"use 1 <= step < {m}.")
     t = np.arange(0, end + 1, k, dtype=np.int64)
     if t[-1] != end:
         t = np.append(t, end)
