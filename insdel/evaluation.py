@@ -402,7 +402,8 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         (:func:`insdel.curves.orderings`): the paper's decreasing signed value, decreasing |a_j|
         (MoRF) or increasing a_j (LeRF). Recorded as ``Evaluation.order``.
     groups : optional
-        A partition of the columns into m groups moved as units (:mod:`insdel.groups`); each
+        A partition of the columns into m groups moved as units (:mod:`insdel.groups`; columns
+        a list or mapping leaves out are groups of their own, named after the column); each
         method's group attribution is the sum of its columns' (or given per group, (B, m)).
         Curves have m + 1 points and areas are normalised by m.
     step : int, optional
@@ -438,7 +439,7 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         raise ValueError(f"feature_names has {len(names)} names for n = {n} features.")
     if not isinstance(attributions, Mapping):
         raise TypeError("attributions must be a mapping name -> array (B, n).")
-    grp = check_groups(groups, n)
+    grp = check_groups(groups, n, feature_names=names)
     if grp is not None and grp.singleton:
         grp = None
     m = n if grp is None else grp.m

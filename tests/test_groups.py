@@ -183,7 +183,6 @@ def test_step_not_below_m_is_refused():
 
 @pytest.mark.parametrize("groups, msg", [
     ([[0, 1], [1, 2], [3]], "column 1 is in two groups"),
-    ([[0, 1], [2]], "column 3 is in no group"),
     ([[0, 1], [2, 7], [3]], "out of range"),
     ([[0, 1], [], [2, 3]], "non-empty"),
     (np.array([0, 0, 1]), "one label per column"),
@@ -192,6 +191,37 @@ def test_step_not_below_m_is_refused():
 def test_bad_groups_are_clear_errors(groups, msg):
     with pytest.raises(ValueError, match=msg):
         check_groups(groups, 4)
+
+
+def test_columns_in_no_group_stay_singletons():
+    """groups= had to list every column (a column left out was an error); a column in no listed
+    group is now a unit of its own, after the listed groups, named after the column. Overlaps
+    stay errors."""
+    g = check_groups([[0, 3]], 5)
+    assert g.m == 4 and g.names == ["g0", "x1", "x2", "x4"]
+    assert [g.columns(k).tolist() for k in range(g.m)] == [[0, 3], [1], [2], [4]]
+    full = check_groups({"loc": [0, 3], "b": [1], "c": [2], "e": [4]}, 5)
+    partial = check_groups({"loc": [0, 3]}, 5, feature_names=list("abcde"))
+    assert partial.names == ["loc", "b", "c", "e"]
+    assert np.array_equal(partial.labels, full.labels)
+    with pytest.raises(ValueError, match="column 1 is in two groups"):
+        check_groups([[0, 1], [1, 2]], 5)
+    with pytest.raises(ValueError, match=r"group name\(s\) \['b'\] clash"):
+        check_groups({"b": [0, 3]}, 5, feature_names=list("abcde"))
+    # end to end: the same curves and areas as the explicit partition, names from the columns
+    n = 9
+    f = _model(n, 6)
+    X, R = _pairs(4, n, 7)
+    A = np.random.default_rng(5).normal(size=(4, n))
+    names = [f"c{j}" for j in range(n)]
+    a = insdel.evaluate(f, X, R, {"a": A}, groups={"big": [2, 5, 6], "pair": [7, 8]},
+                        feature_names=names, n_random=2)
+    b = insdel.evaluate(f, X, R, {"a": A}, groups={"big": [2, 5, 6], "pair": [7, 8], "c0": [0],
+                                                   "c1": [1], "c3": [3], "c4": [4]},
+                        feature_names=names, n_random=2)
+    assert a.groups.names == ["big", "pair", "c0", "c1", "c3", "c4"] and a.m == 6
+    assert a.groups == b.groups
+    np.testing.assert_array_equal(a.curves["insertion"], b.curves["insertion"])
 
 
 def test_group_attributions_and_shapes():
