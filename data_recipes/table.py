@@ -33,9 +33,10 @@ Options (the names are the interface; see docs/your_own_data.md):
     column are dropped and counted in ``info``. Empty cells and the usual missing-value tokens
     (``NA``, ``NaN``, ``N/A``, ``null``, ``None``, any case) are always missing.
 
-Bad cells (text in a numeric feature, other than a ``missing`` code) raise an error that names the
-column, the value, the row and the file line, and says how to leave the column out or declare the
-value missing; an unknown option is an error with the closest valid name.
+Bad cells (text in a numeric feature other than a ``missing`` code, or ``inf``) raise an error that
+names the column, the value, the row (1-based) and the file line, and says how to leave the column
+out or declare the value missing; a feature or target column with no values is an error naming it;
+an unknown option is an error with the closest valid name.
 """
 
 from __future__ import annotations
@@ -235,6 +236,21 @@ def build(*, seed: int = 0, **options) -> RawData:
                             f"; fix the cell, declare the value missing (missing = "
                             f"[{txt[c].iloc[int(bad[0])]!r}]) or leave {c!r} out of "
                             f"features")
+        coded = parsed[c].isin(num_codes) | txt[c].isin(str_codes)
+        if not (parsed[c].notna() & ~coded).any():
+            _fail(f"{p.name}: {'target' if c == target else 'feature'} column {c!r} has no "
+                  f"values (every cell is empty, a missing-value token or a declared missing "
+                  f"code), so every row would be dropped"
+                  + ("." if c == target else f"; leave {c!r} out of features."
+                     if options.get("features") is not None else f"; leave it out "
+                     f"(drop = [{c!r}])."))
+        inf = np.flatnonzero(np.isinf(parsed[c].to_numpy()) & ~coded.to_numpy())
+        if inf.size:
+            r = int(inf[0])
+            _fail(f"{p.name}: column {c!r} has a non-finite value {txt[c].iloc[r]!r} at "
+                  f"{_where(p, r)}" + (f" and {inf.size - 1} more row(s)" if inf.size > 1 else "")
+                  + f"; fix the cell or declare the value missing "
+                  f"(missing = [{txt[c].iloc[r]!r}]).")
     # missing values
     used = [*features, target, *categorical]
     miss = np.zeros(len(df), bool)
@@ -323,11 +339,17 @@ def build(*, seed: int = 0, **options) -> RawData:
                if options.get("features") is not None and ignored else "") + ".")
     if left_out:
         both = text_cols + empty_cols
+        advice = ((["to use a text column, one-hot encode it (categorical = [...])"]
+                   if text_cols else [])
+                  + ([f"a column with no values ({empty_cols}: every cell empty or missing) "
+                      f"holds nothing to learn from; a model trained on a table that had it "
+                      f"as a feature expects {len(empty_cols)} more input(s) than this data "
+                      f"set gives"] if empty_cols else []))
         warnings.warn(f"recipe 'table': {p.name}: column(s) {' and '.join(left_out)} are left out "
-                      f"of the features; the model sees {X.shape[1]} feature(s). To use a text "
-                      f"column, one-hot encode it (categorical = [...]); to silence this warning, "
-                      f"leave the column(s) out yourself (drop = {both!r}) or list the features "
-                      f"(features = [...]).", UserWarning, stacklevel=3)
+                      f"of the features; the model sees {X.shape[1]} feature(s). "
+                      f"{'; '.join(advice)[:1].upper()}{'; '.join(advice)[1:]}. To silence this "
+                      f"warning, leave the column(s) out yourself (drop = {both!r}) or list the "
+                      f"features (features = [...]).", UserWarning, stacklevel=3)
     return RawData(
         features=X, target=y, target_name=target, binary_levels=levels,
         standardize=standardize, target_scale=None, description=desc, test_mask=test_mask,
@@ -335,5 +357,6 @@ def build(*, seed: int = 0, **options) -> RawData:
         info={"source": str(p.resolve()), "sha256": sha256_file(p), "n_read": n_read,
               "n_dropped_missing": n_missing, "n_kept": int(len(rows)), "groups": groups,
               "binary_detected": detected, "ignored_columns": ignored,
+              "text_columns": text_cols, "empty_columns": empty_cols,
               "split": split_col or float(split)},
     )

@@ -100,7 +100,11 @@ def as_float_array(name: str, value, *, ndim: tuple[int, ...] = (1, 2), finite: 
         allowed = " or ".join(f"{d}-D" for d in ndim)
         raise ValueError(f"{name} must be {allowed}; got shape {arr.shape}.")
     if finite:
-        check_finite(name, arr)
+        # a DataFrame's NaN is named by its column name, not only its position
+        cols = getattr(value, "columns", None)
+        names = [str(c) for c in cols] if cols is not None and arr.ndim == 2 \
+            and len(cols) == arr.shape[1] else None
+        check_finite(name, arr, feature_names=names)
     return arr
 
 

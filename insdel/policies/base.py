@@ -227,7 +227,8 @@ class Policy:
         """
         progress = check_progress(progress)  # most policies make no bar: progress_bar is not reached
         pool = as_float_array("X_pool", X_pool, ndim=(2,), finite=False)
-        _check_pool(pool)
+        cols = getattr(X_pool, "columns", None)  # a DataFrame's names, for the NaN message
+        _check_pool(pool, None if cols is None else [str(c) for c in cols])
         seed = _check_seed(seed)
         tidx, T, labels, rows_given = _normalize_targets(targets, pool)
         if rows_given and not self.accepts_rows:
@@ -300,13 +301,13 @@ class FunctionPolicy(Policy):
 
 
 
-def _check_pool(pool: np.ndarray) -> None:
+def _check_pool(pool: np.ndarray, names: list[str] | None = None) -> None:
     if pool.shape[0] == 0:
         raise ValueError("X_pool has no rows.")
     if pool.shape[1] == 0:
         raise ValueError("X_pool has n = 0 features.")
     try:
-        check_finite("X_pool", pool)
+        check_finite("X_pool", pool, feature_names=names)
     except ValueError as exc:
         raise ValueError(f"{exc} Drop or impute those rows before choosing references.") from None
 
