@@ -30,8 +30,10 @@ Options (the names are the interface; see docs/your_own_data.md):
     a feature).
 ``missing``
     Values that mean missing (e.g. ``[9]`` or ``["?", -1]``); rows with a missing value in a used
-    column are dropped and counted in ``info``. Empty cells and the usual missing-value tokens
-    (``NA``, ``NaN``, ``N/A``, ``null``, ``None``, any case) are always missing.
+    column are dropped and counted in ``info`` (``n_dropped_missing``, and ``missing_by_column``:
+    rows missing per column); more than ``MISSING_WARN_FRACTION`` (5 %) of the rows dropped is
+    also a warning. Empty cells and the usual missing-value tokens (``NA``, ``NaN``, ``N/A``,
+    ``null``, ``None``, any case) are always missing.
 
 Bad cells (text in a numeric feature other than a ``missing`` code, or ``inf``) raise an error that
 names the column, the value, the row (1-based) and the file line, and says how to leave the column
@@ -100,6 +102,15 @@ def _csv_header(p: Path) -> list[str]:
 
 
 _NA_TOKENS = ("na", "nan", "n/a", "null", "none")
+
+#: Above this share of the rows read, rows dropped for missing values are also a warning.
+MISSING_WARN_FRACTION = 0.05
+
+
+def missing_text(by_column: dict[str, int]) -> str:
+    """``"bmi 40, bp 30"``: rows missing per column, largest first."""
+    return ", ".join(f"{c} {k}" for c, k in sorted(by_column.items(), key=lambda kv: -kv[1]))
+
 _BOOL = {"true": 1.0, "false": 0.0}
 
 
@@ -254,22 +265,33 @@ def build(*, seed: int = 0, **options) -> RawData:
     # missing values
     used = [*features, target, *categorical]
     miss = np.zeros(len(df), bool)
+    by_column: dict[str, int] = {}  # rows missing in each used column (a row may count twice)
     for c in used:
         if c in categorical:
             v = txt[c]
-            miss |= (v == "").to_numpy() | v.isin([str(x) for x in codes]).to_numpy()
+            col = (v == "").to_numpy() | v.isin([str(x) for x in codes]).to_numpy()
         else:
             v = parsed[c]
-            miss |= v.isna().to_numpy()
+            col = v.isna().to_numpy()
             if num_codes:
-                miss |= v.isin(num_codes).to_numpy()
+                col = col | v.isin(num_codes).to_numpy()
             if str_codes:
-                miss |= txt[c].isin(str_codes).to_numpy()
+                col = col | txt[c].isin(str_codes).to_numpy()
+        miss |= col
+        if col.any():
+            by_column[c] = int(col.sum())
     keep = ~miss
     n_read, n_missing = len(df), int(miss.sum())
     if keep.sum() < 2:
         _fail(f"{p.name}: only {int(keep.sum())} complete row(s) after dropping {n_missing} with "
-              "missing values; need at least 2.")
+              f"missing values (by column: {missing_text(by_column)}); need at least 2.")
+    if n_missing > MISSING_WARN_FRACTION * n_read:
+        warnings.warn(f"recipe 'table': {p.name}: {n_missing} of {n_read} rows "
+                      f"({100 * n_missing / n_read:.1f} %, more than "
+                      f"{100 * MISSING_WARN_FRACTION:g} %) are dropped for missing values (by "
+                      f"column: {missing_text(by_column)}); the rows kept may not represent the "
+                      f"file. Leave a mostly empty column out (drop = [...]) or fill the cells.",
+                      UserWarning, stacklevel=3)
     rows = np.flatnonzero(keep)
     X = pd.DataFrame({c: parsed[c].to_numpy()[rows] for c in features})
     groups: dict[str, list[int]] = {}
@@ -331,7 +353,8 @@ def build(*, seed: int = 0, **options) -> RawData:
     y = parsed[target].to_numpy()[rows]
     left_out = (([f"{text_cols} (text: no numbers in them)"] if text_cols else [])
                 + ([f"{empty_cols} (no values)"] if empty_cols else []))
-    desc = (f"{p.name}: {len(rows)} rows ({n_missing} dropped for missing values), "
+    desc = (f"{p.name}: {len(rows)} rows ({n_missing} dropped for missing values"
+            + (f": {missing_text(by_column)}" if by_column else "") + "), "
             f"{X.shape[1]} features ({len(levels)} binary), target {target!r}"
             + (f"; one-hot groups {list(groups)}" if groups else "")
             + (f"; left out column(s) {' and '.join(left_out)}" if left_out else "")
@@ -355,7 +378,8 @@ def build(*, seed: int = 0, **options) -> RawData:
         standardize=standardize, target_scale=None, description=desc, test_mask=test_mask,
         groups={c: [X.columns[i] for i in idx] for c, idx in groups.items()} or None,
         info={"source": str(p.resolve()), "sha256": sha256_file(p), "n_read": n_read,
-              "n_dropped_missing": n_missing, "n_kept": int(len(rows)), "groups": groups,
+              "n_dropped_missing": n_missing, "missing_by_column": by_column,
+              "n_kept": int(len(rows)), "groups": groups,
               "binary_detected": detected, "ignored_columns": ignored,
               "text_columns": text_cols, "empty_columns": empty_cols,
               "split": split_col or float(split)},

@@ -14,8 +14,8 @@ import pandas as pd
 
 from .evaluation import to_markdown
 
-__all__ = ["run_header", "policy_table", "diagnostics_table", "decomposition_table",
-           "sampled_vs_exact", "sampled_vs_exact_table", "run_tables"]
+__all__ = ["run_header", "missing_rows_text", "policy_table", "diagnostics_table",
+           "decomposition_table", "sampled_vs_exact", "sampled_vs_exact_table", "run_tables"]
 
 
 def run_header(data: Mapping, model: Mapping, policies: Mapping[str, str]) -> str:
@@ -27,7 +27,8 @@ def run_header(data: Mapping, model: Mapping, policies: Mapping[str, str]) -> st
     data : mapping
         The manifest's ``data`` entry (``name``, ``recipe``, ``file``, ``file_sha256``,
         ``rows_train``, ``rows_test``, ``features``; ``groups_text`` and ``units`` when the data
-        set has feature groups).
+        set has feature groups; ``rows_read``, ``rows_dropped_missing`` and
+        ``missing_by_column`` when the recipe counts rows dropped for missing values).
     model : mapping
         The manifest's ``model`` entry (``sha256`` and ``path`` + ``format``, or ``preset``).
     policies : mapping
@@ -38,6 +39,8 @@ def run_header(data: Mapping, model: Mapping, policies: Mapping[str, str]) -> st
     lines = ["### Inputs\n",
              f"- data: {data['name']} (recipe {data['recipe']}{file}): {data['rows_train']} train "
              f"/ {data['rows_test']} test rows, {data['features']} features"]
+    if "rows_dropped_missing" in data:
+        lines.append(f"- rows: {missing_rows_text(data)}")
     if data.get("groups_text"):
         lines.append(f"- groups: {data['groups_text']}; each group moves as one unit (curves have "
                      f"{data['units']} + 1 points, ABC / {data['units']}), per-column attributions "
@@ -52,6 +55,19 @@ def run_header(data: Mapping, model: Mapping, policies: Mapping[str, str]) -> st
     lines.append(f"- model: {origin}, sha256 {model.get('sha256')}")
     lines += [f"- policy {label}: {desc}" for label, desc in policies.items()]
     return "\n".join(lines) + "\n"
+
+
+def missing_rows_text(data: Mapping) -> str:
+    """``"1500 read, 65 dropped for missing values (4.3 %; by column: bmi 40, bp 30)"``, from a
+    manifest's ``data`` entry (``rows_read``, ``rows_dropped_missing``, ``missing_by_column``)."""
+    read, drop = data.get("rows_read"), int(data["rows_dropped_missing"])
+    by = data.get("missing_by_column") or {}
+    cols = ", ".join(f"{c} {k}" for c, k in sorted(by.items(), key=lambda kv: -kv[1]))
+    share = f"{100 * drop / read:.1f} %" if read else ""
+    detail = "; ".join(x for x in (share, f"by column: {cols}" if cols else "") if x)
+    return ((f"{read} read, " if read is not None else "")
+            + (f"{drop} dropped for missing values" if drop else "none dropped for missing values")
+            + (f" ({detail})" if drop and detail else ""))
 
 
 def policy_table(label: str, summary: pd.DataFrame, digits: int = 3) -> str:

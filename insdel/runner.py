@@ -38,7 +38,14 @@ from ._validation import check_progress, check_scalar, is_plain_folder_name, to_
 from .distributed import chunk_seed, client_info, make_client, map_chunks, scatter
 from .evaluation import Evaluation, evaluate
 from .groups import Groups, group_attributions
-from .report import metrics_table, policy_table, run_header, run_tables, sampled_vs_exact
+from .report import (
+    metrics_table,
+    missing_rows_text,
+    policy_table,
+    run_header,
+    run_tables,
+    sampled_vs_exact,
+)
 
 __all__ = ["run_experiment", "load_results", "RunResult", "OutputFolderBusy", "lock_folder",
            "unfinish"]
@@ -275,6 +282,12 @@ def _dataset_info(cfg: dict, dataset) -> dict:
             "feature_names": list(getattr(dataset, "feature_names", []) or []),
             "arrays_sha256": ck.sha256_arrays(dataset.X_train, dataset.y_train, dataset.X_test,
                                               dataset.y_test)}
+    rinfo = getattr(dataset, "info", None) or {}
+    if "n_dropped_missing" in rinfo:  # rows the recipe read and dropped for missing values
+        info["rows_read"] = rinfo.get("n_read")
+        info["rows_dropped_missing"] = int(rinfo["n_dropped_missing"])
+        if rinfo.get("missing_by_column") is not None:
+            info["missing_by_column"] = dict(rinfo["missing_by_column"])
     grp = _groups_of(dataset)
     if grp is not None:
         info["units"] = grp.m
@@ -895,6 +908,8 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
            if data_info["file"] else "")
         + f"): {data_info['rows_train']} train / {data_info['rows_test']} test rows, "
         f"{data_info['features']} features")
+    if "rows_dropped_missing" in data_info:
+        log(f"data: {missing_rows_text(data_info)}")
     grp = _groups_of(dataset)
     if grp is not None:
         log(f"groups: {data_info['groups_text']} (each group moves as one unit in the curves, "
@@ -1182,6 +1197,8 @@ def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, _roar, client=
     data_info = _dataset_info(cfg, dataset)
     log(f"data: {data_info['name']} (recipe {data_info['recipe']}): {data_info['rows_train']} "
         f"train / {data_info['rows_test']} test rows, {data_info['features']} features")
+    if "rows_dropped_missing" in data_info:
+        log(f"data: {missing_rows_text(data_info)}")
     model, metrics, model_info = _model_stage(cfg, dataset, data_info, out, stages, log, progress)
     device = cfg["compute"]["device"]
     values = _roar.removal_values(dataset)

@@ -539,8 +539,10 @@ def test_table_error_names_the_true_file_line(tmp_path):
     # the usual missing-value tokens are missing, documented: the row is dropped and counted
     p2 = tmp_path / "na.csv"
     p2.write_text("a,b,y\n1,2,3\nNA,5,6\n7,None,9\n2,3,4\n5,6,8\n")
-    ds = datasets.get("table", path=str(p2), target="y")
+    with pytest.warns(UserWarning, match=r"2 of 5 rows \(40.0 %, more than 5 %\) are dropped"):
+        ds = datasets.get("table", path=str(p2), target="y")
     assert ds.info["n_dropped_missing"] == 2
+    assert ds.info["missing_by_column"] == {"a": 1, "b": 1}
 
 
 def test_table_columns_equal_after_stripping_are_an_error(tmp_path):
