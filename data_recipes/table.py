@@ -377,6 +377,7 @@ def build(*, seed: int = 0, **options) -> RawData:
         features=X, target=y, target_name=target, binary_levels=levels,
         standardize=standardize, target_scale=None, description=desc, test_mask=test_mask,
         groups={c: [X.columns[i] for i in idx] for c, idx in groups.items()} or None,
+        label=p.name,
         info={"source": str(p.resolve()), "sha256": sha256_file(p), "n_read": n_read,
               "n_dropped_missing": n_missing, "missing_by_column": by_column,
               "n_kept": int(len(rows)), "groups": groups,

@@ -836,7 +836,8 @@ def plot_predictions(model, dataset, ax=None, *, split: str = "test", max_points
     unit = "" if scale == 1.0 else f" (x {scale:g})"
     ax.set_xlabel(f"true {name}{unit}")
     ax.set_ylabel(f"predicted {name}{unit}")
-    ax.set_title(f"{getattr(dataset, 'name', '')} {split}: R² = {m['r2']:.3f}, "
+    label = getattr(dataset, "label", None) or getattr(dataset, "name", "")
+    ax.set_title(f"{label} {split}: R² = {m['r2']:.3f}, "
                  f"RMSE = {m['rmse'] * scale:.3g}")
     ax.set_aspect("equal", adjustable="datalim")
     ax.legend(loc="upper left", frameon=False)

@@ -273,7 +273,9 @@ def _dataset_info(cfg: dict, dataset) -> dict:
     # are relative to the current folder, and `~` is the user's home as the recipes read it
     path = next((opts[k] for k in _config.PATH_OPTIONS if opts.get(k)), None)
     path = None if path is None else Path(str(path)).expanduser()
-    info = {"name": getattr(dataset, "name", cfg["data"]["recipe"]), "recipe": cfg["data"]["recipe"],
+    # the display name (a user's file: its name, not the recipe's "table")
+    name = getattr(dataset, "label", None) or getattr(dataset, "name", cfg["data"]["recipe"])
+    info = {"name": name, "recipe": cfg["data"]["recipe"],
             "file": None if path is None else str(path.resolve()),
             "file_sha256": None if path is None or not path.is_file()
             else ck.sha256_file(path),

@@ -565,3 +565,34 @@ def test_rows_dropped_for_missing_values_reach_the_inputs_summary_and_manifest(t
         res2 = runner.run_experiment(small_cfg(csv2, "one"), tmp_path / "out2", progress=False)
     assert "- rows: 60 read, 1 dropped for missing values (1.7 %; by column: b 1)" in \
         res2.to_markdown()
+
+
+def test_a_csv_run_is_named_by_its_file_not_the_recipe(tmp_path, monkeypatch):
+    """Titles, the run's inputs, the leaderboard's data-set column and ROAR said "table" for every
+    CSV; they give the file's name, and the recipe where the recipe is meant."""
+    from _runs import small_cfg, small_csv
+
+    from insdel import leaderboard, plotting
+
+    csv = small_csv(tmp_path / "small.csv")
+    res = runner.run_experiment(small_cfg(csv, "named"), tmp_path / "out", progress=False)
+    assert "- data: small.csv (recipe table, file" in res.to_markdown()
+    assert res.manifest["data"]["name"] == "small.csv"
+    assert res.manifest["data"]["recipe"] == "table"
+    ax = plotting.plot_predictions(res.model, res.dataset)
+    assert ax.get_title().startswith("small.csv test:")
+    board = leaderboard.leaderboard([tmp_path / "out"], n_boot=20)
+    assert set(board.blocks["dataset"]) == {"small.csv"}
+    assert "### small.csv / median" in board.to_markdown()
+    titles = []
+    real = plotting.roar_figure
+    monkeypatch.setattr(plotting, "roar_figure",
+                        lambda s, *, title=None, ax=None: titles.append(title) or real(s, title=title))
+    cfg = small_cfg(csv, "roar", roar={"orderings": ["absolute"], "fractions": [1.0],
+                                       "replicates": 1, "max_epochs": 1})
+    for k in ("targets", "policies", "evaluation", "figures"):
+        cfg.pop(k)
+    run = runner.run_roar(cfg, tmp_path / "roar", progress=False)
+    assert titles == ["ROAR on small.csv"]
+    assert "- data: small.csv (recipe table" in (tmp_path / "roar" / "summary.md").read_text()
+    assert run.manifest["data"]["name"] == "small.csv"
