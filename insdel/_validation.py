@@ -187,6 +187,20 @@ def check_pairs(X, R, *, x_name: str = "X", r_name: str = "R",
     return np.ascontiguousarray(X), np.ascontiguousarray(R)
 
 
+def check_clusters(clusters, n: int, *, name: str = "clusters") -> np.ndarray | None:
+    """The independent unit of each of n pairs (pairs with the same integer id are one unit, e.g.
+    a pair and its mirror); None (every pair its own unit) is returned as None."""
+    if clusters is None:
+        return None
+    c = np.asarray(clusters)
+    if c.ndim != 1 or c.shape[0] != n:
+        raise ValueError(f"{name} must hold one unit id per pair, shape ({n},); got shape "
+                         f"{c.shape}.")
+    if c.dtype == bool or not np.issubdtype(c.dtype, np.integer):
+        raise TypeError(f"{name} must hold integer unit ids; got dtype {c.dtype}.")
+    return np.ascontiguousarray(c, dtype=np.int64)
+
+
 def check_mode(mode: str) -> str:
     if mode not in ("insertion", "deletion"):
         raise ValueError(f"mode must be 'insertion' or 'deletion'; got {mode!r}.")

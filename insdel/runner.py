@@ -616,8 +616,8 @@ def _explainer(X, R, *, model, method: str, kw: dict) -> np.ndarray:
     return _attribute_chunk(model, X, R, method, kw)[0]
 
 
-def _metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log, progress
-                   ) -> pd.DataFrame | None:
+def _metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log, progress,
+                   clusters=None) -> pd.DataFrame | None:
     """``[metrics]``: every configured metric on every method's attributions (and a seeded random
     attribution, the control), on one shared hybrid cache. Writes ``metrics.parquet`` (pair,
     method, metric, value) and ``metrics_summary.csv``; returns the summary."""
@@ -649,7 +649,7 @@ def _metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log, 
     with ck.atomic_write(folder / "metrics.parquet", suffix=".parquet") as tmp:
         res.scores.assign(higher_is_better=res.scores["metric"].map(res.directions)).to_parquet(
             tmp, index=False)
-    summ = res.summary().assign(policy=label)
+    summ = res.summary(clusters).assign(policy=label)
     ck.atomic_write_text(folder / "metrics_summary.csv", summ.drop(columns="policy").to_csv(
         index=False))
     text = metrics_table(summ)
@@ -966,7 +966,7 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
                       seed=_chunk_seed(cfg["seed"], label, "orders"),
                       normalize=ev_cfg["normalize"], order=ev_cfg["order"], progress=progress,
                       feature_names=list(getattr(dataset, "feature_names", None) or []) or None,
-                      groups=grp)
+                      groups=grp, clusters=pairing.cluster)
         stages.add(f"{label}/curves", time.perf_counter() - t0,
                    model_evaluations=int(ev.stats.get("model_evaluations", 0)),
                    curve_points=int(ev.stats.get("curve_points", 0)))
@@ -981,7 +981,7 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
         ev.save(folder, pairing=pairing)
         ck.save_npz(folder / "attributions.npz", atts)
         msum = _metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log,
-                              progress)
+                              progress, pairing.cluster)
         if msum is not None:
             metric_summaries.append(msum)
         s = ev.summary()
@@ -999,6 +999,8 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
             for mode in ev.modes:
                 for m in ev.methods:
                     dec[f"abc_{mode}_{m}"] = ev.abc_array(m, mode)[:len(dec)]
+            if pairing.cluster is not None:  # the pairs' independent units, for standard errors
+                dec["cluster"] = pairing.cluster[:len(dec)]
             with ck.atomic_write(folder / "decomposition.parquet", suffix=".parquet") as tmp:
                 dec.to_parquet(tmp, index=False)
             decomps[label] = dec

@@ -196,7 +196,7 @@ def test_outputs(full_run):
         assert {"pair", "method", "mode", "abc", "fx", "fr", "target_index",
                 "reference_index"} <= set(df.columns)
         s = pd.read_csv(out / lab / "summary.csv")
-        assert list(s.columns) == ["mode", "method", "mean", "std_error", "n", "kind"]
+        assert list(s.columns) == ["mode", "method", "mean", "std_error", "n", "kind", "n_units"]
         assert "kernel_shap - integrated_gradients" in set(s["method"])
         assert set(s["method"]) >= set(full_run.config["methods"]["names"]) | {"random"}
         assert "| Test mode | Method | Mean | Std. error |" in (out / lab / "summary.md").read_text()
@@ -596,3 +596,35 @@ def test_a_csv_run_is_named_by_its_file_not_the_recipe(tmp_path, monkeypatch):
     assert titles == ["ROAR on small.csv"]
     assert "- data: small.csv (recipe table" in (tmp_path / "roar" / "summary.md").read_text()
     assert run.manifest["data"]["name"] == "small.csv"
+
+
+def test_a_one_to_one_run_gives_standard_errors_over_couples(tmp_path):
+    """A run's one_to_one tables gave standard errors over pairs, each couple counted in both
+    directions; summary.csv, summary.md and metrics_summary.csv are over the couples now and say
+    so, the decomposition table too, and abc.parquet records each pair's couple."""
+    from _runs import small_cfg, small_csv
+
+    csv = small_csv(tmp_path / "small.csv")
+    cfg = small_cfg(csv, "couples", targets={"n": 12},
+                    policies=[{"spec": {"policy": "one_to_one"}}],
+                    methods={"names": ["vanilla_grad", "integrated_gradients"]},
+                    decomposition={"n_pairs": 4}, metrics={"names": ["insertion_abc"]})
+    res = runner.run_experiment(cfg, tmp_path / "out", progress=False)
+    out = tmp_path / "out" / "one_to_one"
+    s = pd.read_csv(out / "summary.csv")
+    assert set(s["n"]) == {12} and set(s["n_units"]) == {6}
+    abc = pd.read_parquet(out / "abc.parquet")
+    ins = abc[(abc["mode"] == "insertion") & (abc["method"] == "integrated_gradients")]
+    means = ins.groupby("cluster")["abc"].mean()
+    row = s[(s["mode"] == "insertion") & (s["method"] == "integrated_gradients")].iloc[0]
+    assert row["std_error"] == pytest.approx(means.std(ddof=1) / np.sqrt(6), rel=1e-9)
+    assert row["mean"] == pytest.approx(ins["abc"].mean(), rel=1e-12)
+    text = (tmp_path / "out" / "summary.md").read_text()
+    assert "### Policy: one_to_one (12 pairs, 6 independent units)" in text
+    assert "Std. error over the 6 independent units, not the 12 pairs" in text
+    m = pd.read_csv(out / "metrics_summary.csv")
+    assert set(m["n_units"]) == {6}
+    dec = pd.read_parquet(out / "decomposition.parquet")
+    assert "cluster" in dec.columns and len(dec) == 4
+    assert res.evaluations["one_to_one"].clusters.tolist() == \
+        res.pairings["one_to_one"].cluster.tolist()

@@ -317,7 +317,7 @@ def test_run_on_your_csv_and_model(tmp_path, diabetes_csv, kind, capsys):
         args = ["run", str(cfg), "--out", str(out), "--no-progress"]
     assert cli_main(args) == 0
     printed = capsys.readouterr()
-    assert "Policy: one_to_one (30 pairs)" in printed.out and "kernel_shap" in printed.out
+    assert "Policy: one_to_one (30 pairs, 15 independent units)" in printed.out and "kernel_shap" in printed.out
     assert "data: diabetes.csv (recipe table" in printed.err
     m = json.loads((out / "manifest.json").read_text())
     assert m["data"]["file"].endswith("diabetes.csv") and len(m["data"]["file_sha256"]) == 64
