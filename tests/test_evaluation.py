@@ -87,3 +87,17 @@ def test_clusters_are_saved_and_loaded_and_a_pairing_without_them_is_as_before(t
         insdel.evaluate(_f, X, R, atts, clusters=pairs.cluster[:5])
     with pytest.raises(TypeError, match="clusters must hold integer unit ids"):
         insdel.evaluate(_f, X, R, atts, clusters=pairs.cluster.astype(float))
+
+
+def test_the_mirror_pair_identities_the_clusters_rest_on():
+    """docs/policies.md: (r, x) with the reversed ordering has the ABCs of (x, r); with the same
+    ordering its insertion ABC is minus the deletion ABC of (x, r), and the other way round."""
+    rng = np.random.default_rng(0)
+    X, R, A = rng.normal(size=(5, 6)), rng.normal(size=(5, 6)), rng.normal(size=(5, 6))
+    e = insdel.evaluate(_f, X, R, {"a": A}, n_random=0)
+    m = insdel.evaluate(_f, R, X, {"reversed": -A, "same": A}, n_random=0)
+    for mode, other in (("insertion", "deletion"), ("deletion", "insertion")):
+        np.testing.assert_allclose(m.abc_array("reversed", mode), e.abc_array("a", mode),
+                                   atol=1e-12)
+        np.testing.assert_allclose(m.abc_array("same", mode), -e.abc_array("a", other),
+                                   atol=1e-12)
