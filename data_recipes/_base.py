@@ -57,6 +57,9 @@ class RawData:
         feature names (e.g. ``{"Location": ["Location=A", "Location=B", ...]}``, a one-hot
         block). Features in no group are groups of their own; None (default): every feature is
         its own unit, as in the paper.
+    label : str, optional
+        The data set's display name in titles, tables and leaderboards (the ``table`` recipe:
+        the file's name, e.g. ``"diabetes.csv"``); default the recipe's name.
     """
 
     features: pd.DataFrame
@@ -69,6 +72,7 @@ class RawData:
     info: dict[str, Any] = field(default_factory=dict)
     test_mask: np.ndarray | None = None
     groups: dict[str, list[str]] | None = None
+    label: str | None = None
 
 
 def _row_list(rows: Sequence[int]) -> str:

@@ -30,12 +30,15 @@ Options (the names are the interface; see docs/your_own_data.md):
     a feature).
 ``missing``
     Values that mean missing (e.g. ``[9]`` or ``["?", -1]``); rows with a missing value in a used
-    column are dropped and counted in ``info``. Empty cells and the usual missing-value tokens
-    (``NA``, ``NaN``, ``N/A``, ``null``, ``None``, any case) are always missing.
+    column are dropped and counted in ``info`` (``n_dropped_missing``, and ``missing_by_column``:
+    rows missing per column); more than ``MISSING_WARN_FRACTION`` (5 %) of the rows dropped is
+    also a warning. Empty cells and the usual missing-value tokens (``NA``, ``NaN``, ``N/A``,
+    ``null``, ``None``, any case) are always missing.
 
-Bad cells (text in a numeric feature, other than a ``missing`` code) raise an error that names the
-column, the value, the row and the file line, and says how to leave the column out or declare the
-value missing; an unknown option is an error with the closest valid name.
+Bad cells (text in a numeric feature other than a ``missing`` code, or ``inf``) raise an error that
+names the column, the value, the row (1-based) and the file line, and says how to leave the column
+out or declare the value missing; a feature or target column with no values is an error naming it;
+an unknown option is an error with the closest valid name.
 """
 
 from __future__ import annotations
@@ -99,6 +102,15 @@ def _csv_header(p: Path) -> list[str]:
 
 
 _NA_TOKENS = ("na", "nan", "n/a", "null", "none")
+
+#: Above this share of the rows read, rows dropped for missing values are also a warning.
+MISSING_WARN_FRACTION = 0.05
+
+
+def missing_text(by_column: dict[str, int]) -> str:
+    """``"bmi 40, bp 30"``: rows missing per column, largest first."""
+    return ", ".join(f"{c} {k}" for c, k in sorted(by_column.items(), key=lambda kv: -kv[1]))
+
 _BOOL = {"true": 1.0, "false": 0.0}
 
 
@@ -235,25 +247,51 @@ def build(*, seed: int = 0, **options) -> RawData:
                             f"; fix the cell, declare the value missing (missing = "
                             f"[{txt[c].iloc[int(bad[0])]!r}]) or leave {c!r} out of "
                             f"features")
+        coded = parsed[c].isin(num_codes) | txt[c].isin(str_codes)
+        if not (parsed[c].notna() & ~coded).any():
+            _fail(f"{p.name}: {'target' if c == target else 'feature'} column {c!r} has no "
+                  f"values (every cell is empty, a missing-value token or a declared missing "
+                  f"code), so every row would be dropped"
+                  + ("." if c == target else f"; leave {c!r} out of features."
+                     if options.get("features") is not None else f"; leave it out "
+                     f"(drop = [{c!r}])."))
+        inf = np.flatnonzero(np.isinf(parsed[c].to_numpy()) & ~coded.to_numpy())
+        if inf.size:
+            r = int(inf[0])
+            _fail(f"{p.name}: column {c!r} has a non-finite value {txt[c].iloc[r]!r} at "
+                  f"{_where(p, r)}" + (f" and {inf.size - 1} more row(s)" if inf.size > 1 else "")
+                  + f"; fix the cell or declare the value missing "
+                  f"(missing = [{txt[c].iloc[r]!r}]).")
     # missing values
     used = [*features, target, *categorical]
     miss = np.zeros(len(df), bool)
+    by_column: dict[str, int] = {}  # rows missing in each used column (a row may count twice)
     for c in used:
         if c in categorical:
             v = txt[c]
-            miss |= (v == "").to_numpy() | v.isin([str(x) for x in codes]).to_numpy()
+            col = (v == "").to_numpy() | v.isin([str(x) for x in codes]).to_numpy()
         else:
             v = parsed[c]
-            miss |= v.isna().to_numpy()
+            col = v.isna().to_numpy()
             if num_codes:
-                miss |= v.isin(num_codes).to_numpy()
+                col = col | v.isin(num_codes).to_numpy()
             if str_codes:
-                miss |= txt[c].isin(str_codes).to_numpy()
+                col = col | txt[c].isin(str_codes).to_numpy()
+        miss |= col
+        if col.any():
+            by_column[c] = int(col.sum())
     keep = ~miss
     n_read, n_missing = len(df), int(miss.sum())
     if keep.sum() < 2:
         _fail(f"{p.name}: only {int(keep.sum())} complete row(s) after dropping {n_missing} with "
-              "missing values; need at least 2.")
+              f"missing values (by column: {missing_text(by_column)}); need at least 2.")
+    if n_missing > MISSING_WARN_FRACTION * n_read:
+        warnings.warn(f"recipe 'table': {p.name}: {n_missing} of {n_read} rows "
+                      f"({100 * n_missing / n_read:.1f} %, more than "
+                      f"{100 * MISSING_WARN_FRACTION:g} %) are dropped for missing values (by "
+                      f"column: {missing_text(by_column)}); the rows kept may not represent the "
+                      f"file. Leave a mostly empty column out (drop = [...]) or fill the cells.",
+                      UserWarning, stacklevel=3)
     rows = np.flatnonzero(keep)
     X = pd.DataFrame({c: parsed[c].to_numpy()[rows] for c in features})
     groups: dict[str, list[int]] = {}
@@ -315,7 +353,8 @@ def build(*, seed: int = 0, **options) -> RawData:
     y = parsed[target].to_numpy()[rows]
     left_out = (([f"{text_cols} (text: no numbers in them)"] if text_cols else [])
                 + ([f"{empty_cols} (no values)"] if empty_cols else []))
-    desc = (f"{p.name}: {len(rows)} rows ({n_missing} dropped for missing values), "
+    desc = (f"{p.name}: {len(rows)} rows ({n_missing} dropped for missing values"
+            + (f": {missing_text(by_column)}" if by_column else "") + "), "
             f"{X.shape[1]} features ({len(levels)} binary), target {target!r}"
             + (f"; one-hot groups {list(groups)}" if groups else "")
             + (f"; left out column(s) {' and '.join(left_out)}" if left_out else "")
@@ -323,17 +362,26 @@ def build(*, seed: int = 0, **options) -> RawData:
                if options.get("features") is not None and ignored else "") + ".")
     if left_out:
         both = text_cols + empty_cols
+        advice = ((["to use a text column, one-hot encode it (categorical = [...])"]
+                   if text_cols else [])
+                  + ([f"a column with no values ({empty_cols}: every cell empty or missing) "
+                      f"holds nothing to learn from; a model trained on a table that had it "
+                      f"as a feature expects {len(empty_cols)} more input(s) than this data "
+                      f"set gives"] if empty_cols else []))
         warnings.warn(f"recipe 'table': {p.name}: column(s) {' and '.join(left_out)} are left out "
-                      f"of the features; the model sees {X.shape[1]} feature(s). To use a text "
-                      f"column, one-hot encode it (categorical = [...]); to silence this warning, "
-                      f"leave the column(s) out yourself (drop = {both!r}) or list the features "
-                      f"(features = [...]).", UserWarning, stacklevel=3)
+                      f"of the features; the model sees {X.shape[1]} feature(s). "
+                      f"{'; '.join(advice)[:1].upper()}{'; '.join(advice)[1:]}. To silence this "
+                      f"warning, leave the column(s) out yourself (drop = {both!r}) or list the "
+                      f"features (features = [...]).", UserWarning, stacklevel=3)
     return RawData(
         features=X, target=y, target_name=target, binary_levels=levels,
         standardize=standardize, target_scale=None, description=desc, test_mask=test_mask,
         groups={c: [X.columns[i] for i in idx] for c, idx in groups.items()} or None,
+        label=p.name,
         info={"source": str(p.resolve()), "sha256": sha256_file(p), "n_read": n_read,
-              "n_dropped_missing": n_missing, "n_kept": int(len(rows)), "groups": groups,
+              "n_dropped_missing": n_missing, "missing_by_column": by_column,
+              "n_kept": int(len(rows)), "groups": groups,
               "binary_detected": detected, "ignored_columns": ignored,
+              "text_columns": text_cols, "empty_columns": empty_cols,
               "split": split_col or float(split)},
     )

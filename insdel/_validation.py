@@ -100,7 +100,11 @@ def as_float_array(name: str, value, *, ndim: tuple[int, ...] = (1, 2), finite: 
         allowed = " or ".join(f"{d}-D" for d in ndim)
         raise ValueError(f"{name} must be {allowed}; got shape {arr.shape}.")
     if finite:
-        check_finite(name, arr)
+        # a DataFrame's NaN is named by its column name, not only its position
+        cols = getattr(value, "columns", None)
+        names = [str(c) for c in cols] if cols is not None and arr.ndim == 2 \
+            and len(cols) == arr.shape[1] else None
+        check_finite(name, arr, feature_names=names)
     return arr
 
 
@@ -181,6 +185,20 @@ def check_pairs(X, R, *, x_name: str = "X", r_name: str = "R",
             f"{x_name} and {r_name} must have the same shape (B, n); got {X.shape} and {R.shape}."
         )
     return np.ascontiguousarray(X), np.ascontiguousarray(R)
+
+
+def check_clusters(clusters, n: int, *, name: str = "clusters") -> np.ndarray | None:
+    """The independent unit of each of n pairs (pairs with the same integer id are one unit, e.g.
+    a pair and its mirror); None (every pair its own unit) is returned as None."""
+    if clusters is None:
+        return None
+    c = np.asarray(clusters)
+    if c.ndim != 1 or c.shape[0] != n:
+        raise ValueError(f"{name} must hold one unit id per pair, shape ({n},); got shape "
+                         f"{c.shape}.")
+    if c.dtype == bool or not np.issubdtype(c.dtype, np.integer):
+        raise TypeError(f"{name} must hold integer unit ids; got dtype {c.dtype}.")
+    return np.ascontiguousarray(c, dtype=np.int64)
 
 
 def check_mode(mode: str) -> str:

@@ -121,7 +121,10 @@ class Dataset:
     Attributes
     ----------
     name : str
-        Recipe name.
+        Recipe name (what chooses the recipe and a model preset).
+    label : str
+        Display name in titles, tables and leaderboards: the recipe's ``RawData.label`` (the
+        ``table`` recipe: the file's name, e.g. ``"diabetes.csv"``), else :attr:`name`.
     X_train, X_test : ndarray (N, n), float64
         Features in model-input (scaled) units.
     y_train, y_test : ndarray (N,), float64
@@ -167,6 +170,11 @@ class Dataset:
     train_index: np.ndarray | None = None
     test_index: np.ndarray | None = None
     groups: Groups | None = None
+    label: str = ""
+
+    def __post_init__(self):
+        if not self.label:
+            self.label = self.name
 
     @property
     def n_features(self) -> int:
@@ -206,6 +214,7 @@ class Dataset:
 
         return {
             "name": self.name,
+            "label": self.label,
             "feature_names": list(self.feature_names),
             "target_name": self.target_name,
             "n_features": self.n_features,
@@ -223,7 +232,8 @@ class Dataset:
 
     def __repr__(self) -> str:
         grp = "" if self.groups is None else f", groups={self.groups.m}"
-        return (f"Dataset({self.name!r}, n_features={self.n_features}{grp}, "
+        label = "" if self.label == self.name else f", label={self.label!r}"
+        return (f"Dataset({self.name!r}{label}, n_features={self.n_features}{grp}, "
                 f"train={self.X_train.shape[0]}, test={self.X_test.shape[0]}, "
                 f"binary={int(self.binary_mask.sum())}, target={self.target_name!r})")
 
@@ -398,6 +408,7 @@ def get(name: str, *, seed: int = 0, **options) -> Dataset:
         target_name=raw.target_name, binary_mask=bmask, binary_levels=lv,
         raw_binary_levels=raw_lv, scaler=scaler, target_scale=float(ts) if ts else None,
         description=raw.description, info=info, train_index=tr, test_index=te, groups=groups,
+        label=str(getattr(raw, "label", None) or name),
     )
 
 
@@ -468,6 +479,7 @@ def load_prepared(folder: str | os.PathLike) -> Dataset:
         raw_binary_levels=levels(meta["raw_binary_levels"]),
         scaler=Scaler.from_dict(meta["scaler"]), target_scale=meta["target_scale"],
         description=meta["description"], info=meta.get("info", {}),
+        label=str(meta.get("label") or meta["name"]),
         groups=None if not meta.get("groups") else Groups.from_labels(
             np.asarray(meta["groups"]["labels"], dtype=np.int64), meta["groups"]["names"]),
     )

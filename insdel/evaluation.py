@@ -15,10 +15,12 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from ._stats import mean_se
 from ._validation import (
     align_attributions,
     as_float_array,
     check_bool,
+    check_clusters,
     check_index,
     check_mode,
     check_pairs,
@@ -88,6 +90,10 @@ class Evaluation:
     positions : ndarray of int (S,), optional
         Units moved at each curve point when not ``0 .. m`` (``step=``, ``fractions=``,
         ``max_fraction=``); areas then use the trapezoid on these positions.
+    clusters : ndarray of int (B,), optional
+        The independent unit of each pair (``evaluate(clusters=...)``, a policy's
+        ``Pairing.cluster``): standard errors are over units, means over pairs. None: every pair
+        is its own unit.
     """
 
     methods: list
@@ -105,6 +111,7 @@ class Evaluation:
     order: str = "signed"
     groups: Groups | None = None
     positions: np.ndarray | None = None
+    clusters: np.ndarray | None = None
 
     @property
     def n_pairs(self) -> int:
@@ -140,13 +147,17 @@ class Evaluation:
     def summary(self, differences: Sequence[tuple[str, str]] | None | str = "auto") -> pd.DataFrame:
         """Mean and standard error of the ABC per mode and method (paper Tables 1-3 layout).
 
+        Means are over the pairs; standard errors over the independent units (:attr:`clusters`;
+        column ``n_units``), which are the pairs themselves without clusters.
+
         Parameters
         ----------
         differences : list of (method_a, method_b), "auto" or None
             Paired-difference rows ``a - b`` (mean and standard error of the per-pair difference).
             "auto" adds Kernel SHAP (or exact Shapley) minus integrated gradients when both are there.
         """
-        return summarize(self.abc, differences=differences, methods=self.methods)
+        return summarize(self.abc, differences=differences, methods=self.methods,
+                         clusters=self.clusters)
 
     def to_markdown(self, differences="auto", digits: int = 3) -> str:
         """The summary as a Markdown table (paper layout)."""
@@ -201,7 +212,8 @@ class Evaluation:
                     orders: np.ndarray | None = None, stats: dict | None = None,
                     feature_names: Sequence[str] | None = None,
                     order: str = "signed", groups: Groups | None = None,
-                    positions: np.ndarray | None = None) -> Evaluation:
+                    positions: np.ndarray | None = None,
+                    clusters: np.ndarray | None = None) -> Evaluation:
         """Build an Evaluation from traced curves: the areas (paper eq. 1, 2) are computed here,
         the one place that turns curves into the long ABC table.
 
@@ -233,7 +245,8 @@ class Evaluation:
                   stats=dict(stats or {}),
                   feature_names=None if feature_names is None else list(feature_names),
                   order=str(order), groups=groups,
-                  positions=None if positions is None else np.asarray(positions, np.int64))
+                  positions=None if positions is None else np.asarray(positions, np.int64),
+                  clusters=check_clusters(clusters, int(np.asarray(fx).shape[0])))
         modes = tuple(modes)
         B = int(np.asarray(fx).shape[0])
         Km = len(methods)
@@ -252,8 +265,9 @@ class Evaluation:
 
     def save(self, folder, *, pairing=None) -> Path:
         """Write ``curves.npz`` (every array needed by :meth:`load`) and ``abc.parquet`` (the long
-        ABC table with f(x), f(r) and, given the ``pairing``, the targets' and references' indices
-        and the points themselves) into ``folder``, atomically. Returns the folder."""
+        ABC table with f(x), f(r), each pair's ``cluster`` when the evaluation has clusters and,
+        given the ``pairing``, the targets' and references' indices and the points themselves)
+        into ``folder``, atomically. Returns the folder."""
         from . import _checkpoint as ck
 
         folder = Path(folder)
@@ -275,6 +289,8 @@ class Evaluation:
             arrays["group_names"] = np.array(self.groups.names)
         if self.positions is not None:
             arrays["positions"] = self.positions
+        if self.clusters is not None:
+            arrays["clusters"] = self.clusters
         for m in self.modes:
             arrays[f"curves_{m}"] = self.curves[m]
             arrays[f"random_curves_{m}"] = self.random_curves[m]
@@ -286,6 +302,8 @@ class Evaluation:
             df["reference_index"] = np.asarray(pairing.reference_index)[pair]
         df["fx"] = self.fx[pair]
         df["fr"] = self.fr[pair]
+        if self.clusters is not None:  # the independent unit of each pair (the leaderboard's)
+            df["cluster"] = self.clusters[pair]
         with ck.atomic_write(folder / "abc.parquet", suffix=".parquet") as tmp:
             df.to_parquet(tmp, index=False)
         return folder
@@ -309,12 +327,20 @@ class Evaluation:
             order=str(z["order"].reshape(-1)[0]) if "order" in z.files else "signed",
             groups=Groups.from_labels(z["group_labels"], [str(g) for g in z["group_names"]])
             if "group_labels" in z.files else None,
-            positions=z["positions"] if "positions" in z.files else None)
+            positions=z["positions"] if "positions" in z.files else None,
+            clusters=z["clusters"] if "clusters" in z.files else None)
 
 
-def summarize(abc: pd.DataFrame, differences="auto", methods: Sequence[str] | None = None
-              ) -> pd.DataFrame:
-    """Paper-style summary of a long ABC table (columns pair, method, mode, abc)."""
+def summarize(abc: pd.DataFrame, differences="auto", methods: Sequence[str] | None = None,
+              clusters: ArrayLike | None = None) -> pd.DataFrame:
+    """Paper-style summary of a long ABC table (columns pair, method, mode, abc).
+
+    Columns ``mode, method, mean, std_error, n, kind, n_units``: the mean over the n pairs and its
+    standard error over the ``n_units`` independent units. ``clusters`` (indexed by pair): the
+    unit of each pair (:func:`insdel._stats.mean_se`: the cluster-robust standard error, which is
+    the standard error of the unit means when every unit holds as many pairs, e.g. a
+    ``one_to_one`` couple's two directions); None: every pair is a unit.
+    """
     if methods is None:
         methods = list(dict.fromkeys(abc["method"]))
     present = set(methods)
@@ -329,25 +355,45 @@ def summarize(abc: pd.DataFrame, differences="auto", methods: Sequence[str] | No
     for mode in [m for m in ("insertion", "deletion") if m in set(abc["mode"])]:
         sub = abc[abc["mode"] == mode]
         wide = sub.pivot(index="pair", columns="method", values="abc")
+        units = None if clusters is None else np.asarray(clusters)[wide.index.to_numpy()]
         for m in methods:
             v = wide[m].to_numpy()
-            rows.append(_row(mode, m, v, kind="method"))
+            rows.append(_row(mode, m, v, "method", units))
         for a, b in differences:
             v = (wide[a] - wide[b]).to_numpy()
-            rows.append(_row(mode, f"{a} - {b}", v, kind="difference"))
-    return pd.DataFrame(rows, columns=["mode", "method", "mean", "std_error", "n", "kind"])
+            rows.append(_row(mode, f"{a} - {b}", v, "difference", units))
+    return pd.DataFrame(rows, columns=["mode", "method", "mean", "std_error", "n", "kind",
+                                       "n_units"])
 
 
-def _row(mode: str, method: str, v: np.ndarray, kind: str) -> dict:
-    n = len(v)
-    se = float(np.std(v, ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
-    return {"mode": mode, "method": method, "mean": float(np.mean(v)), "std_error": se, "n": n,
-            "kind": kind}
+def _row(mode: str, method: str, v: np.ndarray, kind: str, clusters=None) -> dict:
+    mean, se, units = mean_se(v, clusters)
+    return {"mode": mode, "method": method, "mean": mean, "std_error": se, "n": len(v),
+            "kind": kind, "n_units": units}
+
+
+#: The note under a table whose standard errors are over fewer units than pairs.
+UNITS_NOTE = ("Std. error over the {units} independent units, not the {n} pairs: a pair (x, r) "
+              "and its mirror (r, x) are one unit (a one_to_one couple's two directions, or a "
+              "counterfactual target and reference that chose each other), their ABCs averaged; "
+              "with attributions that change sign with the pair (exact Shapley, integrated "
+              "gradients) the two ABCs are equal. Means are over the pairs.")
+
+
+def units_note(summary: pd.DataFrame) -> str | None:
+    """The :data:`UNITS_NOTE` of a summary whose ``n_units`` is below ``n`` (None otherwise)."""
+    if "n_units" not in summary.columns or not len(summary):
+        return None
+    fewer = summary[pd.to_numeric(summary["n_units"]) < pd.to_numeric(summary["n"])]
+    if not len(fewer):
+        return None
+    return UNITS_NOTE.format(units=int(fewer["n_units"].iloc[0]), n=int(fewer["n"].iloc[0]))
 
 
 def to_markdown(summary: pd.DataFrame, digits: int = 3) -> str:
     """Render a summary DataFrame as a Markdown table (no extra dependency); a NaN standard
-    error (one pair) is left blank, with a footnote, never printed as "nan"."""
+    error (one pair) is left blank, with a footnote, never printed as "nan"; standard errors over
+    fewer units than pairs get a note saying so (:func:`units_note`)."""
     head = "| Test mode | Method | Mean | Std. error |\n|---|---|---:|---:|"
     lines = [head]
     last = None
@@ -360,6 +406,9 @@ def to_markdown(summary: pd.DataFrame, digits: int = 3) -> str:
         lines.append(f"| {mode} | {r.method} | {r.mean:.{digits}f} | {se} |")
     if blank:
         lines.append("\nA blank standard error is undefined there: it needs at least two pairs.")
+    note = units_note(summary)
+    if note:
+        lines.append("\n" + note)
     return "\n".join(lines)
 
 
@@ -370,7 +419,7 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
              step: int | None = None, fractions: ArrayLike | None = None,
              max_fraction: float | None = None, batch_size: int | None = None,
              chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None,
-             client=None) -> Evaluation:
+             client=None, clusters: ArrayLike | None = None) -> Evaluation:
     """Insertion/deletion ABCs for several attribution methods on the same pairs (x, r).
 
     Parameters
@@ -402,7 +451,8 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         (:func:`insdel.curves.orderings`): the paper's decreasing signed value, decreasing |a_j|
         (MoRF) or increasing a_j (LeRF). Recorded as ``Evaluation.order``.
     groups : optional
-        A partition of the columns into m groups moved as units (:mod:`insdel.groups`); each
+        A partition of the columns into m groups moved as units (:mod:`insdel.groups`; columns
+        a list or mapping leaves out are groups of their own, named after the column); each
         method's group attribution is the sum of its columns' (or given per group, (B, m)).
         Curves have m + 1 points and areas are normalised by m.
     step : int, optional
@@ -416,6 +466,10 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         workers (:func:`insdel.trace`); the orderings, random ones included, are drawn here, so the
         result is identical to ``client=None``. The model and the pairs are sent to each worker
         once.
+    clusters : array_like of int (B,), optional
+        The independent unit of each pair (a policy's ``Pairing.cluster``; pairs with the same id
+        are one unit, e.g. a ``one_to_one`` couple's two directions): :meth:`Evaluation.summary`
+        gives standard errors over units, means over pairs. None: every pair is a unit.
 
     Returns
     -------
@@ -434,17 +488,26 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
     names = feature_names_of(X, feature_names)
     X, R = check_pairs(X, R)
     B, n = X.shape
+    clusters = check_clusters(clusters, B)
     if names is not None and len(names) != n:
         raise ValueError(f"feature_names has {len(names)} names for n = {n} features.")
     if not isinstance(attributions, Mapping):
         raise TypeError("attributions must be a mapping name -> array (B, n).")
-    grp = check_groups(groups, n)
+    grp = check_groups(groups, n, feature_names=names)
     if grp is not None and grp.singleton:
         grp = None
     m = n if grp is None else grp.m
     pos = None
     if step is not None or fractions is not None or max_fraction is not None:
         pos = make_positions(m, step=step, fractions=fractions, max_fraction=max_fraction)
+        if pos.shape[0] == 2 and not is_full(pos, m):
+            given = ", ".join(f"{k}={v!r}" for k, v in (("step", step), ("fractions", fractions),
+                                                        ("max_fraction", max_fraction))
+                              if v is not None)
+            raise ValueError(f"{given} records each curve at only 2 points ({pos[0]} and "
+                             f"{pos[1]} of the m = {m} units moved): the ABC, the area between "
+                             f"a curve and the straight line joining its ends, is 0 by "
+                             f"definition for every ordering; ask for at least 3 points.")
         if is_full(pos, m):
             pos = None
     methods = list(attributions)
@@ -479,4 +542,4 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         curves={m: res.curves[m][:, :Km, :] for m in modes},
         random_curves={m: res.curves[m][:, Km:, :] for m in modes},
         fx=res.fx, fr=res.fr, normalize=normalize, orders=all_orders[:, :Km, :], stats=stats,
-        feature_names=names, order=order, groups=grp, positions=pos)
+        feature_names=names, order=order, groups=grp, positions=pos, clusters=clusters)

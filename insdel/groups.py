@@ -11,6 +11,10 @@ step. Groups are given as
 * a mapping ``name -> index list`` (the names become the group names), or
 * a :class:`Groups` object.
 
+A list or mapping may leave columns out: each column in no listed group stays a unit of its own
+(a singleton group named after the column), after the listed groups. A column listed twice is an
+error.
+
 *Positions* are the numbers of groups moved at the curve's points, ``0 <= t_0 < t_1 < ... <= m``:
 ``step=k`` gives ``0, k, 2k, ..., m`` (m appended when k does not divide it), ``fractions=`` gives
 ``round(q * m)`` for each fraction q, and ``max_fraction=`` stops a curve early (a partial curve).
@@ -127,7 +131,8 @@ def _check_names(names: Sequence, m: int) -> list:
     return names
 
 
-def _from_lists(lists: Sequence, n: int, names: list) -> Groups:
+def _from_lists(lists: Sequence, n: int, names: list,
+                feature_names: Sequence[str] | None = None) -> Groups:
     owner = np.full(n, -1, dtype=np.int64)
     for g, cols in enumerate(lists):
         c = np.asarray(cols)
@@ -151,11 +156,18 @@ def _from_lists(lists: Sequence, n: int, names: list) -> Groups:
             raise ValueError(f"groups: column {j} is in two groups ({names[owner[j]]!r} and "
                              f"{names[g]!r}); groups must be a partition of the columns.")
         owner[c] = g
-    missing = np.flatnonzero(owner < 0)
-    if missing.size:
-        raise ValueError(f"groups: column {int(missing[0])} is in no group ({missing.size} "
-                         f"column(s) unassigned); groups must be a partition of the n = {n} "
-                         "columns (use a singleton group to keep a column on its own).")
+    # columns in no listed group stay units of their own (singletons), after the listed groups,
+    # in column order, named after the column
+    rest = np.flatnonzero(owner < 0)
+    if rest.size:
+        owner[rest] = len(names) + np.arange(rest.size)
+        names = list(names) + [feature_names[j] if feature_names is not None else f"x{j}"
+                               for j in rest.tolist()]
+        dup = repeated(names)
+        if dup:
+            raise ValueError(f"groups: group name(s) {dup} clash with the names of the columns "
+                             "in no group (each such column is a group of its own, named after "
+                             "it); rename the group(s).")
     return _from_owner(owner, names)
 
 
@@ -167,8 +179,13 @@ def _from_owner(owner: np.ndarray, names: list) -> Groups:
     return Groups(labels=owner.astype(np.int64), starts=starts, members=members, names=list(names))
 
 
-def check_groups(groups, n: int, *, name: str = "groups") -> Groups | None:
+def check_groups(groups, n: int, *, name: str = "groups",
+                 feature_names: Sequence[str] | None = None) -> Groups | None:
     """Validate a grouping of n columns; ``None`` (one feature per unit) is returned as None.
+
+    A list of index lists or a mapping need not name every column: a column in no listed group
+    is a group of its own (a singleton, named after the column), placed after the listed groups
+    in column order. A column listed twice (in one group or in two) is an error.
 
     Parameters
     ----------
@@ -178,6 +195,8 @@ def check_groups(groups, n: int, *, name: str = "groups") -> Groups | None:
         Number of columns.
     name : str
         Argument name used in errors.
+    feature_names : sequence of str, optional
+        Column names, for the singleton groups of columns in no listed group (default ``x<j>``).
 
     Returns
     -------
@@ -186,8 +205,8 @@ def check_groups(groups, n: int, *, name: str = "groups") -> Groups | None:
     Raises
     ------
     ValueError
-        A column in two groups, a column in no group, an index out of range, a label vector of the
-        wrong length, an empty group.
+        A column in two groups, an index out of range, a label vector of the wrong length, an
+        empty group, a group name equal to the name of a column left as a singleton.
     """
     if groups is None:
         return None
@@ -199,7 +218,7 @@ def check_groups(groups, n: int, *, name: str = "groups") -> Groups | None:
         names = [str(k) for k in groups]
         if not names:
             raise ValueError(f"{name} is empty.")
-        return _from_lists(list(groups.values()), n, names)
+        return _from_lists(list(groups.values()), n, names, feature_names)
     if isinstance(groups, np.ndarray) and groups.ndim == 1 and groups.dtype != object:
         lab = groups
         if lab.dtype == bool or not np.issubdtype(lab.dtype, np.integer):
@@ -215,7 +234,8 @@ def check_groups(groups, n: int, *, name: str = "groups") -> Groups | None:
             raise ValueError(f"{name} is empty.")
         if all(np.ndim(c) == 0 for c in items):  # a plain list of labels
             return check_groups(np.asarray(items), n, name=name)
-        return _from_lists(items, n, [f"g{g}" for g in range(len(items))])
+        return _from_lists(items, n, [f"g{g}" for g in range(len(items))],
+                           feature_names)
     raise TypeError(f"{name} must be None, a label vector (n,), a list of index lists or a mapping "
                     f"name -> index list; got {type(groups).__name__}.")
 
@@ -274,6 +294,13 @@ def positions(m: int, *, step: int | None = None, fractions: ArrayLike | None = 
     -------
     ndarray of int64 (S,)
         Strictly increasing; ``full_positions(m)`` when nothing is given.
+
+    Raises
+    ------
+    ValueError
+        Bad values, and positions that would be only the two end points 0 and m (``step >= m``
+        for m > 1, or ``fractions`` giving 0 and m alone): such a curve is f(r), f(x) for every
+        ordering, and its ABC is 0 by definition.
     """
     m = check_positive_int("m", m)
     if fractions is not None:
@@ -296,6 +323,10 @@ def positions(m: int, *, step: int | None = None, fractions: ArrayLike | None = 
             i = int(np.flatnonzero(np.diff(t) <= 0)[0])
             raise ValueError(f"fractions[{i}] = {q[i]} and fractions[{i + 1}] = {q[i + 1]} both "
                              f"round to {int(t[i])} of the m = {m} units; use fewer fractions.")
+        if t.size == 2 and t[0] == 0 and t[1] == m and m > 1:
+            raise ValueError(f"fractions {q.tolist()} give only the curve's two end points (0 and "
+                             f"m = {m} units moved), f(r) and f(x), the same for every ordering: "
+                             f"every ABC would be 0; add fractions in between.")
         return t
     end = m
     if max_fraction is not None:
@@ -311,6 +342,13 @@ def positions(m: int, *, step: int | None = None, fractions: ArrayLike | None = 
         k = int(step)
         if k < 1:
             raise ValueError(f"step must be >= 1 (units moved per step); got {k}.")
+        if k > 1 and k >= m:
+            # positions 0 and m only: both end points are shared by every ordering
+            raise ValueError(f"step={k} is not smaller than the number of units m = {m} "
+                             f"(features, or groups when groups are given): the curve would "
+                             f"hold only its two end points, f(r) and f(x), the same for every "
+                             f"ordering, so every method's ABC (random included) would be 0; "
+                             f"use 1 <= step < {m}.")
     t = np.arange(0, end + 1, k, dtype=np.int64)
     if t[-1] != end:
         t = np.append(t, end)

@@ -20,9 +20,11 @@ seed repeat an earlier one (the same pairs) is listed and skipped, not counted t
 
 Ranks: 1 is best (largest mean), ties get the average rank. The overall mean rank of a method is
 the average of its block ranks; its confidence interval comes from a seeded bootstrap that
-resamples the pairs of every block with replacement (the same resampled pairs for every method,
-so the comparison stays paired), recomputes the block means and ranks, and takes percentiles of
-the mean rank.
+resamples the independent units of every block with replacement (the same resampled units for
+every method, so the comparison stays paired), recomputes the block means and ranks, and takes
+percentiles of the mean rank. A unit is a pair, or the pairs of one ``cluster`` when the run's
+``abc.parquet`` has that column (a pair and its mirror: a ``one_to_one`` couple's two
+directions); standard errors are over the same units, means over the pairs.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from . import _checkpoint as ck
+from ._stats import mean_se, unit_ids
 from ._validation import check_positive_int, check_scalar
 
 __all__ = ["METRICS", "RunInfo", "Leaderboard", "find_runs", "read_run", "config_fingerprint",
@@ -92,7 +95,9 @@ class RunInfo:
         The data recipe (or data set name) of the run.
     policies : list of str
     abc : pandas.DataFrame
-        Columns ``policy, pair, method, metric, score`` (metric: insertion, deletion, total).
+        Columns ``policy, pair, cluster, method, metric, score`` (metric: insertion, deletion,
+        total; ``cluster``: the pair's independent unit, the pair itself when the run recorded
+        none).
     """
 
     path: Path
@@ -158,10 +163,14 @@ def read_run(path: str | os.PathLike) -> RunInfo:
     frames = []
     directions = dict.fromkeys(METRICS, True)
     for pol in policies:
+        first = len(frames)  # this policy's frames start here
         f = path / pol / "abc.parquet"
         if not f.is_file():
             raise FileNotFoundError(f"{path}: policy {pol!r} has no abc.parquet ({f}).")
-        df = pd.read_parquet(f, columns=["pair", "method", "mode", "abc"])
+        df = pd.read_parquet(f)
+        # the pairs' independent units (a pair and its mirror share one); absent: the pair
+        unit = (df.groupby("pair")["cluster"].first() if "cluster" in df.columns
+                else pd.Series(df["pair"].unique(), index=df["pair"].unique()))
         wide = df.pivot_table(index=["pair", "method"], columns="mode", values="abc",
                               aggfunc="first")
         long = []
@@ -179,7 +188,10 @@ def read_run(path: str | os.PathLike) -> RunInfo:
                 directions[str(name)] = bool(up)
             frames.append(md.rename(columns={"value": "score"})[
                 ["pair", "method", "metric", "score"]].assign(policy=pol))
-    abc = pd.concat(frames, ignore_index=True)[["policy", "pair", "method", "metric", "score"]]
+        for fr in frames[first:]:
+            fr["cluster"] = fr["pair"].map(unit).fillna(-1 - fr["pair"]).astype(np.int64)
+    abc = pd.concat(frames, ignore_index=True)[["policy", "pair", "cluster", "method", "metric",
+                                                 "score"]]
     cfg = manifest.get("config") or {}
     data = manifest.get("data") or {}
     dataset = str(data.get("name") or (cfg.get("data") or {}).get("recipe") or "data")
@@ -197,8 +209,8 @@ def rank_means(means: np.ndarray) -> np.ndarray:
     return rankdata(-np.asarray(means, dtype=np.float64), method="average", axis=-1)
 
 
-def bootstrap_mean_ranks(blocks: Sequence[np.ndarray], *, n_boot: int = 1000, seed: int = 0
-                         ) -> np.ndarray:
+def bootstrap_mean_ranks(blocks: Sequence[np.ndarray], *, n_boot: int = 1000, seed: int = 0,
+                         clusters: Sequence[np.ndarray | None] | None = None) -> np.ndarray:
     """Bootstrap replicates of the mean rank over blocks, (n_boot, M).
 
     Parameters
@@ -208,21 +220,30 @@ def bootstrap_mean_ranks(blocks: Sequence[np.ndarray], *, n_boot: int = 1000, se
     n_boot : int, default 1000
     seed : int, default 0
         Seed of numpy's generator; blocks are resampled in the order given.
+    clusters : sequence of ndarray (P_k,) or None, optional
+        Each block's unit of each pair (pairs with the same id are resampled together, e.g. a
+        pair and its mirror); None (or a None entry): every pair is a unit.
 
     Returns
     -------
     ndarray (n_boot, M)
-        For each replicate: the pairs of every block resampled with replacement (paired across
-        methods), block means ranked, ranks averaged over the blocks.
+        For each replicate: the units of every block resampled with replacement (paired across
+        methods), block means over the resampled pairs ranked, ranks averaged over the blocks.
+        With every pair its own unit this is the pairs' bootstrap.
     """
     n_boot = check_positive_int("n_boot", n_boot)
     rng = np.random.default_rng(seed)
     M = blocks[0].shape[1]
     acc = np.zeros((n_boot, M))
-    for V in blocks:
+    for k, V in enumerate(blocks):
         P = V.shape[0]
-        counts = rng.multinomial(P, np.full(P, 1.0 / P), size=n_boot)
-        acc += rank_means(counts @ V / P)
+        u = unit_ids(None if clusters is None else clusters[k], P)
+        G = int(u.max()) + 1
+        sums = np.zeros((G, M))
+        np.add.at(sums, u, V)  # each unit's sum and size: a resampled unit brings all its pairs
+        size = np.bincount(u, minlength=G).astype(np.float64)
+        counts = rng.multinomial(G, np.full(G, 1.0 / G), size=n_boot)
+        acc += rank_means((counts @ sums) / (counts @ size)[:, None])
     return acc / len(blocks)
 
 
@@ -233,8 +254,8 @@ class Leaderboard:
     Attributes
     ----------
     blocks : pandas.DataFrame
-        Per block (group, policy) and metric: ``method, mean, se, n_pairs, rank, rank_low,
-        rank_high`` (rank CI from the same bootstrap).
+        Per block (group, policy) and metric: ``method, mean, se, n_pairs, n_units, rank,
+        rank_low, rank_high`` (standard error and rank CI over the independent units).
     overall : pandas.DataFrame
         Per metric: ``method, mean_rank, ci_low, ci_high, n_blocks``.
     groups : pandas.DataFrame
@@ -274,9 +295,12 @@ class Leaderboard:
         names = ", ".join(f"{g}/{p}" for g, p in
                           self.blocks[["group", "policy"]].drop_duplicates().itertuples(index=False))
         out += ["", f"### Overall: mean rank over {nblk} block(s) (data set x policy; 1 = best), "
-                f"{pct} bootstrap CI over pairs ({self.n_boot} replicates, seed {self.seed})", "",
+                f"{pct} bootstrap CI over independent units ({self.n_boot} replicates, seed "
+                f"{self.seed})", "",
                 f"Blocks: {names}. Only ranks are averaged across blocks; scores are never "
-                "pooled across configuration groups.", ""]
+                "pooled across configuration groups. A unit is a pair, or a pair and its mirror "
+                "(the same two points the other way round, e.g. a one_to_one couple): standard "
+                "errors and the bootstrap are over units, means over pairs.", ""]
         metrics = [m for m in self.labels if m in set(self.overall["metric"])]
         if metrics:
             out += ["| method | " + " | ".join(self._label(m) for m in metrics) + " |",
@@ -299,7 +323,9 @@ class Leaderboard:
             runs = ", ".join(self.groups.loc[(self.groups["group"] == g) & self.groups["used"],
                                              "run"])
             npairs = int(blk["n_pairs"].max())
-            out += ["", f"### {ds} / {pol} (group {g}: {runs}; {npairs} pairs)", "",
+            nunits = int(blk["n_units"].max()) if "n_units" in blk else npairs
+            count = f"{npairs} pairs" + (f", {nunits} units" if nunits < npairs else "")
+            out += ["", f"### {ds} / {pol} (group {g}: {runs}; {count})", "",
                     "| method | " + " | ".join(
                         f"{self._label(m)} mean ± s.e. (rank)" for m in self.labels
                         if m in set(blk["metric"])) + " |"]
@@ -471,20 +497,24 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
                 methods = list(W.columns)
                 V = W.to_numpy(dtype=np.float64)
                 P = V.shape[0]
-                mean = V.mean(axis=0)
-                se = V.std(axis=0, ddof=1) / np.sqrt(P) if P > 1 else np.full(len(mean), np.nan)
+                # units: (run, cluster); pooled runs never share one
+                cluster = d.groupby(["run", "pair"])["cluster"].first().reindex(W.index)
+                units = unit_ids(pd.MultiIndex.from_arrays(
+                    [W.index.get_level_values("run"), cluster.to_numpy()]).factorize()[0], P)
+                mean, se, G = mean_se(V, units)
                 sign = 1.0 if directions[m] else -1.0  # ranks: 1 = best by the metric's direction
                 rank = rank_means(sign * mean)
-                boot = bootstrap_mean_ranks([sign * V], n_boot=n_boot, seed=rng_seed)
+                boot = bootstrap_mean_ranks([sign * V], n_boot=n_boot, seed=rng_seed,
+                                            clusters=[units])
                 rng_seed += 1
                 lo, hi = np.percentile(boot, [lo_q, hi_q], axis=0)
                 for j, meth in enumerate(methods):
                     blocks_rows.append({"group": g, "fingerprint": rs[0].fingerprint,
                                         "dataset": dataset, "policy": pol, "metric": m,
                                         "method": meth, "mean": mean[j], "se": se[j],
-                                        "n_pairs": P, "n_runs": len(rs), "rank": rank[j],
-                                        "rank_low": lo[j], "rank_high": hi[j]})
-                per_metric[m].append((f"{g}/{pol}", methods, sign * V))
+                                        "n_pairs": P, "n_units": G, "n_runs": len(rs),
+                                        "rank": rank[j], "rank_low": lo[j], "rank_high": hi[j]})
+                per_metric[m].append((f"{g}/{pol}", methods, sign * V, units))
     overall_rows = []
     for m, blks in per_metric.items():
         if not blks:
@@ -498,7 +528,7 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
             continue
         Vs = [b[2][:, [b[1].index(meth) for meth in common]] for b in blks]
         point = np.mean([rank_means(V.mean(axis=0)) for V in Vs], axis=0)
-        boot = bootstrap_mean_ranks(Vs, n_boot=n_boot, seed=seed)
+        boot = bootstrap_mean_ranks(Vs, n_boot=n_boot, seed=seed, clusters=[b[3] for b in blks])
         lo, hi = np.percentile(boot, [lo_q, hi_q], axis=0)
         for j, meth in enumerate(common):
             overall_rows.append({"metric": m, "method": meth, "mean_rank": point[j],

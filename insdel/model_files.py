@@ -102,7 +102,9 @@ def load_any(path: str | Path, *, trust: bool = False, preset: str | None = None
     preset : str, optional
         For a bare ``state_dict``: the insdel MLP preset it belongs to (``insdel.models.available()``).
     n_features : int, optional
-        For a bare ``state_dict``: the number of inputs (default: read from the first layer).
+        The data's number of features: a bare ``state_dict``'s number of inputs (default: read
+        from the first layer), and checked against a scikit-learn model's ``n_features_in_`` (an
+        error naming the columns, not scikit-learn's at the first prediction).
     dataset : Dataset, optional
         For a model saved by :func:`insdel.models.save_model`, which records its features and
         scaling: the data it will be fed, checked against them (an error when the feature names
@@ -161,8 +163,31 @@ def load_any(path: str | Path, *, trust: bool = False, preset: str | None = None
         raise ValueError(f"{p.name}: preset={preset!r} ([model] architecture) names the "
                          f"architecture of a bare state_dict, but the file is a {info['format']} "
                          "model that carries its own architecture; drop the preset.")
+    _check_fitted_features(model, p, n_features, dataset)
     info["gradients"] = gradient_support(model)
     return model, info
+
+
+def _check_fitted_features(model: Any, p: Path, n_features: int | None, dataset) -> None:
+    """A scikit-learn model fitted on another number of features than the data give is an error
+    now, naming the columns (scikit-learn's own error comes only at the first prediction)."""
+    fitted = getattr(model, "n_features_in_", None)
+    if n_features is None or fitted is None or int(fitted) == int(n_features):
+        return
+    names = [str(c) for c in getattr(model, "feature_names_in_", [])]
+    have = list(getattr(dataset, "feature_names", []) or [])
+    detail = ""
+    if names and have:
+        lack = [c for c in names if c not in have]
+        extra = [c for c in have if c not in names]
+        detail = ((f"; the data lack {lack}" if lack else "")
+                  + (f"; the data have {extra} the model was not fitted on" if extra else ""))
+    info = getattr(dataset, "info", None) or {}
+    left = list(info.get("ignored_columns") or [])
+    hint = (f" (the recipe left out column(s) {left}: see its warning)" if left else "")
+    raise ValueError(f"{p.name}: the model was fitted on {int(fitted)} features but the data set "
+                     f"gives {int(n_features)}{detail}{hint}; the model must take the recipe's "
+                     "features, in its column order.")
 
 
 def _load_skops(p: Path, trust: bool, info: dict) -> Any:

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ._stats import mean_se, unit_ids
 from ._validation import as_float_array, check_mode
 from .areas import abc as _abc
 
@@ -439,12 +440,30 @@ def abc_histogram(ev, method: str | None = None, mode: str = "insertion", *, ax=
     return ax
 
 
+def _shared_units(ev) -> np.ndarray | None:
+    """The evaluation's unit of each pair when some unit holds several pairs (a pair and its
+    mirror), else None."""
+    cl = getattr(ev, "clusters", None)
+    if cl is None:
+        return None
+    u = unit_ids(cl, len(cl))
+    return u if int(u.max()) + 1 < len(u) else None
+
+
+def _unit_means(v: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """Mean of ``v`` over the pairs of each unit, in unit order."""
+    return np.bincount(units, weights=v) / np.bincount(units)
+
+
 def abc_scatter(ev, method_x: str | None = None, method_y: str | None = None,
                 mode: str = "insertion", *, ax=None, s: float = 8.0):
     """ABC of one method against another, pair by pair, with the 45-degree line (Figures 4, 7).
 
     Points below the line are pairs where ``method_x`` got the larger ABC. By default the two
     methods are Kernel SHAP (or exact Shapley) and IG when present, else the first two evaluated.
+    An evaluation whose clusters join pairs (a ``one_to_one`` couple's two directions, whose ABCs
+    are equal for sign-changing attributions) gets one point per unit, at the mean of its pairs,
+    and the legend says so: a couple is not drawn twice.
 
     Returns
     -------
@@ -456,8 +475,13 @@ def abc_scatter(ev, method_x: str | None = None, method_y: str | None = None,
         method_x = method_x or two[0]
         method_y = method_y or two[-1]
     a, b = _values(ev, method_x, mode), _values(ev, method_y, mode)
+    units = _shared_units(ev)
+    label = None
+    if units is not None:
+        a, b = _unit_means(a, units), _unit_means(b, units)
+        label = f"{a.size} units of {units.size} pairs (a pair and its mirror drawn once)"
     ax = _new_axes(ax)
-    ax.scatter(a, b, s=s, alpha=0.6, color=_MODE_COLOURS[mode], edgecolor="none")
+    ax.scatter(a, b, s=s, alpha=0.6, color=_MODE_COLOURS[mode], edgecolor="none", label=label)
     lo = float(min(a.min(), b.min()))
     hi = float(max(a.max(), b.max()))
     pad = 0.03 * (hi - lo or 1.0)
@@ -514,7 +538,12 @@ def insertion_deletion_scatter(ev, method: str | None = None, *, ax=None, s: flo
     """Deletion ABC against insertion ABC, coloured by the sign of f(r) - f(x) (Figures 9, 10, 12).
 
     Purple: f(r) > f(x); green: f(r) < f(x) (paper Figure 9's colours; r is the paper's x′);
-    pairs with f(r) = f(x) are green too, and the legend then says f(r) ≤ f(x).
+    pairs with f(r) = f(x) are green too, and the legend then says f(r) ≤ f(x). When the
+    evaluation's clusters join pairs (a ``one_to_one`` couple's two directions: the paper's
+    Figure 10, "each dot corresponds to two data that configure a pair"), each such unit is one
+    grey point at the mean of its pairs, since its two directions have both signs of
+    f(r) - f(x); single pairs keep their colour. The title's correlation is over the pairs, as in
+    the Table 4 diagnostics.
 
     Returns
     -------
@@ -527,11 +556,22 @@ def insertion_deletion_scatter(ev, method: str | None = None, *, ax=None, s: flo
         method = compare_pair(("kernel_shap", "integrated_gradients"), ev.methods)[0]
     ins, dele = ev.abc_array(method, "insertion"), ev.abc_array(method, "deletion")
     up = ev.fr > ev.fx
+    units = _shared_units(ev)
+    alone = np.ones(ins.size, bool)
     ax = _new_axes(ax)
-    ax.scatter(ins[up], dele[up], s=s, alpha=0.6, color=_PURPLE, edgecolor="none",
-               label=f"f(r) > f(x) ({int(up.sum())})")
-    ax.scatter(ins[~up], dele[~up], s=s, alpha=0.6, color=_GREEN, edgecolor="none",
-               label=f"f(r) {'≤' if np.any(ev.fr == ev.fx) else '<'} f(x) ({int((~up).sum())})")
+    if units is not None:
+        size = np.bincount(units)
+        alone = size[units] == 1
+        joined = size > 1
+        ax.scatter(_unit_means(ins, units)[joined], _unit_means(dele, units)[joined], s=s,
+                   alpha=0.6, color="0.45", edgecolor="none",
+                   label=f"a pair and its mirror, drawn once ({int(joined.sum())})")
+    tie = "≤" if np.any(ev.fr[alone] == ev.fx[alone]) else "<"
+    for pick, colour, what in ((up & alone, _PURPLE, "f(r) > f(x)"),
+                               (~up & alone, _GREEN, f"f(r) {tie} f(x)")):
+        if units is None or pick.any():  # with joined units, no empty legend entry
+            ax.scatter(ins[pick], dele[pick], s=s, alpha=0.6, color=colour, edgecolor="none",
+                       label=f"{what} ({int(pick.sum())})")
     lo = float(min(ins.min(), dele.min()))
     hi = float(max(ins.max(), dele.max()))
     ax.plot([lo, hi], [lo, hi], color="k", lw=0.8, ls="--")
@@ -640,7 +680,8 @@ def decomposition_figure(dec: pd.DataFrame, methods: Sequence[str] | None = None
     ----------
     dec : pandas.DataFrame
         A run's decomposition table (``decomposition.parquet``): columns ``best_abc_<mode>``,
-        ``expected_abc_<mode>`` and ``abc_<mode>_<method>``.
+        ``expected_abc_<mode>`` and ``abc_<mode>_<method>``; with a ``cluster`` column (the
+        pairs' independent units) the standard errors are over units.
     methods : list of str, optional
         Methods and their order (default: every ``abc_<mode>_*`` column).
 
@@ -662,8 +703,10 @@ def decomposition_figure(dec: pd.DataFrame, methods: Sequence[str] | None = None
         y = np.arange(len(methods))
         vals = [dec[f"abc_{mode}_{m}"].to_numpy(dtype=float) for m in methods]
         mean = np.array([v.mean() for v in vals])
-        # one pair: the standard error is undefined (NaN), not 0; no bar is drawn for it
-        se = np.array([v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else np.nan for v in vals])
+        # one pair (one unit): the standard error is undefined (NaN), not 0; no bar is drawn;
+        # a table's cluster column makes it over the pairs' independent units
+        cl = dec["cluster"].to_numpy() if "cluster" in dec else None
+        se = np.array([mean_se(v, cl)[1] for v in vals])
         has = np.isfinite(se)
         colour = _MODE_COLOURS.get(mode, "C0")
         note = ""
@@ -840,7 +883,8 @@ def plot_predictions(model, dataset, ax=None, *, split: str = "test", max_points
     unit = "" if scale == 1.0 else f" (x {scale:g})"
     ax.set_xlabel(f"true {name}{unit}")
     ax.set_ylabel(f"predicted {name}{unit}")
-    ax.set_title(f"{getattr(dataset, 'name', '')} {split}: R² = {m['r2']:.3f}, "
+    label = getattr(dataset, "label", None) or getattr(dataset, "name", "")
+    ax.set_title(f"{label} {split}: R² = {m['r2']:.3f}, "
                  f"RMSE = {m['rmse'] * scale:.3g}")
     ax.set_aspect("equal", adjustable="datalim")
     ax.legend(loc="upper left", frameon=False)

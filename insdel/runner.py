@@ -38,7 +38,14 @@ from ._validation import check_progress, check_scalar, is_plain_folder_name, to_
 from .distributed import chunk_seed, client_info, make_client, map_chunks, scatter
 from .evaluation import Evaluation, evaluate
 from .groups import Groups, group_attributions
-from .report import metrics_table, policy_table, run_header, run_tables, sampled_vs_exact
+from .report import (
+    metrics_table,
+    missing_rows_text,
+    policy_table,
+    run_header,
+    run_tables,
+    sampled_vs_exact,
+)
 
 __all__ = ["run_experiment", "load_results", "RunResult", "OutputFolderBusy", "lock_folder",
            "unfinish"]
@@ -266,7 +273,9 @@ def _dataset_info(cfg: dict, dataset) -> dict:
     # are relative to the current folder, and `~` is the user's home as the recipes read it
     path = next((opts[k] for k in _config.PATH_OPTIONS if opts.get(k)), None)
     path = None if path is None else Path(str(path)).expanduser()
-    info = {"name": getattr(dataset, "name", cfg["data"]["recipe"]), "recipe": cfg["data"]["recipe"],
+    # the display name (a user's file: its name, not the recipe's "table")
+    name = getattr(dataset, "label", None) or getattr(dataset, "name", cfg["data"]["recipe"])
+    info = {"name": name, "recipe": cfg["data"]["recipe"],
             "file": None if path is None else str(path.resolve()),
             "file_sha256": None if path is None or not path.is_file()
             else ck.sha256_file(path),
@@ -275,6 +284,12 @@ def _dataset_info(cfg: dict, dataset) -> dict:
             "feature_names": list(getattr(dataset, "feature_names", []) or []),
             "arrays_sha256": ck.sha256_arrays(dataset.X_train, dataset.y_train, dataset.X_test,
                                               dataset.y_test)}
+    rinfo = getattr(dataset, "info", None) or {}
+    if "n_dropped_missing" in rinfo:  # rows the recipe read and dropped for missing values
+        info["rows_read"] = rinfo.get("n_read")
+        info["rows_dropped_missing"] = int(rinfo["n_dropped_missing"])
+        if rinfo.get("missing_by_column") is not None:
+            info["missing_by_column"] = dict(rinfo["missing_by_column"])
     grp = _groups_of(dataset)
     if grp is not None:
         info["units"] = grp.m
@@ -601,8 +616,8 @@ def _explainer(X, R, *, model, method: str, kw: dict) -> np.ndarray:
     return _attribute_chunk(model, X, R, method, kw)[0]
 
 
-def _metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log, progress
-                   ) -> pd.DataFrame | None:
+def _metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log, progress,
+                   clusters=None) -> pd.DataFrame | None:
     """``[metrics]``: every configured metric on every method's attributions (and a seeded random
     attribution, the control), on one shared hybrid cache. Writes ``metrics.parquet`` (pair,
     method, metric, value) and ``metrics_summary.csv``; returns the summary."""
@@ -634,7 +649,7 @@ def _metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log, 
     with ck.atomic_write(folder / "metrics.parquet", suffix=".parquet") as tmp:
         res.scores.assign(higher_is_better=res.scores["metric"].map(res.directions)).to_parquet(
             tmp, index=False)
-    summ = res.summary().assign(policy=label)
+    summ = res.summary(clusters).assign(policy=label)
     ck.atomic_write_text(folder / "metrics_summary.csv", summ.drop(columns="policy").to_csv(
         index=False))
     text = metrics_table(summ)
@@ -895,6 +910,8 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
            if data_info["file"] else "")
         + f"): {data_info['rows_train']} train / {data_info['rows_test']} test rows, "
         f"{data_info['features']} features")
+    if "rows_dropped_missing" in data_info:
+        log(f"data: {missing_rows_text(data_info)}")
     grp = _groups_of(dataset)
     if grp is not None:
         log(f"groups: {data_info['groups_text']} (each group moves as one unit in the curves, "
@@ -949,7 +966,7 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
                       seed=_chunk_seed(cfg["seed"], label, "orders"),
                       normalize=ev_cfg["normalize"], order=ev_cfg["order"], progress=progress,
                       feature_names=list(getattr(dataset, "feature_names", None) or []) or None,
-                      groups=grp)
+                      groups=grp, clusters=pairing.cluster)
         stages.add(f"{label}/curves", time.perf_counter() - t0,
                    model_evaluations=int(ev.stats.get("model_evaluations", 0)),
                    curve_points=int(ev.stats.get("curve_points", 0)))
@@ -964,7 +981,7 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
         ev.save(folder, pairing=pairing)
         ck.save_npz(folder / "attributions.npz", atts)
         msum = _metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log,
-                              progress)
+                              progress, pairing.cluster)
         if msum is not None:
             metric_summaries.append(msum)
         s = ev.summary()
@@ -982,6 +999,8 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
             for mode in ev.modes:
                 for m in ev.methods:
                     dec[f"abc_{mode}_{m}"] = ev.abc_array(m, mode)[:len(dec)]
+            if pairing.cluster is not None:  # the pairs' independent units, for standard errors
+                dec["cluster"] = pairing.cluster[:len(dec)]
             with ck.atomic_write(folder / "decomposition.parquet", suffix=".parquet") as tmp:
                 dec.to_parquet(tmp, index=False)
             decomps[label] = dec
@@ -1182,6 +1201,8 @@ def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, _roar, client=
     data_info = _dataset_info(cfg, dataset)
     log(f"data: {data_info['name']} (recipe {data_info['recipe']}): {data_info['rows_train']} "
         f"train / {data_info['rows_test']} test rows, {data_info['features']} features")
+    if "rows_dropped_missing" in data_info:
+        log(f"data: {missing_rows_text(data_info)}")
     model, metrics, model_info = _model_stage(cfg, dataset, data_info, out, stages, log, progress)
     device = cfg["compute"]["device"]
     values = _roar.removal_values(dataset)

@@ -8,14 +8,18 @@ from pathlib import Path
 import numpy as np
 
 
-def small_csv(path: Path) -> Path:
-    """Write the CSV (columns a, flag, y, b; target y) to ``path`` and return it."""
+def small_csv(path: Path, *, empty: dict[str, list[int]] | None = None) -> Path:
+    """Write the CSV (columns a, flag, y, b; target y) to ``path`` and return it; ``empty``:
+    column -> data rows (0-based) whose cell is left empty."""
     rng = np.random.default_rng(1)
     N = 60
     a, flag, b = rng.normal(size=N), rng.integers(0, 2, N), rng.normal(size=N)
     y = 2 * a + 3 * flag - b + 0.1 * rng.normal(size=N)
-    path.write_text("a,flag,y,b\n" + "\n".join(
-        f"{a[i]:.6f},{flag[i]},{y[i]:.6f},{b[i]:.6f}" for i in range(N)) + "\n")
+    rows = [[f"{a[i]:.6f}", f"{flag[i]}", f"{y[i]:.6f}", f"{b[i]:.6f}"] for i in range(N)]
+    for col, idx in (empty or {}).items():
+        for i in idx:
+            rows[i]["a,flag,y,b".split(",").index(col)] = ""
+    path.write_text("a,flag,y,b\n" + "\n".join(",".join(r) for r in rows) + "\n")
     return path
 
 

@@ -31,7 +31,7 @@ def _legend_abc(ax) -> str:
     return last.split("(ABC ")[1].rstrip(")")
 
 
-@pytest.mark.parametrize("kw", [{"max_fraction": 0.5}, {"step": 2}, {"fractions": [0.5, 1.0]}])
+@pytest.mark.parametrize("kw", [{"max_fraction": 0.5}, {"step": 2}, {"fractions": [0.5, 0.8, 1.0]}])
 def test_plot_pair_legend_abc_matches_the_evaluation_with_positions(kw):
     # max_fraction = 0.5: the legend said insertion ABC 0.0062 where the evaluation has 0.0031
     # (the partial curve's ABC taken as a whole curve's); step = 2 with feature names crashed

@@ -345,3 +345,19 @@ def test_cli_list_and_prepare(tmp_path, capsys, samples):
     assert cli_main(["datasets", "prepare", "bangalore", "--out", str(dest2), "--path",
                      str(tmp_path / "nope.csv")]) == 1
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_table_data_set_is_labelled_by_its_file(tmp_path):
+    """Every CSV was called "table" (the recipe) wherever the data set was named; its label is
+    the file's name now, the recipe's name stays in ``name`` (it chooses presets)."""
+    from _runs import small_csv
+
+    csv = small_csv(tmp_path / "small.csv")
+    ds = datasets.get("table", path=str(csv), target="y")
+    assert ds.name == "table" and ds.label == "small.csv"
+    assert "label='small.csv'" in repr(ds) and ds.metadata()["label"] == "small.csv"
+    back = datasets.load_prepared(datasets.prepare("table", tmp_path / "prep", path=str(csv),
+                                                   target="y"))
+    assert back.label == "small.csv" and back.name == "table"
+    sim = datasets.get("housing_sim", n_samples=50)
+    assert sim.label == sim.name == "housing_sim"

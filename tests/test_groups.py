@@ -115,6 +115,10 @@ def test_step_k_is_the_subsequence_of_the_one_per_step_curve(n, B, K, k, seed):
     for g in (None, grp):
         m = n if g is None else g.m
         full = insdel.curves(f, X, R, A, groups=g, mode="insertion")
+        if 1 < k >= m:  # only the two end points: refused (test_step_not_below_m_is_refused)
+            with pytest.raises(ValueError, match=f"step={k} is not smaller than"):
+                insdel.curves(f, X, R, A, groups=g, step=k, mode="insertion")
+            continue
         stepped = insdel.curves(f, X, R, A, groups=g, step=k, mode="insertion")
         # equal up to the model's own rounding (a BLAS result may depend on the batch)
         np.testing.assert_allclose(stepped, full[..., positions(m, step=k)], rtol=0, atol=1e-12)
@@ -147,9 +151,38 @@ def test_bad_steps_are_clear_errors(kw, msg):
         positions(10, **kw)
 
 
+def test_step_not_below_m_is_refused():
+    """A step of m units or more (m > 1) leaves each curve its two end points f(r) and f(x),
+    shared by every ordering: every method's ABC, random included, was 0.0 +- 0.0 without a
+    word. It is an error naming step and the number of units; so are fractions giving the two
+    end points alone, and (in evaluate) any two-point curve, whose ABC is 0 by definition."""
+    for m, k in ((4, 4), (4, 9), (2, 2)):
+        with pytest.raises(ValueError, match=rf"step={k} is not smaller than the number of "
+                                             rf"units m = {m}"):
+            positions(m, step=k)
+    assert positions(5, step=4).tolist() == [0, 4, 5]
+    assert positions(1, step=1).tolist() == [0, 1]  # one unit: the whole curve, as without step
+    with pytest.raises(ValueError, match=r"fractions \[0.0, 1.0\] give only the curve's two end"):
+        positions(6, fractions=[0.0, 1.0])
+    n = 9
+    f = _model(n, 4)
+    X, R = _pairs(5, n, 5)
+    A = np.random.default_rng(2).normal(size=(5, n))
+    with pytest.raises(ValueError, match=r"step=5 is not smaller than the number of units m = 5"):
+        insdel.evaluate(f, X, R, {"a": A}, groups=GROUPS, step=5)
+    with pytest.raises(ValueError, match=r"step=9 is not smaller than the number of units m = 9"):
+        insdel.evaluate(f, X, R, {"a": A}, step=9)
+    for kw in (dict(fractions=[0.4, 0.8]), dict(max_fraction=0.2), dict(step=6, max_fraction=0.5)):
+        with pytest.raises(ValueError, match=r"only 2 points .* is 0 by definition"):
+            insdel.evaluate(f, X, R, {"a": A}, **kw)
+    from insdel import metrics
+
+    with pytest.raises(ValueError, match=r"step=9 is not smaller than the number of units m = 9"):
+        metrics.get("insertion_abc", step=9)(f, X, R, A)
+
+
 @pytest.mark.parametrize("groups, msg", [
     ([[0, 1], [1, 2], [3]], "column 1 is in two groups"),
-    ([[0, 1], [2]], "column 3 is in no group"),
     ([[0, 1], [2, 7], [3]], "out of range"),
     ([[0, 1], [], [2, 3]], "non-empty"),
     (np.array([0, 0, 1]), "one label per column"),
@@ -158,6 +191,37 @@ def test_bad_steps_are_clear_errors(kw, msg):
 def test_bad_groups_are_clear_errors(groups, msg):
     with pytest.raises(ValueError, match=msg):
         check_groups(groups, 4)
+
+
+def test_columns_in_no_group_stay_singletons():
+    """groups= had to list every column (a column left out was an error); a column in no listed
+    group is now a unit of its own, after the listed groups, named after the column. Overlaps
+    stay errors."""
+    g = check_groups([[0, 3]], 5)
+    assert g.m == 4 and g.names == ["g0", "x1", "x2", "x4"]
+    assert [g.columns(k).tolist() for k in range(g.m)] == [[0, 3], [1], [2], [4]]
+    full = check_groups({"loc": [0, 3], "b": [1], "c": [2], "e": [4]}, 5)
+    partial = check_groups({"loc": [0, 3]}, 5, feature_names=list("abcde"))
+    assert partial.names == ["loc", "b", "c", "e"]
+    assert np.array_equal(partial.labels, full.labels)
+    with pytest.raises(ValueError, match="column 1 is in two groups"):
+        check_groups([[0, 1], [1, 2]], 5)
+    with pytest.raises(ValueError, match=r"group name\(s\) \['b'\] clash"):
+        check_groups({"b": [0, 3]}, 5, feature_names=list("abcde"))
+    # end to end: the same curves and areas as the explicit partition, names from the columns
+    n = 9
+    f = _model(n, 6)
+    X, R = _pairs(4, n, 7)
+    A = np.random.default_rng(5).normal(size=(4, n))
+    names = [f"c{j}" for j in range(n)]
+    a = insdel.evaluate(f, X, R, {"a": A}, groups={"big": [2, 5, 6], "pair": [7, 8]},
+                        feature_names=names, n_random=2)
+    b = insdel.evaluate(f, X, R, {"a": A}, groups={"big": [2, 5, 6], "pair": [7, 8], "c0": [0],
+                                                   "c1": [1], "c3": [3], "c4": [4]},
+                        feature_names=names, n_random=2)
+    assert a.groups.names == ["big", "pair", "c0", "c1", "c3", "c4"] and a.m == 6
+    assert a.groups == b.groups
+    np.testing.assert_array_equal(a.curves["insertion"], b.curves["insertion"])
 
 
 def test_group_attributions_and_shapes():
@@ -240,11 +304,12 @@ def test_grouped_evaluate_areas_and_saving(tmp_path):
     assert table["moved"].tolist() == [0, 2, 4, 5] and len(table["name"][1]) == 2
     assert table["feature"][0] == [] and sum(map(len, table["feature"])) == 5
     # positions that do not start at 0: the first point lists the units moved by then
-    late = insdel.evaluate(f, X, R, A, groups=GROUPS, fractions=[0.4, 1.0], n_random=0)
+    late = insdel.evaluate(f, X, R, A, groups=GROUPS, fractions=[0.4, 0.8, 1.0], n_random=0)
     t2 = late.ordering(0, "a")
-    assert t2["moved"].tolist() == [2, 5]
+    assert t2["moved"].tolist() == [2, 4, 5]
     assert t2["feature"][0] == late.orders[0, 0, :2].tolist()
-    assert t2["feature"][1] == late.orders[0, 0, 2:].tolist()
+    assert t2["feature"][1] == late.orders[0, 0, 2:4].tolist()
+    assert t2["feature"][2] == late.orders[0, 0, 4:].tolist()
 
 
 def test_areas_on_positions_match_eq2_and_petsiuk():

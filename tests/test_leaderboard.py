@@ -230,3 +230,28 @@ def test_real_runs_grouped_by_fingerprint(tmp_path):
     assert set(board.blocks["n_pairs"]) == {12}
     assert set(board.blocks["method"]) == {"vanilla_grad", "input_x_gradient", "random"}
     assert set(board.blocks["metric"]) == {"insertion", "deletion", "total"}
+
+
+def test_pairs_of_one_cluster_are_one_unit_for_the_se_and_the_bootstrap(tmp_path):
+    """A one_to_one run holds every couple in both directions (equal ABCs for sign-changing
+    attributions); the leaderboard's standard errors and bootstrap resampled the pairs, as if the
+    couples were twice as many. With the run's cluster column they are over the couples: the
+    standard errors and rank intervals equal those of the couples counted once."""
+    rng = np.random.default_rng(4)
+    once = {m: {"insertion": s + rng.normal(size=10), "deletion": -s + rng.normal(size=10)}
+            for m, s in zip("abc", (0.3, 0.2, 0.1), strict=True)}
+    twice = {m: {mo: np.repeat(v, 2) for mo, v in d.items()} for m, d in once.items()}
+    a = fake_run(tmp_path / "once", once)
+    b = fake_run(tmp_path / "twice", twice)
+    f = b / "average" / "abc.parquet"
+    pd.read_parquet(f).assign(cluster=lambda d: d["pair"] // 2).to_parquet(f, index=False)
+    la, lb = L.leaderboard([a], n_boot=200), L.leaderboard([b], n_boot=200)
+    cols = ["metric", "method", "mean", "se", "rank", "rank_low", "rank_high"]
+    pd.testing.assert_frame_equal(la.blocks[cols], lb.blocks[cols], rtol=1e-12)
+    pd.testing.assert_frame_equal(la.overall, lb.overall, rtol=1e-12)
+    assert set(lb.blocks["n_pairs"]) == {20} and set(lb.blocks["n_units"]) == {10}
+    assert "20 pairs, 10 units" in lb.to_markdown()
+    # without the column every pair is a unit: the duplicated pairs shrink the standard error
+    c = fake_run(tmp_path / "plain", twice)
+    lc = L.leaderboard([c], n_boot=200)
+    assert (lc.blocks["se"] < la.blocks["se"]).all() and set(lc.blocks["n_units"]) == {20}

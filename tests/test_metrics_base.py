@@ -251,3 +251,21 @@ def test_kendall_tau_matrix_equals_scipy_per_pair_with_ties():
     assert t[("up", "down")] == pytest.approx(1.0)
     with pytest.raises(ValueError, match="no direction"):
         metric_agreement(pd.DataFrame(rows), {"up": True})
+
+
+def test_metric_summary_standard_errors_over_clusters():
+    """A metric summary's standard errors were over pairs also when pairs come as a pair and its
+    mirror (one_to_one); given the pairs' clusters they are over the units (NaN scores left out),
+    the means still over the pairs."""
+    scores = pd.DataFrame({"pair": np.arange(6), "method": "a", "metric": "m",
+                           "value": [1.0, 1.2, 3.0, 2.8, 5.0, np.nan]})
+    res = M.MetricResults(scores=scores, directions={"m": True})
+    cl = np.array([0, 0, 1, 1, 2, 2])
+    s = res.summary(cl).iloc[0]
+    assert s["n_units"] == 3 and s["n"] == 5 and s["mean"] == pytest.approx(13.0 / 5)
+    v = np.array([1.0, 1.2, 3.0, 2.8, 5.0])  # unequal unit sizes: the cluster-robust form
+    dev = np.bincount([0, 0, 1, 1, 2], v - v.mean())
+    assert s["std_error"] == pytest.approx(np.sqrt(3 / 2 * (dev ** 2).sum()) / 5, rel=1e-12)
+    plain = res.summary().iloc[0]
+    assert plain["n_units"] == 5 and plain["std_error"] == pytest.approx(
+        v.std(ddof=1) / np.sqrt(5), rel=1e-12)

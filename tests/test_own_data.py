@@ -317,8 +317,8 @@ def test_run_on_your_csv_and_model(tmp_path, diabetes_csv, kind, capsys):
         args = ["run", str(cfg), "--out", str(out), "--no-progress"]
     assert cli_main(args) == 0
     printed = capsys.readouterr()
-    assert "Policy: one_to_one (30 pairs)" in printed.out and "kernel_shap" in printed.out
-    assert "data: table" in printed.err and "diabetes.csv" in printed.err
+    assert "Policy: one_to_one (30 pairs, 15 independent units)" in printed.out and "kernel_shap" in printed.out
+    assert "data: diabetes.csv (recipe table" in printed.err
     m = json.loads((out / "manifest.json").read_text())
     assert m["data"]["file"].endswith("diabetes.csv") and len(m["data"]["file_sha256"]) == 64
     assert m["model"]["format"] == kind and m["data"]["features"] == 10
@@ -539,8 +539,10 @@ def test_table_error_names_the_true_file_line(tmp_path):
     # the usual missing-value tokens are missing, documented: the row is dropped and counted
     p2 = tmp_path / "na.csv"
     p2.write_text("a,b,y\n1,2,3\nNA,5,6\n7,None,9\n2,3,4\n5,6,8\n")
-    ds = datasets.get("table", path=str(p2), target="y")
+    with pytest.warns(UserWarning, match=r"2 of 5 rows \(40.0 %, more than 5 %\) are dropped"):
+        ds = datasets.get("table", path=str(p2), target="y")
     assert ds.info["n_dropped_missing"] == 2
+    assert ds.info["missing_by_column"] == {"a": 1, "b": 1}
 
 
 def test_table_columns_equal_after_stripping_are_an_error(tmp_path):
@@ -549,3 +551,58 @@ def test_table_columns_equal_after_stripping_are_an_error(tmp_path):
         p.write_text(header + "\n1,2,3\n4,5,6\n7,8,9\n")
         with pytest.raises(ValueError, match=r"duplicated column\(s\) \['a'\]"):
             datasets.get("table", path=str(p), target="y")
+
+
+def test_table_non_finite_cell_names_the_row_and_the_file_line(tmp_path, diabetes_csv):
+    """An 'inf' cell was reported from the cleaned table, 0-based and without the file line
+    ("row 5"), where a text cell gives the 1-based row and the file line; both give both now."""
+    df = pd.read_csv(diabetes_csv).astype(object)
+    df.loc[5, "bmi"] = "inf"
+    df.loc[9, "bmi"] = "-inf"
+    p = tmp_path / "inf.csv"
+    df.to_csv(p, index=False)
+    with pytest.raises(ValueError, match=r"inf.csv: column 'bmi' has a non-finite value 'inf' at "
+                                         r"row 6 \(file line 7\) and 1 more row\(s\).*"
+                                         r"missing = \['inf'\]"):
+        datasets.get("table", path=str(p), target="target")
+    q = tmp_path / "inf.parquet"
+    pd.read_csv(diabetes_csv).assign(bmi=lambda d: d["bmi"].where(d.index != 5, np.inf)) \
+        .to_parquet(q)
+    with pytest.raises(ValueError, match=r"column 'bmi' has a non-finite value 'inf' at row 6[;.]"):
+        datasets.get("table", path=str(q), target="target")
+    # declared missing: dropped and counted like any missing value
+    ds = datasets.get("table", path=str(p), target="target", missing=["inf", "-inf"])
+    assert ds.info["n_dropped_missing"] == 2
+
+
+def test_table_empty_column_is_named_not_advised_as_text(tmp_path, diabetes_csv):
+    """A column with no values got the text-column advice (one-hot encode it) when left out, and
+    failed with 'only 0 complete row(s)' when listed in features; a model fitted with it failed
+    only at its first prediction with scikit-learn's feature-count error. Each is now a clear
+    message naming the column."""
+    import warnings
+
+    import joblib
+    from sklearn.linear_model import Ridge
+
+    df = pd.read_csv(diabetes_csv)
+    df.insert(3, "note", np.nan)
+    p = tmp_path / "empty.csv"
+    df.to_csv(p, index=False)
+    with pytest.raises(ValueError, match=r"empty.csv: feature column 'note' has no values.*"
+                                         r"leave 'note' out of features"):
+        datasets.get("table", path=str(p), target="target", features=["age", "note"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = datasets.get("table", path=str(p), target="target")
+    text = " ".join(str(w.message) for w in caught)
+    assert "['note'] (no values) are left out" in text and "no values (['note']" in text
+    assert "one-hot" not in text
+    assert ds.info["empty_columns"] == ["note"] and ds.n_features == 10
+    X = df.drop(columns="target").fillna(0.0)
+    model = tmp_path / "ridge.joblib"
+    joblib.dump(Ridge().fit(X, df["target"]), model)
+    with pytest.raises(ValueError, match=r"ridge.joblib: the model was fitted on 11 features but "
+                                         r"the data set gives 10; the data lack \['note'\].*"
+                                         r"left out column\(s\) \['note'\]"):
+        load_any(model, trust=True, n_features=ds.n_features, dataset=ds)

@@ -123,3 +123,33 @@ def test_curve_legends_clear_the_rotated_feature_names_and_the_x_label(name_leng
                               random_curves=rng.normal(size=(3, n + 1)))
     ax.set_xticks(np.arange(n + 1), ["none", *names], rotation=45, ha="right")
     assert not overlaps_of_legends(ax.figure)
+
+
+def test_scatters_draw_a_pair_and_its_mirror_once():
+    """one_to_one's couples appear in both directions with equal ABCs (sign-changing
+    attributions): the scatters drew every couple twice, and the deletion-insertion scatter drew
+    the two directions in both colours on one spot with each counted in the legend. Each unit is
+    one point now, and the legend says so."""
+    from insdel import policies
+
+    pool = np.random.default_rng(2).normal(size=(30, 4))
+    f = lambda X: np.sin(X[:, 0]) + X[:, 1] * X[:, 2] + X[:, 3] ** 2  # noqa: E731
+    pairs = policies.get("one_to_one").pair(None, pool, seed=0)  # 30 points: 15 couples
+    X, R = pairs.X, pairs.R
+    atts = {"d": X - R, "e": (X - R) * X}
+    ev = insdel.evaluate(f, X, R, atts, n_random=0, clusters=pairs.cluster)
+    ax = plotting.abc_scatter(ev, "d", "e")
+    pts = ax.collections[0].get_offsets()
+    assert len(pts) == 15 and "15 units of 30 pairs" in ax.get_legend().get_texts()[0].get_text()
+    np.testing.assert_allclose(sorted(pts[:, 0]), sorted(
+        np.bincount(pairs.cluster, ev.abc_array("d")) / 2))
+    plt.close(ax.figure)
+    ax = plotting.insertion_deletion_scatter(ev, "d")
+    assert sum(len(c.get_offsets()) for c in ax.collections) == 15
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "a pair and its mirror, drawn once (15)"]
+    plt.close(ax.figure)
+    plain = insdel.evaluate(f, X, R, atts, n_random=0)  # no clusters: every pair drawn
+    ax = plotting.insertion_deletion_scatter(plain, "d")
+    assert sum(len(c.get_offsets()) for c in ax.collections) == 30
+    plt.close(ax.figure)

@@ -530,3 +530,31 @@ def test_bench_policies_tiny():
     out = subprocess.run([sys.executable, str(ROOT / "bench" / "policies.py"), "--tiny"],
                          capture_output=True, text=True, timeout=300, check=True).stdout
     assert "ratio (b)/(a)" in out
+
+
+def test_pairings_carry_the_independent_unit_of_each_pair(tmp_path):
+    """A pair and its mirror (the same two pool points the other way round) are one unit for
+    standard errors: one_to_one's couples share a cluster id, the odd point's extra pair is a unit
+    of its own, counterfactual pairs that chose each other share one, constant references have
+    none (every pair its own unit)."""
+    pool = np.random.default_rng(0).normal(size=(11, 3))
+    p = P.get("one_to_one", odd="extra").pair(None, pool, seed=1)
+    t, r, c = p.target_index, p.reference_index, p.cluster
+    for i in range(len(p)):
+        same = np.flatnonzero(c == c[i])
+        if p.info["match"][i] >= 0:  # a couple: this pair and its mirror
+            assert same.size == 2 and {t[same[0]], r[same[0]]} == {t[same[1]], r[same[1]]}
+        else:  # the odd point's extra pair: one direction, a unit of its own
+            assert same.tolist() == [i]
+    assert sorted(set(c)) == list(range(6))
+    cf = P.get("counterfactual", k_nearest=3).pair(lambda Z: Z.sum(1), pool)
+    mutual = [i for i in range(len(cf)) if (cf.reference_index == cf.target_index[i])[
+        cf.target_index == cf.reference_index[i]].any()]
+    assert mutual  # this pool has targets and references that chose each other
+    for i in range(len(cf)):
+        shared = np.flatnonzero(cf.cluster == cf.cluster[i])
+        assert (shared.size == 2) == (i in mutual)
+    assert P.get("average").pair(None, pool).cluster is None
+    back = P.Pairing.load(p.save(tmp_path / "p.npz"))
+    np.testing.assert_array_equal(back.cluster, p.cluster)
+    assert "cluster" in p.to_frame().columns

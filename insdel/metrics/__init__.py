@@ -26,6 +26,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from .._progress import progress_bar
+from .._stats import mean_se
 from .._validation import repeated
 from ..adapter import ModelLike
 from .base import Metric, MetricContext, describe
@@ -137,11 +138,26 @@ class MetricResults:
         return self.scores.pivot_table(index=["pair", "method"], columns="metric",
                                        values="value", sort=False)
 
-    def summary(self) -> pd.DataFrame:
-        """Mean and standard error per method and metric (NaN scores left out and counted)."""
+    def summary(self, clusters=None) -> pd.DataFrame:
+        """Mean and standard error per method and metric (NaN scores left out and counted).
+
+        ``clusters`` (one unit id per pair, e.g. a policy's ``Pairing.cluster``): standard errors
+        over the independent units (column ``n_units``; a pair and its mirror are one unit), means
+        over the pairs. None: every pair is a unit."""
         g = self.scores.groupby(["metric", "method"], sort=False)["value"]
         out = pd.DataFrame({"mean": g.mean(), "std_error": g.sem(), "n": g.count(),
                             "n_nan": g.apply(lambda v: int(v.isna().sum()))}).reset_index()
+        if clusters is not None:
+            cl = np.asarray(clusters)
+            se, units = [], []
+            for _, d in self.scores.groupby(["metric", "method"], sort=False):
+                ok = d["value"].notna().to_numpy()
+                _, s, u = mean_se(d["value"].to_numpy()[ok], cl[d["pair"].to_numpy()[ok]])
+                se.append(s)
+                units.append(u)
+            out["std_error"], out["n_units"] = se, units
+        else:
+            out["n_units"] = out["n"]
         out["higher_is_better"] = out["metric"].map(self.directions)
         return out
 
@@ -173,6 +189,11 @@ def summary_markdown(summary: pd.DataFrame, digits: int = 3) -> str:
         cells = [f"{idx.loc[(mt, me), 'mean']:.{digits}g} ± {idx.loc[(mt, me), 'std_error']:.2g}"
                  for mt in metrics]
         lines.append(f"| {me} | " + " | ".join(cells) + " |")
+    if "n_units" in summary and (pd.to_numeric(summary["n_units"])
+                                 < pd.to_numeric(summary["n"])).any():
+        lines.append("\nStandard errors over independent units, not pairs: a pair and its "
+                     "mirror (the same two points the other way round) are one unit; means over "
+                     "pairs.")
     return "\n".join(lines)
 
 

@@ -13,9 +13,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from .._stats import unit_ids
 from .._validation import (
     _first,
     as_float_array,
+    check_clusters,
     check_finite,
     check_positive_int,
     check_progress,
@@ -64,6 +66,12 @@ class Pairing:
         as given: pool indices, or row numbers when targets were passed as rows.
     info : dict of str -> ndarray (m,)
         Per-row extras (``distance``, ``n_candidates``, ``min_diff``, ``match``, ...).
+    cluster : ndarray (m,) int64 or None
+        The independent unit of each pair, for standard errors (:func:`insdel.evaluate`'s
+        ``clusters=``): pairs of the same two pool points, in either direction, share an id
+        (``one_to_one``'s couples; a target and reference that chose each other under
+        ``counterfactual``). Set by :meth:`Policy.pair` when such pairs exist; None: every pair
+        is its own unit.
     """
 
     X: np.ndarray
@@ -78,6 +86,7 @@ class Pairing:
     fr: np.ndarray | None = None
     skipped: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     info: dict = field(default_factory=dict)
+    cluster: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.X.shape[0])
@@ -125,6 +134,8 @@ class Pairing:
             d["fx"] = self.fx
         if self.fr is not None:
             d["fr"] = self.fr
+        if self.cluster is not None:
+            d["cluster"] = self.cluster
         d.update(self.info)
         return pd.DataFrame(d)
 
@@ -142,6 +153,8 @@ class Pairing:
             arrays["fx"] = self.fx
         if self.fr is not None:
             arrays["fr"] = self.fr
+        if self.cluster is not None:
+            arrays["cluster"] = self.cluster
         for k, v in self.info.items():
             arrays[f"info__{k}"] = np.asarray(v)
         from .. import _checkpoint as ck
@@ -160,7 +173,8 @@ class Pairing:
                        reference_index=z["reference_index"], name=meta["name"],
                        params=meta["params"], seed=meta["seed"], spec=meta["spec"],
                        fx=z["fx"] if "fx" in z else None, fr=z["fr"] if "fr" in z else None,
-                       skipped=z["skipped"], info=info)
+                       skipped=z["skipped"], info=info,
+                       cluster=z["cluster"] if "cluster" in z else None)
 
     def __repr__(self) -> str:
         p = ", ".join(f"{k}={_short(v)}" for k, v in self.params.items())
@@ -227,7 +241,8 @@ class Policy:
         """
         progress = check_progress(progress)  # most policies make no bar: progress_bar is not reached
         pool = as_float_array("X_pool", X_pool, ndim=(2,), finite=False)
-        _check_pool(pool)
+        cols = getattr(X_pool, "columns", None)  # a DataFrame's names, for the NaN message
+        _check_pool(pool, None if cols is None else [str(c) for c in cols])
         seed = _check_seed(seed)
         tidx, T, labels, rows_given = _normalize_targets(targets, pool)
         if rows_given and not self.accepts_rows:
@@ -245,6 +260,10 @@ class Policy:
         out.spec = self.spec
         out.params = {**self.params, **out.params}
         _check_result(out, T.shape[1])
+        if out.cluster is None:
+            out.cluster = mirror_clusters(out.target_index, out.reference_index)
+        else:
+            out.cluster = check_clusters(out.cluster, len(out), name="Pairing.cluster")
         return out
 
     def _pair(self, pool, f, tidx, T, labels, seed, progress):
@@ -300,13 +319,29 @@ class FunctionPolicy(Policy):
 
 
 
-def _check_pool(pool: np.ndarray) -> None:
+def mirror_clusters(target_index: np.ndarray, reference_index: np.ndarray) -> np.ndarray | None:
+    """Unit ids of pairs (shape (m,)): pairs of the same two pool points, in either direction
+    ((x, r) and its mirror (r, x), or a repeated pair), share an id; ids number the units in
+    order of first appearance. None when every pair is its own unit (no two pairs share both
+    points; a reference that is not a pool point, index -1, is shared with no pair)."""
+    t = np.asarray(target_index, dtype=np.int64)
+    r = np.asarray(reference_index, dtype=np.int64)
+    both = (t >= 0) & (r >= 0)
+    if not both.any():
+        return None
+    lo, hi = np.minimum(t, r), np.maximum(t, r)
+    key = np.where(both, lo * (int(max(t.max(), r.max())) + 1) + hi, -1 - np.arange(t.size))
+    units = unit_ids(key, t.size)
+    return None if int(units.max()) + 1 == t.size else units
+
+
+def _check_pool(pool: np.ndarray, names: list[str] | None = None) -> None:
     if pool.shape[0] == 0:
         raise ValueError("X_pool has no rows.")
     if pool.shape[1] == 0:
         raise ValueError("X_pool has n = 0 features.")
     try:
-        check_finite("X_pool", pool)
+        check_finite("X_pool", pool, feature_names=names)
     except ValueError as exc:
         raise ValueError(f"{exc} Drop or impute those rows before choosing references.") from None
 

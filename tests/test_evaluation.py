@@ -1,0 +1,103 @@
+"""insdel.evaluate and Evaluation: standard errors over independent units (clusters of pairs)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import insdel
+from insdel import policies
+
+
+def _f(X):
+    return np.sin(X[:, 0]) * X[:, 1] + X[:, 2] ** 2 + np.tanh(X[:, 3] * X[:, 4]) + X[:, 5]
+
+
+def _grad(X, eps=1e-6):
+    return np.stack([(_f(X + eps * e) - _f(X - eps * e)) / (2 * eps) for e in np.eye(X.shape[1])],
+                    axis=1)
+
+
+def _one_to_one(N=40, n=6, seed=0):
+    pool = np.random.default_rng(seed).normal(size=(N, n))
+    pairs = policies.get("one_to_one").pair(None, pool, seed=3)
+    X, R = pairs.X, pairs.R
+    atts = {"mid": (X - R) * _grad((X + R) / 2),   # changes sign with the pair
+            "at_x": (X - R) * _grad(X)}              # does not
+    return pairs, X, R, atts
+
+
+def _by_couple(v, cluster):
+    """The standard error by hand: each couple's two directions averaged, then over couples."""
+    means = pd.Series(v).groupby(cluster).mean().to_numpy()
+    return means.std(ddof=1) / np.sqrt(means.size)
+
+
+def test_one_to_one_standard_errors_are_over_couples():
+    """one_to_one evaluates every couple in both directions, and the ABCs of (x, r) and (r, x)
+    are equal for an attribution that changes sign with the pair (the ordering reverses): the
+    standard error over the 40 pairs counted 20 values twice (about sqrt(2) too small). It is over
+    the 20 couples now, the means still over the pairs, and the table says so."""
+    pairs, X, R, atts = _one_to_one()
+    assert pairs.cluster is not None and np.bincount(pairs.cluster).tolist() == [2] * 20
+    ev = insdel.evaluate(_f, X, R, atts, n_random=2, clusters=pairs.cluster)
+    for mode in ("insertion", "deletion"):
+        a = ev.abc_array("mid", mode)
+        by_couple = pd.Series(a).groupby(pairs.cluster)
+        np.testing.assert_allclose(by_couple.min(), by_couple.max(), atol=1e-12)  # equal ABCs
+    s = ev.summary(differences=[("mid", "at_x")]).set_index(["mode", "method"])
+    for mode in ("insertion", "deletion"):
+        for m in ("mid", "at_x", "random"):
+            v = ev.abc_array(m, mode)
+            row = s.loc[(mode, m)]
+            assert row["mean"] == pytest.approx(v.mean(), abs=1e-15)
+            assert row["std_error"] == pytest.approx(_by_couple(v, pairs.cluster), rel=1e-12)
+            assert row["n"] == 40 and row["n_units"] == 20
+        d = ev.abc_array("mid", mode) - ev.abc_array("at_x", mode)
+        assert s.loc[(mode, "mid - at_x"), "std_error"] == pytest.approx(
+            _by_couple(d, pairs.cluster), rel=1e-12)
+    # the pairs' standard error was about sqrt(2) too small on the sign-changing method
+    v = ev.abc_array("mid", "insertion")
+    plain = v.std(ddof=1) / np.sqrt(v.size)
+    assert s.loc[("insertion", "mid"), "std_error"] / plain == pytest.approx(np.sqrt(39 / 19))
+    assert "Std. error over the 20 independent units, not the 40 pairs" in ev.to_markdown()
+
+
+def test_clusters_are_saved_and_loaded_and_a_pairing_without_them_is_as_before(tmp_path):
+    pairs, X, R, atts = _one_to_one()
+    ev = insdel.evaluate(_f, X, R, atts, n_random=1, clusters=pairs.cluster)
+    ev.save(tmp_path / "e", pairing=pairs)
+    back = insdel.Evaluation.load(tmp_path / "e")
+    np.testing.assert_array_equal(back.clusters, pairs.cluster)
+    pd.testing.assert_frame_equal(back.summary(), ev.summary())
+    df = pd.read_parquet(tmp_path / "e" / "abc.parquet")
+    np.testing.assert_array_equal(df["cluster"], pairs.cluster[df["pair"]])
+    # no clusters: every pair is a unit, the standard error over pairs, no note
+    plain = insdel.evaluate(_f, X, R, atts, n_random=1)
+    assert plain.clusters is None
+    s = plain.summary()
+    v = plain.abc_array("mid", "insertion")
+    row = s[(s["mode"] == "insertion") & (s["method"] == "mid")].iloc[0]
+    assert row["std_error"] == np.std(v, ddof=1) / np.sqrt(v.size)
+    assert (s["n_units"] == s["n"]).all() and "independent units" not in plain.to_markdown()
+    plain.save(tmp_path / "p")
+    assert "cluster" not in pd.read_parquet(tmp_path / "p" / "abc.parquet").columns
+    with pytest.raises(ValueError, match=r"clusters must hold one unit id per pair, shape \(40,\)"):
+        insdel.evaluate(_f, X, R, atts, clusters=pairs.cluster[:5])
+    with pytest.raises(TypeError, match="clusters must hold integer unit ids"):
+        insdel.evaluate(_f, X, R, atts, clusters=pairs.cluster.astype(float))
+
+
+def test_the_mirror_pair_identities_the_clusters_rest_on():
+    """docs/policies.md: (r, x) with the reversed ordering has the ABCs of (x, r); with the same
+    ordering its insertion ABC is minus the deletion ABC of (x, r), and the other way round."""
+    rng = np.random.default_rng(0)
+    X, R, A = rng.normal(size=(5, 6)), rng.normal(size=(5, 6)), rng.normal(size=(5, 6))
+    e = insdel.evaluate(_f, X, R, {"a": A}, n_random=0)
+    m = insdel.evaluate(_f, R, X, {"reversed": -A, "same": A}, n_random=0)
+    for mode, other in (("insertion", "deletion"), ("deletion", "insertion")):
+        np.testing.assert_allclose(m.abc_array("reversed", mode), e.abc_array("a", mode),
+                                   atol=1e-12)
+        np.testing.assert_allclose(m.abc_array("same", mode), -e.abc_array("a", other),
+                                   atol=1e-12)
