@@ -35,7 +35,14 @@ from . import _checkpoint as ck
 from . import config as _config
 from ._progress import progress_bar
 from ._validation import check_progress, check_scalar, is_plain_folder_name, to_jsonable
-from .distributed import chunk_seed, client_info, make_client, map_chunks, scatter
+from .distributed import (
+    chunk_seed,
+    client_info,
+    driver_threads,
+    make_client,
+    map_chunks,
+    scatter,
+)
 from .evaluation import Evaluation, evaluate
 from .groups import Groups, group_attributions
 from .report import metrics_table, policy_table, run_header, run_tables, sampled_vs_exact
@@ -865,16 +872,18 @@ def _loaded(config, quick: bool) -> dict:
 
 @contextlib.contextmanager
 def _client_of(cfg: Mapping, client, verbose: bool):
-    """The given client, or the one ``[compute]`` describes (None: serial)."""
-    if client is not None:
-        yield client
-        return
+    """The given client, or the one ``[compute]`` describes (None: serial); with a client, torch
+    on the driver uses the workers' thread count meanwhile (:func:`driver_threads`)."""
 
     def log(msg: str) -> None:
         if verbose:
             print(msg, file=sys.stderr, flush=True)
 
-    with make_client(cfg["compute"], log=log) as cl:
+    with contextlib.ExitStack() as stack:
+        cl = client if client is not None else stack.enter_context(
+            make_client(cfg["compute"], log=log))
+        if cl is not None:
+            stack.enter_context(driver_threads(cl, log=log))
         yield cl
 
 
