@@ -377,9 +377,12 @@ def _model_stage(cfg: dict, dataset, data_info: dict, out: Path, stages: _Stages
     t0 = time.perf_counter()
     model, metrics, model_info = _get_model(cfg, dataset, data_info["arrays_sha256"], out, log,
                                             progress)
-    from .model_files import check_gradient_methods
+    from .adapter import eval_mode, model_capabilities
+    from .attribution import check_supported, supported
 
-    check_gradient_methods(model, cfg["methods"]["names"])
+    check_supported(model, cfg["methods"]["names"])  # DeepLIFT on TorchScript: refused here
+    model_info["capabilities"] = list(model_capabilities(model))
+    model_info["methods"] = supported(model)
     model_info["file_sha256"] = model_info.pop("sha256", None)
     model_info["sha256"] = _model_hash(model, model_info["file_sha256"])
     stages.add("model", time.perf_counter() - t0, **{"source": model_info["source"]})
@@ -392,7 +395,7 @@ def _model_stage(cfg: dict, dataset, data_info: dict, out: Path, stages: _Stages
         import torch
 
         if isinstance(model, torch.nn.Module):
-            model.eval()
+            eval_mode(model)
             if device != "cpu":
                 model.to(device)
                 log(f"compute: model on {device} "

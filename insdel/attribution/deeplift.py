@@ -166,7 +166,7 @@ class DeepLift(Attribution):
     """
 
     name = "deeplift"
-    needs_gradients = True
+    requires = "hooks"
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, chunk_rows: int = 4096,
                   prelu_rescale: bool = True, eps: float = 1e-10,
@@ -204,7 +204,11 @@ class DeepLift(Attribution):
             x0 = torch.from_numpy(X[:1].astype(model.dtype)).to(
                 device=model.device, dtype=model.torch_dtype)
             with torch.no_grad():
-                probe = model.torch_module(x0)
+                try:
+                    probe = model.torch_module(x0)
+                except (RuntimeError, AssertionError) as exc:  # a width error names both widths
+                    model._raise_width_error(exc, n)
+                    raise
             module, target = _explained_module(model, probe)
             if module is not model.torch_module:
                 with torch.no_grad():
