@@ -108,6 +108,12 @@ def as_float_array(name: str, value, *, ndim: tuple[int, ...] = (1, 2), finite: 
     return arr
 
 
+def writable(a: np.ndarray) -> np.ndarray:
+    """``a`` itself when it is writable, else a copy: torch warns on every read-only array it
+    wraps (``torch.from_numpy``), and pandas hands out read-only views (copy-on-write)."""
+    return a if a.flags.writeable else a.copy()
+
+
 def align_columns(name: str, value, like, *, like_name: str = "X", labels=None):
     """``value`` in the column order of the DataFrame ``like`` when ``value`` is labelled too (a
     DataFrame's columns, or a Series' index for one row); else ``value`` unchanged.
@@ -184,7 +190,7 @@ def check_pairs(X, R, *, x_name: str = "X", r_name: str = "R",
         raise ValueError(
             f"{x_name} and {r_name} must have the same shape (B, n); got {X.shape} and {R.shape}."
         )
-    return np.ascontiguousarray(X), np.ascontiguousarray(R)
+    return writable(np.ascontiguousarray(X)), writable(np.ascontiguousarray(R))
 
 
 def check_clusters(clusters, n: int, *, name: str = "clusters") -> np.ndarray | None:

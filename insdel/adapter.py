@@ -20,10 +20,20 @@ from typing import Any, Union
 
 import numpy as np
 
-from ._validation import _first, all_finite, check_integral, start_numba_threads
+from ._validation import _first, all_finite, check_integral, start_numba_threads, writable
 
 #: Attribution methods that need input gradients (a torch module).
 GRADIENT_METHODS = ("integrated_gradients", "deeplift", "vanilla_grad", "input_x_gradient")
+
+#: What attribution methods ask of a model (:func:`model_capabilities`): ``values`` (every model),
+#: ``gradients`` (input gradients through autograd: any torch module, TorchScript and the module
+#: of a ``torch.export`` program included), ``hooks`` (an eager ``torch.nn.Module`` whose
+#: nonlinearities are modules: captum's DeepLift registers hooks on the module and on them).
+CAPABILITIES = ("values", "gradients", "hooks")
+
+#: The kinds of torch model (:func:`torch_kind`), as named in messages.
+TORCH_KINDS = {"module": "a torch.nn.Module", "torchscript": "a TorchScript module",
+               "exported": "a torch.export program"}
 
 #: What :func:`as_model` accepts: a torch module, an estimator with ``predict``, a callable
 #: ``(B, n) -> (B,)`` or an insdel :class:`Model`.
@@ -139,6 +149,11 @@ class Model:
         """Whether input gradients are available (a torch module)."""
         return self.torch_module is not None
 
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        """What the model offers attribution methods (:func:`model_capabilities`)."""
+        return model_capabilities(self.torch_module)
+
     def value_and_grad(self, X: np.ndarray, *, chunk_rows: int | None = None
                        ) -> tuple[np.ndarray, np.ndarray]:
         """f and its input gradient on the rows of ``X`` (N, n), chunked; float64 (N,), (N, n).
@@ -163,9 +178,13 @@ class Model:
         for s in range(0, N, cs):
             e = min(N, s + cs)
             with torch.inference_mode(False), torch.enable_grad():
-                t = torch.from_numpy(np.ascontiguousarray(X[s:e], dtype=self.dtype)).to(
+                t = torch.from_numpy(writable(np.ascontiguousarray(X[s:e], dtype=self.dtype))).to(
                     device=self.device, dtype=self.torch_dtype).requires_grad_(True)
-                y = _one_tensor(self.torch_module(t), torch)
+                try:
+                    y = _one_tensor(self.torch_module(t), torch)
+                except (RuntimeError, AssertionError) as exc:
+                    self._raise_width_error(exc, X.shape[1])
+                    raise
                 if self.output is not None:
                     y = self.output(y) if callable(self.output) else y[:, self.output]
                 y = _one_output(y, e - s, self.name)  # a tensor: the checks of the forward pass
@@ -211,17 +230,21 @@ class Model:
             raise ValueError(f"out must be a float64 array of shape ({N},); got {out.dtype} "
                              f"{out.shape}.")
         bs = self.batch_size
-        if self._batches is not None:
-            if X.dtype != self.dtype:
-                X = X.astype(self.dtype)
-            c = self._counts
-            c.calls += self._batches(X, out, bs, self.name)
-            c.evals += N
-        else:
-            with self._forward_context():
-                for start in range(0, N, bs):
-                    stop = min(start + bs, N)
-                    out[start:stop] = self._call_batch(X[start:stop])
+        try:
+            if self._batches is not None:
+                if X.dtype != self.dtype:
+                    X = X.astype(self.dtype)
+                c = self._counts
+                c.calls += self._batches(X, out, bs, self.name)
+                c.evals += N
+            else:
+                with self._forward_context():
+                    for start in range(0, N, bs):
+                        stop = min(start + bs, N)
+                        out[start:stop] = self._call_batch(X[start:stop])
+        except (RuntimeError, AssertionError) as exc:  # torch's shape errors, export's guards
+            self._raise_width_error(exc, X.shape[1])
+            raise
         if check_finite and not all_finite(out):  # one pass (a float32 inf stays inf in float64)
             rows = np.flatnonzero(~np.isfinite(out))
             raise ValueError(
@@ -229,6 +252,14 @@ class Model:
                 f"(rows {_first(rows)} of this call)."
             )
         return out
+
+    def _raise_width_error(self, exc: BaseException, n: int) -> None:
+        """Raise a ValueError naming both widths when a torch module's forward pass failed
+        (``exc``) on ``n`` features and its first layer takes another number; else return."""
+        if self.torch_module is not None:
+            err = input_width_error(self.torch_module, n, self.name, exc)
+            if err is not None:
+                raise err from exc
 
     def _forward_context(self):
         """torch's inference mode around all batches of a call for a torch module (entered once,
@@ -249,8 +280,8 @@ class Model:
             # (torch functions such as torch.sigmoid work in both)
             import torch
 
-            t = torch.from_numpy(np.ascontiguousarray(Xb)).to(device=self.device,
-                                                              dtype=self.torch_dtype)
+            t = torch.from_numpy(writable(np.ascontiguousarray(Xb))).to(device=self.device,
+                                                                        dtype=self.torch_dtype)
             out = self.output(_one_tensor(self.torch_module(t), torch))
             y = _tensor_values(out, torch) if isinstance(out, torch.Tensor) \
                 else np.asarray(out, dtype=np.float64)
@@ -292,6 +323,132 @@ def _is_torch_module(f) -> bool:
     return isinstance(f, torch.nn.Module)
 
 
+def _is_exported(module) -> bool:
+    """Whether ``module`` is the module of a ``torch.export`` program
+    (``ExportedProgram.module()``): a graph of aten operations, whose layers and nonlinearities
+    are no longer modules."""
+    import torch
+
+    return isinstance(module, torch.fx.GraphModule) and any(
+        isinstance(node.target, torch._ops.OpOverload) for node in module.graph.nodes
+        if node.op == "call_function")
+
+
+def torch_kind(f) -> str | None:
+    """``"module"`` (an eager ``torch.nn.Module``), ``"torchscript"``, ``"exported"`` (the
+    module of a ``torch.export`` program), or None for a model that is no torch module (a
+    :class:`Model` is judged by the module it wraps)."""
+    if isinstance(f, Model):
+        f = f.torch_module
+    if f is None or not _is_torch_module(f):
+        return None
+    import torch
+
+    if isinstance(f, torch.jit.ScriptModule):
+        return "torchscript"
+    return "exported" if _is_exported(f) else "module"
+
+
+def model_capabilities(f) -> tuple[str, ...]:
+    """What ``f`` offers attribution methods, a subset of :data:`CAPABILITIES`.
+
+    Every model gives ``values``. Every torch module gives ``gradients`` (autograd through its
+    forward pass). Only an eager ``torch.nn.Module`` gives ``hooks``: a TorchScript module
+    refuses forward hooks, and a ``torch.export`` program's layers are aten operations, so
+    captum's DeepLift finds no nonlinearity module to apply its rescale rule to."""
+    kind = torch_kind(f)
+    if kind is None:
+        return ("values",)
+    return CAPABILITIES if kind == "module" else ("values", "gradients")
+
+
+def exported_input_shape(module) -> tuple[int | None, ...] | None:
+    """The input shape a ``torch.export`` program was exported for, None for a dynamic
+    dimension (its one input's ``(batch, n)``); None when ``module`` is not exported or its
+    inputs are not one tensor."""
+    if torch_kind(module) != "exported":
+        return None
+    inputs = [node for node in module.graph.nodes if node.op == "placeholder"]
+    val = inputs[0].meta.get("val") if len(inputs) == 1 else None
+    shape = getattr(val, "shape", None)
+    if shape is None:
+        return None
+    return tuple(d if isinstance(d, int) else None for d in shape)
+
+
+def _training_ops(module) -> list[str]:
+    """The operations of an exported program that run in training mode (dropout, batch-norm
+    with batch statistics): each call_function whose ``train`` / ``training`` argument is True."""
+    import torch
+
+    found = []
+    for node in module.graph.nodes:
+        target = node.target
+        if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
+            continue
+        for i, arg in enumerate(target._schema.arguments):
+            if arg.name in ("train", "training"):
+                value = node.args[i] if i < len(node.args) else node.kwargs.get(arg.name)
+                if value is True:
+                    found.append(str(target))
+    return found
+
+
+def eval_mode(module) -> None:
+    """Put a torch module in eval mode (dropout off, batch-norm statistics frozen).
+
+    The module of a ``torch.export`` program keeps the mode it was exported in (its ``eval()``
+    raises NotImplementedError): one exported in training mode, or for a fixed number of rows,
+    is refused with the reason."""
+    if torch_kind(module) != "exported":
+        module.eval()
+        return
+    ops = _training_ops(module)
+    if ops:
+        raise ValueError(f"the torch.export program was exported in training mode (it runs "
+                         f"{sorted(set(ops))} with train=True, so its values would be random or "
+                         "depend on the batch); export the module after module.eval().")
+    shape = exported_input_shape(module)
+    if shape is not None and shape[0] is not None:
+        raise ValueError(
+            f"the torch.export program was exported for exactly {shape[0]} rows (input shape "
+            f"{tuple(shape)}); insdel calls it on batches of any size: export it with a dynamic "
+            "batch dimension, torch.export.export(net, (x,), dynamic_shapes=({0: "
+            "torch.export.Dim('batch')},)).")
+
+
+def _first_layer_width(module) -> tuple[str, int] | None:
+    """``(description, inputs)`` of the first layer of a torch module, when it can be read: the
+    input shape of an exported program, else the first ``Linear`` (or ``LazyLinear`` once
+    initialised) among its modules, in registration order."""
+    shape = exported_input_shape(module)
+    if shape is not None:
+        if len(shape) != 2 or shape[1] is None:
+            return None
+        return f"it was exported for inputs of shape (B, {shape[1]})", shape[1]
+    for name, sub in module.named_modules():
+        width = getattr(sub, "in_features", None)
+        if isinstance(width, int) and width > 0:
+            kind = getattr(sub, "original_name", None) or type(sub).__name__
+            return f"its first {kind} layer ({name or 'the module itself'!r}) takes {width} " \
+                   "inputs", width
+    return None
+
+
+def input_width_error(module, n: int, name: str, exc: BaseException) -> Exception | None:
+    """A ValueError naming the data's width ``n`` and the width the module's first layer takes,
+    when a forward pass failed (``exc``) and the two differ; None otherwise (the caller re-raises
+    ``exc`` as it is)."""
+    try:
+        found = _first_layer_width(module)
+    except Exception:  # reading the layers must never hide the model's own error
+        return None
+    if found is None or found[1] is None or found[1] == n:
+        return None
+    return ValueError(f"{name} does not take the data's {n} features: {found[0]} (torch: "
+                      f"{str(exc).strip().splitlines()[-1]}).")
+
+
 def torch_spec(module) -> tuple[Any, Any, Any]:
     """(device, torch dtype, numpy input dtype) of a module: the one dtype rule of insdel.
 
@@ -316,7 +473,7 @@ def _torch_fn(module):
     device, tdtype, np_dtype = torch_spec(module)
 
     def fn(X: np.ndarray) -> np.ndarray:  # called by Model.__call__ inside inference mode
-        t = torch.from_numpy(X)
+        t = torch.from_numpy(writable(X))
         if t.dtype != tdtype or t.device != device:
             t = t.to(device=device, dtype=tdtype, non_blocking=True)
         return _tensor_values(module(t), torch)  # the adapter converts to float64
@@ -370,7 +527,7 @@ def _torch_batches(module, device, tdtype):
     import torch
 
     def run(X: np.ndarray, out: np.ndarray, bs: int, name: str) -> int:
-        t_all = torch.from_numpy(np.ascontiguousarray(X))
+        t_all = torch.from_numpy(writable(np.ascontiguousarray(X)))
         convert = t_all.dtype != tdtype or device.type != "cpu"
         N = X.shape[0]
         calls = 0
@@ -426,7 +583,7 @@ def as_model(f: ModelLike, *, batch_size: int | None = None, dtype=None,
         return f
     bs = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
     if _is_torch_module(f):
-        f.eval()  # dropout off, batch-norm statistics frozen
+        eval_mode(f)  # dropout off, batch-norm statistics frozen
         fn, np_dtype = _torch_fn(f)
         return Model(fn, dtype=np_dtype if dtype is None else dtype, batch_size=bs,
                      torch_module=f, name=type(f).__name__, output=output)

@@ -75,7 +75,7 @@ def _scheduler(value: str) -> dict:
 
     if value == "serial":
         return {"backend": "serial", "address": None, "n_workers": None,
-                "threads_per_worker": None}
+                "threads_per_worker": None, "connect_timeout": None}
     if value == "local":
         return {"backend": "dask", "address": None}
     if value.startswith(SCHEDULER_SCHEMES):
@@ -506,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 130
     except (ValueError, FileNotFoundError, FileExistsError, IsADirectoryError, PermissionError,
-            KeyError, TypeError, RuntimeError, ImportError) as exc:
+            KeyError, TypeError, RuntimeError, ImportError, ConnectionError) as exc:
         if getattr(args, "debug", False):
             raise
         print(f"insdel: error: {exc}", file=sys.stderr)

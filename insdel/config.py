@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 import difflib
 import importlib.resources
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -133,13 +134,18 @@ def _check_compute(source: str, c: Mapping) -> None:
     if backend not in BACKENDS:
         raise ConfigError(f"{source}: compute.backend must be one of {BACKENDS}; got {backend!r}"
                           f"{_suggest(str(backend), BACKENDS)}")
-    given = [k for k in ("address", "n_workers", "threads_per_worker") if c[k] is not None]
+    given = [k for k in ("address", "n_workers", "threads_per_worker", "connect_timeout")
+             if c[k] is not None]
     if backend == "serial" and given:
         raise ConfigError(f"{source}: compute.{given[0]} is only read with compute.backend = "
                           "'dask' (the backend is 'serial').")
     for k in ("n_workers", "threads_per_worker"):
         if c[k] is not None and (isinstance(c[k], bool) or c[k] < 1):
             raise ConfigError(f"{source}: compute.{k} must be an integer >= 1; got {c[k]!r}.")
+    t = c["connect_timeout"]
+    if t is not None and (isinstance(t, bool) or not math.isfinite(t) or t <= 0):
+        raise ConfigError(f"{source}: compute.connect_timeout must be a number of seconds > 0; "
+                          f"got {t!r}.")
     address = c["address"]
     if address is not None:
         if not address.startswith(SCHEDULER_SCHEMES) or "://" not in address \
@@ -186,6 +192,7 @@ SCHEMA: dict[str, Any] = {
         "address": (_STR + (type(None),), None),
         "n_workers": (_INT + (type(None),), None),
         "threads_per_worker": (_INT + (type(None),), None),
+        "connect_timeout": (_NUM + (type(None),), None),
     },
     "roar": {
         "orderings": (_LIST, ["absolute", "signed", "random"]),

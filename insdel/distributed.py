@@ -31,7 +31,8 @@ import numpy as np
 
 __all__ = ["BACKENDS", "DASK_MISSING", "require_dask", "chunk_seed", "chunk_bounds",
            "make_client", "scatter", "map_chunks", "gather_chunks", "client_info", "set_torch_threads",
-           "worker_env", "local_cluster", "WORKER_MALLOC"]
+           "worker_env", "local_cluster", "WORKER_MALLOC", "ShippedModule", "CONNECT_TIMEOUT",
+           "driver_threads"]
 
 #: Values of ``[compute] backend``.
 BACKENDS = ("serial", "dask")
@@ -73,6 +74,10 @@ def worker_env(threads: int) -> dict[str, str]:
     return {"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n,
             "NUMBA_NUM_THREADS": n}
 
+
+#: Seconds a run waits for an existing Dask scheduler to answer (``[compute] connect_timeout``):
+#: Dask's own default (30 s of retries) made an address with no scheduler look like a hang.
+CONNECT_TIMEOUT = 5.0
 
 #: glibc settings a LocalCluster's workers start with (Dask's ``pre-spawn-environ``: read by malloc
 #: when the process starts, unlike ``env``). Dask's nannies set MALLOC_TRIM_THRESHOLD_=65536,
@@ -116,7 +121,9 @@ def make_client(compute: Mapping, *, log: Callable[[str], None] | None = None
     compute : mapping
         ``backend`` ("serial" or "dask"), ``address`` (an existing scheduler,
         ``"tcp://host:8786"``) or ``n_workers`` / ``threads_per_worker`` (a LocalCluster of
-        processes started here; torch uses ``threads_per_worker`` threads in each).
+        processes started here; torch uses ``threads_per_worker`` threads in each);
+        ``connect_timeout`` (seconds, default :data:`CONNECT_TIMEOUT`): how long to wait for
+        the scheduler at ``address``.
     log : callable, optional
         Receives one line naming the scheduler (and the dashboard of a LocalCluster).
 
@@ -129,31 +136,45 @@ def make_client(compute: Mapping, *, log: Callable[[str], None] | None = None
     ------
     ImportError
         ``backend = "dask"`` without dask installed (the message names the extra).
+    ConnectionError
+        No scheduler answered at ``address`` within ``connect_timeout`` seconds (the message
+        names the address).
     """
     backend = compute.get("backend", "serial")
     if backend not in BACKENDS:
         raise ValueError(f"compute.backend must be one of {BACKENDS}; got {backend!r}.")
-    from ._validation import check_positive_int
+    from ._validation import check_positive_int, check_scalar
 
-    given = [k for k in ("address", "n_workers", "threads_per_worker")
+    given = [k for k in ("address", "n_workers", "threads_per_worker", "connect_timeout")
              if compute.get(k) is not None]
     if backend == "serial" and given:
         raise ValueError(f"compute: {given} describe a Dask cluster but backend = 'serial' "
                          "ignores them; set backend = 'dask' or drop them.")
-    if compute.get("address") is not None and len(given) > 1:
-        raise ValueError(f"compute: {[k for k in given if k != 'address']} size a LocalCluster, "
+    sizes = [k for k in given if k in ("n_workers", "threads_per_worker")]
+    if compute.get("address") is not None and sizes:
+        raise ValueError(f"compute: {sizes} size a LocalCluster, "
                          "but address names an existing scheduler (its workers are used as they "
                          "are); give one or the other.")
     for k in ("n_workers", "threads_per_worker"):
         if compute.get(k) is not None:
             check_positive_int(f"compute.{k}", compute[k])
+    timeout = compute.get("connect_timeout")
+    timeout = CONNECT_TIMEOUT if timeout is None else check_scalar(
+        "compute.connect_timeout", timeout, float, min_val=0.0, include_boundaries="neither",
+        finite=True)
     if backend == "serial":
         yield None
         return
     dd = require_dask()
     address = compute.get("address")
     if address:
-        client = dd.Client(address)
+        try:
+            client = dd.Client(address, timeout=timeout)
+        except OSError as exc:  # Dask's TimeoutError: nothing answered at the address
+            raise ConnectionError(
+                f"no Dask scheduler answered at {address} within {timeout:g} s ({exc}); start "
+                "one there (dask scheduler), check the address, or raise "
+                "[compute] connect_timeout.") from None
         try:
             if log is not None:
                 log(f"compute: Dask scheduler {address}, {len(client.scheduler_info()['workers'])} "
@@ -182,11 +203,51 @@ def make_client(compute: Mapping, *, log: Callable[[str], None] | None = None
         cluster.close()
 
 
+def _torch_threads() -> int | None:
+    """torch's intra-op thread count in this process (run on every worker); None without torch."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return None
+    return int(torch.get_num_threads())
+
+
+@contextlib.contextmanager
+def driver_threads(client, *, log: Callable[[str], None] | None = None) -> Iterator[int | None]:
+    """Inside the block, torch in this process (the driver) uses the workers' thread count.
+
+    The driver evaluates the model too (training, the policies' pairing, the curves), and on some
+    CPUs a float32 model's rounding depends on torch's thread count; with the workers' count here
+    a Dask run gives the bytes of a serial run at that count (docs/experiments.md). Workers whose
+    counts differ (an existing cluster) leave the driver as it is, with a line through ``log``.
+    Yields the count in use here (None without torch); restores the previous count on exit.
+    """
+    from ._validation import start_numba_threads
+
+    _torch_threads()  # torch imported first: numba's start then keeps torch's count
+    start_numba_threads()
+    before = _torch_threads()
+    counts = {n for n in client.run(_torch_threads).values() if n is not None}
+    if len(counts) != 1 or before is None:
+        if log is not None and len(counts) > 1:
+            log(f"compute: the workers use {sorted(counts)} torch threads; the driver keeps its "
+                f"{before} (a float32 model's values may differ from a serial run's by rounding)")
+        yield before
+        return
+    (n,) = counts
+    set_torch_threads(n)
+    try:
+        yield n
+    finally:
+        set_torch_threads(before)
+
+
 def client_info(client) -> dict:
     """What a run actually used, for the manifest: backend, scheduler, workers and threads (a
     serial run: torch's intra-op threads in this process, which can move a float32 model's values
     by a rounding unit on some CPUs, so a Dask run's bytes equal a serial run's with its workers'
-    thread count: docs/experiments.md)."""
+    thread count: docs/experiments.md; a Dask run: the workers' Dask threads, and torch's threads
+    on the driver, ``driver_threads``, which :func:`driver_threads` sets to the workers')."""
     if client is None:
         try:
             import torch
@@ -197,7 +258,8 @@ def client_info(client) -> dict:
         return {"backend": "serial", "scheduler": None, "workers": None, "threads": threads}
     workers = client.scheduler_info().get("workers", {})
     return {"backend": "dask", "scheduler": client.scheduler.address, "workers": len(workers),
-            "threads": int(sum(w.get("nthreads", 0) for w in workers.values()))}
+            "threads": int(sum(w.get("nthreads", 0) for w in workers.values())),
+            "driver_threads": _torch_threads()}
 
 
 def _reraise(exc: BaseException, where: str):
@@ -212,14 +274,73 @@ def _reraise(exc: BaseException, where: str):
     raise new from exc
 
 
+class ShippedModule:
+    """A torch module on its way to the workers, as its pickle; :meth:`get` returns the module.
+
+    Dask serialises a ``torch.nn.Module`` by walking its ``__dict__`` (``register_generic``),
+    which rebuilds the module's hook registries (``OrderedDict``) as plain dicts: the module
+    computes, but ``register_forward_pre_hook`` fails ("cannot create weak reference to 'dict'
+    object"), so captum's DeepLift cannot run on it. Pickled whole (cloudpickle: a class defined
+    in ``__main__`` travels by value), the module unpickles through ``Module.__setstate__`` like a
+    ``torch.save`` file. The worker keeps this object as the scattered data and unpickles the
+    module once, on the first :meth:`get`; every chunk on that worker gets the same module.
+    """
+
+    def __init__(self, module: Any) -> None:
+        import cloudpickle
+
+        try:
+            self.payload = cloudpickle.dumps(module)
+        except Exception as exc:  # e.g. the module of a torch.export program
+            raise TypeError(f"the torch module ({type(module).__name__}) cannot be sent to Dask "
+                            f"workers: it does not pickle ({exc}); compute without a client, or "
+                            "give a run its file ([model] path), which each worker loads "
+                            "itself.") from exc
+        self._module = module
+
+    def __getstate__(self) -> dict:
+        return {"payload": self.payload}
+
+    def __setstate__(self, state: dict) -> None:
+        self.payload = state["payload"]
+        self._module = None
+
+    def get(self) -> Any:
+        """The module (unpickled here on the first call)."""
+        if self._module is None:
+            import pickle
+
+            self._module = pickle.loads(self.payload)
+        return self._module
+
+
+def _is_torch_module(obj: Any) -> bool:
+    """Whether ``obj`` is a ``torch.nn.Module`` (False without importing torch when it is not
+    loaded: then no object can be one)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.nn.Module)
+
+
 def scatter(client, objects: Sequence[Any]) -> list:
     """Send ``objects`` (the model, the data) to every worker once; their futures, in order.
 
     Each gets a fresh key (never the content's hash, so two runs' futures never collide); a worker
-    that joins later fetches them from a peer."""
+    that joins later fetches them from a peer. A torch module travels as a :class:`ShippedModule`
+    (Dask's own serialisation of modules loses their hook registries); the tasks of
+    :func:`map_chunks` receive the module itself."""
     if not objects:
         return []
-    return list(client.scatter(list(objects), broadcast=True, hash=False))
+    objects = [ShippedModule(o) if _is_torch_module(o) else o for o in objects]
+    return list(client.scatter(objects, broadcast=True, hash=False))
+
+
+def _run_chunk(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """One task of :func:`map_chunks` on a worker: ``fn(*args, **kwargs)``, with each shared
+    torch module (a :class:`ShippedModule`) replaced by the module."""
+    kwargs = {k: v.get() if isinstance(v, ShippedModule) else v for k, v in kwargs.items()}
+    return fn(*args, **kwargs)
 
 
 def map_chunks(client, fn: Callable, chunk_args: Sequence[tuple], *,
@@ -275,7 +396,8 @@ def map_chunks(client, fn: Callable, chunk_args: Sequence[tuple], *,
     token = os.urandom(4).hex()
     futures = {}
     for cid, args in zip(ids, chunk_args, strict=True):
-        fut = client.submit(fn, *args, **shared_f, key=f"{name}-{cid}-{token}", pure=False)
+        fut = client.submit(_run_chunk, fn, *args, **shared_f, key=f"{name}-{cid}-{token}",
+                            pure=False)
         futures[fut] = cid
     try:
         for fut in dd.as_completed(list(futures)):

@@ -1,24 +1,30 @@
-"""A user's model from a file: torch, TorchScript, state_dict + preset, ONNX, scikit-learn.
+"""A user's model from a file: torch.export, TorchScript, state_dict + preset, ONNX, scikit-learn.
 
-:func:`load_any` detects the format from the file's content and extension and returns an object
-:func:`insdel.as_model` accepts, with a record of what was loaded (format, path, SHA-256, whether
-input gradients are available).
+:func:`load_any` detects the format from the file's content and extension and returns ``(model,
+info)``: an object :func:`insdel.as_model` accepts, and a record of what was loaded (format, path,
+SHA-256, what the model offers attribution methods).
 
-==========================================  =================  ===========================
-format                                      how it is saved    trust needed
-==========================================  =================  ===========================
-insdel model (``insdel.models.save_model``)  ``.pt``            no (weights only)
-TorchScript                                 ``torch.jit.save``  no
+==========================================  ======================  ===========================
+format                                      how it is saved         trust needed
+==========================================  ======================  ===========================
+insdel model (``insdel.models.save_model``)  ``.pt``                 no (weights only)
+torch.export program                        ``torch.export.save``   no
+                                            (``.pt2``)
+TorchScript                                 ``torch.jit.save``      no
 state_dict of an insdel preset MLP          ``torch.save(m.state_dict())``  no (``preset=``)
-full torch module                           ``torch.save(m)``   **yes** (pickle)
-ONNX                                        ``.onnx``           no (onnxruntime)
-scikit-learn estimator / Pipeline, skops    ``skops.io.dump``   no (trusted types only)
-scikit-learn estimator / Pipeline, joblib   ``joblib.dump``     **yes** (pickle)
-==========================================  =================  ===========================
+full torch module                           ``torch.save(m)``       **yes** (pickle)
+ONNX                                        ``.onnx``               no (onnxruntime)
+scikit-learn estimator / Pipeline, skops    ``skops.io.dump``       no (trusted types only)
+scikit-learn estimator / Pipeline, joblib   ``joblib.dump``         **yes** (pickle)
+==========================================  ======================  ===========================
 
 Pickle-based formats run arbitrary code when they are loaded, so they are refused unless the
 caller opts in (``trust=True``; ``[model] trust = true`` in a configuration, ``--trust-model`` on
-the command line). Only the first two torch formats and TorchScript carry input gradients.
+the command line). The torch formats carry input gradients; DeepLIFT needs hooks on an eager
+module, which the insdel, state_dict and full-module formats give and TorchScript and torch.export
+do not (:func:`insdel.adapter.model_capabilities`). torch deprecates TorchScript
+(``torch.jit``) in favour of ``torch.export``: the ``.pt2`` format is the no-trust torch format
+that stays; TorchScript files load while torch can read them.
 """
 
 from __future__ import annotations
@@ -30,11 +36,12 @@ from typing import Any
 import numpy as np
 
 from ._checkpoint import sha256_file
-from .adapter import GRADIENT_METHODS
+from .adapter import eval_mode, exported_input_shape, model_capabilities
 
 __all__ = ["load_any", "FORMATS", "OnnxModel", "gradient_support"]
 
-FORMATS = ("insdel", "torchscript", "state_dict", "torch_module", "onnx", "skops", "joblib")
+FORMATS = ("insdel", "torch_export", "torchscript", "state_dict", "torch_module", "onnx", "skops",
+           "joblib")
 
 _PICKLE_WHY = ("loading a pickle runs whatever code the file contains, so insdel loads it only "
                "when you trust the file: pass trust=True (API), `trust = true` under [model] "
@@ -72,12 +79,19 @@ class OnnxModel:
 
 
 def gradient_support(model: Any) -> bool:
-    """Whether ``model`` has input gradients (a torch module, TorchScript included)."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover
+    """Whether ``model`` has input gradients (a torch module: TorchScript and torch.export
+    programs included)."""
+    return "gradients" in model_capabilities(model)
+
+
+def _is_pt2(path: Path) -> bool:
+    """Whether ``path`` is a ``torch.export.save`` archive (a zip whose ``archive_format`` record
+    says ``pt2``)."""
+    if not zipfile.is_zipfile(path):
         return False
-    return isinstance(model, (torch.nn.Module, torch.jit.ScriptModule))
+    with zipfile.ZipFile(path) as zf:
+        names = [n for n in zf.namelist() if n.endswith("/archive_format") or n == "archive_format"]
+        return any(zf.read(n).strip() == b"pt2" for n in names)
 
 
 def _is_torchscript(path: Path) -> bool:
@@ -112,11 +126,14 @@ def load_any(path: str | Path, *, trust: bool = False, preset: str | None = None
 
     Returns
     -------
-    model : object
-        Something :func:`insdel.as_model` accepts.
-    info : dict
-        ``format``, ``path``, ``sha256``, ``gradients`` (bool), ``trusted`` (whether a pickle was
-        loaded on trust).
+    (model, info) : tuple
+        ``model``: something :func:`insdel.as_model` accepts (a torch.export program's module,
+        ``ExportedProgram.module()``, for a ``.pt2`` file). ``info``: a dict of ``format`` (one
+        of :data:`FORMATS`), ``path``, ``sha256`` (of the file), ``trusted`` (whether a pickle
+        was loaded on trust), ``gradients`` (bool: input gradients) and ``capabilities`` (what
+        attribution methods may ask of it: ``values``, ``gradients``, ``hooks``;
+        :func:`insdel.adapter.model_capabilities`; :func:`insdel.attribution.supported` lists
+        the methods).
 
     Raises
     ------
@@ -125,7 +142,9 @@ def load_any(path: str | Path, *, trust: bool = False, preset: str | None = None
     PermissionError
         A pickle-based format without ``trust=True`` (the message says why and how to opt in).
     ValueError
-        An unknown format, or a state_dict without ``preset``.
+        An unknown format, a state_dict without ``preset``, a torch.export program exported in
+        training mode or for a fixed number of rows, or one whose input width differs from
+        ``n_features``.
     """
     from ._validation import check_bool
 
@@ -151,11 +170,13 @@ def load_any(path: str | Path, *, trust: bool = False, preset: str | None = None
 
         model = joblib.load(p)
         info.update(format="joblib", trusted=True)
+    elif suffix == ".pt2" or _is_pt2(p):
+        model = _load_exported(p, n_features, info)
     elif suffix in (".pt", ".pth", ".ts", ".torchscript") or zipfile.is_zipfile(p):
         model = _load_torch(p, trust, preset, n_features, info, dataset)
     else:
         raise ValueError(f"{p.name}: unknown model format (suffix {suffix!r}); insdel reads "
-                         f"{', '.join(FORMATS)} (.pt/.pth, .onnx, .skops, .joblib).")
+                         f"{', '.join(FORMATS)} (.pt/.pth, .pt2, .onnx, .skops, .joblib).")
     if not (callable(model) or hasattr(model, "predict")):
         raise TypeError(f"{p.name} holds a {type(model).__name__}, not a model (no predict, not "
                         "callable).")
@@ -165,6 +186,7 @@ def load_any(path: str | Path, *, trust: bool = False, preset: str | None = None
                          "model that carries its own architecture; drop the preset.")
     _check_fitted_features(model, p, n_features, dataset)
     info["gradients"] = gradient_support(model)
+    info["capabilities"] = list(model_capabilities(model))
     return model, info
 
 
@@ -190,6 +212,33 @@ def _check_fitted_features(model: Any, p: Path, n_features: int | None, dataset)
                      "features, in its column order.")
 
 
+def _load_exported(p: Path, n_features, info: dict) -> Any:
+    """A ``torch.export.save`` program (no pickle: a graph of aten operations and its weights):
+    its module, checked to be in eval mode, for any number of rows and ``n_features`` inputs."""
+    import torch
+
+    try:
+        program = torch.export.load(str(p))
+    except Exception as exc:
+        raise ValueError(f"{p.name}: not a torch.export program torch can read "
+                         f"({type(exc).__name__}: {exc}).") from None
+    model = program.module()
+    try:
+        eval_mode(model)  # refuses a program exported in training mode or for fixed rows
+    except ValueError as exc:
+        raise ValueError(f"{p.name}: {exc}") from None
+    shape = exported_input_shape(model)
+    if shape is None or len(shape) != 2:
+        raise ValueError(f"{p.name}: the torch.export program takes "
+                         f"{'inputs insdel cannot read' if shape is None else f'shape {shape}'}; "
+                         "insdel needs one (B, n) tensor.")
+    if n_features is not None and shape[1] is not None and shape[1] != int(n_features):
+        raise ValueError(f"{p.name}: the torch.export program takes {shape[1]} inputs but the "
+                         f"data have {n_features} features.")
+    info["format"] = "torch_export"
+    return model
+
+
 def _load_skops(p: Path, trust: bool, info: dict) -> Any:
     try:
         import skops.io as sio
@@ -210,7 +259,7 @@ def _load_torch(p: Path, trust: bool, preset, n_features, info: dict, dataset=No
     import torch
 
     if _is_torchscript(p):
-        model = torch.jit.load(str(p), map_location="cpu")
+        model = torch.jit.load(str(p), map_location="cpu")  # deprecated by torch 2.13, still read
         model.eval()
         info["format"] = "torchscript"
         return model
@@ -220,7 +269,8 @@ def _load_torch(p: Path, trust: bool, preset, n_features, info: dict, dataset=No
         if not trust:
             raise PermissionError(f"{p.name} is a pickled torch object (torch.save of a module), "
                                   f"not weights only: {_PICKLE_WHY}. Safer: save the module with "
-                                  "torch.jit.save, or its state_dict with an insdel preset.") \
+                                  "torch.export.save (.pt2), or its state_dict with an insdel "
+                                  "preset.") \
                 from exc
         obj = torch.load(p, map_location="cpu", weights_only=False)
         if not isinstance(obj, torch.nn.Module):
@@ -259,16 +309,5 @@ def _load_torch(p: Path, trust: bool, preset, n_features, info: dict, dataset=No
         info["preset"] = preset
         return model
     raise ValueError(f"{p.name}: a torch file holding a {type(obj).__name__}; insdel reads "
-                     "TorchScript, insdel model files, state_dicts (with preset=) and, with trust, "
-                     "pickled modules.")
-
-
-def check_gradient_methods(model: Any, methods: list[str]) -> None:
-    """Raise a clear error when gradient methods are asked of a model without gradients."""
-    bad = [m for m in methods if m in GRADIENT_METHODS]
-    if bad and not gradient_support(model):
-        ok = [m for m in methods if m not in GRADIENT_METHODS]
-        raise TypeError(f"methods {bad} need input gradients, but the model "
-                        f"({type(model).__name__}) has none (only torch modules and TorchScript "
-                        f"do). Methods that work with it: kernel_shap, exact_shapley, lime, random"
-                        + (f" (of yours: {ok})" if ok else "") + ".")
+                     "torch.export programs (.pt2), TorchScript, insdel model files, state_dicts "
+                     "(with preset=) and, with trust, pickled modules.")

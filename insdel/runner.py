@@ -35,7 +35,14 @@ from . import _checkpoint as ck
 from . import config as _config
 from ._progress import progress_bar
 from ._validation import check_progress, check_scalar, is_plain_folder_name, to_jsonable
-from .distributed import chunk_seed, client_info, make_client, map_chunks, scatter
+from .distributed import (
+    chunk_seed,
+    client_info,
+    driver_threads,
+    make_client,
+    map_chunks,
+    scatter,
+)
 from .evaluation import Evaluation, evaluate
 from .groups import Groups, group_attributions
 from .report import (
@@ -385,9 +392,12 @@ def _model_stage(cfg: dict, dataset, data_info: dict, out: Path, stages: _Stages
     t0 = time.perf_counter()
     model, metrics, model_info = _get_model(cfg, dataset, data_info["arrays_sha256"], out, log,
                                             progress)
-    from .model_files import check_gradient_methods
+    from .adapter import eval_mode, model_capabilities
+    from .attribution import check_supported, supported
 
-    check_gradient_methods(model, cfg["methods"]["names"])
+    check_supported(model, cfg["methods"]["names"])  # DeepLIFT on TorchScript: refused here
+    model_info["capabilities"] = list(model_capabilities(model))
+    model_info["methods"] = supported(model)
     model_info["file_sha256"] = model_info.pop("sha256", None)
     model_info["sha256"] = _model_hash(model, model_info["file_sha256"])
     stages.add("model", time.perf_counter() - t0, **{"source": model_info["source"]})
@@ -400,7 +410,7 @@ def _model_stage(cfg: dict, dataset, data_info: dict, out: Path, stages: _Stages
         import torch
 
         if isinstance(model, torch.nn.Module):
-            model.eval()
+            eval_mode(model)
             if device != "cpu":
                 model.to(device)
                 log(f"compute: model on {device} "
@@ -880,16 +890,18 @@ def _loaded(config, quick: bool) -> dict:
 
 @contextlib.contextmanager
 def _client_of(cfg: Mapping, client, verbose: bool):
-    """The given client, or the one ``[compute]`` describes (None: serial)."""
-    if client is not None:
-        yield client
-        return
+    """The given client, or the one ``[compute]`` describes (None: serial); with a client, torch
+    on the driver uses the workers' thread count meanwhile (:func:`driver_threads`)."""
 
     def log(msg: str) -> None:
         if verbose:
             print(msg, file=sys.stderr, flush=True)
 
-    with make_client(cfg["compute"], log=log) as cl:
+    with contextlib.ExitStack() as stack:
+        cl = client if client is not None else stack.enter_context(
+            make_client(cfg["compute"], log=log))
+        if cl is not None:
+            stack.enter_context(driver_threads(cl, log=log))
         yield cl
 
 

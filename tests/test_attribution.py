@@ -134,6 +134,38 @@ def test_deeplift_completeness_and_prelu_rescale():
     assert torch.nn.PReLU not in dl_mod.SUPPORTED_NON_LINEAR  # registry restored
 
 
+def test_deeplift_on_one_module_from_several_threads_at_once():
+    """captum's DeepLift hooks the module it explains; calls from several threads on one module
+    (the threads of a Dask worker share the scattered model), with and without the PReLU rescale
+    rule, each give the values of a call made alone."""
+    import threading
+
+    n = 6
+    net = mlp(n).eval()
+    X, R = pairs(40, n)
+    refs = {rescale: attribute(net, X, R, "deeplift", chunk_rows=2, prelu_rescale=rescale)
+            for rescale in (True, False)}
+    got, errors = [], []
+
+    def run(rescale: bool) -> None:
+        try:
+            for _ in range(3):
+                got.append((rescale, attribute(net, X, R, "deeplift", chunk_rows=2,
+                                               prelu_rescale=rescale)))
+        except Exception as exc:  # reported below, with the thread's error
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=run, args=(k % 2 == 0,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(got) == 12
+    for rescale, A in got:
+        np.testing.assert_array_equal(A, refs[rescale])
+    assert {type(m) for m in net.modules() if isinstance(m, torch.nn.PReLU)} == {torch.nn.PReLU}
+
+
 # --------------------------------------------------------------------------------------------------
 # binary features: interpolate and jump equal Shapley when every feature is binary
 def test_all_binary_interpolate_and_jump_equal_exact_shapley():

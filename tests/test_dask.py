@@ -235,6 +235,29 @@ def test_python_api_client_equals_serial(serial, client):
         insdel.shapley_values(model, X, R, groups=groups, max_rows=64, client=client))
 
 
+#: Small options for every registered attribution method (the defaults of the rest).
+_SMALL = {"kernel_shap": {"n_samples": 24}, "lime": {"n_samples": 24},
+          "integrated_gradients": {"n_steps": 8}}
+
+
+def test_every_attribution_method_runs_on_dask_and_equals_serial(client):
+    """Every registered method, DeepLIFT included (captum hooks the module: the scattered module
+    must unpickle with its hook registries), gives on the workers the values of the same chunks
+    computed here."""
+    import torch
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.PReLU(), torch.nn.Linear(8, 1))
+    net = net.double().eval()
+    rng = np.random.default_rng(0)
+    X, R = rng.normal(size=(6, 5)), rng.normal(size=(6, 5))
+    for method in insdel.attribution.available():
+        opts = _SMALL.get(method, {})
+        np.testing.assert_array_equal(
+            insdel.attribute(net, X, R, method, pairs_per_chunk=3, client=client, **opts),
+            insdel.attribute(net, X, R, method, pairs_per_chunk=3, **opts), err_msg=method)
+
+
 def test_a_model_error_names_the_pairs(client):
     def model(X):
         if np.any(X[:, 0] > 1e5):
@@ -314,3 +337,125 @@ def test_client_equals_serial_within_rounding_at_another_thread_count(serial, cl
         np.testing.assert_allclose(a.random_curves[m], b.random_curves[m], rtol=1e-6, atol=1e-6)
     assert serial.manifest["compute"]["backend"] == "serial"
     assert serial.manifest["compute"]["threads"] == 1
+
+
+#: The demo's run at test sizes, as a file for the command line (TINY in TOML).
+TINY_TOML = """
+name = "dask_recipe"
+seed = 5
+[data]
+recipe = "dielectron_sim"
+options = {n_events = 1000}
+[model]
+preset = "quick_cern"
+max_epochs = 1
+[targets]
+n = 12
+[[policies]]
+spec = "cern_counterfactual"
+label = "counterfactual"
+params = {on_unmet = "relax"}
+[methods]
+names = ["kernel_shap", "integrated_gradients", "lime"]
+[methods.options]
+kernel_shap = {n_samples = 48}
+lime = {n_samples = 48}
+integrated_gradients = {n_steps = 8}
+[evaluation]
+n_random = 3
+targets_per_chunk = 3
+[decomposition]
+n_pairs = 2
+pairs_per_chunk = 1
+[figures]
+enabled = false
+"""
+
+
+def _insdel(args: list[str], env: dict[str, str], cwd: Path) -> None:
+    """``python -m insdel *args`` in a fresh interpreter with ``env`` added to a clean environment
+    (no thread-count variables of this process); fails the test on a non-zero exit."""
+    import subprocess
+    import sys
+
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                         "NUMBA_NUM_THREADS")}
+    root = str(Path(insdel.__file__).resolve().parents[1])
+    base.update(PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+                MPLBACKEND="Agg", INSDEL_PROGRESS="0", **env)
+    proc = subprocess.run([sys.executable, "-m", "insdel", *args], cwd=cwd, env=base,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_the_documented_serial_recipe_reproduces_a_dask_runs_bytes(tmp_path):
+    """docs/experiments.md: a serial run under ``OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1`` gives
+    the bytes of a Dask run on a LocalCluster of single-threaded workers, both started from the
+    command line as a user would (the Dask run's driver keeps torch's default thread count)."""
+    cfg = tmp_path / "tiny.toml"
+    cfg.write_text(TINY_TOML)
+    _insdel(["run", str(cfg), "--out", str(tmp_path / "dask"), "--scheduler", "local",
+             "--no-progress"], {}, tmp_path)
+    _insdel(["run", str(cfg), "--out", str(tmp_path / "serial"), "--no-progress"],
+            {"OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}, tmp_path)
+    _same(tmp_path / "serial", tmp_path / "dask")
+    from insdel.models import load_model
+
+    trained = [load_model(tmp_path / run / "model.pt")[0].state_dict()
+               for run in ("serial", "dask")]  # both trained their model: the same weights
+    assert all(trained[0][k].equal(trained[1][k]) for k in trained[0])
+
+
+def test_the_driver_evaluates_the_model_with_the_workers_thread_count(serial, client, tmp_path,
+                                                                     monkeypatch):
+    """The driver's own model evaluations (here the curves) run with the workers' torch thread
+    count, whatever this process's count is, and get it back afterwards: a Dask run's bytes are a
+    serial run's at the workers' count on CPUs whose float32 rounding depends on the count."""
+    import torch
+
+    seen = []
+    evaluate = runner.evaluate
+
+    def spy(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "evaluate", spy)
+    torch.set_num_threads(2)
+    try:
+        res = runner.run_experiment(C.load(TINY), _folder(serial, tmp_path, "threads"),
+                                    progress=False, client=client)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(1)
+    assert seen == [1] and res.manifest["compute"]["driver_threads"] == 1
+    _same(serial.out, res.out)
+
+
+def test_an_address_with_no_scheduler_is_one_error_line(tmp_path, capsys):
+    """A closed loopback port: the run gives up after compute.connect_timeout seconds (5 by
+    default, not Dask's 30) with one line naming the address, not a traceback."""
+    import socket
+    import time
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens on it
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[data]\nrecipe = "dielectron_sim"\n[model]\npreset = "quick_cern"\n')
+    t0 = time.perf_counter()
+    assert cli.main(["run", str(cfg), "--out", str(tmp_path / "o"), "--no-progress",
+                     "--scheduler", address]) == 1
+    assert time.perf_counter() - t0 < 15
+    err = capsys.readouterr().err
+    assert err.startswith("insdel: error: no Dask scheduler answered at " + address)
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    over = {"compute": {"backend": "dask", "address": address, "connect_timeout": 0.5}}
+    t0 = time.perf_counter()
+    with pytest.raises(ConnectionError, match=r"within 0\.5 s"):
+        runner.run_experiment(C.load(str(cfg), overrides=over), tmp_path / "o2", progress=False)
+    assert time.perf_counter() - t0 < 5
+    with pytest.raises(C.ConfigError, match="compute.connect_timeout must be a number"):
+        C.load(str(cfg), overrides={"compute": {"backend": "dask", "connect_timeout": 0}})

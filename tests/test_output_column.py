@@ -35,7 +35,7 @@ def values(net, X):
 def captum_deeplift(module, X, R, target, prelu_rescale=True):
     from captum.attr import DeepLift
 
-    with _prelu_as_nonlinearity(prelu_rescale), warnings.catch_warnings():
+    with _prelu_as_nonlinearity(module, prelu_rescale), warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         a = DeepLift(module, eps=1e-10).attribute(torch.from_numpy(X),
                                                   baselines=torch.from_numpy(R), target=target)

@@ -16,10 +16,17 @@ name                      model kinds           what it computes
                                                 engine with ``engine="captum"``)
 ``random``                any                   seeded random scores (a random ordering)
 ``integrated_gradients``  torch module          batched IG, binary modes (§4)
-``deeplift``              torch module          captum ``DeepLift``, baseline r, PReLU rescaled
+``deeplift``              eager nn.Module       captum ``DeepLift``, baseline r, PReLU rescaled
 ``vanilla_grad``          torch module          gradient at x times a per-feature scale
 ``input_x_gradient``      torch module          x * gradient at x (binary zeros -> -1e-4 opt.)
 ========================  ====================  ==============================================
+
+"torch module": an eager ``torch.nn.Module``, a TorchScript module or the module of a
+``torch.export`` program (input gradients through autograd). DeepLIFT needs an eager module: captum
+registers hooks on it and on its nonlinearity modules, which TorchScript refuses and an exported
+program no longer has. Each class says what it needs (``requires``: values, gradients or hooks);
+:func:`supported` lists the methods that run on a model and :func:`check_supported` refuses the
+others before any work.
 
 One functional entry point, :func:`attribute` (``insdel.attribute``); one class per method, as
 in captum: ``IntegratedGradients(f).attribute(X, R, n_steps=500)``, whose keyword arguments are
@@ -35,13 +42,20 @@ from __future__ import annotations
 
 import difflib
 import inspect
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..adapter import GRADIENT_METHODS, ModelLike
+from ..adapter import (
+    GRADIENT_METHODS,
+    TORCH_KINDS,
+    Model,
+    ModelLike,
+    model_capabilities,
+    torch_kind,
+)
 from .base import MODEL_AGNOSTIC, Attribution
 from .deeplift import DeepLift
 from .gradients import InputXGradient, VanillaGrad
@@ -51,7 +65,8 @@ from .random_scores import RandomAttribution
 from .shapley import DEFAULT_KS_SAMPLES, PAPER_KS_SAMPLES, ExactShapley, KernelShap
 
 __all__ = [
-    "attribute", "available", "get", "options_of", "Attribution", "External", "KernelShap", "ExactShapley",
+    "attribute", "available", "get", "options_of", "supported", "check_supported", "Attribution",
+    "External", "KernelShap", "ExactShapley",
     "IntegratedGradients", "DeepLift", "VanillaGrad", "InputXGradient", "Lime",
     "RandomAttribution", "METHODS", "MODEL_AGNOSTIC", "GRADIENT_METHODS", "DEFAULT_KS_SAMPLES",
     "DEFAULT_LIME_SAMPLES", "PAPER_KS_SAMPLES", "DEFAULT_PAIRS_PER_CHUNK",
@@ -90,6 +105,59 @@ def get(name: str) -> type[Attribution]:
     return METHODS[key]
 
 
+#: Why a torch model of each kind gives no hooks (:func:`insdel.adapter.model_capabilities`).
+_NO_HOOKS = {"torchscript": "TorchScript modules refuse forward hooks",
+             "exported": "an exported program's layers are aten operations, not modules"}
+
+
+def supported(f: ModelLike) -> list[str]:
+    """The registered methods that run on ``f``: each method's ``requires`` is among the model's
+    capabilities (:func:`insdel.adapter.model_capabilities`: values, gradients, hooks)."""
+    caps = model_capabilities(f)
+    return [name for name, cls in METHODS.items() if cls.requires in caps]
+
+
+def check_supported(f: ModelLike, methods: Sequence[str]) -> None:
+    """Refuse, before any work, methods that cannot run on the model ``f``.
+
+    Parameters
+    ----------
+    f : model
+        Anything :func:`insdel.as_model` accepts.
+    methods : sequence of str
+        Method names (aliases resolve as in :func:`get`).
+
+    Raises
+    ------
+    TypeError
+        Naming the methods that cannot run, what they need, and the methods that do run on ``f``
+        (all of them, and those of ``methods``).
+    """
+    names = [get(m).name for m in methods]
+    caps = model_capabilities(f)
+    bad = [m for m in names if METHODS[m].requires not in caps]
+    if not bad:
+        return
+    kind = torch_kind(f)
+    label = f.name if isinstance(f, Model) else type(f).__name__
+    what = f"{label}, {TORCH_KINDS[kind]}" if kind else label
+    parts = []
+    grads = [m for m in bad if METHODS[m].requires == "gradients"
+             or (METHODS[m].requires == "hooks" and "gradients" not in caps)]
+    hooks = [m for m in bad if m not in grads]
+    if grads:
+        parts.append(f"methods {grads} need input gradients, but the model ({what}) has none "
+                     "(a torch.nn.Module has them: eager, TorchScript or torch.export)")
+    if hooks:
+        parts.append(f"methods {hooks} need an eager torch.nn.Module (captum's DeepLift "
+                     "registers hooks on the module and on its nonlinearity modules), but the "
+                     f"model is {what}: {_NO_HOOKS.get(kind, 'it gives no hooks')}")
+    ok = supported(f)
+    yours = [m for m in names if m in ok]
+    raise TypeError("; ".join(parts) + f". Methods that work with it: {', '.join(ok)}"
+                    + (f" (of yours: {yours})" if yours else "") + ".")
+
+
 def options_of(name: str) -> dict[str, Any]:
     """The keyword options of method ``name`` with their defaults (from its typed signature)."""
     sig = inspect.signature(get(name).attribute)
@@ -108,9 +176,10 @@ def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str | Any, *,
     Parameters
     ----------
     f : torch.nn.Module, estimator, callable or insdel Model
-        Gradient methods (``integrated_gradients``, ``deeplift``, ``vanilla_grad``,
-        ``input_x_gradient``) need a torch module; the others accept anything
-        :func:`insdel.as_model` accepts.
+        Gradient methods (``integrated_gradients``, ``vanilla_grad``, ``input_x_gradient``)
+        need a torch module (TorchScript and ``torch.export`` programs included), ``deeplift``
+        an eager ``torch.nn.Module``; the others accept anything :func:`insdel.as_model`
+        accepts (:func:`supported`).
     X : array_like (B, n) or (n,)
         Targets.
     R : array_like (B, n) or (n,)
@@ -144,8 +213,9 @@ def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str | Any, *,
     Raises
     ------
     TypeError
-        An option the method does not take (with the closest valid one), or a gradient method on
-        a model without gradients.
+        An option the method does not take (with the closest valid one), or a method the model
+        cannot run (:func:`check_supported`: a gradient method on a model without gradients,
+        DeepLIFT on TorchScript or an exported program).
     """
     from .._validation import check_bool
 

@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike
 
 from .._progress import progress_bar
 from .._validation import check_finite, check_pairs
-from ..adapter import GRADIENT_METHODS, Model, ModelLike, as_model
+from ..adapter import Model, ModelLike, as_model
 
 #: Methods that need only model values (any model :func:`insdel.as_model` accepts).
 MODEL_AGNOSTIC = ("kernel_shap", "exact_shapley", "lime", "random")
@@ -40,7 +40,9 @@ class Attribution:
     """
 
     name: ClassVar[str] = ""
-    needs_gradients: ClassVar[bool] = False
+    #: What the method needs of the model, one of :data:`insdel.adapter.CAPABILITIES`:
+    #: ``values`` (any model), ``gradients`` (a torch module), ``hooks`` (an eager nn.Module).
+    requires: ClassVar[str] = "values"
 
     def __init__(self, f: ModelLike) -> None:
         self.f = f
@@ -62,12 +64,10 @@ class Attribution:
         column per group (m groups) instead of one per feature."""
         X, R = check_pairs(X, R)
         model = self.model
-        if self.needs_gradients and not model.has_gradients:
-            raise TypeError(
-                f"method {self.name!r} needs gradients, so the model must be a torch.nn.Module "
-                f"(got {type(self.f).__name__}, wrapped as {model.name!r}). Methods that need "
-                f"gradients: {', '.join(GRADIENT_METHODS)}; model-agnostic methods: "
-                f"{', '.join(MODEL_AGNOSTIC)}.")
+        if self.requires not in model.capabilities:
+            from . import check_supported
+
+            check_supported(model, [self.name])
         e0 = model.n_evals
         t0 = time.perf_counter()
         A, info = compute(model, X, R)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import operator
+import threading
 import warnings
+import weakref
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -13,21 +16,69 @@ from .._progress import progress_bar
 from .._validation import check_bool, check_positive_int, check_scalar
 from .base import Attribution
 
+#: One lock per module that DeepLift hooks in place (a module that cannot be copied,
+#: :func:`_private_module`): two calls on it at once would each run the other's hooks.
+_HOOK_LOCKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_HOOK_LOCKS_GUARD = threading.Lock()
+
+
+def _private_module(module):
+    """``(module to hook, lock)``: a deep copy of ``module`` and no lock, or, when the module
+    cannot be copied, the module itself and the lock of its DeepLift calls in this process.
+
+    captum's DeepLift registers hooks on the module it explains (and on its nonlinearity modules)
+    for the length of a call; every forward pass of that module meanwhile runs them (its
+    pre-hook appends the baselines to the batch). On a copy, other calls on the module (the
+    threads of a Dask worker, which share the scattered model; a user's own threads) never see
+    them."""
+    try:
+        return copy.deepcopy(module), contextlib.nullcontext()
+    except Exception:  # e.g. a module holding a lock or a file handle
+        with _HOOK_LOCKS_GUARD:
+            lock = _HOOK_LOCKS.get(module)
+            if lock is None:
+                lock = _HOOK_LOCKS[module] = threading.Lock()
+        return module, lock
+
+
+_RESCALED_PRELU: list = []
+
+
+def _rescaled_prelu_class() -> type:
+    """The subclass of ``nn.PReLU`` that captum's DeepLift treats as an elementwise
+    nonlinearity (rescale rule), registered once in captum's table of nonlinearities."""
+    with _HOOK_LOCKS_GUARD:
+        if not _RESCALED_PRELU:
+            import torch
+            from captum.attr._core import deep_lift as dl
+
+            class RescaledPReLU(torch.nn.PReLU):
+                """A PReLU under DeepLIFT's rescale rule (the same forward pass)."""
+
+            dl.SUPPORTED_NON_LINEAR[RescaledPReLU] = dl.nonlinear
+            _RESCALED_PRELU.append(RescaledPReLU)
+        return _RESCALED_PRELU[0]
+
 
 @contextlib.contextmanager
-def _prelu_as_nonlinearity(enable: bool):
-    """Temporarily register nn.PReLU with captum DeepLift's rescale rule (Appendix A.3)."""
-    import torch
-    from captum.attr._core import deep_lift as dl
+def _prelu_as_nonlinearity(module, enable: bool):
+    """Inside the block, the ``nn.PReLU`` modules of ``module`` are of the subclass that captum's
+    DeepLift applies the rescale rule to (Appendix A.3); their class is restored on exit.
 
-    added = enable and torch.nn.PReLU not in dl.SUPPORTED_NON_LINEAR
-    if added:
-        dl.SUPPORTED_NON_LINEAR[torch.nn.PReLU] = dl.nonlinear
+    Only ``module``'s own PReLUs change (captum's table of nonlinearities is left as it is), so a
+    DeepLift call with ``prelu_rescale=False`` running at the same time is not affected."""
+    import torch
+
+    swapped = [m for m in module.modules() if type(m) is torch.nn.PReLU] if enable else []
+    if swapped:
+        cls = _rescaled_prelu_class()
+        for m in swapped:
+            m.__class__ = cls
     try:
         yield
     finally:
-        if added:
-            dl.SUPPORTED_NON_LINEAR.pop(torch.nn.PReLU, None)
+        for m in swapped:
+            m.__class__ = torch.nn.PReLU
 
 
 def _output_head(module, output):
@@ -115,7 +166,7 @@ class DeepLift(Attribution):
     """
 
     name = "deeplift"
-    needs_gradients = True
+    requires = "hooks"
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, chunk_rows: int = 4096,
                   prelu_rescale: bool = True, eps: float = 1e-10,
@@ -153,13 +204,18 @@ class DeepLift(Attribution):
             x0 = torch.from_numpy(X[:1].astype(model.dtype)).to(
                 device=model.device, dtype=model.torch_dtype)
             with torch.no_grad():
-                probe = model.torch_module(x0)
+                try:
+                    probe = model.torch_module(x0)
+                except (RuntimeError, AssertionError) as exc:  # a width error names both widths
+                    model._raise_width_error(exc, n)
+                    raise
             module, target = _explained_module(model, probe)
             if module is not model.torch_module:
                 with torch.no_grad():
                     module(x0)  # the callable's checks (tensor, one value per row) before captum
+            module, lock = _private_module(module)
             dl = _DL(module, eps=eps)
-            with _prelu_as_nonlinearity(prelu_rescale), warnings.catch_warnings(), \
+            with lock, _prelu_as_nonlinearity(module, prelu_rescale), warnings.catch_warnings(), \
                     progress_bar(B, "deeplift", "point", enable=progress, auto=B > 1 << 16) as bar:
                 warnings.simplefilter("ignore", UserWarning)
                 for s in range(0, B, cs):

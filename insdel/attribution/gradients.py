@@ -53,7 +53,7 @@ class VanillaGrad(Attribution):
     """
 
     name = "vanilla_grad"
-    needs_gradients = True
+    requires = "gradients"
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, scale: ArrayLike | str | None = None,
                   abs: bool = False, chunk_rows: int = _ig.DEFAULT_CHUNK_ROWS,
@@ -102,7 +102,7 @@ class InputXGradient(Attribution):
     """
 
     name = "input_x_gradient"
-    needs_gradients = True
+    requires = "gradients"
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, binary: ArrayLike | None = None,
                   binary_zero: float | None = None, chunk_rows: int = _ig.DEFAULT_CHUNK_ROWS,

@@ -28,7 +28,7 @@ class IntegratedGradients(Attribution):
     """
 
     name = "integrated_gradients"
-    needs_gradients = True
+    requires = "gradients"
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, n_steps: int = 500,
                   rule: str = "riemann_middle", binary: ArrayLike | None = None,

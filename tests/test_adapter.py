@@ -1,0 +1,127 @@
+"""The model adapter (``insdel.as_model``): what a torch model of the wrong input width says, the
+capabilities each kind of torch model offers attribution methods, and pandas' read-only arrays."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import insdel
+from insdel._validation import writable
+from insdel.adapter import model_capabilities, torch_kind
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _net(n: int = 4) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(n, 8), torch.nn.ReLU(),
+                               torch.nn.Linear(8, 1)).eval()
+
+
+def _exported(net: torch.nn.Module, n: int) -> torch.nn.Module:
+    ep = torch.export.export(net, (torch.zeros(3, n),),
+                             dynamic_shapes=({0: torch.export.Dim("batch")},))
+    return ep.module()
+
+
+def _scripted(net: torch.nn.Module) -> torch.nn.Module:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch 2.13 deprecates torch.jit
+        return torch.jit.script(net)
+
+
+@pytest.mark.parametrize("kind", ["module", "torchscript", "exported"])
+def test_a_torch_model_of_another_width_names_both_widths(kind):
+    net = _net(4)
+    model = {"module": lambda: net, "torchscript": lambda: _scripted(net),
+             "exported": lambda: _exported(net, 4)}[kind]()
+    X = np.zeros((5, 6))
+    expected = ("it was exported for inputs of shape \\(B, 4\\)" if kind == "exported"
+                else "its first Linear layer \\('0'\\) takes 4 inputs")
+    with pytest.raises(ValueError, match=f"does not take the data's 6 features: {expected}"):
+        insdel.as_model(model)(X)
+    for method in ("integrated_gradients", "vanilla_grad") + (("deeplift",) if kind == "module"
+                                                              else ()):
+        with pytest.raises(ValueError, match="data's 6 features.*4"):
+            insdel.attribute(model, X, np.ones((5, 6)), method)
+
+
+def test_a_model_error_of_the_right_width_is_left_as_it_is():
+    class Broken(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(3, 1)
+
+        def forward(self, x):
+            raise RuntimeError("mat1 and mat2 shapes cannot be multiplied (in my own code)")
+
+    with pytest.raises(RuntimeError, match="in my own code"):
+        insdel.as_model(Broken())(np.zeros((2, 3)))
+
+
+def test_capabilities_of_each_kind_of_torch_model():
+    net = _net(4)
+    assert model_capabilities(net) == ("values", "gradients", "hooks")
+    assert model_capabilities(_scripted(net)) == ("values", "gradients")
+    assert model_capabilities(_exported(net, 4)) == ("values", "gradients")
+    assert model_capabilities(lambda X: X.sum(1)) == ("values",)
+    assert torch_kind(insdel.as_model(_exported(net, 4))) == "exported"
+    assert insdel.attribution.supported(_scripted(net)) == [
+        m for m in insdel.attribution.available() if m != "deeplift"]
+    # a module symbolically traced keeps its layers as modules: hooks, DeepLIFT
+    assert model_capabilities(torch.fx.symbolic_trace(net)) == ("values", "gradients", "hooks")
+
+
+def test_an_exported_program_in_training_mode_or_for_fixed_rows_is_refused():
+    net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 1))
+    training = torch.export.export(net.train(), (torch.zeros(3, 4),),
+                                   dynamic_shapes=({0: torch.export.Dim("batch")},)).module()
+    with pytest.raises(ValueError, match=r"exported in training mode.*aten\.dropout"):
+        insdel.as_model(training)
+    fixed = torch.export.export(net.eval(), (torch.zeros(3, 4),)).module()
+    with pytest.raises(ValueError, match="exported for exactly 3 rows.*dynamic_shapes"):
+        insdel.as_model(fixed)
+
+
+def test_writable_copies_only_read_only_arrays():
+    a = np.zeros((3, 2))
+    assert writable(a) is a
+    a.flags.writeable = False
+    b = writable(a)
+    assert b is not a and b.flags.writeable and np.array_equal(a, b)
+
+
+def test_pandas_inputs_raise_no_torch_warning():
+    """Read-only arrays from pandas (a one-row Series, a one-column or copy=False DataFrame)
+    reach torch through writable arrays: torch's "The given NumPy array is not writable" warning
+    is never raised. In a fresh interpreter: torch raises that warning once per process."""
+    code = """
+import warnings
+import numpy as np, pandas as pd, torch
+import insdel
+warnings.simplefilter("error")
+torch.manual_seed(0)
+for n, make in [(4, lambda a, c: pd.DataFrame(a, columns=c, copy=False)),
+                (1, lambda a, c: pd.DataFrame(a, columns=c)),
+                (4, lambda a, c: pd.Series(a[0], index=c))]:
+    net = torch.nn.Sequential(torch.nn.Linear(n, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    net = net.double().eval()
+    cols = [f"f{j}" for j in range(n)]
+    rng = np.random.default_rng(0)
+    X, R = make(rng.normal(size=(6, n)), cols), make(rng.normal(size=(6, n)), cols)
+    insdel.as_model(net)(X.to_numpy().reshape(-1, n))
+    A = {m: insdel.attribute(net, X, R, m) for m in ("vanilla_grad", "integrated_gradients",
+                                                     "deeplift")}
+    insdel.evaluate(net, X, R, A, n_random=1)
+print("no warning")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+    assert proc.returncode == 0 and "no warning" in proc.stdout, proc.stderr[-2000:]

@@ -1,0 +1,137 @@
+"""Models from files (``insdel.model_files.load_any``): torch.export programs (``.pt2``, the torch
+format that needs no trust), TorchScript, and what each format offers attribution methods,
+checked when the model is loaded, before any work."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from _runs import small_csv
+
+import insdel
+from insdel.cli import main as cli_main
+from insdel.model_files import load_any
+
+N = 3  # the small CSV's features: a, flag, b
+
+
+def _net(n: int = N) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(n, 8), torch.nn.PReLU(),
+                               torch.nn.Linear(8, 1)).eval()
+
+
+def _save(net: torch.nn.Module, path: Path, fmt: str) -> Path:
+    if fmt == "pt2":
+        ep = torch.export.export(net, (torch.zeros(3, N),),
+                                 dynamic_shapes=({0: torch.export.Dim("batch")},))
+        torch.export.save(ep, path)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # torch 2.13 deprecates torch.jit
+            torch.jit.save(torch.jit.script(net), path)
+    return path
+
+
+def _load(path: Path, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return load_any(path, **kw)
+
+
+def test_load_any_reads_a_torch_export_program_and_its_curves_equal_the_modules(tmp_path):
+    net = _net()
+    path = _save(net, tmp_path / "m.pt2", "pt2")
+    model, info = load_any(path)  # no trust needed: no pickle in a .pt2 archive
+    assert info["format"] == "torch_export" and not info["trusted"]
+    assert info["gradients"] and info["capabilities"] == ["values", "gradients"]
+    rng = np.random.default_rng(0)
+    X, R = rng.normal(size=(7, N)), rng.normal(size=(7, N))
+    np.testing.assert_array_equal(insdel.as_model(model)(X), insdel.as_model(net)(X))
+    A = {m: insdel.attribute(model, X, R, m, n_steps=16) if m == "integrated_gradients"
+         else insdel.attribute(model, X, R, m) for m in ("integrated_gradients", "vanilla_grad",
+                                                          "input_x_gradient")}
+    for m in A:  # gradients through the exported graph are the module's
+        kw = {"n_steps": 16} if m == "integrated_gradients" else {}
+        np.testing.assert_allclose(A[m], insdel.attribute(net, X, R, m, **kw), rtol=1e-6,
+                                   atol=1e-7)
+    a, b = insdel.evaluate(model, X, R, A, n_random=2), insdel.evaluate(net, X, R, A, n_random=2)
+    for mode in a.modes:
+        np.testing.assert_array_equal(a.curves[mode], b.curves[mode])
+    with pytest.raises(ValueError, match="takes 3 inputs but the data have 5 features"):
+        load_any(path, n_features=5)
+
+
+@pytest.mark.parametrize("fmt", ["pt2", "torchscript"])
+def test_deeplift_is_refused_when_the_model_is_loaded(tmp_path, fmt):
+    model, info = _load(_save(_net(), tmp_path / f"m.{fmt}", fmt))
+    assert "hooks" not in info["capabilities"] and info["gradients"]
+    X = np.zeros((2, N))
+    with pytest.raises(TypeError, match=r"\['deeplift'\] need an eager torch.nn.Module"):
+        insdel.attribute(model, X, X + 1, "deeplift")
+
+
+def _config(folder: Path, model: Path, methods: list[str]) -> Path:
+    csv = small_csv(folder / "small.csv")
+    path = folder / "run.toml"
+    path.write_text(f"""
+name = "from_file"
+[data]
+recipe = "table"
+[data.options]
+path = "{csv.as_posix()}"
+target = "y"
+scale = "none"
+[model]
+path = "{model.as_posix()}"
+[targets]
+n = 6
+[[policies]]
+spec = {{policy = "median"}}
+[methods]
+names = {json.dumps(methods)}
+[methods.options.integrated_gradients]
+n_steps = 8
+[evaluation]
+n_random = 1
+[figures]
+enabled = false
+""")
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["pt2", "torchscript"])
+def test_a_run_refuses_deeplift_on_the_file_before_any_work_and_runs_ig(tmp_path, fmt, capsys):
+    model = _save(_net(), tmp_path / f"m.{fmt}", fmt)
+    out = tmp_path / "out"
+    cfg = _config(tmp_path, model, ["integrated_gradients", "deeplift"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        assert cli_main(["run", str(cfg), "--out", str(out), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    kind = "a torch.export program" if fmt == "pt2" else "a TorchScript module"
+    assert "methods ['deeplift'] need an eager torch.nn.Module" in err and kind in err
+    assert "Methods that work with it: kernel_shap, exact_shapley, integrated_gradients" in err
+    assert "(of yours: ['integrated_gradients'])" in err
+    assert not (out / "checkpoints").exists()  # refused when the model was loaded
+    cfg = _config(tmp_path, model, ["integrated_gradients"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        assert cli_main(["run", str(cfg), "--out", str(out), "--no-progress"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["model"]["format"] == ("torch_export" if fmt == "pt2" else "torchscript")
+    assert manifest["model"]["capabilities"] == ["values", "gradients"]
+    assert "deeplift" not in manifest["model"]["methods"]
+    assert "integrated_gradients" in manifest["model"]["methods"]
+
+
+def test_load_any_returns_the_model_and_its_record():
+    doc = load_any.__doc__
+    assert "(model, info) : tuple" in doc and "capabilities" in doc
+    text = (Path(__file__).resolve().parents[1] / "docs" / "your_own_data.md").read_text()
+    assert "returns `(model, info)`" in text and ".pt2" in text
