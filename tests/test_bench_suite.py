@@ -148,3 +148,35 @@ def test_metrics_suite_bench_tiny_agrees_with_quantus(tmp_path):
     import quantus  # noqa: F401  (in the [test] extra: this test never skips)
 
     _run_all_tiny(tmp_path, ["metrics_suite"], ["## bench/metrics_suite.py", "(q)/(a)"])
+
+
+def test_outputs_identity_ignores_run_records_and_nothing_else(tmp_path):
+    """bench/outputs_identity.py compares two runs' files: wall times in a manifest and the random
+    serialization id of a torch file do not count as differences; a changed value does."""
+    import json
+
+    import torch
+
+    sys.path.insert(0, str(BENCH))
+    try:
+        oi = importlib.import_module("outputs_identity")
+    finally:
+        sys.path.remove(str(BENCH))
+    runs = {}
+    for side, seconds in (("a", 1.5), ("b", 9.25)):
+        root = tmp_path / side
+        root.mkdir()
+        (root / "manifest.json").write_text(json.dumps(
+            {"compute": {"seconds_total": seconds, "stages": {"x": {"seconds": seconds}}},
+             "model": {"epochs": 3}}))
+        meta = json.dumps({"epochs": 3, "seconds": seconds})
+        torch.save({"state": {"w": torch.arange(4.0)}, "metadata": meta}, root / "model.pt")
+        (root / "abc.csv").write_text("m,1.0\n")
+        runs[side] = oi._files(root)
+    assert runs["a"] == runs["b"]
+    (tmp_path / "b" / "abc.csv").write_text("m,1.5\n")
+    torch.save({"state": {"w": torch.arange(4.0) + 1}, "metadata": "{}"}, tmp_path / "b" / "model.pt")
+    changed = oi._files(tmp_path / "b")
+    assert {k for k in runs["a"] if runs["a"][k] != changed[k]} == {"abc.csv", "model.pt"}
+    with pytest.raises(SystemExit):
+        oi.main(["--old", str(tmp_path), "--new", str(tmp_path)])  # not a checkout
