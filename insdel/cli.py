@@ -129,7 +129,7 @@ def _cmd_reproduce(args) -> int:
         for opt in ("scheduler", "device"):
             if getattr(args, opt, None):
                 raise ValueError(f"paper-images runs serially on the CPU; it takes no --{opt}.")
-        from .runner import lock_folder, unfinish
+        from .runner.provenance import lock_folder, unfinish
 
         out = Path(args.out or f"runs/paper-images{'-quick' if args.quick else ''}")
         out.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,6 @@ with insdel's ABC beside it, and says whether the reference image changes the ra
 
 from __future__ import annotations
 
-import json
 import platform
 import time
 from dataclasses import dataclass, field
@@ -227,5 +226,7 @@ def run_paper_images(out: str | Path = "runs/paper-images", *, quick: bool = Fal
                         "black reference, SmoothGrad")
     result.figures.append(save_figure(fig, out / "figure1.png"))
     manifest["seconds"] = time.perf_counter() - t0
-    ck.atomic_write_text(out / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    from .runner.provenance import write_manifest
+
+    write_manifest(out, manifest)  # the last file, as every run's
     return result

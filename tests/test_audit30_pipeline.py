@@ -111,7 +111,9 @@ def test_a_rerun_removes_the_old_manifest_before_rewriting(csv, tmp_path, monkey
     def stop(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner, "_metrics_stage", stop)  # after the policy's abc.parquet
+    from insdel.runner.stages import metrics as metrics_stage
+
+    monkeypatch.setattr(metrics_stage, "run", stop)  # after the policy's abc.parquet
     with pytest.raises(KeyboardInterrupt):
         runner.run_experiment(_cfg(csv, seed=1), out)
     assert (out / "median" / "abc.parquet").exists()

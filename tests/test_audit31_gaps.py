@@ -134,14 +134,16 @@ def test_abc_bars_names_the_bars_without_standard_error():
 
 @pytest.mark.parametrize(("n_pairs", "title"), [(1, "one: mean ABC"), (3, "one: mean ABC ± s.e.")])
 def test_policy_figures_mean_abc_title_follows_the_bars(tmp_path, monkeypatch, n_pairs, title):
+    from insdel.plotting import runs as run_figures  # policy_figures' module: it saves there
+
     titles = {}
-    save = plotting.save_figure
+    save = run_figures.save_figure
 
     def record(fig, path, dpi=110):
         titles[path.name] = [ax.get_title() for ax in fig.axes]
         return save(fig, path, dpi)
 
-    monkeypatch.setattr(plotting, "save_figure", record)
+    monkeypatch.setattr(run_figures, "save_figure", record)
     plotting.policy_figures(_evaluation(n_pairs), "one", tmp_path, n_random=0)
     assert titles["one_mean_abc.png"] == [title]  # was "± s.e." over bars that have none
 

@@ -415,13 +415,15 @@ def test_the_driver_evaluates_the_model_with_the_workers_thread_count(serial, cl
     import torch
 
     seen = []
-    evaluate = runner.evaluate
+    from insdel.runner.stages import curves as curves_stage
+
+    evaluate = curves_stage.evaluate
 
     def spy(*args, **kwargs):
         seen.append(torch.get_num_threads())
         return evaluate(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "evaluate", spy)
+    monkeypatch.setattr(curves_stage, "evaluate", spy)
     torch.set_num_threads(2)
     try:
         res = runner.run_experiment(C.load(TINY), _folder(serial, tmp_path, "threads"),

@@ -477,22 +477,23 @@ def test_every_panel_of_the_run_figures_names_its_mode(tmp_path):
     import matplotlib.pyplot as plt
 
     from insdel import plotting
+    from insdel.plotting import runs as run_figures  # policy_figures' module: it saves there
 
     X, R, net = _frame_and_net(seed=4)
     A = insdel.attribute(net, X, R, "ig", n_steps=10)
     ev = insdel.evaluate(net, X, R, {"a": A, "b": -A}, n_random=2)
     seen = []
-    orig = plotting.save_figure
+    orig = run_figures.save_figure
 
     def spy(fig, path, dpi=110):
         seen.append([ax.get_title() for ax in fig.axes if ax.lines])
         return orig(fig, path, dpi)
 
-    plotting.save_figure = spy
+    run_figures.save_figure = spy
     try:
         plotting.policy_figures(ev, "p", tmp_path, dpi=30)
     finally:
-        plotting.save_figure = orig
+        run_figures.save_figure = orig
         plt.close("all")
     pair_figs = [t for t in seen if any("pair" in x for x in t)]
     assert pair_figs

@@ -1,254 +1,40 @@
-"""Anchored decomposition of a pair (x, r): exact AUC/ABC algebra, Shapley values, best ordering.
-
-Implements paper §3.2–3.4 and Appendix B (conventions: *Anchored decomposition*). For a pair
-(x, r) let ``g(u) = f(hybrid(x, r, u))`` for the subsets u of the features (index = bitmask, bit j =
-feature j taken from the target x). The anchored decomposition with anchor r is the Möbius transform
-
-    Delta_u = sum_{v ⊆ u} (-1)^{|u| - |v|} g(v),   Delta_∅ = f(r),   sum_u Delta_u = f(x),
-
-(the Harsanyi dividends of the game g). Everything else follows from the Delta_u alone:
-
-* Theorem 1: insertion ``AUC = sum_u (n - ceil(u) + 1) Delta_u``;
-* Appendix B.1: deletion ``AUC' = sum_u floor(u) Delta_u``;
-* §3.3 with Proposition 1: ``E[ABC] = (n + 1)/2 sum_{u≠∅} (1 - |u|)/(|u| + 1) Delta_u`` under a
-  uniformly random ordering, and ``E[ABC + ABC'] = 0``;
-* exact baseline Shapley values ``phi_j = sum_{u ∋ j} Delta_u / |u|`` (what exact Kernel SHAP with
-  the single background point r computes; the paper's "exact KS", 2^16 evaluations per CERN pair);
-* the best achievable ordering (insdel's addition): the chain through the subset lattice with the
-  largest (insertion) or smallest (deletion) sum of g, by dynamic programming.
-
-**Everything works in each pair's differing subspace** D = {j : x_j != r_j}. A hybrid depends on u
-only through u ∩ D, so Delta_u = 0 unless u ⊆ D and a feature outside D has Shapley value 0: a pair
-costs 2^|D| model evaluations and 2^|D| stored values, whatever n is. The limit ``max_d`` is on |D|.
-Orderings stay orderings of all n features (a feature outside D keeps its position in ceil/floor);
-the full 2^n layout of g and Delta is available for n <= 22 (:meth:`BatchDecomposition.full_values`,
-:meth:`~BatchDecomposition.full_delta`). The hybrids of many pairs are built by a numba kernel and
-evaluated through :func:`insdel.as_model` in large batches; the transforms, Theorem 1, the Shapley
-accumulation and the best-path search are ragged numba kernels over all pairs at once
-(:mod:`insdel._decomposition_kernels`).
-"""
+"""The anchored decomposition of many pairs and of one (Theorem 1, Appendix B.1, §3.3): AUC and ABC
+of any ordering, the expected ABC of a random ordering, exact Shapley values, the best ordering."""
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import _decomposition_kernels as K
-from ._progress import progress_bar
-from ._validation import (
+from .. import _decomposition_kernels as K
+from .._progress import progress_bar
+from .._validation import (
     align_columns,
     as_float_array,
     check_bool,
-    check_finite,
     check_index,
     check_mode,
     check_orders,
-    check_pairs,
     check_positive_int,
     feature_names_of,
     repeated,
 )
-from .adapter import Model, ModelLike, as_model
-from .groups import Groups, check_groups
-
-__all__ = [
-    "DEFAULT_MAX_D", "FULL_LAYOUT_MAX_N", "AnchoredDecomposition", "BatchDecomposition",
-    "Interaction", "anchored_decomposition", "batch_decomposition", "shapley_values",
-    "subspace_shapley", "expected_last_position", "mobius", "zeta",
-]
-
-DEFAULT_MAX_D = 20
-"""Largest |D| (differing features of a pair) decomposed unless ``max_d=`` is raised (2^20 evaluations)."""
-
-FULL_LAYOUT_MAX_N = 22
-"""Largest n for which the full 2^n layout of g and Delta (``values``, ``delta``) is built."""
-
-_HARD_MAX_D = 40
-
-
-def _fmt_bytes(nbytes: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if nbytes < 1024 or unit == "PiB":
-            return f"{nbytes:,.1f} {unit}" if unit != "B" else f"{int(nbytes)} B"
-        nbytes /= 1024
-    return f"{nbytes:.1f} PiB"  # pragma: no cover
-
-
-def _seconds_per_row(model, Xd: np.ndarray, rows: int = 4096) -> float:
-    """The model's time per row on this machine, from one call of ``rows`` rows (error path only)."""
-    batch = np.repeat(Xd[:1], rows, axis=0)
-    t0 = time.perf_counter()
-    model(batch)
-    return (time.perf_counter() - t0) / rows
-
-
-def _fmt_seconds(s: float) -> str:
-    for unit, size in (("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
-        if s >= size:
-            return f"{s / size:,.1f} {unit}"
-    return f"{s:.1f} s"
-
-
-def _check_d(dsz: np.ndarray, n: int, max_d, pairs: np.ndarray | None = None,
-             what: str = "exact anchored decomposition",
-             probe: Callable[[], float] | None = None, groups: bool = False) -> int:
-    """Refuse pairs with more than ``max_d`` differing features, naming the pair and its cost.
-
-    ``dsz[p]`` is |D| of plan entry p, whose pair index is ``pairs[p]`` (default p). ``probe()``
-    (called only when refusing) gives the model's seconds per row, for the time estimate.
-    ``groups``: the units are groups of columns (the message says so).
-    """
-    max_d = check_positive_int("max_d", max_d, minimum=0)
-    big = np.flatnonzero(dsz > min(max_d, _HARD_MAX_D))
-    if big.size == 0:
-        return max_d
-    p = int(big[0])
-    name = (lambda q: int(q)) if pairs is None else (lambda q: int(pairs[q]))
-    d = int(dsz[p])
-    N = 2 ** d
-    others = ""
-    if big.size > 1:
-        w = int(big[np.argmax(dsz[big])])
-        others = (f" {big.size} pairs exceed max_d; the largest is pair {name(w)} with "
-                  f"|D| = {int(dsz[w])}.")
-    hint = (f"pass max_d={d} to allow it" if d <= _HARD_MAX_D
-            else f"|D| > {_HARD_MAX_D} is never enumerated")
-    eta = ""
-    if probe is not None:
-        with contextlib.suppress(Exception):  # the estimate must never hide the real error
-            eta = f", about {_fmt_seconds(N * probe())} of model time on this machine"
-    unit, dset = (("groups", "D = {groups with a column j where x_j != r_j}") if groups
-                  else ("features", "D = {j : x_j != r_j}"))
-    raise ValueError(
-        f"pair {name(p)} differs in |D| = {d} {unit} (> max_d = {max_d}): of its n = {n} "
-        f"{unit} only {dset} matters, but the {what} of this pair still "
-        f"enumerates the 2^{d} subsets of D: 2**{d} = {N:,} model evaluations{eta}, and "
-        f"{_fmt_bytes(16.0 * N)} for the values g(u) and Delta_u (16 bytes per subset)."
-        f"{others} Group features, use a sampling-based attribution, or {hint}."
-    )
-
-
-def _n_from_length(N: int, name: str) -> int:
-    n = int(N).bit_length() - 1
-    if N < 2 or (1 << n) != N:
-        raise ValueError(f"{name} must have 2**n entries per pair (n >= 1); got {N}.")
-    return n
-
-
-def _subspaces(X: np.ndarray, R: np.ndarray, dedup: bool = True, groups: Groups | None = None
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per pair: |D| (B,), the units (features or groups) of every D in increasing order (flat)
-    and their offsets. A group is in D when any of its columns differs."""
-    diff = X != R
-    if groups is not None:
-        diff = groups.reduce_any(diff)
-    if not dedup:
-        diff = np.ones(diff.shape, dtype=bool)
-    dsz = diff.sum(axis=1).astype(np.int64)
-    Dflat = np.nonzero(diff)[1].astype(np.int64)
-    doff = np.zeros(X.shape[0] + 1, dtype=np.int64)
-    np.cumsum(dsz, out=doff[1:])
-    return dsz, Dflat, doff
-
-
-def _value_offsets(dsz: np.ndarray) -> np.ndarray:
-    off = np.zeros(dsz.shape[0] + 1, dtype=np.int64)
-    np.cumsum(np.left_shift(np.int64(1), dsz), out=off[1:])
-    return off
-
-
-def _unit_map(n: int, groups: Groups | None) -> tuple[np.ndarray, np.ndarray]:
-    if groups is None:
-        return np.arange(n + 1, dtype=np.int64), np.arange(n, dtype=np.int64)
-    return groups.starts, groups.members
-
-
-def _evaluate(model: Model, Xd: np.ndarray, Rd: np.ndarray, pairs: np.ndarray, dsz: np.ndarray,
-              Dflat: np.ndarray, doff: np.ndarray, bar, groups: Groups | None = None
-              ) -> tuple[np.ndarray, np.ndarray, float]:
-    """``g_p(u)`` for every subset u of D_p of the plan entries p (pair ``pairs[p]``), flat.
-
-    Each distinct hybrid is built once (numba, straight into the model's dtype) and evaluated in
-    model calls of ``batch_size`` rows; at most ``batch_size`` rows exist at once.
-    Returns the flat values, their offsets and the seconds spent inside the model.
-    """
-    off = _value_offsets(dsz)
-    U = int(off[-1])
-    vals = np.empty(U)
-    bs = model.batch_size
-    rows = np.empty((min(bs, U), Xd.shape[1]), dtype=model.dtype)
-    pairs = np.ascontiguousarray(pairs, dtype=np.int64)
-    t_model = 0.0
-    starts, members = _unit_map(Xd.shape[1], groups)
-    for s0 in range(0, U, bs):
-        s1 = min(s0 + bs, U)
-        buf = rows[:s1 - s0]
-        K.subspace_rows(Xd, Rd, pairs, off, Dflat, doff, starts, members, s0, buf)
-        t0 = time.perf_counter()
-        vals[s0:s1] = model(buf)
-        t_model += time.perf_counter() - t0
-        bar.update(s1 - s0)
-    return vals, off, t_model
-
-
-def expected_last_position(size, n: int):
-    """Proposition 1: expected position of the last element of a random ``size``-subset.
-
-    Under a uniformly random ordering of n features, a fixed set u of ``|u| = size`` features has
-    ``E[ceil(u)] = |u| (n + 1) / (|u| + 1)`` (0 for the empty set). By symmetry (Appendix B.1)
-    ``E[floor(u)] = n + 1 - E[ceil(u)]``.
-
-    Parameters
-    ----------
-    size : int or array_like of int
-        |u|, between 0 and n.
-    n : int
-        Number of features (>= 1).
-
-    Returns
-    -------
-    float or ndarray of float
-    """
-    n = check_positive_int("n", n)
-    s = np.asarray(size)
-    if s.dtype == bool or not np.issubdtype(s.dtype, np.integer):
-        raise TypeError(f"size must be an integer (or integer array); got dtype {s.dtype}.")
-    if (s < 0).any() or (s > n).any():
-        raise ValueError(f"size must lie in 0..n = 0..{n}; got {s.tolist()}.")
-    e = s * (n + 1) / (s + 1.0)
-    return float(e) if e.ndim == 0 else e
-
-
-def _transform(arr, name: str, kernel) -> np.ndarray:
-    a = as_float_array(name, arr, ndim=(1, 2))
-    n = _n_from_length(a.shape[-1], name)
-    out = np.array(a, dtype=np.float64, order="C", ndmin=2, copy=True)
-    kernel(out, n)
-    return out.reshape(a.shape)
-
-
-def mobius(values) -> np.ndarray:
-    """Möbius transform of g (..., 2^n) -> Delta (..., 2^n), fast O(n 2^n) (conventions)."""
-    return _transform(values, "values", K.mobius_inplace)
-
-
-def zeta(delta) -> np.ndarray:
-    """Inverse Möbius (zeta) transform: ``g(u) = sum_{v ⊆ u} Delta_v``."""
-    return _transform(delta, "delta", K.zeta_inplace)
-
-
-class Interaction(NamedTuple):
-    """One interaction term Delta_u with |u| >= 2 (see :meth:`AnchoredDecomposition.interactions`)."""
-
-    features: tuple
-    mask: int
-    size: int
-    delta: float
+from ..adapter import ModelLike
+from ._subspace import (
+    DEFAULT_MAX_D,
+    FULL_LAYOUT_MAX_N,
+    _check_d,
+    _evaluate,
+    _n_from_length,
+    _prepare,
+    _seconds_per_row,
+    _subspaces,
+    _value_offsets,
+)
+from .algebra import Interaction, expected_last_position
 
 
 class BatchDecomposition:
@@ -778,21 +564,6 @@ class AnchoredDecomposition:
         return self._batch.interactions(0, top)
 
 
-# -- evaluation of the 2^|D| hybrids of many pairs ------------------------------------------------
-def _prepare(f, X, R, batch_size, groups=None):
-    """Model, checked pairs (and in the model's dtype), the grouping (None for singleton groups)
-    and the group names (kept for singleton groups too)."""
-    model = as_model(f, batch_size=batch_size)
-    X, R = check_pairs(X, R)
-    Xd = np.ascontiguousarray(X, dtype=model.dtype)
-    Rd = np.ascontiguousarray(R, dtype=model.dtype)
-    grp = check_groups(groups, X.shape[1])
-    names = None if grp is None else list(grp.names)
-    if grp is not None and grp.singleton:
-        grp = None
-    return model, X, R, Xd, Rd, grp, names
-
-
 def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
                         batch_size: int | None = None, progress: bool | None = None,
                         max_d: int = DEFAULT_MAX_D, dedup: bool = True,
@@ -913,155 +684,3 @@ def anchored_decomposition(f: ModelLike, x: ArrayLike, r: ArrayLike, *,
                             progress=progress, max_d=max_d, feature_names=feature_names,
                             groups=groups)
     return AnchoredDecomposition._wrap(b)
-
-
-def shapley_values(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
-                   batch_size: int | None = None, progress: bool | None = None,
-                   max_d: int = DEFAULT_MAX_D, max_rows: int = 1 << 20,
-                   client=None, groups=None) -> np.ndarray:
-    """Exact baseline Shapley values of B pairs, ``phi_j = sum_{u ∋ j} Delta_u / |u|``.
-
-    The same numbers as exact Kernel SHAP with the single background point r, computed in each
-    pair's differing subspace D_b: 2^|D_b| evaluations per pair whatever n is, and 0 for the
-    features outside D_b. Pairs are streamed in chunks: memory stays at about ``batch_size``
-    hybrid rows plus about 2^20 values, whatever B is.
-
-    Parameters
-    ----------
-    f : model
-    X : array_like (B, n)
-    R : array_like (B, n) or (n,)
-    batch_size : int, optional
-    progress : bool, optional
-    max_d : int, default 20
-        Refuse pairs with more differing features (the error names the pair and the cost).
-    max_rows : int, default 2^20
-        Subsets held at once: pairs are streamed in chunks of about this many 2^|D| values.
-    client : dask.distributed.Client, optional
-        Compute each of those chunks on the client's workers (the model and the pairs are sent
-        to each worker once); the values are identical to ``client=None``, which computes the same
-        chunks here. A smaller ``max_rows`` gives more, smaller tasks.
-    groups : optional
-        Shapley values of the group game over m groups (:mod:`insdel.groups`): shape (B, m).
-
-    Returns
-    -------
-    ndarray (B, n) or (B, m); rows sum to f(x_b) - f(r_b).
-    """
-    if client is None:
-        return subspace_shapley(f, X, R, max_d=max_d, batch_size=batch_size, progress=progress,
-                                max_rows=max_rows, groups=groups)[0]
-    X, R = check_pairs(X, R)
-    max_rows = check_positive_int("max_rows", max_rows)
-    grp = check_groups(groups, X.shape[1])
-    dsz = _subspaces(X, R, groups=grp)[0]
-    if int(dsz.max(initial=0)) > int(max_d):  # the serial call names the pair and the cost
-        return subspace_shapley(f, X, R, max_d=max_d, batch_size=batch_size, max_rows=max_rows,
-                                groups=grp)[0]
-    from .distributed import gather_chunks
-
-    bounds = [(s, e, max_d, batch_size, max_rows) for s, e in _stream_chunks(dsz, max_rows)]
-    parts = gather_chunks(client, _shapley_chunk, bounds,
-                          shared={"f": f, "X": X, "R": R, "groups": grp},
-                          describe=lambda k: f"exact Shapley of pairs {bounds[k][0]}.."
-                          f"{bounds[k][1] - 1}", progress=progress, desc="exact Shapley",
-                          name="insdel-shapley")
-    return np.concatenate(parts, axis=0)
-
-
-def _stream_chunks(dsz: np.ndarray, max_rows: int) -> list[tuple[int, int]]:
-    """Consecutive chunks ``(start, end)`` of pairs whose first subsets' offsets fall in the same
-    block of ``max_rows`` values (the chunks :func:`subspace_shapley` streams)."""
-    counts = np.left_shift(np.int64(1), np.asarray(dsz, dtype=np.int64))
-    first = np.cumsum(counts) - counts
-    cid = first // max_rows
-    cut = np.flatnonzero(np.diff(cid) != 0) + 1
-    starts = np.concatenate([[0], cut]).astype(np.int64)
-    ends = np.concatenate([cut, [counts.size]]).astype(np.int64)
-    return [(s, e) for s, e in zip(starts.tolist(), ends.tolist(), strict=True) if s < e]
-
-
-def _shapley_chunk(s: int, e: int, max_d: int, batch_size: int | None, max_rows: int, *,
-                   f, X, R, groups=None) -> np.ndarray:
-    """Exact Shapley values of pairs s..e - 1, one streamed chunk (on a Dask worker)."""
-    return subspace_shapley(f, X[s:e], R[s:e], max_d=max_d, batch_size=batch_size,
-                            max_rows=max_rows, groups=groups)[0]
-
-
-def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = DEFAULT_MAX_D,
-                     batch_size: int | None = None, progress: bool | None = None,
-                     pairs: np.ndarray | None = None, max_rows: int = 1 << 20,
-                     groups=None) -> tuple[np.ndarray, np.ndarray]:
-    """Exact baseline Shapley values computed in each pair's differing subspace, and |D|.
-
-    A pair (x, r) only involves D = {j : x_j != r_j}: every hybrid is determined by u ∩ D, so
-    Delta_u = 0 unless u ⊆ D and a feature outside D has Shapley value 0. For each pair the 2^|D|
-    values ``g(u) = f(hybrid(x, r, u))``, u ⊆ D, are evaluated once, Möbius-transformed and turned
-    into ``phi_j = sum_{u ∋ j} Delta_u / |u|`` (conventions: *Anchored decomposition*), then mapped
-    back to the n features. Cost: ``sum_b 2^|D_b|`` evaluations, whatever n is.
-
-    Parameters
-    ----------
-    f : model
-        Anything :func:`insdel.as_model` accepts.
-    X, R : array_like (B, n)
-        Targets and references.
-    max_d : int, default 20
-        Refuse pairs with more than ``max_d`` differing features (2^|D| evaluations each).
-    batch_size : int, optional
-        Rows per model call.
-    progress : bool, optional
-        Progress bar.
-    pairs : array of int, optional
-        Compute only these pairs (the others' rows of the result are NaN).
-    max_rows : int, default 2^20
-        Values held at once (pairs are streamed in chunks of about this many subsets).
-    groups : optional
-        The group game over m groups (:mod:`insdel.groups`); phi is then (B, m).
-
-    Returns
-    -------
-    phi : ndarray (B, n) or (B, m)
-        Exact Shapley values; ``phi.sum(1) == f(X) - f(R)`` up to rounding.
-    d : ndarray of int (B,)
-        |D| per pair.
-
-    Raises
-    ------
-    ValueError
-        A pair with |D| > ``max_d``; the message names the pair, its |D| and the cost.
-    """
-    model, X, R, Xd, Rd, grp, _ = _prepare(f, X, R, batch_size, groups)
-    max_rows = check_positive_int("max_rows", max_rows)
-    B = X.shape[0]
-    n = X.shape[1] if grp is None else grp.m
-    dsz, Dflat, doff = _subspaces(X, R, groups=grp)
-    if pairs is None:
-        todo = np.arange(B, dtype=np.int64)
-    else:
-        todo = np.asarray(pairs)
-        if todo.dtype == bool or not np.issubdtype(todo.dtype, np.integer) or todo.ndim != 1:
-            raise TypeError(f"pairs must be a 1-D integer array of pair indices; got {todo!r}.")
-        bad = (todo < 0) | (todo >= B)
-        if bad.any():
-            raise ValueError(f"pairs: index {int(todo[bad][0])} out of range for B = {B} pairs.")
-        todo = todo.astype(np.int64)
-    _check_d(dsz[todo], n, max_d, pairs=todo, what="exact Shapley computation",
-             probe=lambda: _seconds_per_row(model, Xd), groups=grp is not None)
-    phi = np.full((B, n), np.nan)
-    total = int(np.left_shift(np.int64(1), dsz[todo]).sum())
-    with progress_bar(total, "exact Shapley (subspace)", unit="row", enable=progress,
-                      auto=total > 1 << 22) as bar:
-        for s, e in _stream_chunks(dsz[todo], max_rows):
-            idx = todo[s:e]
-            dc = dsz[idx]
-            dco = np.zeros(idx.size + 1, dtype=np.int64)
-            np.cumsum(dc, out=dco[1:])
-            Dc = Dflat[np.repeat(doff[idx] - dco[:-1], dc) + np.arange(dco[-1])]
-            vals, off, _ = _evaluate(model, Xd, Rd, idx, dc, Dc, dco, bar, grp)
-            K.mobius_ragged(vals, off, dc)
-            out = np.empty((idx.size, n))
-            K.shapley_ragged(vals, off, dc, Dc, dco, out)
-            phi[idx] = out
-    check_finite("shapley values", phi[todo])
-    return phi, dsz

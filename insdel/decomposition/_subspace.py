@@ -1,0 +1,165 @@
+"""Each pair's differing subspace D = {j : x_j != r_j}: the limits on |D|, the 2^|D| hybrids of
+many pairs built and evaluated in large batches, the checked inputs."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from .. import _decomposition_kernels as K
+from .._validation import (
+    check_pairs,
+    check_positive_int,
+)
+from ..adapter import Model, as_model
+from ..groups import Groups, check_groups
+
+DEFAULT_MAX_D = 20
+"""Largest |D| (differing features of a pair) decomposed unless ``max_d=`` is raised (2^20 evaluations)."""
+
+FULL_LAYOUT_MAX_N = 22
+"""Largest n for which the full 2^n layout of g and Delta (``values``, ``delta``) is built."""
+
+_HARD_MAX_D = 40
+
+
+def _fmt_bytes(nbytes: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if nbytes < 1024 or unit == "PiB":
+            return f"{nbytes:,.1f} {unit}" if unit != "B" else f"{int(nbytes)} B"
+        nbytes /= 1024
+    return f"{nbytes:.1f} PiB"  # pragma: no cover
+
+
+def _seconds_per_row(model, Xd: np.ndarray, rows: int = 4096) -> float:
+    """The model's time per row on this machine, from one call of ``rows`` rows (error path only)."""
+    batch = np.repeat(Xd[:1], rows, axis=0)
+    t0 = time.perf_counter()
+    model(batch)
+    return (time.perf_counter() - t0) / rows
+
+
+def _fmt_seconds(s: float) -> str:
+    for unit, size in (("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if s >= size:
+            return f"{s / size:,.1f} {unit}"
+    return f"{s:.1f} s"
+
+
+def _check_d(dsz: np.ndarray, n: int, max_d, pairs: np.ndarray | None = None,
+             what: str = "exact anchored decomposition",
+             probe: Callable[[], float] | None = None, groups: bool = False) -> int:
+    """Refuse pairs with more than ``max_d`` differing features, naming the pair and its cost.
+
+    ``dsz[p]`` is |D| of plan entry p, whose pair index is ``pairs[p]`` (default p). ``probe()``
+    (called only when refusing) gives the model's seconds per row, for the time estimate.
+    ``groups``: the units are groups of columns (the message says so).
+    """
+    max_d = check_positive_int("max_d", max_d, minimum=0)
+    big = np.flatnonzero(dsz > min(max_d, _HARD_MAX_D))
+    if big.size == 0:
+        return max_d
+    p = int(big[0])
+    name = (lambda q: int(q)) if pairs is None else (lambda q: int(pairs[q]))
+    d = int(dsz[p])
+    N = 2 ** d
+    others = ""
+    if big.size > 1:
+        w = int(big[np.argmax(dsz[big])])
+        others = (f" {big.size} pairs exceed max_d; the largest is pair {name(w)} with "
+                  f"|D| = {int(dsz[w])}.")
+    hint = (f"pass max_d={d} to allow it" if d <= _HARD_MAX_D
+            else f"|D| > {_HARD_MAX_D} is never enumerated")
+    eta = ""
+    if probe is not None:
+        with contextlib.suppress(Exception):  # the estimate must never hide the real error
+            eta = f", about {_fmt_seconds(N * probe())} of model time on this machine"
+    unit, dset = (("groups", "D = {groups with a column j where x_j != r_j}") if groups
+                  else ("features", "D = {j : x_j != r_j}"))
+    raise ValueError(
+        f"pair {name(p)} differs in |D| = {d} {unit} (> max_d = {max_d}): of its n = {n} "
+        f"{unit} only {dset} matters, but the {what} of this pair still "
+        f"enumerates the 2^{d} subsets of D: 2**{d} = {N:,} model evaluations{eta}, and "
+        f"{_fmt_bytes(16.0 * N)} for the values g(u) and Delta_u (16 bytes per subset)."
+        f"{others} Group features, use a sampling-based attribution, or {hint}."
+    )
+
+
+def _n_from_length(N: int, name: str) -> int:
+    n = int(N).bit_length() - 1
+    if N < 2 or (1 << n) != N:
+        raise ValueError(f"{name} must have 2**n entries per pair (n >= 1); got {N}.")
+    return n
+
+
+def _subspaces(X: np.ndarray, R: np.ndarray, dedup: bool = True, groups: Groups | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per pair: |D| (B,), the units (features or groups) of every D in increasing order (flat)
+    and their offsets. A group is in D when any of its columns differs."""
+    diff = X != R
+    if groups is not None:
+        diff = groups.reduce_any(diff)
+    if not dedup:
+        diff = np.ones(diff.shape, dtype=bool)
+    dsz = diff.sum(axis=1).astype(np.int64)
+    Dflat = np.nonzero(diff)[1].astype(np.int64)
+    doff = np.zeros(X.shape[0] + 1, dtype=np.int64)
+    np.cumsum(dsz, out=doff[1:])
+    return dsz, Dflat, doff
+
+
+def _value_offsets(dsz: np.ndarray) -> np.ndarray:
+    off = np.zeros(dsz.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.left_shift(np.int64(1), dsz), out=off[1:])
+    return off
+
+
+def _unit_map(n: int, groups: Groups | None) -> tuple[np.ndarray, np.ndarray]:
+    if groups is None:
+        return np.arange(n + 1, dtype=np.int64), np.arange(n, dtype=np.int64)
+    return groups.starts, groups.members
+
+
+def _evaluate(model: Model, Xd: np.ndarray, Rd: np.ndarray, pairs: np.ndarray, dsz: np.ndarray,
+              Dflat: np.ndarray, doff: np.ndarray, bar, groups: Groups | None = None
+              ) -> tuple[np.ndarray, np.ndarray, float]:
+    """``g_p(u)`` for every subset u of D_p of the plan entries p (pair ``pairs[p]``), flat.
+
+    Each distinct hybrid is built once (numba, straight into the model's dtype) and evaluated in
+    model calls of ``batch_size`` rows; at most ``batch_size`` rows exist at once.
+    Returns the flat values, their offsets and the seconds spent inside the model.
+    """
+    off = _value_offsets(dsz)
+    U = int(off[-1])
+    vals = np.empty(U)
+    bs = model.batch_size
+    rows = np.empty((min(bs, U), Xd.shape[1]), dtype=model.dtype)
+    pairs = np.ascontiguousarray(pairs, dtype=np.int64)
+    t_model = 0.0
+    starts, members = _unit_map(Xd.shape[1], groups)
+    for s0 in range(0, U, bs):
+        s1 = min(s0 + bs, U)
+        buf = rows[:s1 - s0]
+        K.subspace_rows(Xd, Rd, pairs, off, Dflat, doff, starts, members, s0, buf)
+        t0 = time.perf_counter()
+        vals[s0:s1] = model(buf)
+        t_model += time.perf_counter() - t0
+        bar.update(s1 - s0)
+    return vals, off, t_model
+
+
+def _prepare(f, X, R, batch_size, groups=None):
+    """Model, checked pairs (and in the model's dtype), the grouping (None for singleton groups)
+    and the group names (kept for singleton groups too)."""
+    model = as_model(f, batch_size=batch_size)
+    X, R = check_pairs(X, R)
+    Xd = np.ascontiguousarray(X, dtype=model.dtype)
+    Rd = np.ascontiguousarray(R, dtype=model.dtype)
+    grp = check_groups(groups, X.shape[1])
+    names = None if grp is None else list(grp.names)
+    if grp is not None and grp.singleton:
+        grp = None
+    return model, X, R, Xd, Rd, grp, names

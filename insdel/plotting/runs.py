@@ -1,0 +1,212 @@
+"""A run's figures: the model's predictions (Figure 14), ROAR (Figure 13), one policy's set of
+§5 figures (:func:`policy_figures`), and :func:`save_figure` (PNG without timestamps)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ._common import (
+    _label,
+    _new_axes,
+    _no_se_note,
+    _why_no_se,
+    compare_pair,
+)
+from .distributions import abc_bars, figure4, insertion_deletion_figure
+from .pairs import plot_pair
+
+
+def plot_predictions(model, dataset, ax=None, *, split: str = "test", max_points: int = 20000,
+                     seed: int = 0):
+    """Predicted against true target on a split (paper Figure 14), in the target's raw units.
+
+    Parameters
+    ----------
+    model : torch module, estimator or callable
+        Evaluated through :func:`insdel.as_model`.
+    dataset : Dataset
+    ax : matplotlib Axes, optional
+    split : {"test", "train"}
+    max_points : int
+        Subsample for the scatter (R² uses every point).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    import matplotlib.pyplot as plt
+
+    from ..adapter import as_model
+    from ..models import regression_metrics
+
+    X, y = dataset._split(split) if hasattr(dataset, "_split") else (dataset.X_test,
+                                                                      dataset.y_test)
+    pred = as_model(model)(X)
+    m = regression_metrics(y, pred)
+    scale = getattr(dataset, "target_scale", None) or 1.0
+    yt, yp = np.asarray(y) * scale, pred * scale
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.5, 4.5))
+    idx = np.arange(len(yt))
+    if len(idx) > max_points:
+        idx = np.sort(np.random.default_rng(seed).choice(len(yt), max_points, replace=False))
+    ax.scatter(yt[idx], yp[idx], s=3, alpha=0.4, linewidths=0)
+    lo, hi = float(min(yt.min(), yp.min())), float(max(yt.max(), yp.max()))
+    ax.plot([lo, hi], [lo, hi], color="k", lw=0.8, ls="--", label="y = x")
+    name = getattr(dataset, "target_name", "target")
+    unit = "" if scale == 1.0 else f" (x {scale:g})"
+    ax.set_xlabel(f"true {name}{unit}")
+    ax.set_ylabel(f"predicted {name}{unit}")
+    label = getattr(dataset, "label", None) or getattr(dataset, "name", "")
+    ax.set_title(f"{label} {split}: R² = {m['r2']:.3f}, "
+                 f"RMSE = {m['rmse'] * scale:.3g}")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.legend(loc="upper left", frameon=False)
+    return ax
+
+
+
+
+def roar_figure(summary: pd.DataFrame, *, title: str | None = None, ax=None):
+    """Paper Figure 13: ROAR test loss against the fraction q of features removed, one line per
+    method × ordering with ± one standard error bars, and the straight line joining q = 0 and
+    q = 1 (the same for every curve); each legend entry gives the curve's area against it.
+
+    A point whose standard error is NaN (a single replicate: :func:`insdel.roar.summarize` gives
+    no standard error then) gets no error bar, not a zero-length one, which would read as "no
+    uncertainty"; a note on the axes says so ("1 replicate: no standard error"), and when only
+    some curves lack it their legend entries say "no s.e.".
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        :func:`insdel.roar.summarize` output (``roar_summary.csv``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    need = {"method", "ordering", "q", "mean", "std_error"}
+    if not need <= set(summary.columns):
+        raise ValueError(f"summary needs columns {sorted(need)}; got {list(summary.columns)}.")
+    ax = _new_axes(ax, figsize=(6.4, 4.4))
+    styles = {"absolute": "-", "signed": "--", "random": ":", "kar_absolute": "-.",
+              "kar_signed": (0, (1, 1))}
+    methods = [m for m in dict.fromkeys(summary["method"]) if m != "random"]
+    colours = {m: f"C{i}" for i, m in enumerate(methods)}
+    colours["random"] = "0.45"
+    pts_all = summary.dropna(subset=["q"])
+    se_all = pd.to_numeric(pts_all["std_error"], errors="coerce").to_numpy(dtype=float)
+    some_missing = not np.isfinite(se_all).all()
+    all_missing = not np.isfinite(se_all).any()
+    line = None
+    for (m, o), g in summary.groupby(["method", "ordering"], sort=False):
+        pts = g.dropna(subset=["q"]).sort_values("q")
+        area = g[g["q"].isna()]["mean"]
+        lab = f"{_label(m)}, {o}" if m != "random" else "random ordering"
+        if len(area):
+            lab += f" (area {area.iloc[0]:+.3g})"
+        q, mean = pts["q"].to_numpy(dtype=float), pts["mean"].to_numpy(dtype=float)
+        se = pd.to_numeric(pts["std_error"], errors="coerce").to_numpy(dtype=float)
+        has = np.isfinite(se)
+        style = dict(color=colours.get(m, "k"))
+        if has.all():
+            ax.errorbar(q, mean, yerr=se, capsize=3, marker="o", ms=3.5, ls=styles.get(o, "-"),
+                        label=lab, **style)
+        else:  # no error bar where there is no standard error (not a zero-length one)
+            if some_missing and not all_missing:
+                lab += ", no s.e. at some q" if has.any() else ", no s.e."
+            ax.plot(q, mean, marker="o", ms=3.5, ls=styles.get(o, "-"), label=lab, **style)
+            if has.any():
+                ax.errorbar(q[has], mean[has], yerr=se[has], capsize=3, fmt="none",
+                            ecolor=style["color"])
+        if line is None and len(mean):
+            line = (mean[0], mean[-1])
+    if line is not None:
+        ax.plot([0, 1], list(line), color="k", lw=0.8, ls="--", alpha=0.6,
+                label="straight line q = 0 to 1")
+    if some_missing:
+        n = pts_all["n"].to_numpy()[~np.isfinite(se_all)] if "n" in pts_all.columns else None
+        where = "" if all_missing else " for some curves (legend: no s.e.)"
+        _no_se_note(ax, _why_no_se(n, "replicate"), where)
+    ax.set_xlabel("fraction q of features removed")
+    ax.set_ylabel("test Huber loss after retraining" + ("" if all_missing else " (± s.e.)"))
+    ax.set_title(title or "ROAR (paper Figure 13)")
+    ax.legend(fontsize="x-small")
+    return ax.figure
+
+
+
+
+def save_figure(fig, path, dpi: int = 110) -> Path:
+    """Write ``fig`` as PNG to ``path`` atomically (no timestamp metadata) and close it."""
+    import matplotlib.pyplot as plt
+
+    from .. import _checkpoint as ck
+
+    path = Path(path)
+    with ck.atomic_write(path, suffix=".png") as tmp:
+        fig.savefig(tmp, dpi=dpi, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
+def policy_figures(ev, label: str, folder, *, compare: Sequence[str] = ("kernel_shap",
+                   "integrated_gradients"), n_random: int = 20, dpi: int = 110,
+                   seed: int = 0, target: str | None = None) -> list[Path]:
+    """The paper's §5 figures for one policy's evaluation, written as PNG files into ``folder``.
+
+    A random pair's curves, the pairs where the two compared methods differ most (Figures 6, 8),
+    the ABC distributions (Figures 4, 7), deletion against insertion ABC (Figures 9, 10, 12), the
+    most asymmetric pair (Figure 11) and the mean ABC per method. Returns the paths written.
+    """
+    folder = Path(folder)
+    dpi = int(dpi)
+    K = int(n_random)
+    two = compare_pair(compare, ev.methods)
+    a, b = two[0], two[-1]
+    out = []
+    rng = np.random.default_rng([seed, 5])
+    p = int(rng.integers(ev.n_pairs))
+    out.append(save_figure(plot_pair(ev, p, two, n_random=K, target=target, suptitle=(
+        f"{label}: a random pair (f(x) = {ev.fx[p]:.4g}, f(r) = {ev.fr[p]:.4g})")),
+        folder / f"{label}_curves_random_pair.png", dpi))
+    modes = list(ev.modes)
+    if a != b:
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(len(modes), len(modes), figsize=(7.0 * len(modes),
+                                                                  4.0 * len(modes)),
+                                 layout="constrained", squeeze=False)
+        for i, mode in enumerate(modes):
+            d = ev.abc_array(a, mode) - ev.abc_array(b, mode)
+            q = int(np.argmax(d))
+            plot_pair(ev, q, two, n_random=K, target=target, axes=axes[i], suptitle="")
+            first = axes[i, 0].get_title()  # "<Mode>, pair q": keep the panel's mode
+            axes[i, 0].set_title(f"{first}: largest {mode} ABC gap "
+                                 f"{_label(a)} − {_label(b)} = {d[q]:.3g}",
+                                 fontsize="small")
+        fig.suptitle(f"{label}: pairs where {_label(a)} and {_label(b)} differ "
+                     "most (paper Figures 6, 8)")
+        out.append(save_figure(fig, folder / f"{label}_curves_largest_difference.png", dpi))
+    fig = figure4(ev, a, b)
+    fig.suptitle(f"{label}: ABC distributions (paper Figures 4, 7)")
+    out.append(save_figure(fig, folder / f"{label}_abc_panels.png", dpi))
+    if {"insertion", "deletion"} <= set(modes):
+        out.append(save_figure(insertion_deletion_figure(
+            ev, two, suptitle=f"{label}: deletion vs insertion ABC (paper Figures 9, 10, 12)"),
+            folder / f"{label}_insertion_vs_deletion.png", dpi))
+        asym = ev.abc_array(a, "insertion") - ev.abc_array(a, "deletion")
+        q = int(np.argmax(np.abs(asym)))
+        out.append(save_figure(plot_pair(ev, q, two, n_random=K, target=target, suptitle=(
+            f"{label}: most asymmetric pair {q} (insertion − deletion ABC of "
+            f"{_label(a)} = {asym[q]:.3g}; paper Figure 11)")),
+            folder / f"{label}_most_asymmetric_pair.png", dpi))
+    ax = abc_bars(ev)
+    ax.set_title(f"{label}: {ax.get_ylabel()}")  # "mean ABC ± s.e.", or "mean ABC" (one pair)
+    out.append(save_figure(ax.figure, folder / f"{label}_mean_abc.png", dpi))
+    return out

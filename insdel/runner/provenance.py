@@ -1,0 +1,217 @@
+"""Provenance of a run folder: its lock, its manifest, and the fingerprints the checkpoints use.
+
+Every command that writes an output folder (``insdel run``, ``insdel roar``, ``insdel reproduce
+paper-images``) holds the folder's lock (:func:`lock_folder`), first removes an earlier run's
+manifest (:func:`unfinish`) and writes its own manifest last (:func:`write_manifest`), listing only
+the files it wrote (:func:`snapshot` before, :func:`run_files` after) with their SHA-256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from .. import _checkpoint as ck
+from .._validation import is_plain_folder_name, to_jsonable
+
+__all__ = ["OutputFolderBusy", "lock_folder", "unfinish", "default_out", "snapshot", "run_files",
+           "versions", "model_hash", "Stages", "manifest_head", "file_hashes",
+           "write_manifest"]
+
+
+class OutputFolderBusy(RuntimeError):
+    """Another insdel run holds the output folder's lock."""
+
+
+def lock_folder(out: str | os.PathLike, wait: bool = False):
+    """Take the exclusive lock of an output folder (``OUT/.insdel.lock``, a ``filelock.FileLock``).
+
+    Every command that writes an output folder holds it for the whole run, so that two runs never
+    mix their files in one folder.
+
+    Parameters
+    ----------
+    out : path
+        The output folder; it must exist.
+    wait : bool
+        If another run holds the lock, wait for it to be released instead of refusing.
+
+    Returns
+    -------
+    filelock.FileLock
+        The acquired lock; call its ``release()`` when the run is over.
+
+    Raises
+    ------
+    OutputFolderBusy
+        Another insdel run holds the lock and ``wait`` is False.
+    """
+    from filelock import FileLock, Timeout
+
+    out = Path(out)
+    lock = FileLock(str(out / ".insdel.lock"))
+    try:
+        lock.acquire(timeout=-1 if wait else 0)
+    except Timeout:
+        raise OutputFolderBusy(
+            f"output folder {out} is in use by another insdel run (lock {out / '.insdel.lock'}); "
+            "wait for it to finish, or choose another --out.") from None
+    return lock
+
+
+def unfinish(out: str | os.PathLike) -> None:
+    """Mark an output folder as not finished: remove its ``manifest.json`` before a run rewrites it.
+
+    A run stopped half-way must not leave an earlier run's manifest (what
+    :func:`insdel.runner.load_results` and the leaderboard read as "finished, with this
+    configuration") above files it has already replaced; the run writes its own manifest last.
+    Call it while holding :func:`lock_folder`.
+
+    Parameters
+    ----------
+    out : path
+        The output folder (a missing ``manifest.json`` is not an error).
+    """
+    (Path(out) / "manifest.json").unlink(missing_ok=True)
+
+
+def default_out(name: str) -> Path:
+    """``runs/NAME``, the output folder when neither ``out=`` nor the configuration's ``out`` is
+    given: ``name`` must then be a plain folder name (``"../x"`` would write outside ``runs/``)."""
+    if not is_plain_folder_name(name):
+        raise ValueError(f"name = {name!r} names the run's folder under runs/ (neither out= nor "
+                         "the configuration's out is given): it must be a plain folder name (no "
+                         "'/', '\\', not '.' or '..'); or give out = PATH.")
+    return Path("runs") / name
+
+
+# --------------------------------------------------------------------------------------------------
+# the files a manifest lists
+# --------------------------------------------------------------------------------------------------
+def _listable(out: Path) -> list[Path]:
+    """The files of ``out`` a manifest may list: not under ``checkpoints/``, not the manifest, not
+    hidden (the lock, temporary files)."""
+    return sorted(p for p in out.rglob("*") if p.is_file()
+                  and "checkpoints" not in p.relative_to(out).parts
+                  and p.name != "manifest.json" and not p.name.startswith("."))
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def snapshot(out: Path) -> dict[Path, tuple[int, int, int]]:
+    """(inode, mtime, size) of every listable file before a run writes: every file a run writes
+    is moved into place (a new inode), so one with the same stamp afterwards was not written."""
+    return {p.relative_to(out): _stamp(p) for p in _listable(out)}
+
+
+def run_files(out: Path, before: Mapping[Path, tuple], used: tuple[str, ...] = ()
+              ) -> list[Path]:
+    """The files of this run, for the manifest: those written since ``before``
+    (:func:`snapshot`), plus ``used`` (names relative to ``out``: the cached model the run
+    loaded). Anything else (an earlier run's policy folders, figures or tables) is left in place,
+    kept out of the manifest, and named in one line on stderr."""
+    mine, stale = [], []
+    for p in _listable(out):
+        rel = p.relative_to(out)
+        if before.get(rel) != _stamp(p) or rel.as_posix() in used:
+            mine.append(p)
+        else:
+            stale.append(rel)
+    if stale:
+        touched = {p.relative_to(out).parts[0] for p in mine}
+        names: list[str] = []
+        for rel in stale:
+            top = rel.parts[0]
+            if len(rel.parts) > 1 and top not in touched:  # a folder this run did not write at all
+                name = f"{top}/"
+                if name not in names:
+                    names.append(name)
+            else:
+                names.append(rel.as_posix())
+        shown = names if len(names) <= 8 else names[:8] + [f"and {len(names) - 8} more"]
+        print(f"note: {out} holds {len(stale)} file(s) this run did not write (left by an earlier "
+              f"run or added by hand; not in manifest.json, left in place): {', '.join(shown)}",
+              file=sys.stderr, flush=True)
+    return mine
+
+
+# --------------------------------------------------------------------------------------------------
+# fingerprints and the manifest
+# --------------------------------------------------------------------------------------------------
+def versions() -> dict:
+    """insdel's, Python's and the main dependencies' versions, and the platform."""
+    import importlib.metadata as md
+
+    from .. import __version__
+
+    out = {"insdel": __version__, "python": platform.python_version(),
+           "platform": platform.platform()}
+    for pkg in ("numpy", "numba", "pandas", "torch", "captum", "matplotlib", "scikit-learn",
+                "pyarrow"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
+def model_hash(model, file_sha256: str | None = None) -> str:
+    """SHA-256 of a torch module's parameters and buffers (names, dtypes, shapes, bytes); for
+    other models, the SHA-256 of the file they were loaded from."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        torch = None
+    h = hashlib.sha256()
+    if torch is not None and isinstance(model, torch.nn.Module):
+        for name, t in model.state_dict().items():
+            a = t.detach().cpu().contiguous().numpy()
+            h.update(f"{name}:{a.dtype.str}:{a.shape}".encode())
+            h.update(a.tobytes())
+        return h.hexdigest()
+    if file_sha256 is None:
+        raise ValueError(f"cannot fingerprint a {type(model).__name__} model that was not loaded "
+                         "from a file; checkpoints must be keyed by the model.")
+    return file_sha256
+
+
+class Stages:
+    """Seconds and model evaluations per stage, kept in memory for the manifest."""
+
+    def __init__(self):
+        self.stages: dict[str, dict] = {}
+
+    def add(self, name: str, seconds: float, **extra) -> None:
+        """Add ``seconds`` to stage ``name``; numbers in ``extra`` are summed, others replaced."""
+        d = self.stages.setdefault(name, {"seconds": 0.0})
+        d["seconds"] += float(seconds)
+        for k, v in extra.items():
+            d[k] = d.get(k, 0) + v if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+
+
+def manifest_head(cfg: Mapping) -> dict:
+    """The manifest's first entries, the same for every configured run: name, source, quick,
+    seed, the configuration (without its ``source``) and the versions."""
+    return {"name": cfg["name"], "source": cfg["source"], "quick": cfg["quick"],
+            "seed": cfg["seed"],
+            "config": to_jsonable({k: v for k, v in cfg.items() if k != "source"}),
+            "versions": versions()}
+
+
+def file_hashes(out: Path, files: list[Path]) -> dict[str, str]:
+    """The manifest's ``files``: each file's path relative to ``out`` -> its SHA-256."""
+    return {str(p.relative_to(out)): ck.sha256_file(p) for p in files}
+
+
+def write_manifest(out: Path, manifest: Mapping) -> None:
+    """Write ``OUT/manifest.json`` (indented JSON, atomically): the last file of a run, the mark
+    that it finished."""
+    ck.atomic_write_text(Path(out) / "manifest.json", json.dumps(manifest, indent=2) + "\n")

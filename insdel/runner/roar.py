@@ -1,0 +1,162 @@
+"""``insdel roar``: ROAR for regression from a configuration (paper §6, :mod:`insdel.roar`).
+
+The data and model stages and the attribution stage are the experiment's
+(:mod:`insdel.runner.stages`); the retrainings are :func:`insdel.roar.roar`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import _checkpoint as ck
+from .. import config as _config
+from .._validation import check_progress, to_jsonable
+from ..distributed import client_info, scatter
+from ..report import run_header
+from .chunks import shareable_model
+from .context import logger
+from .provenance import Stages, file_hashes, manifest_head, run_files, write_manifest
+from .session import loaded, opened
+from .stages.attribution import attribute_all, roar_plan
+from .stages.data import dataset_info, groups_of, groups_text, load_dataset, log_dataset
+from .stages.model import model_files, model_stage
+
+__all__ = ["RoarRun", "run_roar"]
+
+
+@dataclass
+class RoarRun:
+    """A finished ROAR run: the per-training table (``roar.csv``), its summary, the figure and the
+    manifest."""
+
+    out: Path
+    config: dict
+    table: pd.DataFrame
+    summary: pd.DataFrame
+    manifest: dict
+    figure: Path | None = None
+
+    def to_markdown(self, digits: int = 4) -> str:
+        """The summary as Markdown (the text of ``summary.md`` below its header)."""
+        from .. import roar as _roar
+
+        return _roar.to_markdown(self.summary, digits)
+
+
+def run_roar(config: str | os.PathLike | Mapping, out: str | os.PathLike | None = None, *,
+             quick: bool = False, progress: bool | None = None, verbose: bool = False,
+             wait: bool = False, client=None,
+             _interrupt: Callable[[], None] | None = None) -> RoarRun:
+    """Run a ROAR experiment (paper §6, :mod:`insdel.roar`, ``docs/roar.md``).
+
+    The configuration's ``[data]``, ``[model]`` (a preset or params: every retraining uses them),
+    ``[methods]`` (names and options), ``[compute]`` and ``[roar]`` are read; any other table is an
+    error. The model trained on the unmodified data gives the attributions of every training and
+    test point, against the removal point itself (``roar.reference = "removal"``: training mean /
+    mode) or the references of a policy; then every (method, ordering, q, replicate) is one
+    checkpointed retraining. With ``compute.backend = "dask"`` (or ``client=``) the attribution
+    chunks run on Dask workers (the retrainings stay on the driver).
+
+    Outputs in ``out``: ``roar.csv`` (method, ordering, q, replicate, loss, epochs),
+    ``roar_summary.csv`` / ``summary.md`` (mean ± se per q and the area against the straight line),
+    ``figures/roar.png`` (Figure 13), ``attributions.npz`` and ``manifest.json``. Started again on
+    the same folder it resumes without retraining finished units, with identical results.
+    """
+    check_progress(progress)
+    cfg = loaded(config, quick)
+    _config.check_sections(cfg, "roar")
+    with opened(cfg, out, wait, client, verbose) as (folder, before, cl):
+        return _run_roar(cfg, folder, progress, verbose, _interrupt, cl, before)
+
+
+def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
+              before: Mapping[Path, tuple] | None = None) -> RoarRun:
+    """ROAR in ``out`` (locked): data, model, references, attributions, retrainings, summary,
+    figure, manifest."""
+    from .. import plotting
+    from .. import roar as _roar
+
+    log = logger(verbose)
+    stages = Stages()
+    t_all = time.perf_counter()
+    dataset = load_dataset(cfg)
+    if groups_of(dataset) is not None:
+        raise ValueError(f"data set {cfg['data']['recipe']!r} declares feature groups "
+                         f"({groups_text(groups_of(dataset))}); ROAR removes single features "
+                         "and does not support groups yet (use the recipe's default, e.g. "
+                         "location = 'drop').")
+    data_info = dataset_info(cfg, dataset)
+    log_dataset(data_info, log, file=False)
+    model, metrics, model_info = model_stage(cfg, dataset, data_info, out, stages, log, progress)
+    device = cfg["compute"]["device"]
+    values = _roar.removal_values(dataset)
+    Xall = np.concatenate([dataset.X_train, dataset.X_test]).astype(np.float64)
+    ref = cfg["roar"]["reference"]
+    if ref == "removal":
+        R = np.broadcast_to(values, Xall.shape).copy()
+        log(f"reference: the removal point (training mean, mode of the "
+            f"{int(dataset.binary_mask.sum())} binary features)")
+    else:
+        from .. import policies
+
+        pol = policies.load(ref)
+        pairing = pol.pair(model, Xall, seed=cfg["seed"], progress=progress)
+        if len(pairing) != Xall.shape[0] or not np.array_equal(pairing.target_index,
+                                                                np.arange(Xall.shape[0])):
+            raise ValueError(f"roar.reference = {ref!r}: the policy paired {len(pairing)} of the "
+                             f"{Xall.shape[0]} points (or reordered them); ROAR needs a reference "
+                             "for every training and test point.")
+        R = np.ascontiguousarray(pairing.R)
+        log(f"reference: policy {pol!r}, mean |D| {pairing.mean_diff():.2f}")
+    base_key = {"data": data_info["arrays_sha256"], "model": model_info["sha256"],
+                "seed": cfg["seed"], "reference": ref, "pairs": ck.sha256_arrays(Xall, R),
+                "device": device}
+    remote = None if client is None else dict(zip(("model", "X", "R"), scatter(
+        client, [shareable_model(model, cfg, Xall.shape[1], None), Xall, R]), strict=True))
+    atts = attribute_all(cfg, model, dataset, Xall, R, roar_plan(cfg, out), base_key, stages, log,
+                         progress, interrupt, client=client, remote=remote)
+    ck.save_npz(out / "attributions.npz", atts)
+    spec = cfg["model"]["preset"] if cfg["model"]["preset"] is not None else \
+        dict(cfg["model"]["params"] or {})
+    r = cfg["roar"]
+    max_epochs = r["max_epochs"] if r["max_epochs"] is not None else cfg["model"]["max_epochs"]
+    t0 = time.perf_counter()
+    table = _roar.roar(dataset, atts, params=spec, orderings=r["orderings"],
+                       fractions=r["fractions"], replicates=r["replicates"], seed=cfg["seed"],
+                       max_epochs=max_epochs, device=device,
+                       store=out / "checkpoints" / "roar", progress=progress, log=log,
+                       _interrupt=interrupt)
+    stages.add("roar/trainings", time.perf_counter() - t0, units=len(table),
+               epochs=int(table["epochs"].sum()))
+    summary = _roar.summarize(table)
+    ck.atomic_write_text(out / "roar.csv", table.to_csv(index=False))
+    ck.atomic_write_text(out / "roar_summary.csv", summary.to_csv(index=False))
+    header = run_header(data_info, model_info, {"reference": ref})
+    ck.atomic_write_text(out / "summary.md", header + "\n" + _roar.to_markdown(summary))
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context({"figure.max_open_warning": 0}):
+        fig = plotting.roar_figure(summary, title=f"ROAR on {data_info['name']}")
+        fig_path = plotting.save_figure(fig, out / "figures" / "roar.png", 110)
+    files = run_files(out, {} if before is None else before, model_files(model_info))
+    manifest = {
+        **manifest_head(cfg),
+        "data": to_jsonable(data_info),
+        "model": {"metrics": to_jsonable(metrics), **to_jsonable(model_info)},
+        "roar": to_jsonable(_roar.run_info(cfg, dataset, values)),
+        "compute": {"device": device, **client_info(client),
+                    "seconds_total": time.perf_counter() - t_all,
+                    "trainings": int(len(table)), "epochs_total": int(table["epochs"].sum()),
+                    "cpu_count": os.cpu_count(), "stages": to_jsonable(stages.stages)},
+        "files": file_hashes(out, files),
+    }
+    write_manifest(out, manifest)
+    return RoarRun(out=out, config=cfg, table=table, summary=summary, manifest=manifest,
+                   figure=fig_path)

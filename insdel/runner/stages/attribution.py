@@ -1,0 +1,233 @@
+"""The attribution stage: every configured method's attributions, checkpointed in chunks.
+
+One stage serves both commands: an experiment explains each policy's pairs
+(:func:`experiment_plan`, :func:`run`), ROAR every training and test point (:func:`roar_plan`);
+what differs between them (chunk size, checkpoint folder, random streams, the words in messages)
+is an :class:`AttributionPlan`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ... import _checkpoint as ck
+from ..._progress import progress_bar
+from ..._validation import check_scalar
+from ..chunks import chunk_seed, resolve_model, rows_text, run_chunks
+from ..context import PolicyRun
+from ..provenance import Stages
+from .data import groups_of
+
+__all__ = ["AttributionPlan", "experiment_plan", "roar_plan", "attribute_all", "method_options",
+           "options_key", "attribute_chunk", "attribution_task", "run"]
+
+#: Method options whose value ``"dataset"`` stands for an attribute of the data set.
+_DATASET_VALUED = (("binary", "binary_mask"), ("binary_levels", "binary_levels"))
+
+
+def options_key(options: Mapping, dataset) -> dict:
+    """A method's options as its chunks' key holds them: the value ``"dataset"`` replaced by what
+    it stands for (the data set's binary features and levels change with ``data.options`` while
+    the data set's arrays, and so the key's data hash, may not)."""
+    key = dict(options)
+    for name, attr in _DATASET_VALUED:
+        if key.get(name) == "dataset":
+            value = getattr(dataset, attr, None)
+            key[name] = {"dataset": None if value is None else np.asarray(value).tolist()}
+    return key
+
+
+def method_options(method: str, options: Mapping, seed: int, dataset) -> dict:
+    """Options of one method for one chunk: the per-chunk seed goes to seeded methods, progress
+    bars inside a chunk are off, the value ``"dataset"`` of ``binary`` / ``binary_levels``
+    takes the data set's binary features, and methods that take ``groups`` get the data set's
+    groups (the others' per-column attributions are summed per group by :func:`evaluate`)."""
+    from ... import attribution
+
+    accepted = attribution.options_of(method)
+    kw = dict(options)
+    grp = groups_of(dataset)
+    if "groups" in kw:
+        raise ValueError(f"methods.options.{method}.groups: the groups are the data set's "
+                         "(its recipe declares them, e.g. bangalore's location = 'onehot'); "
+                         "remove the option.")
+    if grp is not None and "groups" in accepted:
+        kw["groups"] = grp
+    if "seed" in accepted:
+        # a seed in the method's options replaces the run's seed for this method: each chunk
+        # still draws its own stream from it (the same seed in every chunk would repeat the
+        # first chunk's random draws in all the others)
+        if "seed" in kw:  # 2.7, "2" or true are errors, not seeds 2, 2 and 1
+            kw["seed"] = check_scalar(f"methods.options.{method}.seed", kw["seed"], int,
+                                      min_val=0)
+        kw["seed"] = seed if "seed" not in kw else chunk_seed(kw["seed"], seed)
+    for key, attr in _DATASET_VALUED:
+        if kw.get(key) == "dataset":
+            kw[key] = getattr(dataset, attr, None)
+    if "progress" in accepted:
+        kw.setdefault("progress", False)
+    return kw
+
+
+def attribute_chunk(model, X, R, method: str, options: dict) -> tuple[np.ndarray, dict]:
+    """One chunk of one method through :func:`insdel.attribute`: (A, info); a method given
+    ``groups`` returns one column per group."""
+    from ... import attribution
+
+    A, info = attribution.attribute(model, X, R, method, return_info=True, **options)
+    grp = options.get("groups")
+    expected = X.shape if grp is None else (X.shape[0], grp.m)
+    if A.shape != expected:
+        raise ValueError(f"attribution method {method!r} returned shape {A.shape}; "
+                         f"expected {expected}.")
+    return A, info
+
+
+def attribution_task(lo: int, hi: int, method: str, kw: dict, where: str, *, model, X, R):
+    """One attribution chunk (rows lo..hi - 1): (A, model evaluations, seconds); an error names
+    the method and the rows (``where`` formats them)."""
+    t0 = time.perf_counter()
+    try:
+        A, info = attribute_chunk(resolve_model(model), X[lo:hi], R[lo:hi], method, kw)
+    except Exception as exc:
+        raise type(exc)(f"{method} on {rows_text(where, lo, hi)}: {exc}") from exc
+    return A, info["model_evaluations"], time.perf_counter() - t0
+
+
+@dataclass(frozen=True)
+class AttributionPlan:
+    """How one command cuts its rows into attribution chunks and names them.
+
+    Attributes
+    ----------
+    size : int
+        Rows per chunk.
+    size_key : str
+        The chunk key's name for ``size`` (``"targets_per_chunk"``, ``"points_per_chunk"``).
+    key_stage : str
+        The chunk key's stage (``"attributions"``, ``"roar_attributions"``).
+    folder : Path
+        Checkpoint folder; each method's chunks go to ``folder / method``.
+    stream : str
+        The per-chunk random streams are ``chunk_seed(seed, stream, method, chunk)``.
+    rows : str
+        What a row is, in messages (``"pairs"``, ``"points"``).
+    suffix : str
+        Added to the rows in messages (``" of policy 'median'"``).
+    record : str
+        The manifest's stage name is ``record/method``.
+    bar : str
+        The progress bar's title.
+    per_pair : bool
+        Record ``seconds_per_pair`` in the manifest.
+    """
+
+    size: int
+    size_key: str
+    key_stage: str
+    folder: Path
+    stream: str
+    rows: str
+    suffix: str
+    record: str
+    bar: str
+    per_pair: bool = False
+
+
+def experiment_plan(cfg: Mapping, out: Path, label: str) -> AttributionPlan:
+    """The plan of one policy of an experiment: ``evaluation.targets_per_chunk`` pairs a chunk,
+    checkpoints in ``out/checkpoints/<label>/<method>``."""
+    return AttributionPlan(size=cfg["evaluation"]["targets_per_chunk"],
+                           size_key="targets_per_chunk", key_stage="attributions",
+                           folder=out / "checkpoints" / label, stream=label, rows="pairs",
+                           suffix=f" of policy {label!r}", record=f"{label}/attributions",
+                           bar=f"attributions [{label}]", per_pair=True)
+
+
+def roar_plan(cfg: Mapping, out: Path) -> AttributionPlan:
+    """The plan of ROAR: ``roar.points_per_chunk`` points a chunk, checkpoints in
+    ``out/checkpoints/attributions/<method>``."""
+    return AttributionPlan(size=cfg["roar"]["points_per_chunk"], size_key="points_per_chunk",
+                           key_stage="roar_attributions",
+                           folder=out / "checkpoints" / "attributions", stream="roar",
+                           rows="points", suffix="", record="attributions",
+                           bar="roar attributions")
+
+
+def attribute_all(cfg, model, dataset, X, R, plan: AttributionPlan, base_key: Mapping,
+                  stages: Stages, log, progress, interrupt: Callable[[], None] | None,
+                  given: Mapping[str, np.ndarray] | None = None, client=None,
+                  remote: Mapping | None = None) -> dict[str, np.ndarray]:
+    """Every method's attributions of (X, R), chunk by chunk (checkpointed, resumed).
+
+    Parameters
+    ----------
+    plan : AttributionPlan
+        Chunk size, checkpoint folder, random streams and the words of messages.
+    base_key : mapping
+        What every chunk's key holds besides the method, its options and the chunk size (data,
+        model, seed, pairs, device, ...).
+    given : mapping, optional
+        Methods already computed by another stage (exact Shapley from the decomposition).
+    client, remote
+        A Dask client and the model, X and R scattered to its workers (None: serial).
+
+    Returns
+    -------
+    dict
+        Method -> attributions (one row per row of X).
+    """
+    from ... import attribution
+
+    B = X.shape[0]
+    cs = plan.size
+    n_chunks = -(-B // cs)
+    given = dict(given or {})
+    names = cfg["methods"]["names"]
+    where = plan.rows + " {lo}..{hi}" + plan.suffix
+    result = {}
+    with progress_bar((len(names) - len(given)) * n_chunks, plan.bar, unit="chunk",
+                      enable=progress, auto=True) as bar:
+        for method in names:
+            if method in given:
+                result[method] = given[method]
+                log(f"  {method}: from the exact decomposition (same values, no extra model "
+                    f"evaluations)")
+                continue
+            opts = dict(cfg["methods"]["options"].get(method, {}) or {})
+            key = ck.config_hash({**base_key, "stage": plan.key_stage, "method": method,
+                                  "options": options_key(opts, dataset), plan.size_key: cs})
+            store = ck.ChunkStore(plan.folder / method, key)
+            opts = attribution.resolve_std_scale(method, opts, X)  # over all rows, not a chunk
+
+            def args_of(i, method=method, opts=opts):
+                lo, hi = i * cs, min(B, (i + 1) * cs)
+                kw = method_options(method, opts, chunk_seed(cfg["seed"], plan.stream, method, i),
+                                    dataset)
+                return lo, hi, method, kw, where
+
+            shared = {"model": model, "X": X, "R": R} if client is None else remote
+            chunks, secs, evals, resumed = run_chunks(
+                store, n_chunks, attribution_task, args_of, shared, bar, interrupt, client,
+                describe=lambda i, method=method: f"{method} on {plan.rows} {i * cs}.."
+                f"{min(B, (i + 1) * cs) - 1}{plan.suffix}")
+            extra = {"seconds_per_pair": secs / max(B - resumed * cs, 1)} if plan.per_pair else {}
+            stages.add(f"{plan.record}/{method}", secs, model_evaluations=evals,
+                       chunks=n_chunks, chunks_resumed=resumed, **extra)
+            result[method] = np.concatenate(chunks, axis=0)
+            log(f"  {method}: {secs:.1f} s, {evals:,} model evaluations"
+                + (f" ({resumed} of {n_chunks} chunks resumed)" if resumed else ""))
+    return result
+
+
+def run(p: PolicyRun) -> None:
+    """A policy's attributions (``p.attributions``); methods in ``p.given`` (exact Shapley from
+    the decomposition stage) are taken as they are."""
+    p.attributions = attribute_all(p.cfg, p.model, p.dataset, p.X, p.R,
+                                   experiment_plan(p.cfg, p.out, p.label), p.base_key, p.stages,
+                                   p.log, p.progress, p.interrupt, p.given, p.client, p.remote)

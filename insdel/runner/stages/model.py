@@ -1,0 +1,100 @@
+"""The model stage of both commands: train, load from the run's cache or from the user's file,
+check the configured methods against it, fingerprint it (the key of every checkpoint chunk)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ... import _checkpoint as ck
+from ..provenance import Stages, model_hash
+
+__all__ = ["get_model", "model_files", "model_stage"]
+
+
+def get_model(cfg: dict, dataset, data_hash: str, out: Path, log, progress
+              ) -> tuple[Any, dict, dict]:
+    """Train (or load) the model; a trained model is cached in ``out`` under a key of the data and
+    the model's configuration, so a resumed run uses the same f. Returns (model, metrics, info)."""
+    from ... import models
+
+    m = cfg["model"]
+    if m["path"] is not None:
+        from ...model_files import load_any
+
+        model, info = load_any(m["path"], trust=m["trust"], preset=m["architecture"],
+                               n_features=int(np.asarray(dataset.X_test).shape[1]),
+                               dataset=dataset)  # an insdel model file: its features and scaling
+        return model, {}, {"source": "path", **info}
+    key = ck.config_hash({"data": data_hash, "model": m, "seed": cfg["seed"],
+                          "device": cfg["compute"]["device"]})
+    path, keyfile = out / "model.pt", out / "model.key"
+    if path.exists() and keyfile.exists() and keyfile.read_text().strip() == key:
+        model, meta = models.load_model(path)
+        log(f"model: loaded the cached model {path}")
+        return model, dict((meta or {}).get("metrics", {}) or {}), {
+            "source": "cache", "preset": m["preset"], "key": key}
+    spec = m["preset"] if m["preset"] is not None else dict(m["params"])
+    log(f"model: training {spec if isinstance(spec, str) else 'custom MLP'} on "
+        f"{len(dataset.X_train)} points ...")
+    model, metrics = models.train_mlp(dataset, spec, seed=cfg["seed"], max_epochs=m["max_epochs"],
+                                      progress=progress, device=cfg["compute"]["device"])
+    # the old key goes first: a run killed between the two writes must not pair it with this model
+    keyfile.unlink(missing_ok=True)
+    with ck.atomic_write(path, suffix=".pt") as tmp:
+        models.save_model(model, tmp, dataset=dataset, params=spec, metrics=metrics)
+    ck.atomic_write_text(keyfile, key + "\n")
+    return model, dict(metrics or {}), {"source": "trained", "preset": m["preset"], "key": key}
+
+
+def model_files(model_info: Mapping) -> tuple[str, ...]:
+    """The files of ``out`` a run uses without writing them: the cached model it loaded."""
+    return ("model.pt", "model.key") if model_info.get("source") == "cache" else ()
+
+
+def model_stage(cfg: dict, dataset, data_info: dict, out: Path, stages: Stages, log,
+                progress) -> tuple[Any, dict, dict]:
+    """The model stage of both commands.
+
+    Train, load from the cache or from the user's file (:func:`get_model`), check the gradient
+    methods against it, fingerprint it (the key of every checkpoint chunk), put a torch module in
+    eval mode on ``compute.device``, and log what was used.
+
+    Returns
+    -------
+    tuple
+        (model, training metrics, model info).
+    """
+    t0 = time.perf_counter()
+    model, metrics, model_info = get_model(cfg, dataset, data_info["arrays_sha256"], out, log,
+                                           progress)
+    from ...adapter import eval_mode, model_capabilities
+    from ...attribution import check_supported, supported
+
+    check_supported(model, cfg["methods"]["names"])  # DeepLIFT on TorchScript: refused here
+    model_info["capabilities"] = list(model_capabilities(model))
+    model_info["methods"] = supported(model)
+    model_info["file_sha256"] = model_info.pop("sha256", None)
+    model_info["sha256"] = model_hash(model, model_info["file_sha256"])
+    stages.add("model", time.perf_counter() - t0, **{"source": model_info["source"]})
+    log(f"model: {model_info['source']}"
+        + (f" {model_info['path']}" if model_info.get("path") else "")
+        + (f" ({model_info['format']})" if model_info.get("format") else "")
+        + f", sha256 {model_info['sha256'][:12]}")
+    device = cfg["compute"]["device"]
+    try:
+        import torch
+
+        if isinstance(model, torch.nn.Module):
+            eval_mode(model)
+            if device != "cpu":
+                model.to(device)
+                log(f"compute: model on {device} "
+                    f"({torch.cuda.get_device_name(torch.device(device)) if device.startswith('cuda') else device})")
+    except ImportError:  # pragma: no cover
+        pass
+    return model, metrics, model_info
