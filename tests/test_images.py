@@ -142,3 +142,24 @@ def test_paper_images_small(tmp_path):
     blk = res.table[res.table["reference"] == "black"].set_index("method")
     assert abs(blk.loc["ig_reference", "deletion_auc"] - blk.loc["integrated_gradients",
                                                                  "deletion_auc"]) < 1e-9
+
+
+# -- shapes are integers; class indices in range ---------------------------------------------------
+@pytest.mark.parametrize("shape", [(1, 2.5, 2), (1, 2, 2, 1), (True, 2, 2)])
+def test_check_shape_refuses_non_integers(shape):
+    with pytest.raises(ValueError, match="three integers"):
+        images.check_shape(shape)
+
+
+def test_image_evaluate_class_index_in_range():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    net = torch.nn.Linear(4, 3)
+    rng = np.random.default_rng(0)
+    X = rng.random((3, 4))
+    A = {"a": rng.normal(size=(3, 4))}
+    for out in (-1, 3):
+        with pytest.raises(ValueError, match=f"output = {out} is not a class index"):
+            images.evaluate(net, X, np.zeros_like(X), A, shape=(1, 2, 2), output=out)
+    res = images.evaluate(net, X, np.zeros_like(X), A, shape=(1, 2, 2), output=2)
+    assert (res.classes == 2).all()
