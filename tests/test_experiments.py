@@ -634,7 +634,7 @@ def test_a_run_name_that_is_not_a_folder_name_is_an_error(csv, tmp_path, monkeyp
     assert not (tmp_path.parent / "x").exists()
 
 
-# -- options refused before any work: quick=True without [quick], progress= ------------------------
+# -- quick=True without a [quick] table is refused before any work --------------------------------
 def test_quick_without_a_quick_table_stops_run_and_roar_before_writing(csv, tmp_path):
     out = tmp_path / "out"
     with pytest.raises(C.ConfigError, match=r"no \[quick\] table"):
@@ -644,15 +644,6 @@ def test_quick_without_a_quick_table_stops_run_and_roar_before_writing(csv, tmp_
     with pytest.raises(C.ConfigError, match=r"no \[quick\] table"):
         runner.run_roar(roar_cfg, out, quick=True)
     assert not out.exists()
-
-
-@pytest.mark.parametrize("entry", ["run_experiment", "run_roar"])
-def test_runs_refuse_a_bad_progress_before_any_work(tmp_path, entry):
-    from insdel import runner
-
-    with pytest.raises(TypeError, match="progress"):
-        getattr(runner, entry)({"name": "x"}, tmp_path / "out", progress="no")
-    assert not (tmp_path / "out").exists()  # refused before the folder, data or model
 
 
 # -- the manifest lists this run's files only ------------------------------------------------------

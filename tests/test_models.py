@@ -265,7 +265,7 @@ def test_adapter_torch_whole_call_path():
     assert second(X).shape == (10,)
 
 
-# -- hyperparameters, max_epochs, seed and progress not coerced ------------------------------------
+# -- hyperparameters, max_epochs and seed not coerced ---------------------------------------------
 @pytest.mark.parametrize("bad", [{"hidden": "64"}, {"hidden": [64.7]}, {"hidden": [True]},
                                  {"batch_size": 2.5}, {"max_epochs": "3"},
                                  {"val_fraction": 1.5}, {"val_fraction": 0.0}, {"lr": True},
@@ -291,16 +291,6 @@ def test_train_mlp_max_epochs_and_seed_not_coerced():
                   progress=False)
     with pytest.raises(ValueError, match="seed"):
         train_mlp(ds, {"hidden": [4], "dropout": 0.0, "lr": 1e-3}, seed=None, progress=False)
-
-
-BAD = ["no", "False", 0, 1, [], np.int64(1)]
-
-
-@pytest.mark.parametrize("bad", BAD)
-def test_tune_mlp_refuses_a_progress_that_is_not_a_bool(bad):
-    # checked first, before the data set and optuna, never read as bool(progress)
-    with pytest.raises(TypeError, match="progress must be None, True or False"):
-        models.tune_mlp(None, 1, progress=bad)
 
 
 # -- model files with dataset metadata but no scaling ----------------------------------------------

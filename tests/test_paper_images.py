@@ -31,9 +31,3 @@ def test_paper_images_quick_is_a_bool(tmp_path):
         run_paper_images(tmp_path, quick="yes", verbose=False)
 
 
-def test_paper_images_refuses_a_bad_progress_before_training(tmp_path):
-    from insdel.paper_images import run_paper_images
-
-    with pytest.raises(TypeError, match="progress"):
-        run_paper_images(tmp_path / "pi", quick=True, progress="no")
-    assert not (tmp_path / "pi").exists()

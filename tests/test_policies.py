@@ -591,32 +591,10 @@ def test_noise_respects_low_and_high_and_rows_given():
     assert not np.array_equal(r1, _noise(X, targets=rows, seed=6).R)
 
 
-# -- progress= checked by every policy; shapes a policy returns ------------------------------------
-_POLICIES = [("one_to_one", {}), ("mean", {}), ("median", {}), ("mode", {}), ("average", {}),
-             ("fixed", {"index": 0}), ("black", {"shape": (1, 2, 2)}),
-             ("white", {"shape": (1, 2, 2)}), ("channel_mean", {"shape": (1, 2, 2)}),
-             ("blurred", {"shape": (1, 2, 2), "klen": 3, "sigma": 1.0}),
-             ("noise", {"shape": (1, 2, 2)}), ("image", {"shape": (1, 2, 2), "image": np.zeros(4)}),
-             ("counterfactual", {})]
-
-
-def _f4(X):
-    return X.sum(axis=1)
-
-
-@pytest.mark.parametrize(("name", "params"), _POLICIES, ids=[p[0] for p in _POLICIES])
-def test_every_policy_refuses_a_progress_that_is_not_a_bool(name, params):
-    pool = np.random.default_rng(4).random((6, 4))
-    pol = P.get(name, **params)
-    f = _f4 if pol.needs_model else None
-    for bad in ("no", 0, 1):
-        with pytest.raises(TypeError, match="progress must be None, True or False"):
-            pol.pair(f, pool, progress=bad)
-    for ok in (None, False, np.False_):
-        assert pol.pair(f, pool, progress=ok).n_pairs > 0
-
-
+# -- progress= of a registered function policy; shapes a policy returns ---------------------------
 def test_a_registered_function_policy_gets_the_check_too():
+    """A policy registered as a function checks progress= as the built-in ones do (those are
+    checked in tests/test_common.py)."""
     from insdel.policies import register, unregister
 
     register("first_row", lambda f, X_pool, targets, seed: X_pool[0])
