@@ -1,11 +1,12 @@
-"""A small run on the user's own CSV (the ``table`` recipe), shared by the pipeline audits' tests:
-60 rows, a binary feature, a model trained for one epoch."""
+"""A small run on the user's own CSV (the ``table`` recipe), shared by the configuration, runner and
+CLI tests: 60 rows, a binary feature, a model trained for one epoch; and a small ROAR table."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 
 def small_csv(path: Path, *, empty: dict[str, list[int]] | None = None) -> Path:
@@ -91,3 +92,18 @@ def interrupted_chunks(calls: list):
         return np.full(3, float(i))
 
     return compute
+
+
+def roar_table(replicates: int) -> pd.DataFrame:
+    """A :func:`insdel.roar.roar` table (``roar.TABLE_COLUMNS``) for two methods (``good`` with the
+    signed ordering, ``random`` with the random one) at q = 0.5 and 1, ``replicates`` replicates."""
+    from insdel import roar
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for r in range(replicates):
+        rows.append(("none", "none", 0.0, r, 1.0 + 0.1 * rng.random(), 10))
+        for m, o in (("good", "signed"), ("random", "random")):
+            for q in (0.5, 1.0):
+                rows.append((m, o, q, r, 2.0 + q + 0.1 * rng.random(), 10))
+    return pd.DataFrame(rows, columns=roar.TABLE_COLUMNS)

@@ -20,6 +20,15 @@ def samples() -> Path:
 
 
 @pytest.fixture
+def csv(tmp_path) -> Path:
+    """The small CSV of the configuration, runner and CLI tests (``_runs.small_csv``) as
+    ``tmp_path/t.csv``."""
+    from _runs import small_csv
+
+    return small_csv(tmp_path / "t.csv")
+
+
+@pytest.fixture
 def umask022():
     """The umask set to 022 for the test (file modes are then 0644 and 0755)."""
     old = os.umask(0o022)

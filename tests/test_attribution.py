@@ -17,7 +17,9 @@ from insdel.attribution import (
     METHODS,
     MODEL_AGNOSTIC,
     DeepLift,
+    InputXGradient,
     IntegratedGradients,
+    VanillaGrad,
     attribute,
 )
 
@@ -415,3 +417,142 @@ def test_bench_attribution_tiny():
     out = subprocess.run([sys.executable, str(ROOT / "bench" / "attribution.py"), "--tiny"],
                          capture_output=True, text=True, timeout=300, check=True).stdout
     assert "ratio" in out and "integrated_gradients" in out
+
+
+# -- seeds, boolean and finite options of the methods; non-finite attributions ---------------------
+def _f(Z):
+    return Z[:, 0] + 2.0 * Z[:, 1] * Z[:, 2]
+
+
+@pytest.fixture(scope="module")
+def four_pairs():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+
+
+@pytest.fixture(scope="module")
+def net():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.PReLU(),
+                               torch.nn.Linear(8, 1)).double()
+
+
+@pytest.mark.parametrize("method,opts", [("kernel_shap", {"exact": "never", "n_samples": 20}),
+                                         ("lime", {"n_samples": 20})])
+@pytest.mark.parametrize("seed", [None, 2.7, True])
+def test_sampled_methods_refuse_unrepeatable_seed(four_pairs, method, opts, seed):
+    X, R = four_pairs
+    with pytest.raises(ValueError, match="seed"):
+        attribute(_f, X, R, method, seed=seed, **opts)
+
+
+def test_chunked_attribute_refuses_float_seed(four_pairs):
+    X, R = four_pairs
+    with pytest.raises(ValueError, match="seed"):
+        attribute(_f, X, R, "lime", n_samples=20, seed=2.7, pairs_per_chunk=2)
+
+
+def test_ig_refuses_none_seed(net, four_pairs):
+    X, R = four_pairs
+    with pytest.raises(ValueError, match="seed"):
+        attribute(net, X, R, "ig", n_steps=4, seed=None)
+
+
+def test_vanilla_grad_abs_must_be_bool(net, four_pairs):
+    with pytest.raises(ValueError, match="abs"):
+        attribute(net, *four_pairs, "vanilla_grad", abs="no")
+
+
+def test_deeplift_prelu_rescale_must_be_bool(net, four_pairs):
+    with pytest.raises(ValueError, match="prelu_rescale"):
+        attribute(net, *four_pairs, "deeplift", prelu_rescale="no")
+    with pytest.raises(ValueError, match="eps"):
+        attribute(net, *four_pairs, "deeplift", eps=float("nan"))
+
+
+def test_attribute_return_info_must_be_bool(four_pairs):
+    with pytest.raises(ValueError, match="return_info"):
+        attribute(_f, *four_pairs, "random", return_info="no")
+
+
+@pytest.mark.parametrize("alpha", [float("nan"), float("inf")])
+def test_lime_alpha_must_be_finite(four_pairs, alpha):
+    with pytest.raises(ValueError, match="alpha"):
+        attribute(_f, *four_pairs, "lime", n_samples=20, alpha=alpha)
+
+
+def test_vanilla_grad_nan_scale_is_an_error(net, four_pairs):
+    with pytest.raises(ValueError, match="scale"):
+        attribute(net, *four_pairs, "vanilla_grad", scale=[1.0, np.nan, 1.0])
+
+
+def test_input_x_gradient_nan_binary_zero_is_an_error(net, four_pairs):
+    X, R = four_pairs
+    X = X.copy()
+    X[:, 0] = [0, 1, 0, 1]
+    with pytest.raises(ValueError, match="binary_zero"):
+        attribute(net, X, R, "ixg", binary=[0], binary_zero=float("nan"))
+
+
+def test_non_finite_attributions_are_an_error(four_pairs):
+    def bad(X, R):
+        A = np.ones(X.shape)
+        A[2, 1] = np.nan
+        return A
+
+    with pytest.raises(ValueError, match="row.*2"):
+        attribute(_f, *four_pairs, bad)
+
+
+# -- integrated gradients' binary spec; chunked attribute with an array scale ----------------------
+def test_ig_binary_int_mask_not_read_as_indices(net):
+    rng = np.random.default_rng(1)
+    X = rng.integers(0, 2, size=(3, 3)).astype(float)
+    R = 1.0 - X
+    with pytest.raises(ValueError, match="repeats"):  # [1, 0, 1] as indices is {0, 1}
+        attribute(net, X, R, "ig", binary=[1, 0, 1], binary_mode="jump", n_steps=4)
+    a = attribute(net, X, R, "ig", binary=[True, False, True], binary_mode="jump", n_steps=4)
+    b = attribute(net, X, R, "ig", binary=[0, 2], binary_mode="jump", n_steps=4)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_ig_binary_levels_keys_not_truncated(net):
+    X = np.array([[-1.0, 0.3, 0.1]])
+    R = np.array([[1.0, -0.2, 0.5]])
+    with pytest.raises(TypeError, match="keys"):
+        attribute(net, X, R, "ig", binary=[0], binary_levels={0.5: (-1, 1)}, binary_mode="jump")
+    with pytest.raises(ValueError, match="pair"):
+        attribute(net, X, R, "ig", binary=[0], binary_levels={0: 1}, binary_mode="jump")
+    a = attribute(net, X, R, "ig", binary=[0], binary_levels={"0": (-1, 1)}, binary_mode="jump",
+                  n_steps=4)
+    b = attribute(net, X, R, "ig", binary=[0], binary_levels={0: (-1, 1)}, binary_mode="jump",
+                  n_steps=4)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_chunked_vanilla_grad_with_array_scale(net, four_pairs):
+    s = np.array([1.0, 2.0, 3.0])
+    a = attribute(net, *four_pairs, "vanilla_grad", scale=s, pairs_per_chunk=2)
+    np.testing.assert_allclose(a, attribute(net, *four_pairs, "vanilla_grad", scale=s))
+
+
+# -- progress= of the gradient methods (they make no progress bar) ---------------------------------
+@pytest.fixture(scope="module")
+def lin():
+    import torch
+
+    torch.manual_seed(0)
+    return torch.nn.Linear(3, 1).double()
+
+
+def _xr():
+    rng = np.random.default_rng(3)
+    return rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+
+
+@pytest.mark.parametrize("cls", [VanillaGrad, InputXGradient])
+@pytest.mark.parametrize("ok", [None, True, False, np.True_, np.False_])
+def test_gradient_methods_accept_none_true_false(lin, cls, ok):
+    X, R = _xr()
+    np.testing.assert_array_equal(cls(lin).attribute(X, R, progress=ok),
+                                  cls(lin).attribute(X, R))

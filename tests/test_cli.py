@@ -8,8 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
+from _runs import small_toml
 
-from insdel import cli, config, functional
+from insdel import cli, config, functional, runner
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -120,3 +121,132 @@ def test_configs_list_names_every_shipped_configuration(capsys):
 def test_configs_show_is_documented():
     assert "insdel configs show" in (ROOT / "docs" / "experiments.md").read_text()
     assert "insdel configs show" in (ROOT / "README.md").read_text()
+
+
+# -- empty and conflicting options -----------------------------------------------------------------
+def test_cli_functional_no_metrics_with_metrics_is_an_error(capsys):
+    rc = cli.main(["functional", "--methods", "random", "--tests", "additive", "--no-metrics",
+                   "--metrics", "insertion_abc"])
+    assert rc == 1
+    assert "--no-metrics" in capsys.readouterr().err
+
+
+def test_cli_empty_name_list_is_an_error(capsys):
+    # --tests "" names no test: an error that says so, not an empty table or a KeyError
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["functional", "--tests", "", "--no-metrics"])
+    assert exc.value.code == 2
+    assert "names nothing" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [
+    ["functional", "--methods", "random", "--tests", "additive", "--no-metrics", "--out", ""],
+    ["leaderboard", "somewhere", "--out", " "],
+    ["run", "demo", "--out", ""],
+])
+def test_cli_empty_out_is_an_error(capsys, argv):
+    # --out "" is an error: nothing is written without a word, nothing into the current folder
+    assert cli.main(argv) == 1
+    assert "--out is empty" in capsys.readouterr().err
+
+
+def test_cli_datasets_prepare_conflicting_options(tmp_path, capsys):
+    rc = cli.main(["datasets", "prepare", "housing_sim", "--out", str(tmp_path / "d"),
+                   "--option", "n=1", "--option", "n=2"])
+    assert rc == 1 and "more than once" in capsys.readouterr().err
+    rc = cli.main(["datasets", "prepare", "bangalore", "--out", str(tmp_path / "d"),
+                   "--path", "a.csv", "--option", "path=b.csv"])
+    assert rc == 1 and "--path and --option path" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()
+
+
+def test_cli_paper_images_locks_its_output_folder(tmp_path, capsys):
+    # one paper-images run at a time per folder (say --seed 1 and --seed 2 into one folder): never
+    # table5.csv of one beside the manifest of the other
+    from filelock import FileLock
+
+    out = tmp_path / "imgs"
+    out.mkdir()
+    (out / "manifest.json").write_text("{}\n")
+    lock = FileLock(str(out / ".insdel.lock"))
+    lock.acquire()
+    try:
+        rc = cli.main(["reproduce", "paper-images", "--quick", "--out", str(out),
+                       "--no-progress"])
+    finally:
+        lock.release()
+    assert rc == 1
+    assert "in use by another insdel run" in capsys.readouterr().err
+    assert (out / "manifest.json").exists()  # the other run's files are left alone
+
+
+@pytest.mark.parametrize("opt", ["--device", "--scheduler"])
+def test_an_empty_cli_option_is_an_error(opt, capsys):
+    from insdel.cli import main
+
+    assert main(["run", "demo", opt, ""]) == 1
+    assert f"{opt} is empty" in capsys.readouterr().err
+
+
+# -- insdel functional --strict --------------------------------------------------------------------
+def test_cli_functional_strict(capsys):
+    args = ["functional", "--methods", "exact_shapley,random", "--tests", "additive",
+            "--no-metrics"]
+    assert cli.main(args) == 0
+    capsys.readouterr()
+    assert cli.main([*args, "--strict"]) == 1
+    err = capsys.readouterr().err
+    assert "insdel functional --strict:" in err and "random" in err
+    assert cli.main(["functional", "--methods", "exact_shapley", "--tests", "additive",
+                     "--no-metrics", "--strict"]) == 0
+
+
+# -- --quick and --trust-model where the configuration cannot use them -----------------------------
+def _toml(folder: Path, csv: Path, **kw) -> Path:
+    """The small run on ``csv`` as ``folder/a.toml`` (or ``name=``)."""
+    return small_toml(folder, csv.as_posix(), run="small", **kw)
+
+
+def test_cli_quick_without_a_quick_table(csv, tmp_path, capsys):
+    path = _toml(tmp_path, csv)
+    out = tmp_path / "out"
+    assert cli.main(["run", str(path), "--quick", "--out", str(out), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"insdel: error: {path}: quick=True (--quick)")
+    assert "no [quick] table" in err and not out.exists()
+    assert cli.main(["run", "demo", "--quick", "--out", str(out), "--no-progress"]) == 1
+    assert "insdel/configs/demo.toml" in capsys.readouterr().err and not out.exists()
+
+
+class _Stop(Exception):
+    """Raised by the stand-in runner: the configuration it was given is what the test reads."""
+
+
+def test_cli_trust_model_without_a_path_is_an_error_naming_the_flag(csv, tmp_path, capsys,
+                                                                   monkeypatch):
+    path = _toml(tmp_path, csv)
+    out = tmp_path / "out"
+    assert cli.main(["run", str(path), "--trust-model", "--out", str(out),
+                     "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("insdel: error: --trust-model ")
+    assert f"{path} has no model.path" in err and "model.params" in err and not out.exists()
+    assert cli.main(["run", "demo", "--trust-model", "--out", str(out), "--no-progress"]) == 1
+    assert "--trust-model" in (err := capsys.readouterr().err) and "model.preset" in err
+
+    # with a path, the flag reaches the configuration (and only then)
+    seen = []
+
+    def fake_run(cfg, *a, **k):
+        seen.append(cfg)
+        raise _Stop
+
+    monkeypatch.setattr(runner, "run_experiment", fake_run)
+    with_path = _toml(tmp_path, csv, model=f'path = "{(tmp_path / "m.joblib").as_posix()}"',
+                      name="p.toml")
+    for flag, trusted in ((["--trust-model"], True), ([], False)):
+        with pytest.raises(_Stop):
+            cli.main(["run", str(with_path), *flag, "--out", str(out), "--no-progress",
+                      "--device", "cpu"])
+        assert seen[-1]["model"]["trust"] is trusted
+        assert seen[-1]["compute"]["device"] == "cpu"

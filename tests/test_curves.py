@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from hypothesis import given, settings
@@ -810,3 +811,48 @@ def test_one_run_path_equals_the_chain_walk(monkeypatch, modes):
     assert (a.n_points, a.n_unique) == (b.n_points, b.n_unique) == (B * len(modes) * (n + 1),
                                                                     calls[0])
     assert set(a.timings) == {"bookkeeping_s", "model_s"}
+
+
+# -- curves(): a labelled A is matched by name -----------------------------------------------------
+def _f3(Z):
+    return Z[:, 0] + 2.0 * Z[:, 1] * Z[:, 2]
+
+
+@pytest.fixture(scope="module")
+def four_pairs():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+
+
+def test_curves_aligns_dataframe_attributions(four_pairs):
+    X, R = four_pairs
+    cols = ["a", "b", "c"]
+    Xd, Rd = pd.DataFrame(X, columns=cols), pd.DataFrame(R, columns=cols)
+    A = np.array([[3.0, 2.0, 1.0], [1.0, 3.0, 2.0], [2.0, 1.0, 3.0], [0.0, 1.0, 2.0]])
+    Ad = pd.DataFrame(A, columns=cols)[["c", "a", "b"]]
+    np.testing.assert_array_equal(insdel.curves(_f3, Xd, Rd, Ad), insdel.curves(_f3, X, R, A))
+    with pytest.raises(ValueError, match="labelled"):
+        insdel.curves(_f3, Xd, Rd, pd.DataFrame(A, columns=["a", "b", "z"]))
+
+
+# -- progress= of trace: None, True and False draw the same curves --------------------------------
+def _sum_pairs():
+    rng = np.random.default_rng(0)
+    X, R = rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+    orders = np.tile(np.arange(3), (4, 1))
+    return X, R, orders
+
+
+def _sum(X):
+    return X.sum(axis=1)
+
+
+@pytest.mark.parametrize("ok", [None, True, False, np.True_, np.False_])
+def test_trace_accepts_none_true_false(ok):
+    X, R, orders = _sum_pairs()
+    res = insdel.trace(_sum, X, R, orders, progress=ok)
+    ref = insdel.trace(_sum, X, R, orders, progress=False)
+    for mode in res.curves:
+        np.testing.assert_array_equal(res.curves[mode], ref.curves[mode])
+
+

@@ -4,6 +4,7 @@ interruptions and backend changes; ``client=`` in the Python API; the missing-ex
 from __future__ import annotations
 
 import builtins
+import operator
 import os
 import shutil
 import signal
@@ -461,3 +462,26 @@ def test_an_address_with_no_scheduler_is_one_error_line(tmp_path, capsys):
     assert time.perf_counter() - t0 < 5
     with pytest.raises(C.ConfigError, match="compute.connect_timeout must be a number"):
         C.load(str(cfg), overrides={"compute": {"backend": "dask", "connect_timeout": 0}})
+
+
+# -- map_chunks ids and make_client options --------------------------------------------------------
+def test_map_chunks_refuses_repeated_ids():
+    """Chunk ids are distinct: equal ids would be equal task keys, one chunk's result for both."""
+    dd = pytest.importorskip("dask.distributed")
+    with dd.Client(processes=False, n_workers=1, threads_per_worker=1,
+                   dashboard_address=None) as client:
+        with pytest.raises(ValueError, match="ids must be distinct"):
+            list(distributed.map_chunks(client, operator.add, [(1, 1), (10, 10)], ids=[0, 0]))
+        got = dict(distributed.map_chunks(client, operator.add, [(1, 1), (10, 10)], ids=[4, 7]))
+        assert got == {4: 2, 7: 20}
+
+
+@pytest.mark.parametrize("compute, match", [
+    ({"backend": "serial", "n_workers": 4}, "backend = 'serial' ignores"),
+    ({"backend": "dask", "address": "tcp://h:1", "n_workers": 2}, "give one or the other"),
+    ({"backend": "dask", "threads_per_worker": 0}, "threads_per_worker must be an integer"),
+])
+def test_make_client_refuses_ignored_options(compute, match):
+    with pytest.raises(ValueError, match=match):
+        with distributed.make_client(compute):
+            pass

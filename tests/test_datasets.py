@@ -361,3 +361,27 @@ def test_table_data_set_is_labelled_by_its_file(tmp_path):
     assert back.label == "small.csv" and back.name == "table"
     sim = datasets.get("housing_sim", n_samples=50)
     assert sim.label == sim.name == "housing_sim"
+
+
+# -- a prepared folder is one preparation ----------------------------------------------------------
+def test_load_prepared_detects_mixed_files(tmp_path):
+    a = datasets.prepare("housing_sim", tmp_path / "a", n_samples=60, seed=0)
+    b = datasets.prepare("housing_sim", tmp_path / "b", n_samples=60, seed=1)
+    datasets.load_prepared(a)
+    (a / "test.parquet").write_bytes((b / "test.parquet").read_bytes())
+    with pytest.raises(ValueError, match="test.parquet is not the file"):
+        datasets.load_prepared(a)
+
+
+def test_prepare_drops_old_metadata_first(tmp_path, monkeypatch):
+    out = datasets.prepare("housing_sim", tmp_path / "p", n_samples=60, seed=0)
+
+    def boom(*a, **k):
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", boom)
+    with pytest.raises(RuntimeError, match="killed"):
+        datasets.prepare("housing_sim", out, n_samples=80, seed=1)
+    monkeypatch.undo()
+    with pytest.raises(FileNotFoundError, match="metadata.json"):
+        datasets.load_prepared(out)

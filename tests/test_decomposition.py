@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -352,3 +353,126 @@ def test_bench_decomposition_tiny():
     out = subprocess.run([sys.executable, str(ROOT / "bench" / "decomposition.py"), "--tiny"],
                          capture_output=True, text=True, timeout=300, check=True).stdout
     assert "share outside model" in out and "best_order" in out and "exact baseline Shapley" in out
+
+
+# -- labelled input, option checks and group games of the decomposition ----------------------------
+def _lin(Z):
+    Z = np.asarray(Z, dtype=float)
+    return 2 * Z[:, 0] + 10 * Z[:, 1] + Z[:, 2] + Z[:, 0] * Z[:, 2]
+
+
+def _f6(Z):
+    Z = np.asarray(Z, dtype=float)
+    w = np.array([0.3, -1.0, 0.7, 0.2, -0.4, 1.1])
+    return np.tanh(Z @ w) + Z[:, 0] * Z[:, 5] - Z[:, 2] * Z[:, 3]
+
+
+def test_anchored_decomposition_matches_labelled_r_to_x_by_name():
+    x = pd.Series({"a": 1.0, "b": 1.0, "c": 1.0})
+    r = pd.Series({"c": 0.0, "b": 0.0, "a": 5.0})  # same names, other order
+    phi = insdel.anchored_decomposition(_lin, x, r).shapley()
+    want = insdel.batch_decomposition(_lin, x.to_frame().T, r.to_frame().T).shapley()[0]
+    np.testing.assert_allclose(phi, want)
+    with pytest.raises(ValueError, match="labelled by other columns"):
+        insdel.anchored_decomposition(_lin, x, pd.Series({"a": 0.0, "b": 0.0, "z": 0.0}))
+
+
+@pytest.mark.parametrize("bad", [None, "no", 0, 1])
+def test_decomposition_normalize_must_be_a_bool(bad):
+    d = insdel.anchored_decomposition(_lin, np.ones(3), np.zeros(3))
+    b = batch_decomposition(_lin, np.ones((2, 3)), np.zeros(3))
+    for call in (lambda: d.abc([0, 1, 2], normalize=bad), lambda: d.auc([0, 1, 2], normalize=bad),
+                 lambda: d.abc_total([0, 1, 2], normalize=bad),
+                 lambda: d.expected_abc(normalize=bad), lambda: d.best_abc(normalize=bad),
+                 lambda: d.best_auc(normalize=bad), lambda: b.abc([0, 1, 2], normalize=bad)):
+        with pytest.raises(ValueError, match="normalize must be True or False"):
+            call()
+    with pytest.raises(ValueError, match="dedup must be True or False"):
+        batch_decomposition(_lin, np.ones((2, 3)), np.zeros(3), dedup=bad)
+
+
+def test_given_delta_is_checked_for_nan():
+    with pytest.raises(ValueError, match="delta contains non-finite"):
+        BatchDecomposition(np.arange(8.0)[None], np.full((1, 8), np.nan))
+    with pytest.raises(ValueError, match="delta contains non-finite"):
+        AnchoredDecomposition(np.arange(8.0), np.r_[np.inf, np.zeros(7)])
+
+
+def test_pair_index_must_be_an_integer():
+    b = batch_decomposition(_lin, np.ones((3, 3)), np.zeros(3))
+    for bad in (1.7, True, "1"):
+        with pytest.raises(TypeError, match="pair index must be an integer"):
+            b[bad]
+        with pytest.raises(TypeError, match="pair index must be an integer"):
+            b.D(bad)
+        with pytest.raises(TypeError, match="pair index must be an integer"):
+            b.interactions(bad)
+    np.testing.assert_array_equal(b.D(np.int64(2)), [0, 1, 2])
+
+
+def test_duplicate_feature_names_are_refused():
+    with pytest.raises(ValueError, match="feature_names repeats"):
+        insdel.anchored_decomposition(_lin, np.ones(3), np.zeros(3), feature_names=["a", "a", "b"])
+
+
+def test_singleton_groups_keep_their_names_and_column_names_are_refused_with_groups():
+    d = insdel.anchored_decomposition(_lin, np.ones(3), np.zeros(3),
+                                      groups={"a": [0], "b": [1], "c": [2]})
+    assert d.feature_names == ["a", "b", "c"]
+    assert d.interactions(1)[0].features == ("a", "c")
+    with pytest.raises(ValueError, match="m = 2 groups"):
+        insdel.anchored_decomposition(_lin, np.ones(3), np.zeros(3), groups=[[0, 1], [2]],
+                                      feature_names=["p", "q", "r"])
+
+
+def test_max_d_error_names_groups_not_features():
+    X = np.ones((1, 6))
+    with pytest.raises(ValueError, match=r"\|D\| = 3 groups \(> max_d = 2\)"):
+        batch_decomposition(_f6, X, np.zeros(6), groups=[[0, 1], [2, 3], [4, 5]], max_d=2)
+    with pytest.raises(ValueError, match=r"\|D\| = 6 features \(> max_d = 2\)"):
+        batch_decomposition(_f6, X, np.zeros(6), max_d=2)
+
+
+def test_group_game_outside_d_against_brute_force():
+    """Theorem 1, E[ABC], best ABC and Shapley of a group game with a group outside D, by
+    direct evaluation of the hybrids over all m! orderings."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=6)
+    r = x.copy()
+    r[[0, 2, 5]] = rng.normal(size=3)
+    groups = [[0, 1], [2], [3, 4], [5]]  # group 2 = columns 3, 4: outside D
+    m = len(groups)
+    d = insdel.anchored_decomposition(_f6, x, r, groups=groups)
+    np.testing.assert_array_equal(d.D, [0, 1, 3])
+
+    def g(S):
+        cols = [c for k in S for c in groups[k]]
+        z = r.copy()
+        z[cols] = x[cols]
+        return _f6(z[None])[0]
+
+    allo = np.array(list(itertools.permutations(range(m))))
+    for mode in ("insertion", "deletion"):
+        cs = np.array([[g(o[:k]) if mode == "insertion" else g(o[k:]) for k in range(m + 1)]
+                       for o in allo])
+        a = insdel.abc(cs, mode=mode)
+        np.testing.assert_allclose(d.abc(allo, mode=mode), a, atol=1e-12)
+        np.testing.assert_allclose(d.expected_abc(mode=mode), a.mean(), atol=1e-12)
+        np.testing.assert_allclose(d.best_abc(mode=mode), a.max(), atol=1e-12)
+    assert d.shapley()[2] == 0.0
+
+
+def test_batch_decomposition_names_features_from_dataframe_columns():
+    """A DataFrame X names the units of the decomposition (its interactions name columns)."""
+    import pandas as pd
+
+    from insdel.decomposition import batch_decomposition
+
+    def f(Z):
+        return Z[:, 0] * Z[:, 1] + Z[:, 2]
+
+    X = pd.DataFrame([[1.0, 2.0, 3.0]], columns=["a", "b", "c"])
+    R = pd.DataFrame([[0.0, 0.0, 0.0]], columns=["a", "b", "c"])
+    d = batch_decomposition(f, X, R)
+    assert d.feature_names == ["a", "b", "c"]
+    assert batch_decomposition(f, X.to_numpy(), R.to_numpy()).feature_names is None

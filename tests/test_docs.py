@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
+
+import pytest
+
+import insdel
+from insdel import config
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -101,3 +108,39 @@ def test_experiments_md_tables_have_the_rows_the_cli_prints():
         for block in (rows[:half], rows[half:]):
             got = [r[1] for r in block]
             assert got == want, f"experiments.md:{line}: rows {got}, printed {want}"
+
+
+# -- the docs' TOML examples and the modules they call ---------------------------------------------
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _blocks(lang: str):
+    for path in DOCS:
+        text = path.read_text(encoding="utf-8")
+        for m in re.finditer(rf"^```{lang}\n(.*?)^```", text, re.S | re.M):
+            yield f"{path.name}:{text[:m.start()].count(chr(10)) + 1}", m.group(1)
+
+
+@pytest.mark.parametrize("where,code", list(_blocks("toml")), ids=lambda v: str(v)[:40])
+def test_every_toml_example_is_valid_toml(where, code):
+    tomllib.loads(code)  # e.g. no `[data]      recipe = ...` (a table and a key on one line)
+
+
+def test_roar_example_config_loads_for_insdel_roar(tmp_path):
+    code = dict(_blocks("toml"))
+    roar_block = next(c for w, c in code.items() if w.startswith("roar.md"))
+    path = tmp_path / "my_roar.toml"
+    path.write_text(roar_block, encoding="utf-8")
+    cfg = config.load(path)
+    config.check_sections(cfg, "roar")
+    assert cfg["roar"]["orderings"] == ["absolute", "signed", "random"]
+    assert cfg["model"]["preset"] == "paper_bangalore"
+
+
+@pytest.mark.parametrize("name", ["images", "metrics", "functional", "leaderboard", "roar",
+                                  "model_files", "digits"])
+def test_modules_the_docs_call_as_attributes_of_insdel(name):
+    # README: insdel.images.evaluate(...), insdel.functional.run_catalogue(...) after `import insdel`
+    code = f"import insdel; m = insdel.{name}; assert m.__name__ == 'insdel.{name}'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+    assert name in dir(insdel)

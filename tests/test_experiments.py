@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from _runs import interrupted_chunks  # noqa: E402
+from _runs import interrupted_chunks, small_cfg  # noqa: E402
 
 import insdel  # noqa: E402
 from insdel import _checkpoint as ck  # noqa: E402
@@ -628,3 +630,235 @@ def test_a_one_to_one_run_gives_standard_errors_over_couples(tmp_path):
     assert "cluster" in dec.columns and len(dec) == 4
     assert res.evaluations["one_to_one"].clusters.tolist() == \
         res.pairings["one_to_one"].cluster.tolist()
+
+
+def _cfg(csv: Path, **over) -> dict:
+    return small_cfg(csv, "small", **over)
+
+
+# -- model cache, chunk keys, manifests and run names ----------------------------------------------
+def test_model_cache_key_is_not_left_beside_another_model(csv, tmp_path, monkeypatch):
+    """A run killed after saving its model.pt but before writing model.key leaves no other run's
+    key beside the new model: the previous configuration trains its own model again."""
+    out = tmp_path / "out"
+    a = _cfg(csv)
+    b = _cfg(csv, model={"params": {"hidden": [6], "dropout": 0.0, "lr": 3e-3}, "max_epochs": 1})
+    sha_a = runner.run_experiment(a, out).manifest["model"]["sha256"]
+    write = runner.ck.atomic_write_text
+
+    def killed(path, text):
+        if Path(path).name == "model.key":
+            raise KeyboardInterrupt
+        return write(path, text)
+
+    monkeypatch.setattr(runner.ck, "atomic_write_text", killed)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_experiment(b, out)
+    monkeypatch.setattr(runner.ck, "atomic_write_text", write)
+    again = runner.run_experiment(a, out)
+    assert again.manifest["model"]["source"] == "trained"
+    assert again.manifest["model"]["sha256"] == sha_a
+
+
+class _Lin(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 1)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class _Squared(_Lin):
+    def forward(self, x):
+        return self.lin(x) ** 2
+
+
+def test_chunks_of_a_torchscript_model_are_keyed_by_its_file(csv, tmp_path):
+    """Two TorchScript files with the same weights and another forward have the same parameter
+    hash: their chunks are keyed by the file, so the second run reuses none of the first's."""
+    torch.manual_seed(0)
+    a, b = _Lin(), _Squared()
+    b.load_state_dict(a.state_dict())
+    torch.jit.save(torch.jit.script(a), str(tmp_path / "a.pt"))
+    torch.jit.save(torch.jit.script(b), str(tmp_path / "b.pt"))
+    out = tmp_path / "out"
+    runner.run_experiment(_cfg(csv, model={"path": str(tmp_path / "a.pt")}), out)
+    res = runner.run_experiment(_cfg(csv, model={"path": str(tmp_path / "b.pt")}), out)
+    assert res.manifest["compute"]["stages"]["median/attributions/vanilla_grad"][
+        "chunks_resumed"] == 0
+    runner.run_experiment(_cfg(csv, model={"path": str(tmp_path / "b.pt")}), tmp_path / "clean")
+    got = np.load(out / "median" / "attributions.npz")["vanilla_grad"]
+    want = np.load(tmp_path / "clean" / "median" / "attributions.npz")["vanilla_grad"]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_rerun_removes_the_old_manifest_before_rewriting(csv, tmp_path, monkeypatch):
+    """A second run on the same folder removes the first run's manifest before it replaces files:
+    stopped half-way, the folder is no finished run (load_results and the leaderboard must not read
+    the first configuration with the second one's numbers)."""
+    out = tmp_path / "out"
+    runner.run_experiment(_cfg(csv), out)
+    assert set(runner.load_results(out)) == {"median"}
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    from insdel.runner.stages import metrics as metrics_stage
+
+    monkeypatch.setattr(metrics_stage, "run", stop)  # after the policy's abc.parquet
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_experiment(_cfg(csv, seed=1), out)
+    assert (out / "median" / "abc.parquet").exists()
+    with pytest.raises(FileNotFoundError, match="no manifest"):
+        runner.load_results(out)
+
+
+def test_fewer_test_rows_than_targets_n_is_said(csv, tmp_path, capsys):
+    """targets.n larger than the test split takes every test row and says so."""
+    runner.run_experiment(_cfg(csv, targets={"n": 500}), tmp_path / "out", verbose=True)
+    assert "targets: all 12 test rows (targets.n = 500" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", ".", ""])
+def test_a_run_name_that_is_not_a_folder_name_is_an_error(csv, tmp_path, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="plain folder name"):
+        runner.run_experiment(_cfg(csv, name=name))
+    assert not (tmp_path.parent / "x").exists()
+
+
+# -- quick=True without a [quick] table is refused before any work --------------------------------
+def test_quick_without_a_quick_table_stops_run_and_roar_before_writing(csv, tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(C.ConfigError, match=r"no \[quick\] table"):
+        insdel.run_experiment(_cfg(csv), out, quick=True)
+    roar_cfg = {k: v for k, v in _cfg(csv).items()
+                if k in C.ROAR_SECTIONS} | {"roar": {"orderings": ["random"]}}
+    with pytest.raises(C.ConfigError, match=r"no \[quick\] table"):
+        runner.run_roar(roar_cfg, out, quick=True)
+    assert not out.exists()
+
+
+# -- the manifest lists this run's files only ------------------------------------------------------
+def _files(out: Path) -> set[str]:
+    return set(json.loads((out / "manifest.json").read_text())["files"])
+
+
+def test_rerun_with_fewer_policies_leaves_the_old_folder_out_of_the_manifest(csv, tmp_path,
+                                                                             capsys):
+    """A rerun with fewer policies leaves the earlier run's policy folders out of its manifest."""
+    out = tmp_path / "out"
+    two = _cfg(csv, policies=[{"spec": {"policy": "median"}},
+                              {"spec": {"policy": "median"}, "label": "second"}])
+    first = runner.run_experiment(two, out)
+    assert {"median/abc.parquet", "second/abc.parquet"} <= set(first.manifest["files"])
+    assert "note:" not in capsys.readouterr().err  # a fresh folder: nothing stale
+    (out / "notes.txt").write_text("mine\n")  # a user's file: never deleted, never hashed
+    before = {p: p.read_bytes() for p in (out / "second").iterdir()}
+
+    again = runner.run_experiment(_cfg(csv), out)
+    err = capsys.readouterr().err
+    files = _files(out)
+    assert files == set(again.manifest["files"])
+    assert not any(f.startswith("second/") for f in files) and "notes.txt" not in files
+    assert {"median/abc.parquet", "median/curves.npz", "summary.csv", "summary.md",
+            "diagnostics.csv"} <= files
+    # the cached model the rerun loaded is this run's model
+    assert again.manifest["model"]["source"] == "cache" and {"model.pt", "model.key"} <= files
+    for rel, digest in again.manifest["files"].items():
+        assert ck.sha256_file(out / rel) == digest
+    # the earlier run's folder and the user's file are left as they were, and named in one line
+    assert {p: p.read_bytes() for p in (out / "second").iterdir()} == before
+    assert (out / "notes.txt").read_text() == "mine\n"
+    notes = [line for line in err.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1
+    assert f"{out} holds {len(before) + 1} file(s) this run did not write" in notes[0]
+    assert notes[0].endswith("left in place): notes.txt, second/")
+    assert runner.load_results(out).keys() == {"median"}
+
+
+def test_stale_files_inside_folders_this_run_writes_are_named_one_by_one(csv, tmp_path,
+                                                                        capsys):
+    """Figures and tables of a switched-off stage (here: a file a rerun does not rewrite in a
+    folder it writes) stay out of the manifest, named by path."""
+    out = tmp_path / "out"
+    runner.run_experiment(_cfg(csv), out)
+    capsys.readouterr()
+    (out / "median" / "metrics_summary.csv").write_text("old\n")  # as an earlier [metrics] run
+    runner.run_experiment(_cfg(csv), out)
+    files = _files(out)
+    assert "median/metrics_summary.csv" not in files and "median/abc.parquet" in files
+    note = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("note:")]
+    assert len(note) == 1 and note[0].endswith(": median/metrics_summary.csv")
+
+
+def test_a_model_file_run_does_not_list_an_earlier_cached_model(csv, tmp_path, capsys):
+    """model.pt of an earlier preset run is not the model a model.path run used."""
+    out = tmp_path / "out"
+    first = runner.run_experiment(_cfg(csv), out)
+    assert "model.pt" in first.manifest["files"]
+    mine = tmp_path / "mine.pt"
+    shutil.copy(out / "model.pt", mine)  # an insdel model file given by path
+    capsys.readouterr()
+    res = runner.run_experiment(_cfg(csv, model={"path": str(mine)}), out)
+    assert res.manifest["model"]["source"] == "path"
+    files = _files(out)
+    assert "model.pt" not in files and "model.key" not in files and "median/abc.parquet" in files
+    note = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("note:")]
+    assert len(note) == 1 and "model.key" in note[0] and "model.pt" in note[0]
+
+
+def test_manifest_lists_files_when_the_output_folder_is_under_a_checkpoints_folder(csv,
+                                                                                   tmp_path):
+    """Every file is listed, whatever the folders of the absolute path are named ('checkpoints')."""
+    out = tmp_path / "checkpoints" / "out"
+    res = runner.run_experiment(_cfg(csv), out)
+    assert {"median/abc.parquet", "summary.csv", "model.pt"} <= set(res.manifest["files"])
+    assert not any(f.startswith("checkpoints/") for f in res.manifest["files"])
+
+
+def test_roar_manifest_leaves_out_an_earlier_run(csv, tmp_path, capsys):
+    out = tmp_path / "out"
+    runner.run_experiment(_cfg(csv), out)
+    capsys.readouterr()
+    roar_cfg = {k: v for k, v in _cfg(csv).items() if k in C.ROAR_SECTIONS}
+    roar_cfg["roar"] = {"orderings": ["random"], "fractions": [1.0], "replicates": 1,
+                        "max_epochs": 1}
+    res = runner.run_roar(roar_cfg, out)
+    files = set(res.manifest["files"])
+    assert {"roar.csv", "roar_summary.csv", "summary.md", "attributions.npz"} <= files
+    assert not any(f.startswith("median/") for f in files)
+    assert "summary.csv" not in files and "diagnostics.csv" not in files
+    assert res.manifest["model"]["source"] == "cache" and "model.pt" in files
+    note = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("note:")]
+    assert len(note) == 1 and "median/" in note[0] and "diagnostics.csv" in note[0]
+
+
+# -- lock_folder and unfinish ----------------------------------------------------------------------
+def test_lock_folder_and_unfinish_are_public(tmp_path):
+    assert not hasattr(runner, "_lock") and not hasattr(runner, "_unfinish")
+    assert {"lock_folder", "unfinish"} <= set(runner.__all__)
+    for f in (runner.lock_folder, runner.unfinish):
+        doc = inspect.getdoc(f)
+        assert "Parameters\n----------" in doc, f.__name__
+    assert "Raises\n------" in inspect.getdoc(runner.lock_folder)
+    root = Path(insdel.__file__).parent
+    for path in root.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"(?<![A-Za-z0-9])_(lock|unfinish)\b", text), path
+
+    out = tmp_path / "o"
+    out.mkdir()
+    lock = runner.lock_folder(str(out))  # a str is a path too
+    try:
+        with pytest.raises(runner.OutputFolderBusy,
+                           match=rf"output folder {re.escape(str(out))} is in use"):
+            runner.lock_folder(out, False)
+    finally:
+        lock.release()
+    runner.lock_folder(out).release()  # free again
+    (out / "manifest.json").write_text("{}\n")
+    runner.unfinish(str(out))
+    assert not (out / "manifest.json").exists()
+    runner.unfinish(out)  # nothing to remove is not an error

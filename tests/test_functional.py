@@ -3,6 +3,7 @@ exact Shapley passing (and random failing) what they should, metric grades, the 
 
 from __future__ import annotations
 
+import io
 import itertools
 import re
 
@@ -12,8 +13,11 @@ import pytest
 
 import insdel
 from insdel import cli, functional
+from insdel import metrics as M
 from insdel.functional import cases as FC
 from insdel.functional import criteria as CR
+from insdel.functional import grading
+from insdel.functional.grading import order_scores
 
 CASES = functional.available()
 
@@ -190,3 +194,132 @@ def test_cli_smoke(tmp_path, capsys):
     assert set(df["method"]) == {"exact_shapley", "random"}
     assert (tmp_path / "metric_grades.csv").is_file()
     assert cli.main(["functional", "--methods", "nope"]) == 1
+
+
+# -- grade_metrics: NaN scores and one score per pair ----------------------------------------------
+def test_grading_does_not_pass_a_metric_that_is_nan_on_some_pairs():
+    """NaN scores count as undefined pairs: a metric undefined on most pairs does not pass."""
+
+    def mostly_nan(f, X, R, A):
+        s = M.get("insertion_abc")(f, X, R, A)
+        s[1:] = np.nan
+        return s
+
+    g = grading.grade_metrics([mostly_nan], cases=["monotone_additive"])
+    row = g[g["worse"] == "reversed"].iloc[0]
+    assert row["wins"] == 1 and row["losses"] == 0  # no loss among the defined pairs
+    assert row["undefined"] == 7
+    assert not row["passed"]
+    assert "NaN" in grading.grading_markdown(g)
+
+
+def test_grading_refuses_a_metric_without_one_score_per_pair():
+    """A callable returning one aggregate number, not one score per pair, is an error."""
+
+    def aggregate(f, X, R, A):
+        return np.float64(np.mean(A[:, 0]))
+
+    with pytest.raises(ValueError, match="one score per pair"):
+        grading.grade_metrics([aggregate], cases=["monotone_additive"])
+
+
+# -- criteria, order_scores and Case references checked --------------------------------------------
+def test_criteria_refuse_wrong_shape():
+    truth = insdel.functional.get("additive").truth(seed=0)
+    B, n = truth.X.shape
+    ok, m = CR.MatchesShapley()(truth, truth.phi)
+    assert ok and m < 1e-12
+    for bad in (truth.phi[:, :1], truth.phi[0]):
+        with pytest.raises(ValueError, match="shape"):
+            CR.MatchesShapley()(truth, bad)
+
+
+def test_order_scores_refuses_non_permutations():
+    np.testing.assert_array_equal(order_scores([[2, 0, 1]]), [[2.0, 1.0, 3.0]])
+    with pytest.raises(ValueError, match="permutation"):
+        order_scores([[0, 0, 1]])
+
+
+def test_case_reference_not_broadcast_across_features():
+    from insdel.functional import Case
+    from insdel.functional.models import Quadratic
+
+    def build(seed):
+        X = np.random.default_rng(seed).normal(size=(3, 2))
+        return Quadratic([1.0, 2.0]), X, np.zeros((3, 1)), {}  # (B, 1): not a reference
+
+    case = Case("bad_r", "R of shape (B, 1)", build, criteria=[CR.Efficiency()])
+    with pytest.raises(ValueError, match="R"):
+        case.truth(seed=0)
+    ok = Case("ok_r", "1-D R", lambda s: (*build(s)[:2], np.zeros(2), {}), criteria=[])
+    np.testing.assert_array_equal(ok.truth(seed=0).R, np.zeros((3, 2)))
+
+
+# -- IG's binary variants on cases without binary features -----------------------------------------
+def test_ig_binary_variants_run_on_cases_without_binary_features():
+    # ig_jump / ig_interpolate run the cases without binaries too (binary_mode without binary=)
+    df = functional.run_catalogue(["integrated_gradients", "ig_jump", "ig_interpolate"], seed=0,
+                                  cases=["additive", "binary_and"])
+    assert (df["error"] == "").all(), df.loc[df["error"] != "", "error"].tolist()
+    add = df[df["test"] == "additive"].set_index(["criterion", "method"])["measured"]
+    for crit in add.index.get_level_values(0).unique():
+        ig = add[(crit, "integrated_gradients")]
+        for m in ("ig_jump", "ig_interpolate"):
+            np.testing.assert_allclose(add[(crit, m)], ig, atol=1e-12)
+    binary = df[(df["test"] == "binary_and") & (df["criterion"] == "matches_shapley")]
+    assert binary.set_index("method").loc[["ig_jump", "ig_interpolate"], "passed"].all()
+
+
+# -- exit_code and failure_summary (insdel functional --strict) ------------------------------------
+@pytest.fixture(scope="module")
+def mixed():
+    """exact_shapley passes the additive case; random fails it."""
+    return functional.run_catalogue(["exact_shapley", "random"], seed=0, cases=["additive"])
+
+
+def test_exit_code_default_is_zero_even_when_a_method_fails(mixed):
+    assert not mixed["passed"].all()
+    err = io.StringIO()
+    assert functional.exit_code(mixed, file=err) == 0
+    assert functional.exit_code(mixed, strict=False, file=err) == 0
+    assert err.getvalue() == ""
+
+
+def test_exit_code_strict_is_one_with_a_one_line_summary(mixed):
+    err = io.StringIO()
+    assert functional.exit_code(mixed, strict=True, file=err) == 1
+    out = err.getvalue()
+    assert out.count("\n") == 1 and out.startswith("insdel functional --strict: ")
+    n_fail = int((~mixed["passed"]).sum())
+    assert f"{n_fail} of {len(mixed)} criteria failed" in out
+    assert "random" in out and "exact_shapley" not in out
+    assert "additive/" in out
+
+
+def test_exit_code_strict_is_zero_when_everything_passes():
+    ok = functional.run_catalogue(["exact_shapley"], seed=0, cases=["additive"])
+    assert ok["passed"].all()
+    err = io.StringIO()
+    assert functional.exit_code(ok, strict=True, file=err) == 0
+    assert err.getvalue() == "" and functional.failure_summary(ok) == ""
+
+
+def test_failure_summary_names_a_raising_method_once_and_caps_the_list(mixed):
+    df = mixed.copy()
+    rnd = df["method"] == "random"
+    df.loc[rnd, "error"] = "ValueError: boom"
+    line = functional.failure_summary(df)
+    assert line.count("additive (raised ValueError)") == 1
+    many = pd.DataFrame({"test": [f"t{i}" for i in range(6)], "criterion": "c",
+                         "method": "m", "passed": False})
+    assert "+3 more" in functional.failure_summary(many)
+
+
+def test_exit_code_bad_input_is_named(mixed):
+    with pytest.raises(ValueError, match="strict"):
+        functional.exit_code(mixed, strict="yes")
+    with pytest.raises(ValueError, match="results"):
+        functional.exit_code(mixed.drop(columns="passed"), strict=True)
+    as_csv = mixed.assign(passed=mixed["passed"].map(str))  # "False" is truthy: refused
+    with pytest.raises(ValueError, match=r"results\['passed'\]"):
+        functional.exit_code(as_csv, strict=True)

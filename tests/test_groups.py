@@ -344,3 +344,25 @@ def test_dedup_evaluates_each_distinct_grouped_row_once():
                         rows.add(np.where(mask, X[b], R[b]).tobytes())
             distinct += len(rows)
         assert res.n_unique == distinct
+
+
+# -- positions() and Groups: rounding, m and names checked -----------------------------------------
+def test_fractions_round_halves_up_on_the_decimal_value():
+    np.testing.assert_array_equal(positions(25, fractions=[0, 0.58, 1]), [0, 15, 25])
+    np.testing.assert_array_equal(positions(100, fractions=[0, 0.145, 1]), [0, 15, 100])
+    np.testing.assert_array_equal(positions(10, fractions=[0, 0.25, 0.5, 1]), [0, 3, 5, 10])
+
+
+@pytest.mark.parametrize("bad", [10.7, "10", True, 0])
+def test_positions_m_must_be_a_positive_integer(bad):
+    with pytest.raises(ValueError, match="m must be an integer >= 1"):
+        positions(bad)
+
+
+def test_group_names_are_checked():
+    with pytest.raises(ValueError, match="1 names for 3 groups"):
+        Groups.singletons(3, names=["a"])
+    with pytest.raises(ValueError, match="distinct"):
+        Groups.from_labels([0, 0, 1], names=["a", "a"])
+    with pytest.raises(ValueError, match="n must be an integer"):
+        Groups.singletons(0)

@@ -170,3 +170,24 @@ def test_paper_images_table_header_matches_its_cells():
     for i, (_, r) in enumerate(table.iterrows()):
         cells = [c.strip() for c in lines[4 + i].strip("|").split("|")]
         assert cells[2:] == [f"{r[c]:.3f} ± {r[c + '_se']:.3f}" for c in cols]
+
+
+# -- shapes are integers; class indices in range ---------------------------------------------------
+@pytest.mark.parametrize("shape", [(1, 2.5, 2), (1, 2, 2, 1), (True, 2, 2)])
+def test_check_shape_refuses_non_integers(shape):
+    with pytest.raises(ValueError, match="three integers"):
+        images.check_shape(shape)
+
+
+def test_image_evaluate_class_index_in_range():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    net = torch.nn.Linear(4, 3)
+    rng = np.random.default_rng(0)
+    X = rng.random((3, 4))
+    A = {"a": rng.normal(size=(3, 4))}
+    for out in (-1, 3):
+        with pytest.raises(ValueError, match=f"output = {out} is not a class index"):
+            images.evaluate(net, X, np.zeros_like(X), A, shape=(1, 2, 2), output=out)
+    res = images.evaluate(net, X, np.zeros_like(X), A, shape=(1, 2, 2), output=2)
+    assert (res.classes == 2).all()

@@ -255,3 +255,50 @@ def test_pairs_of_one_cluster_are_one_unit_for_the_se_and_the_bootstrap(tmp_path
     c = fake_run(tmp_path / "plain", twice)
     lc = L.leaderboard([c], n_boot=200)
     assert (lc.blocks["se"] < la.blocks["se"]).all() and set(lc.blocks["n_units"]) == {20}
+
+
+# -- methods without a score on some pairs ---------------------------------------------------------
+def _run(path: Path, scores: dict) -> Path:
+    cfg = {"name": "r", "seed": 0, "data": {"recipe": "toy"}, "methods": {"names": list(scores)}}
+    path.mkdir(parents=True)
+    (path / "manifest.json").write_text(json.dumps({
+        "name": "r", "seed": 0, "config": cfg, "policies": ["average"],
+        "data": {"name": "toy"}, "model": {}}))
+    rows = [{"pair": i, "method": m, "mode": mode, "abc": float(s)}
+            for m, by in scores.items() for mode, v in by.items() for i, s in enumerate(v)]
+    (path / "average").mkdir()
+    pd.DataFrame(rows).to_parquet(path / "average" / "abc.parquet", index=False)
+    return path
+
+
+def test_leaderboard_says_when_a_method_is_left_out_of_a_block(tmp_path):
+    """A method with a NaN (or missing) score on one pair is left out of that block with a note
+    naming it, and still listed (n/a) in the overall table and the block table."""
+    ins = {"a": [3.0, np.nan, 3.0], "b": [1.0, 2.0, 3.0], "c": [0.0, 0.0, 0.0]}
+    run = _run(tmp_path / "r", {m: {"insertion": ins[m], "deletion": [0.0, 0.0, 0.0]}
+                                for m in "abc"})
+    board = L.leaderboard([run], n_boot=20)
+    assert any("insertion ABC" in n and "a (no score or NaN on 1 of 3 pairs)" in n
+               for n in board.notes)
+    md = board.to_markdown()
+    assert "| a | n/a | " in md  # listed in the overall table, n/a where left out
+    assert md.count("| a |") == 2  # and in the block table
+
+
+def test_leaderboard_markdown_lists_a_method_missing_from_the_first_metric(tmp_path):
+    """A method with deletion scores only is listed in both tables."""
+    scores = {"a": {"insertion": [1.0, 2.0], "deletion": [0.5, 0.1]},
+              "b": {"insertion": [0.0, 1.0], "deletion": [0.2, 0.3]},
+              "c": {"deletion": [0.9, 0.9]}}
+    board = L.leaderboard([_run(tmp_path / "r", scores)], n_boot=20)
+    md = board.to_markdown()
+    assert md.count("| c |") == 2
+
+
+def test_leaderboard_pair_without_any_score_does_not_drop_methods(tmp_path):
+    ins = {"a": [3.0, np.nan, 3.0], "b": [1.0, np.nan, 3.0]}
+    run = _run(tmp_path / "r", {m: {"insertion": ins[m]} for m in "ab"})
+    board = L.leaderboard([run], n_boot=20)
+    b = board.blocks.set_index("method")
+    assert set(b.index) == {"a", "b"} and (b["n_pairs"] == 2).all()
+    assert not board.notes

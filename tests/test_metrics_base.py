@@ -269,3 +269,39 @@ def test_metric_summary_standard_errors_over_clusters():
     plain = res.summary().iloc[0]
     assert plain["n_units"] == 5 and plain["std_error"] == pytest.approx(
         v.std(ddof=1) / np.sqrt(5), rel=1e-12)
+
+
+# -- Metric.__call__: the arguments compute reads, no others ---------------------------------------
+W = np.array([1.0, -2.0, 3.0, 0.5])
+
+
+def _f(X):
+    return np.tanh(np.asarray(X) @ W)
+
+
+@pytest.fixture
+def pairs():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5, 4))
+    R = np.zeros((5, 4))
+    return X, R, (X - R) * W
+
+
+@pytest.mark.parametrize("name, kwargs", [("pgi", {"k": 1}), ("insertion_abc", {"order": "absolute"}),
+                                          ("faithfulness_correlation", {"subset": 2})])
+def test_metric_call_refuses_arguments_it_would_ignore(pairs, name, kwargs):
+    """An option given to the call (instead of to get) is an error naming it, not ignored."""
+    X, R, A = pairs
+    with pytest.raises(ValueError, match=f"unknown argument.*{next(iter(kwargs))}"):
+        M.get(name)(_f, X, R, A, **kwargs)
+
+
+def test_metric_call_still_takes_the_arguments_compute_reads(pairs):
+    X, R, A = pairs
+    M.get("pgi")(_f, X, R, A, method="m")
+    M.get("feature_agreement")(_f, X, R, A, ground_truth=A)
+    sub = np.zeros((5, 100, 4), bool)
+    sub[:, :, 0] = True
+    sub[:, ::2, 1] = True
+    M.get("faithfulness_correlation")(_f, X, R, A, subsets=sub)
+    assert M.get("sensitivity").call_arguments() >= {"explainer", "method"}

@@ -473,3 +473,26 @@ def test_registry_and_docs():
         cls = type(M.get(name))
         assert cls.family == "quantus" and "quantus." in cls.source
         assert "Parameters" in cls.__doc__ and "quantus." in cls.__doc__
+
+
+# -- sufficiency_dasgupta with a unit constant over pairs ------------------------------------------
+W = np.array([1.0, -2.0, 3.0, 0.5])
+
+
+def test_sufficiency_seuclidean_ignores_a_unit_constant_over_pairs():
+    """A unit with the same attribution on every pair (x_j = r_j everywhere) is left out of the
+    seuclidean distance (0/0): the scores are those without that unit, not NaN on every pair."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(8, 4))
+    R = X.copy()
+    R[:, :3] = 0.0  # feature 3 never differs: its attribution is 0 on every pair
+    A = (X - R) * W
+
+    def f3(Z):
+        return np.asarray(Z)[:, :3] @ W[:3]
+
+    got = M.get("sufficiency_dasgupta")(lambda Z: f3(Z), X, R, A)
+    want = M.get("sufficiency_dasgupta")(f3, X[:, :3], R[:, :3], A[:, :3])
+    assert np.isfinite(got).sum() >= 6
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got[~np.isnan(got)], want[~np.isnan(want)])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import matplotlib
@@ -262,3 +263,48 @@ def test_adapter_torch_whole_call_path():
     second = insdel.as_model(torch.nn.Linear(4, 2), output=1)
     assert second._batches is None
     assert second(X).shape == (10,)
+
+
+# -- hyperparameters, max_epochs and seed not coerced ---------------------------------------------
+@pytest.mark.parametrize("bad", [{"hidden": "64"}, {"hidden": [64.7]}, {"hidden": [True]},
+                                 {"batch_size": 2.5}, {"max_epochs": "3"},
+                                 {"val_fraction": 1.5}, {"val_fraction": 0.0}, {"lr": True},
+                                 {"dropout": float("nan")}, {"huber_delta": -1.0}])
+def test_mlp_params_not_coerced(bad):
+    from insdel.models import _resolve_params
+
+    params = {"hidden": [4], "dropout": 0.0, "lr": 1e-3, **bad}
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        _resolve_params(params, None)
+    assert _resolve_params({"hidden": [4.0], "dropout": 0.0, "lr": 1e-3,
+                            "batch_size": 8.0}, None)["hidden"] == [4]
+
+
+def test_train_mlp_max_epochs_and_seed_not_coerced():
+    from insdel.models import train_mlp
+
+    rng = np.random.default_rng(0)
+    ds = type("DS", (), {"X_train": rng.normal(size=(20, 2)), "y_train": rng.normal(size=20),
+                         "X_test": rng.normal(size=(5, 2)), "y_test": rng.normal(size=5)})()
+    with pytest.raises(ValueError, match="max_epochs"):
+        train_mlp(ds, {"hidden": [4], "dropout": 0.0, "lr": 1e-3}, max_epochs=1.5,
+                  progress=False)
+    with pytest.raises(ValueError, match="seed"):
+        train_mlp(ds, {"hidden": [4], "dropout": 0.0, "lr": 1e-3}, seed=None, progress=False)
+
+
+# -- model files with dataset metadata but no scaling ----------------------------------------------
+def test_dataset_metadata_without_scaling_is_an_error_naming_the_file(tmp_path):
+    torch = pytest.importorskip("torch")
+    from insdel import datasets, models
+
+    ds = datasets.get("housing_sim", n_samples=240, seed=1)
+    net = models.MLP(ds.n_features, [4], 0.0)
+    path = models.save_model(net, tmp_path / "m.pt", dataset=ds)
+    blob = torch.load(path, weights_only=True)
+    meta = json.loads(blob["metadata"])
+    del meta["dataset"]["scaler"]
+    blob["metadata"] = json.dumps(meta)
+    torch.save(blob, path)
+    with pytest.raises(ValueError, match=r"m\.pt.*no feature scaling"):
+        models.load_model(path, dataset=ds)

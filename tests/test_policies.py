@@ -558,3 +558,87 @@ def test_pairings_carry_the_independent_unit_of_each_pair(tmp_path):
     back = P.Pairing.load(p.save(tmp_path / "p.npz"))
     np.testing.assert_array_equal(back.cluster, p.cluster)
     assert "cluster" in p.to_frame().columns
+
+
+# -- image policies: options not truncated ---------------------------------------------------------
+def test_image_policies_refuse_truncated_options():
+    X = np.random.default_rng(0).random((2, 4))
+    with pytest.raises(ValueError, match="shape"):
+        P.get("black", shape=(1, 2.7, 2))  # not truncated to (1, 2, 2)
+    with pytest.raises(ValueError, match="klen"):
+        P.get("blurred", shape=(1, 2, 2), klen=3.9)  # not truncated to 3
+    assert P.get("black", shape=(1.0, 2, 2)).pair(None, X).R.shape == (2, 4)
+
+
+# -- the noise reference image: seeded per target --------------------------------------------------
+SHAPE = (1, 4, 4)
+
+
+def _pool(N=5, seed=0):
+    return np.random.default_rng(seed).random((N, 16))
+
+
+def _noise(X, **kw):
+    return P.get("noise", shape=SHAPE).pair(None, X, **kw)
+
+
+def test_noise_is_seeded_by_the_target_not_by_its_position():
+    X = _pool()
+    both = _noise(X, targets=[0, 1], seed=7).R
+    alone = _noise(X, targets=[1], seed=7).R
+    np.testing.assert_array_equal(both[1], alone[0])
+    # the order of the targets does not matter either; every target gets its own image
+    rev = _noise(X, targets=[1, 0], seed=7).R
+    np.testing.assert_array_equal(rev, both[::-1])
+    assert not np.array_equal(both[0], both[1])
+    # the whole pool: row i is target i's image
+    full = _noise(X, seed=7).R
+    np.testing.assert_array_equal(full[[0, 1]], both)
+
+
+def test_noise_same_seed_same_images_other_seed_other_images():
+    X = _pool()
+    a = _noise(X, targets=[2, 3], seed=3).R
+    b = _noise(X, targets=[2, 3], seed=3).R
+    c = _noise(X, targets=[2, 3], seed=4).R
+    np.testing.assert_array_equal(a, b)
+    assert not np.any(np.all(a == c, axis=1))
+    assert 0.0 <= a.min() and a.max() <= 1.0
+
+
+def test_noise_respects_low_and_high_and_rows_given():
+    X = _pool()
+    R = P.get("noise", shape=SHAPE, low=-2.0, high=-1.0).pair(None, X, seed=1).R
+    assert R.shape == X.shape and -2.0 <= R.min() and R.max() <= -1.0
+    # targets given as rows: keyed by their position among the rows, seeded all the same
+    rows = X[[3, 4]]
+    r1 = _noise(X, targets=rows, seed=5).R
+    r2 = _noise(X, targets=rows, seed=5).R
+    np.testing.assert_array_equal(r1, r2)
+    assert not np.array_equal(r1[0], r1[1])
+    assert not np.array_equal(r1, _noise(X, targets=rows, seed=6).R)
+
+
+# -- progress= of a registered function policy; shapes a policy returns ---------------------------
+def test_a_registered_function_policy_gets_the_check_too():
+    """A policy registered as a function checks progress= as the built-in ones do (those are
+    checked in tests/test_common.py)."""
+    from insdel.policies import register, unregister
+
+    register("first_row", lambda f, X_pool, targets, seed: X_pool[0])
+    try:
+        pol = P.get("first_row")
+        pool = np.random.default_rng(5).random((3, 2))
+        with pytest.raises(TypeError, match="progress"):
+            pol.pair(None, pool, progress="yes")
+        assert pol.pair(None, pool, progress=False).n_pairs == 3
+    finally:
+        unregister("first_row")
+
+
+def test_a_policy_returning_the_wrong_shape_names_n():
+    from insdel.policies import base
+
+    T = np.zeros((2, 3))
+    with pytest.raises(ValueError, match=r"or \(3,\)"):
+        base._to_pairing(np.zeros((2, 2)), None, np.arange(2), T, "p", {}, 0)

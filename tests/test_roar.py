@@ -3,11 +3,14 @@ orderings, resume after an interruption, config validation and the CLI."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
+from _runs import roar_table
 
-from insdel import cli, roar, runner
+from insdel import cli, models, roar, runner
 from insdel import config as C
 from insdel.datasets import Dataset, Scaler
 
@@ -231,3 +234,104 @@ def test_a_stored_training_carries_its_key_and_checksum_and_a_changed_one_is_ref
         third = roar.roar(ds, {"good": _attributions(ds, True)}, store=tmp_path, **kw)
     pd.testing.assert_frame_equal(first, third)
     assert "sha256" in json.loads(files[0].read_text())
+
+
+# -- roar(): units keyed by the resolved preset, reserved and repeated names -----------------------
+def _ds(name: str = "sim", N: int = 40, n: int = 3) -> Dataset:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(N, n))
+    y = X[:, 0]
+    k = int(0.8 * N)
+    lv = np.full((n, 2), np.nan)
+    return Dataset(name, X[:k], X[k:], y[:k], y[k:], [f"x{j}" for j in range(n)], "y",
+                   np.zeros(n, bool), lv, lv.copy(), Scaler(np.zeros(n), np.ones(n)))
+
+
+def test_roar_unit_key_uses_the_resolved_preset(tmp_path, monkeypatch):
+    """params=None picks the preset from the data set's name; two data sets with equal arrays but
+    other default presets must not share a checkpointed training."""
+    used = []
+
+    def fake_train(ds, params, *, seed, **kw):
+        p = models._resolve_params(params, ds)
+        used.append(p["hidden"])
+        return None, {"test": {"huber": float(sum(p["hidden"]))}, "epochs": 1}
+
+    monkeypatch.setattr(models, "train_mlp", fake_train)
+    a = _ds("dielectron_sim")  # -> quick_cern
+    b = dataclasses.replace(a, name="housing_sim")  # same arrays -> quick_housing
+    assert models.default_preset(a) != models.default_preset(b)
+    assert models.get("quick_cern")["hidden"] != models.get("quick_housing")["hidden"]
+    kw = dict(params=None, orderings=("random",), fractions=(1.0,), replicates=1,
+              store=tmp_path)
+    ta = roar.roar(a, {}, **kw)
+    tb = roar.roar(b, {}, **kw)
+    assert len(used) == 4  # every unit of b trained with b's preset, none reused from a
+    assert not np.allclose(ta["loss"], tb["loss"])
+
+
+def test_roar_method_named_none_is_refused():
+    ds = _ds()
+    A = np.zeros((len(ds.X_train) + len(ds.X_test), 3))
+    with pytest.raises(ValueError, match="'none' is reserved"):
+        roar.roar(ds, {"none": A}, params=None, store=None)
+
+
+def test_roar_refuses_repeated_or_no_orderings():
+    from insdel.roar import roar
+
+    with pytest.raises(ValueError, match="twice"):
+        roar(None, None, params=None, orderings=["random", "random"])
+    with pytest.raises(ValueError, match="at least one"):
+        roar(None, None, params=None, orderings=[])
+
+
+# -- roar.to_markdown: cells without a standard error, a missing area row --------------------------
+def test_roar_to_markdown_one_replicate_has_no_plus_minus_nan():
+    s = roar.summarize(roar_table(1))
+    assert s["std_error"].isna().all()
+    md = roar.to_markdown(s)
+    assert "nan" not in md.lower() and "±" not in md.split("\n\n")[1]  # the table
+    row = next(ln for ln in md.splitlines() if ln.startswith("| good | signed |"))
+    cells = [c.strip() for c in row.strip("|").split("|")][2:]
+    g = s[s["method"] == "good"]
+    want = [f"{v:.4f}" for v in g.dropna(subset=["q"]).sort_values("q")["mean"]]
+    assert cells == [*want, f"{g[g['q'].isna()]['mean'].iloc[0]:+.4f}"]
+    assert ("Cells without ± s.e. come from one replicate: the standard error needs at least "
+            "two replicates") in md
+    assert "area vs line" in md and "Area = ∫" in md
+
+
+def test_roar_to_markdown_two_replicates_is_unchanged():
+    s = roar.summarize(roar_table(2))
+    md = roar.to_markdown(s, digits=3)
+    assert "Cells without" not in md and "nan" not in md.lower()
+    g = s[s["method"] == "good"]
+    pts = g.dropna(subset=["q"]).sort_values("q")
+    area = g[g["q"].isna()].iloc[0]
+    want = ("| good | signed | "
+            + " | ".join(f"{r['mean']:.3f} ± {r['std_error']:.3f}" for _, r in pts.iterrows())
+            + f" | {area['mean']:+.3f} ± {area['std_error']:.3f} |")
+    assert want in md.splitlines()
+
+
+def test_roar_to_markdown_only_the_nan_cells_lose_their_se():
+    s = roar.summarize(roar_table(2))
+    s.loc[(s["method"] == "good") & (s["q"] == 0.5), "std_error"] = np.nan
+    md = roar.to_markdown(s)
+    row = next(ln for ln in md.splitlines() if ln.startswith("| good | signed |"))
+    cells = [c.strip() for c in row.strip("|").split("|")][2:]
+    assert "±" in cells[0] and "±" not in cells[1] and "±" in cells[2] and "±" in cells[3]
+    assert "± nan" not in md and "nan" not in md.split("\n\n")[1]  # the table
+    assert "Cells without ± s.e.: the standard error is NaN there" in md  # n = 2: not one
+
+
+def test_roar_markdown_names_a_missing_area_row():
+    import pandas as pd
+
+    from insdel import roar
+
+    summary = pd.DataFrame({"method": ["m"], "ordering": ["signed"], "q": [0.5], "mean": [1.0],
+                            "std_error": [0.1], "n": [2]})
+    with pytest.raises(ValueError, match="no area row.*'m'.*'signed'"):
+        roar.to_markdown(summary)

@@ -1,8 +1,5 @@
-"""Audit 31 of input paths in configuration files: a relative ``data.options.path`` or
-``model.path`` was read from the current folder, not the configuration file's folder, so
-``insdel run experiments/a.toml`` started elsewhere failed, or silently read another file of the
-same name. They are now relative to the file's folder (stored absolute), and a relative path that
-the current folder would resolve to another existing file is an error naming both."""
+"""Experiment configurations (insdel.config): values checked when read, [quick], model.trust, and
+relative paths read from the configuration file's folder."""
 
 from __future__ import annotations
 
@@ -11,21 +8,167 @@ import os
 import re
 from pathlib import Path
 
-import matplotlib
+import pytest
+from _runs import SMALL_MODEL, small_cfg, small_csv, small_toml
 
-matplotlib.use("Agg")
-
-import pytest  # noqa: E402
-from _runs import small_cfg, small_csv, small_toml  # noqa: E402
-
-from insdel import config as C  # noqa: E402
-from insdel import datasets, runner  # noqa: E402
+from insdel import config as C
+from insdel import datasets, runner
 
 
-def _toml(folder: Path, csv: str, **kw) -> Path:
-    return small_toml(folder, csv, run="a31p", **kw)
+def _cfg(csv: Path, **over) -> dict:
+    return small_cfg(csv, "small", **over)
 
 
+def _toml(folder: Path, csv: str | Path, **kw) -> Path:
+    """The small run as ``folder/a.toml`` (or ``name=``); ``csv`` is data.options.path as written
+    (a Path is written with forward slashes)."""
+    return small_toml(folder, csv.as_posix() if isinstance(csv, Path) else csv, run="small", **kw)
+
+
+# -- values checked when read ----------------------------------------------------------------------
+@pytest.mark.parametrize("seed", [2.7, "2", True, -1])
+def test_method_seed_is_an_integer_not_coerced(csv, seed):
+    """methods.options.<m>.seed is an integer >= 0: 2.7, "2", true and -1 are errors, not coerced."""
+    cfg = _cfg(csv, methods={"names": ["random"], "options": {"random": {"seed": seed}}})
+    with pytest.raises(C.ConfigError, match=r"methods\.options\.random\.seed"):
+        C.load(cfg)
+    with pytest.raises((TypeError, ValueError), match=r"methods\.options\.random\.seed"):
+        runner._method_options("random", {"seed": seed}, 5, None)
+    assert runner._method_options("random", {"seed": 2}, 5, None)["seed"] \
+        == runner._chunk_seed(2, 5)
+
+
+@pytest.mark.parametrize("label", ["../x", ".", "..", "a/b", "a\\b", "checkpoints", ""])
+def test_policy_label_is_a_plain_folder_name(csv, label):
+    """A policy's label names one folder in the run folder: not "." (its summary.csv would
+    overwrite the run's), not "../x" (outside it), not "checkpoints" (files safe to delete)."""
+    with pytest.raises(C.ConfigError, match=r"policies\[0\]\.label"):
+        C.load(_cfg(csv, policies=[{"spec": "average", "label": label}]))
+    assert C.policy_label(C.load(_cfg(csv, policies=[{"spec": "average", "label": "x.y"}]))[
+        "policies"][0]) == "x.y"
+
+
+def test_model_max_epochs_with_a_model_file_is_an_error(csv):
+    """model.max_epochs beside model.path is an error (the file's model is not trained)."""
+    with pytest.raises(C.ConfigError, match=r"model\.max_epochs.*model\.path"):
+        C.load(_cfg(csv, model={"path": "m.pt", "max_epochs": 3}))
+
+
+def test_model_params_values_are_not_coerced(csv):
+    """model.params.batch_size = 2.7 is an error, not 2."""
+    with pytest.raises(C.ConfigError, match=r"model\.params.*batch_size"):
+        C.load(_cfg(csv, model={"params": {"hidden": [4], "dropout": 0.0, "lr": 1e-3,
+                                           "batch_size": 2.7}}))
+
+
+def test_repeated_figures_compare_and_roar_orderings_are_errors(csv):
+    with pytest.raises(C.ConfigError, match=r"figures\.compare names a method twice"):
+        C.load(_cfg(csv, figures={"compare": ["random", "random"]}))
+    roar = {k: v for k, v in _cfg(csv).items()
+            if k in ("name", "seed", "data", "model", "methods")}
+    C.load({**roar, "roar": {"orderings": ["absolute"]}})
+    with pytest.raises(C.ConfigError, match=r"roar\.orderings names an ordering twice"):
+        C.load({**roar, "roar": {"orderings": ["absolute", "absolute"]}})
+    with pytest.raises(C.ConfigError, match=r"roar\.orderings must name"):
+        C.load({**roar, "roar": {"orderings": []}})
+
+
+def test_recipe_options_of_the_simulator_are_checked_when_read():
+    with pytest.raises(C.ConfigError, match="n_events"):
+        C.load({"data": {"recipe": "dielectron_sim", "options": {"n_event": 10}},
+                "model": {"preset": "cern"}, "policies": [{"spec": "one_to_one"}]})
+
+
+# -- a file name is not a shipped name; quick ------------------------------------------------------
+def test_a_missing_toml_file_is_not_replaced_by_a_shipped_configuration(tmp_path, monkeypatch):
+    """`insdel run demo.toml` in a folder without that file is an error, not the shipped demo."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"'demo\.toml' does not exist.*'demo'"):
+        C.load("demo.toml")
+    assert C.load("demo")["source"] == "insdel/configs/demo.toml"
+    (tmp_path / "demo.toml").write_text(
+        'name = "mine"\n[data]\nrecipe = "diabetes"\n[model]\npreset = "quick_housing"\n')
+    assert C.load("demo.toml")["name"] == "mine"
+
+
+def test_a_quick_flag_in_a_dict_is_not_ignored(csv):
+    """{"quick": True} in a dict is read, not dropped: without a [quick] table it is an error."""
+    with pytest.raises(C.ConfigError, match=r"quick = True"):
+        C.load({**_cfg(csv), "quick": True})
+    # the key 'quick' of a dict is its flag or its [quick] table: a flag leaves no overrides, and
+    # quick=True without overrides is an error (full sizes recorded as quick)
+    with pytest.raises(C.ConfigError, match=r"no \[quick\] table"):
+        C.load({**_cfg(csv), "quick": True}, quick=True)
+    assert C.load({**_cfg(csv), "quick": False})["quick"] is False
+
+
+def test_no_policies_after_the_quick_overrides_is_an_error(csv):
+    with pytest.raises(C.ConfigError, match=r"policies must name at least one policy"):
+        C.load({**_cfg(csv), "quick": {"policies": []}}, quick=True)
+
+
+def test_quick_without_a_quick_table_is_an_error_naming_the_source(csv, tmp_path):
+    """quick=True on a configuration without [quick] (or an empty one) is an error naming the
+    source, not a full-size run recorded as quick."""
+    with pytest.raises(C.ConfigError, match=r"^<dict>: quick=True .*has no \[quick\] table.*"
+                                            r"without --quick"):
+        C.load(_cfg(csv), quick=True)
+    path = _toml(tmp_path, csv)
+    with pytest.raises(C.ConfigError, match=rf"^{re.escape(str(path))}: .*no \[quick\] table"):
+        C.load(path, quick=True)
+    # an empty table applies nothing either
+    empty = _toml(tmp_path, csv, quick="[quick]", name="empty.toml")
+    with pytest.raises(C.ConfigError,
+                       match=rf"^{re.escape(str(empty))}: .*an empty \[quick\] table"):
+        C.load(empty, quick=True)
+    with pytest.raises(C.ConfigError, match=r"^<dict>: .*an empty \[quick\] table"):
+        C.load(_cfg(csv, quick={}), quick=True)
+    # without quick both load; with a table quick applies it and says so
+    assert C.load(path)["quick"] is False and C.load(empty)["quick"] is False
+    cfg = C.load(_cfg(csv, quick={"targets": {"n": 4}}), quick=True)
+    assert cfg["quick"] is True and cfg["targets"]["n"] == 4
+
+
+def test_shipped_configurations_and_quick(tmp_path):
+    """Every shipped configuration but demo (already small) has a [quick] table that changes
+    something; demo with --quick is an error naming its file."""
+    for name in C.available():
+        if name == "demo":
+            with pytest.raises(C.ConfigError,
+                               match=r"^insdel/configs/demo\.toml: .*no \[quick\] table"):
+                C.load(name, quick=True)
+            continue
+        full, quick = C.load(name), C.load(name, quick=True)
+        assert quick["quick"] is True
+        strip = {"quick", "sections"}
+        assert {k: v for k, v in full.items() if k not in strip} != \
+            {k: v for k, v in quick.items() if k not in strip}, name
+
+
+# -- model.trust only with model.path --------------------------------------------------------------
+def test_model_trust_without_a_path_is_an_error_naming_the_key(csv, tmp_path):
+    """model.trust is read only with model.path: with a preset or params it is an error."""
+    with pytest.raises(C.ConfigError, match=r"^<dict>: model\.trust = true .*model\.params "
+                                            r"\(no path\).*remove model\.trust"):
+        C.load(_cfg(csv, model={**_cfg(csv)["model"], "trust": True}))
+    with pytest.raises(C.ConfigError, match=r"model\.trust = true .*model\.preset"):
+        C.load(_cfg(csv, model={"preset": "quick_housing", "trust": True}))
+    path = _toml(tmp_path, csv, model=SMALL_MODEL + "\ntrust = true")
+    with pytest.raises(C.ConfigError, match=rf"^{re.escape(str(path))}: model\.trust"):
+        C.load(path)
+    # through the [quick] table or overrides, too
+    with pytest.raises(C.ConfigError, match=r"model\.trust"):
+        C.load(_cfg(csv, quick={"model": {"trust": True}}), quick=True)
+    with pytest.raises(C.ConfigError, match=r"model\.trust"):
+        C.load(_cfg(csv), overrides={"model": {"trust": True}})
+    # false is what not giving it means; with a path it is read
+    cfg = C.load(_cfg(csv, model={**_cfg(csv)["model"], "trust": False}))
+    assert cfg["model"]["trust"] is False
+    cfg = C.load(_cfg(csv, model={"path": str(tmp_path / "m.joblib"), "trust": True}))
+    assert cfg["model"]["trust"] is True
+
+
+# -- relative paths are relative to the configuration file's folder --------------------------------
 @pytest.fixture
 def layout(tmp_path, monkeypatch):
     """``tmp/exp/a.toml`` with ``path = "t.csv"`` and ``tmp/exp/t.csv``; the current folder is
@@ -44,14 +187,13 @@ def _same(a, b) -> bool:
     return os.path.samefile(a, b)
 
 
-# -- 1. the file next to the configuration is found from any folder -------------------------------
 def test_relative_csv_is_read_next_to_the_config_from_another_folder(layout, tmp_path, capsys):
     cfg_path, csv, here = layout
     for given in (cfg_path, "../exp/a.toml", os.path.relpath(cfg_path, here)):
         cfg = C.load(given)
         p = cfg["data"]["options"]["path"]
         assert Path(p).is_absolute() and _same(p, csv), (given, p)
-    # the run reads, prints and records that file (before: FileNotFoundError from elsewhere/)
+    # the run reads, prints and records that file (from elsewhere/ too)
     res = runner.run_experiment("../exp/a.toml", tmp_path / "out", verbose=True)
     m = json.loads((res.out / "manifest.json").read_text())
     assert _same(m["data"]["file"], csv) and m["data"]["file"] == str(csv.resolve())
@@ -82,7 +224,6 @@ def test_subfolder_and_parent_relative_paths(tmp_path, monkeypatch):
     assert _same(cfg["data"]["options"]["path"], csv)
 
 
-# -- 2. a relative path the current folder resolves otherwise is an error naming both ---------------
 def test_missing_next_to_the_config_but_present_in_cwd_is_an_error(tmp_path, monkeypatch):
     cfg_path = _toml(tmp_path / "exp", "t.csv")  # no exp/t.csv
     here = tmp_path / "elsewhere"
@@ -127,7 +268,6 @@ def test_neither_exists_keeps_the_config_relative_path(tmp_path, monkeypatch):
         runner._load_dataset(cfg)
 
 
-# -- 3. model.path, real_options.path and the [quick] table ---------------------------------------
 def test_model_path_is_relative_to_the_config(layout):
     cfg_path, csv, here = layout
     (cfg_path.parent / "m.pt").write_bytes(b"next to the config")
@@ -191,7 +331,6 @@ def test_only_the_path_that_is_read_is_checked(layout):
     assert over["data"]["options"]["path"] == str(csv)
 
 
-# -- 4. absolute paths, ~, dicts and overrides ----------------------------------------------------
 def test_absolute_path_is_unchanged(layout):
     cfg_path, csv, here = layout
     (here / "t.csv").write_text("another file of that name\n")
@@ -222,7 +361,7 @@ def test_dict_configs_and_overrides_stay_relative_to_the_current_folder(layout, 
 
 
 def test_dict_config_home_path_is_reported_with_its_file_and_hash(layout, monkeypatch, tmp_path):
-    """The run's data record expands ``~`` as the recipe does (it named ./~/t.csv, no hash)."""
+    """The run's data record expands ``~`` as the recipe does: the file and its hash, not ./~/t.csv."""
     cfg_path, csv, here = layout
     monkeypatch.setenv("HOME", str(tmp_path / "exp"))
     cfg = C.load(small_cfg(Path("~/t.csv"), "h"))

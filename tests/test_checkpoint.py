@@ -1,10 +1,8 @@
-"""Audit 31: checkpoint chunks carry a SHA-256 checked on load; a model file without dataset
-metadata is loaded with a warning that its features were not checked."""
+"""Checkpoints (insdel._checkpoint): configuration hashes, chunk files and their SHA-256 in KEY."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import stat
 import warnings
@@ -16,6 +14,36 @@ from _runs import interrupted_chunks
 from insdel import _checkpoint as ck
 
 
+# -- config_hash of arrays; truncated chunks -------------------------------------------------------
+def test_config_hash_keys_arrays_by_their_contents():
+    # keyed by the values, not str() (which elides > 1000 values and rounds to 8 digits)
+    a = np.zeros(2000)
+    b = a.copy()
+    b[500] = 1.0
+    assert ck.config_hash({"o": a}) != ck.config_hash({"o": b})
+    assert (ck.config_hash({"o": np.array([0.1234567891])})
+            != ck.config_hash({"o": np.array([0.1234567892])}))
+    assert ck.config_hash({"o": a}) != ck.config_hash({"o": a.astype(np.float32)})
+    assert ck.config_hash({"o": a}) != ck.config_hash({"o": a.reshape(40, 50)})
+    assert ck.config_hash({"o": np.int64(3)}) == ck.config_hash({"o": 3})
+    torch = pytest.importorskip("torch")
+    t1 = torch.tensor([0.1234567891], dtype=torch.float64)
+    t2 = torch.tensor([0.1234567892], dtype=torch.float64)
+    assert ck.config_hash({"o": t1}) != ck.config_hash({"o": t2})
+
+
+@pytest.mark.parametrize("cut", [0, 10, -8])
+def test_truncated_chunk_is_an_error_naming_the_file(tmp_path, cut):
+    store = ck.ChunkStore(tmp_path, "abc123")
+    store.save(0, np.arange(20.0).reshape(4, 5))
+    p = store.path(0)
+    data = p.read_bytes()
+    p.write_bytes(data[:cut])
+    with pytest.raises(ValueError, match="chunk_0000"):
+        store.run(1, lambda i: np.zeros((4, 5)))
+
+
+# -- chunk checksums -------------------------------------------------------------------------------
 def _data_offset(path) -> int:
     """Where the array's bytes start in a ``.npy`` file (after magic and header)."""
     with open(path, "rb") as fh:
@@ -41,7 +69,6 @@ def _compute(calls):
     return compute
 
 
-# -- chunk checksums ---------------------------------------------------------------------------
 def test_key_file_records_each_chunks_sha256(tmp_path):
     store = ck.ChunkStore(tmp_path, "abc123")
     store.run(3, _compute([]))
@@ -171,47 +198,3 @@ def test_two_keys_sharing_a_folder_keep_each_others_checksums(tmp_path):
     np.testing.assert_array_equal(b.load(0), np.ones(3))
     np.testing.assert_array_equal(a.load(1), np.full(3, 2.0))
     assert b.done(0) and a.done(0) and a.done(1) and not b.done(1)
-
-
-# -- model files without dataset metadata ------------------------------------------------------
-def test_insdel_model_file_without_dataset_metadata_warns_that_nothing_was_checked(tmp_path):
-    torch = pytest.importorskip("torch")
-    from insdel import datasets, models
-    from insdel.model_files import load_any
-
-    ds = datasets.get("housing_sim", n_samples=240, seed=1)
-    net = models.MLP(ds.n_features, [4], 0.0)
-    bare = models.save_model(net, tmp_path / "bare.pt")  # no dataset=: no features recorded
-    with pytest.warns(UserWarning, match=r"bare\.pt.*without dataset metadata.*could not be "
-                                         r"checked against the dataset") as rec:
-        model, info = load_any(bare, dataset=ds)
-    assert info["format"] == "insdel" and callable(model)
-    assert len([w for w in rec if "bare.pt" in str(w.message)]) == 1
-    with pytest.warns(UserWarning, match=r"bare\.pt.*without dataset metadata") as rec:
-        models.load_model(bare, dataset=ds)  # the check lives in load_model itself
-    assert rec[0].filename == __file__  # points at the caller of load_model
-    X = np.asarray(ds.X_test[:5], dtype=np.float32)
-    with torch.no_grad():
-        np.testing.assert_array_equal(model(torch.from_numpy(X)).numpy(),
-                                      net(torch.from_numpy(X)).numpy())
-    full = models.save_model(net, tmp_path / "full.pt", dataset=ds)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # checked: nothing to warn about
-        assert load_any(full, dataset=ds)[1]["format"] == "insdel"
-        assert load_any(bare)[1]["format"] == "insdel"  # no dataset asked to be checked
-
-
-def test_dataset_metadata_without_scaling_is_an_error_naming_the_file(tmp_path):
-    torch = pytest.importorskip("torch")
-    from insdel import datasets, models
-
-    ds = datasets.get("housing_sim", n_samples=240, seed=1)
-    net = models.MLP(ds.n_features, [4], 0.0)
-    path = models.save_model(net, tmp_path / "m.pt", dataset=ds)
-    blob = torch.load(path, weights_only=True)
-    meta = json.loads(blob["metadata"])
-    del meta["dataset"]["scaler"]
-    blob["metadata"] = json.dumps(meta)
-    torch.save(blob, path)
-    with pytest.raises(ValueError, match=r"m\.pt.*no feature scaling"):
-        models.load_model(path, dataset=ds)

@@ -1,0 +1,36 @@
+"""The digits example: scikit-learn's 8 x 8 digits as images and the small CNN."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from insdel import digits
+
+
+# -- integer options of the digits example ---------------------------------------------------------
+@pytest.mark.parametrize("bad", [2.7, 2.0, "3", True, 0, -1])
+def test_train_cnn_epochs_must_be_a_positive_integer(bad):
+    data = digits.load()
+    with pytest.raises(ValueError, match="epochs"):
+        digits.train_cnn(data, epochs=bad)
+
+
+@pytest.mark.parametrize("bad", [1.5, -1, True])
+def test_digits_seed_must_be_an_integer(bad):
+    with pytest.raises(ValueError, match="seed"):
+        digits.load(seed=bad)
+    with pytest.raises(ValueError, match="seed"):
+        digits.train_cnn(digits.load(), seed=bad, epochs=1)
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.0, 1.5, float("nan")])
+def test_digits_test_fraction_in_the_open_interval(bad):
+    with pytest.raises((ValueError, TypeError), match="test_fraction"):
+        digits.load(test_fraction=bad)
+
+
+def test_train_cnn_integral_epochs_accepted():
+    data = digits.load()
+    _, info = digits.train_cnn(data, epochs=np.int64(1))
+    assert info["epochs"] == 1 and isinstance(info["epochs"], int)
