@@ -17,10 +17,10 @@ Two row kernels walk the orderings and write every distinct row once:
 
 Both keep the units moved so far as a column mask (``inx[j]``: column j is in the insertion set)
 and write every row, end points included, through :func:`_write_row`: the one place where a row's
-values are chosen. A walk never stores a point of its own; it marks units (:func:`_move`) and
-asks the writer for the row. Both helpers are inlined into the kernels by numba
-(``inline="always"``: as calls they ran the set kernel about 1.5x slower) and so have no compiled
-versions of their own.
+values are chosen (from the pair's x and r, cast once per pair by :func:`_load_pair`). A walk
+never stores a point of its own; it marks units (:func:`_move`) and asks the writer for the row.
+The helpers are inlined into the kernels by numba (``inline="always"``: as calls they ran the set
+kernel about 1.5x slower) and so have no compiled versions of their own.
 
 Every ``*_block`` kernel handles pairs ``b_lo .. b_hi - 1``; its ``*_par`` twin runs ``nblk``
 blocks of pairs in parallel, and the plain-named function calls one or the other (1 block:
@@ -212,7 +212,7 @@ def _set_block(b_lo, b_hi, orders, X, R, diff, pos, starts, members, ins_at, del
     while (1 << idbits) <= cap:
         idbits += 1
     idmask = (1 << idbits) - 1
-    seq_max = (1 << (31 - idbits)) - 1
+    seq_max = (1 << (31 - idbits)) - 1 if direct else 0  # pair tags the ids leave room for
     tab = np.zeros((1 << m) if direct else 0, np.int32)
     T = 0 if direct else 1 << lgT
     shift = np.uint64(64 - max(lgT, 1))

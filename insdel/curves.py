@@ -369,7 +369,6 @@ def _blocks(B: int, work: int, threads: int, parallel_min: int | None = None) ->
     return min(B, 4 * max(1, threads))
 
 
-
 def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=MODES,
           groups=None, positions: ArrayLike | None = None, batch_size: int | None = None,
           chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None,
@@ -468,6 +467,7 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
                      grp is None and S == m + 1, threads)
         res = _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, chunk_pairs, progress,
                             grp, ws)
+        res.positions = pos  # the caller's array (the plan holds a read-only view of it)
         return _in_order(res, asked)
 
 
@@ -520,7 +520,7 @@ def _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, chunk_pairs, prog
     with progress_bar(total=B, desc="curves", unit="pair", enable=progress,
                       auto=total_points > 5_000_000) as bar:
         walk = _chain_run_rows if K == 1 else _set_run_rows
-        cap = 2 + per_pair  # most rows of one pair (the chain walk: 2 + M S)
+        cap = 2 + per_pair  # most distinct rows of one pair: r, x and one per curve point
         id_type = np.int32 if cap < 2**31 else np.int64
         for b0 in range(0, B, chunk_pairs):
             t = time.perf_counter()
