@@ -23,8 +23,8 @@ each distinct point once (shared end points, shared prefixes); the loops do not.
     pass over that buffer: the least that any engine which must write the rows pays ((w)/(c) is that
     floor; what (a) spends beyond (w) is indexing, validation and the adapter).
 
-Ratios: (a)/(c) is insdel's overhead over the limit (targets, issue 13: <= 1.3 on the cheap
-model, <= 1.0 on the paper MLPs); (b)/(a) and (p)/(a) are speed-ups
+Ratios: (a)/(c) is insdel's overhead over the limit (targets: <= 2.0 on the cheap model, issue
+35, whose memory speed this CPU decides; <= 1.0 on the paper MLPs, issue 13); (b)/(a) and (p)/(a) are speed-ups
 over the loops (target >= 20); (b)/(c) is the ceiling on *any* engine's speed-up over the per-pair loop
 (when the model's arithmetic dominates, no engine can beat (b) by more than (b)/(c)).
 
@@ -331,7 +331,8 @@ def _report(results: list[dict], repeats: int, compile_s: float, note: str = "")
     print(markdown_table(["model", "K", "pairs", "(p) pairs timed", "bookkeeping s", "model s",
                           "abc (both modes) s", "bookkeeping share"], rows))
     print()
-    print("Targets: (a)/(c) <= 1.3 on the cheap model and <= 1.0 on the paper MLPs (issue 13); "
+    print("Targets: (a)/(c) <= 2.0 on the cheap model (issue 35) and <= 1.0 on the paper MLPs "
+          "(issue 13); "
           "(b)/(a) >= 20 and (p)/(a) >= 20. (b)/(c) bounds what any engine can gain over the "
           "per-pair loop.")
 

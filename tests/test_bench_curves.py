@@ -23,3 +23,12 @@ def test_bench_curves_in_fresh_processes():
     per_process = [line for line in out.splitlines() if line.startswith("| tiny | 1 | 20 |")]
     assert len(per_process[0].split("|")[4].split()) == 3  # three processes' (a)/(c)
     assert "the process with the median (a)/(c) of 3" in out and "bookkeeping share" in out
+
+
+def test_bench_curves_identity_tiny():
+    """bench/curves_identity.py compares two trees' curves byte for byte; a tree against itself
+    is identical."""
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "curves_identity.py"), str(ROOT),
+                        str(ROOT), "--tiny"], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "arrays compared, 0 differ: identical" in p.stdout

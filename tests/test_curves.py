@@ -360,8 +360,9 @@ def test_evaluate_errors():
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(1, 70), B=st.integers(1, 6), seed=st.integers(0, 2**16),
        modes=st.sampled_from([("insertion",), ("deletion",), ("insertion", "deletion")]))
-def test_single_ordering_fast_path_equals_hashed_path(n, B, seed, modes):
-    """K = 1 takes a hash-free path; it must give the curves and row count of the general path."""
+def test_chain_kernel_equals_set_kernel(n, B, seed, modes):
+    """K = 1 takes the chain kernel (no index); the same ordering twice (K = 2) takes the set
+    kernel: the same curves and the same number of distinct rows."""
     rng = np.random.default_rng(seed)
     X = rng.integers(0, 2, size=(B, n)).astype(float)   # many x_j == r_j: features outside D
     R = rng.integers(0, 2, size=(B, n)).astype(float)
@@ -372,8 +373,8 @@ def test_single_ordering_fast_path_equals_hashed_path(n, B, seed, modes):
 
     o = np.argsort(rng.random((B, 1, n)), axis=-1)
     one = trace(f, X, R, o, modes=modes)
-    two = trace(f, X, R, np.concatenate([o, o], axis=1), modes=modes)  # K = 2: hashed path
-    for m in modes:  # the paths lay rows out differently: BLAS may round a row differently
+    two = trace(f, X, R, np.concatenate([o, o], axis=1), modes=modes)  # K = 2: set kernel
+    for m in modes:  # the kernels lay rows out differently: BLAS may round a row differently
         np.testing.assert_allclose(one.curves[m][:, 0], two.curves[m][:, 0], rtol=1e-13,
                                    atol=1e-13)
         for b in range(B):
@@ -440,7 +441,7 @@ def test_order_options_signed_absolute_ascending(tmp_path):
     assert insdel.Evaluation.load(tmp_path).order == "ascending"
 
 
-# ------------------------------------------------ the chain path (K = 1): kernels, runs, threads
+# ------------------------------------------ the row kernels against the definition (brute force)
 
 
 def _curves_module():
@@ -448,76 +449,365 @@ def _curves_module():
     return importlib.import_module("insdel.curves")
 
 
-def _chain_inputs(rng, B, n, dtype=np.float32):
+def _kernels():
+    return importlib.import_module("insdel._curve_kernels")
+
+
+def rowwise_f(seed: int, n: int):
+    """A nonlinear model whose value on a row does not depend on the other rows of its batch
+    (element-wise operations and a sum along each row), so the engine's curves can be compared
+    with the definition's exactly, whatever the batches."""
+    rng = np.random.default_rng(seed)
+    a, c = rng.normal(size=n), rng.normal(size=n)
+
+    def f(Z):
+        Z = np.asarray(Z, dtype=np.float64)
+        return (np.sin(Z * a) * c).sum(1) + Z[:, 0] * Z[:, -1] - np.tanh(Z[:, n // 2]) ** 2
+
+    return f
+
+
+def point(x, r, order, p, mode, grp=None):
+    """The definition: the curve point after ``p`` units of ``order`` moved (conventions: Curves;
+    a group moves all its columns)."""
+    S = np.zeros(len(order), bool)
+    S[order[:p]] = True
+    cols = S if grp is None else grp.expand(S)
+    return np.where(cols if mode == "insertion" else ~cols, x, r)
+
+
+def canonical(order, p, diff, mode):
+    """The canonical set of a curve point (the units of D taken from x), as a frozenset."""
+    S = set(order[:p].tolist()) & set(np.flatnonzero(diff).tolist())
+    return frozenset(S if mode == "insertion" else set(np.flatnonzero(diff).tolist()) - S)
+
+
+def _tie_pairs(rng, B, n):
+    """Pairs with many x_j == r_j (values in {0, 1, 2}; -0.0 against 0.0 in one column, equal
+    as numbers), and pair 0 with x == r."""
+    X = rng.integers(0, 3, size=(B, n)).astype(float)
+    R = rng.integers(0, 3, size=(B, n)).astype(float)
+    X[R == 0] *= -1.0  # x = -0.0 where both are 0: equal, so outside D, and r's zero is kept
+    R[0] = X[0]
+    return X, R
+
+
+def _engine_args(grp, n, pos, modes):
+    """Positions, units and mode indices as trace passes them to the row kernels."""
     C = _curves_module()
-
-    X = rng.integers(0, 3, size=(B, n)).astype(dtype)  # many x_j == r_j
-    R = rng.integers(0, 3, size=(B, n)).astype(dtype)
-    diff = X != R
-    starts, members = np.arange(n + 1), np.arange(n)
-    nd = C._row_counts(diff)
-    o = np.argsort(rng.random((B, 1, n)), axis=-1).astype(np.int64)
-    return C, X, R, diff, starts, members, nd, o
+    starts, members = (grp.starts, grp.members) if grp is not None else C._identity_units(n)
+    ins_at = 0 if modes[0] else -1
+    del_at = (1 if modes[0] else 0) if modes[1] else -1
+    return (C._read_only(np.asarray(pos, np.int64)), C._read_only(starts), C._read_only(members),
+            ins_at, del_at)
 
 
-def _modes_at(modes: tuple) -> tuple:
-    """(insertion traced, deletion traced) as the row kernels take them: each traced mode's index
-    on the ids' mode axis (insertion first), None for a mode not traced."""
-    ins, dele = modes
-    return (0 if ins else None), ((1 if ins else 0) if dele else None)
+def _share_prefix(rng, o, k, p, *, reverse=False):
+    """Ordering k of every pair starts with ordering 0's first ``p`` units (reversed: the same
+    set after p steps, reached another way), the rest in a random order."""
+    for b in range(o.shape[0]):
+        head = o[b, 0, :p][::-1] if reverse else o[b, 0, :p]
+        rest = np.setdiff1d(np.arange(o.shape[2]), head)
+        o[b, k] = np.r_[head, rng.permutation(rest)]
 
 
-@pytest.mark.parametrize("modes", [(True, True), (True, False), (False, True)])
+_MODES = [(True, True), (True, False), (False, True)]
+_GROUPS = [0, 0, 1, 2, 2, 2, 3, 4, 5, 5]  # n = 10 columns in m = 6 groups
+
+
+def _expected_rows(x, r, o, pos, diff, modes, grp, *, blocked=False):
+    """The distinct rows of one pair in the order the kernels write them: r, x (when x != r),
+    then each new canonical set in walk order (ordering by ordering, point by point, insertion's
+    before deletion's); ``blocked`` (the chain kernel's other layout): all of insertion's new
+    sets before deletion's. Returns the rows and the canonical set -> local id map."""
+    names = [mo for mo, on in zip(MODES, modes, strict=True) if on]
+    D = frozenset(np.flatnonzero(diff).tolist())
+    row = {frozenset(): r}
+    if D:
+        row[D] = x
+    ends = list(row)
+    new = {mo: [] for mo in names}
+    for k in range(o.shape[0]):
+        for p in pos:
+            for mo in names:
+                c = canonical(o[k], p, diff, mo)
+                if c not in row:
+                    row[c] = point(x, r, o[k], p, mo, grp)
+                    new[mo].append(c)
+    order = ends + (sum(new.values(), []) if blocked else list(row)[len(ends):])
+    return np.array([row[c] for c in order]), {c: i for i, c in enumerate(order)}
+
+
+@pytest.mark.parametrize("modes", _MODES)
 @pytest.mark.parametrize("nblk", [1, 5])
-def test_chain_fast_kernel_equals_general_kernel(modes, nblk):
-    """The specialised kernel (one feature per unit, every step recorded) writes the same rows
-    (in its own order within a pair) as the general one, serially and in parallel blocks, and its
-    gathering, which reads each point's row from the ordering (no ids), finds the same points as
-    the general kernel's ids; the closed-form row counts are the general kernel's counts."""
-    from insdel.groups import full_positions
+@pytest.mark.parametrize("grouped", [False, True])
+@pytest.mark.parametrize("full", [True, False])
+@pytest.mark.parametrize("interleave", [True, False])
+def test_chain_kernel_rows_ids_and_counts(modes, nblk, grouped, full, interleave):
+    """The chain kernel (one ordering per pair), serially and in parallel blocks, with groups,
+    every step or some positions, each choice of modes and both layouts: the counting pass gives
+    each pair's number of distinct rows (the closed form 1 + [x != r] + M (|D| - 1) when every
+    step is recorded); the written rows are each pair's distinct points in the layout stated
+    (r, x, then the inner rows alternating by mode or insertion's first), at the offsets given,
+    and every curve point's id names the definition's hybrid."""
+    from insdel.groups import check_groups
 
-    rng = np.random.default_rng(nblk)
-    B, n = 37, 11
-    C, X, R, diff, starts, members, nd, o = _chain_inputs(rng, B, n)
-    M = sum(modes)
-    pos = full_positions(n)
-    idx_a = np.full((B, 1, M, n + 1), -1, dtype=np.int32)
-    counts = np.empty(B, dtype=np.int64)
-    args = (pos, starts, members, False, *_modes_at(modes))
-    C._chain(nblk, o, X, R, diff, nd, *args, False, 0, counts, np.empty((0, n), np.float32),
-             idx_a)
-    np.testing.assert_array_equal(counts, 1 + (nd > 0) + M * np.maximum(nd - 1, 0))
-    starts = C._full_chain_starts(nd, M)  # the chain walk's closed form
-    np.testing.assert_array_equal(starts, np.concatenate([[0], np.cumsum(counts)]))
+    K_ = _kernels()
+    rng = np.random.default_rng(nblk + 7 * interleave)
+    B, n = 37, 10
+    X, R = _tie_pairs(rng, B, n)
+    grp = check_groups(_GROUPS, n) if grouped else None
+    diff = np.ascontiguousarray(grp.reduce_any(X != R)) if grouped else X != R
+    m = diff.shape[1]
+    nd = diff.sum(1)
+    pos = np.arange(m + 1) if full else np.array([0, 1, 3, m - 1])
+    o = np.argsort(rng.random((B, 1, m)), axis=-1)
+    M, S = sum(modes), len(pos)
+    args = _engine_args(grp, n, pos, modes)
+    rows = np.full((0, n), np.nan, np.float32)
+    idx = np.full((B, 1, M, S), -1, np.int32)
+    counts = np.empty(B, np.int64)
+    K_.write_chain_rows(nblk, o, X, R, diff, nd, *args, interleave, False, 0, counts, rows, idx)
+    if full:
+        np.testing.assert_array_equal(counts, 1 + (nd > 0) + M * np.maximum(nd - 1, 0))
     base = 5  # global row ids start at ``base`` in this buffer
-    offs = starts[:-1] + base
-    rows_a = np.full((counts.sum(), n), np.nan, dtype=np.float32)
-    rows_b = rows_a.copy()
-    C._chain(nblk, o, X, R, diff, nd, *args, True, base, offs, rows_a, idx_a)
-    C._chain_fast(nblk, o, X, R, diff, nd, *_modes_at(modes), offs, base, rows_b)
-    # each point's global row id, as the fast gathering finds it (values: the ids themselves)
-    ids = np.arange(base + counts.sum(), dtype=np.float64)
-    got = np.empty((M, B, 1, n + 1))
-    fr, fx = np.empty(B), np.empty(B)
-    assert C._gather_chain(nblk, ids, offs, o, diff, got, nd, *_modes_at(modes), fr, fx) == 0
-    idx_b = np.moveaxis(got, 0, 2).astype(np.int64) - offs[:, None, None, None]
-    for b in range(B):  # the same points (the fast kernel orders a pair's rows otherwise)
-        at = offs[b] - base
-        np.testing.assert_array_equal(rows_a[at + idx_a[b]], rows_b[at + idx_b[b]])
-        pa, pb = rows_a[at:at + counts[b]], rows_b[at:at + counts[b]]
-        np.testing.assert_array_equal(pa[np.lexsort(pa.T)], pb[np.lexsort(pb.T)])  # same rows
-    np.testing.assert_array_equal(idx_a[..., 0], idx_b[..., 0])  # r and x: local rows 0 and 1
-    np.testing.assert_array_equal(fr, offs)  # f(r): row 0; f(x): row 1 (row 0 when x == r)
-    np.testing.assert_array_equal(fx, offs + (nd > 0))
-    assert not np.isnan(rows_a).any() and not np.isnan(rows_b).any() and idx_a.min() == 0
-    assert (idx_a.max(axis=(1, 2, 3)) < counts).all()  # local ids within each pair's rows
+    heads = np.concatenate([[0], np.cumsum(counts)]) + base
+    rows = np.full((counts.sum(), n), np.nan, np.float32)
+    K_.write_chain_rows(nblk, o, X, R, diff, nd, *args, interleave, True, base, heads, rows, idx)
+    for b in range(B):
+        got = rows[heads[b] - base:heads[b + 1] - base]
+        want, ids = _expected_rows(X[b], R[b], o[b], pos, diff[b], modes, grp,
+                                   blocked=not interleave)
+        np.testing.assert_array_equal(got, want.astype(np.float32))
+        for mi, mo in enumerate(mo for mo, on in zip(MODES, modes, strict=True) if on):
+            for s, p in enumerate(pos):
+                assert idx[b, 0, mi, s] == ids[canonical(o[b, 0], p, diff[b], mo)]
+                np.testing.assert_array_equal(got[idx[b, 0, mi, s]],
+                                              point(X[b], R[b], o[b, 0], p, mo, grp)
+                                              .astype(np.float32))
+
+
+def _set_rows(o, X, R, diff, args, lgT, cap, *, nblk=1, modes=(True, True), n_rows=None):
+    """The set kernel over all pairs as the engine calls it; returns counts, idx, first, rows
+    (NaN where unwritten; ``n_rows`` of them, default B ``cap``)."""
+    B, K, m = o.shape
+    S = args[0].shape[0]
+    counts, first = np.empty(B, np.int64), np.empty(B, np.int64)
+    idx = np.full((B, K, sum(modes), S), -1, np.int32)
+    rows = np.full((B * cap if n_rows is None else n_rows, X.shape[1]), np.nan, np.float32)
+    _kernels().write_set_rows(nblk, o, X, R, diff, *args, lgT, cap, counts, idx, first, rows)
+    return counts, idx, first, rows
+
+
+@pytest.mark.parametrize("units", ["m=6 groups", "m=10", "m=40", "m=70", "m=130 groups"])
+@pytest.mark.parametrize("full", [True, False])
+@pytest.mark.parametrize("nblk", [1, 3])
+@pytest.mark.parametrize("modes", _MODES)
+def test_set_kernel_rows_ids_and_counts(units, full, nblk, modes):
+    """The set kernel (K orderings per pair), with its direct table (up to 16 units) and its hash
+    table (any m: one word up to 64 units, several beyond), serially and in parallel blocks,
+    with groups, every step or some positions, each choice of modes: each pair's rows are its
+    distinct canonical sets' hybrids, r and x first, then in walk order (insertion's before
+    deletion's at a point); each block's rows follow one another from its first pair's upper
+    bound; every curve point's id names the definition's hybrid; the direct table and the hash
+    table give the same rows, ids and counts."""
+    from insdel.groups import check_groups
+
+    K_ = _kernels()
+    m = int(units.split()[0][2:])
+    grouped = units.endswith("groups")
+    n = {6: 10, 130: 140}.get(m, m)
+    rng = np.random.default_rng(m + 11 * nblk)
+    B, K = 23, 4
+    X, R = _tie_pairs(rng, B, n)
+    if m > 16:  # fewer ties: long walks with many distinct sets
+        R[1:] = np.where(rng.random((B - 1, n)) < 0.2, X[1:], R[1:] + 0.5)
+    grp = None
+    if grouped:
+        grp = check_groups(_GROUPS if m == 6 else np.r_[np.arange(m), rng.integers(0, m, n - m)],
+                           n)
+    diff = np.ascontiguousarray(grp.reduce_any(X != R)) if grouped else X != R
+    assert diff.shape[1] == m
+    pos = np.arange(m + 1) if full else np.array([0, 1, 3, m // 2, m])
+    o = np.argsort(rng.random((B, K, m)), axis=-1)
+    o[:, 1] = o[:, 0]  # orderings that coincide, and share prefixes
+    _share_prefix(rng, o, 2, m // 2, reverse=True)
+    args = _engine_args(grp, n, pos, modes)
+    cap = 2 + K * sum(modes) * len(pos)
+    lgTs = [K_.index_size(m, cap)] + ([] if m > K_.DIRECT_MAX_UNITS else [K_.index_size(65, cap)])
+    assert (lgTs[0] == 0) == (m <= 16) and all(lg > 0 for lg in lgTs[1:])
+    out = [_set_rows(o, X, R, diff, args, lgT, cap, nblk=nblk, modes=modes) for lgT in lgTs]
+    for got in out[1:]:  # the hash table against the direct table
+        for a, b in zip(got, out[0], strict=True):
+            np.testing.assert_array_equal(a, b)
+    counts, idx, first, rows = out[0]
+    names = [mo for mo, on in zip(MODES, modes, strict=True) if on]
+    for i in range(nblk):  # block i: its pairs' rows one after the other from its bound
+        lo, hi = i * B // nblk, (i + 1) * B // nblk
+        assert first[lo] == lo * cap
+        np.testing.assert_array_equal(first[lo + 1:hi], (first + counts)[lo:hi - 1])
+    for b in range(B):
+        want, ids = _expected_rows(X[b], R[b], o[b], pos, diff[b], modes, grp)
+        got = rows[first[b]:first[b] + counts[b]]
+        np.testing.assert_array_equal(got, want.astype(np.float32))
+        for k in range(K):
+            for mi, mo in enumerate(names):
+                for s, p in enumerate(pos):
+                    assert idx[b, k, mi, s] == ids[canonical(o[b, k], p, diff[b], mo)]
+
+
+def test_direct_table_reuses_itself_when_pair_tags_run_out():
+    """The direct table's entries carry a pair tag in the bits the local ids leave free; when the
+    tags run out (2,047 pairs with ids of 20 bits) the table is cleared and the walk goes on: the
+    rows and ids equal the hash table's on every pair."""
+    K_ = _kernels()
+    rng = np.random.default_rng(5)
+    B, n, K = 2100, 5, 3
+    R = rng.normal(size=(B, n))
+    X = R.copy()
+    X[:, 0] += 1.0  # the pairs between differ in feature 0 only: they leave the first pair's
+    X[0] += 1.0  # entries in place, which the pairs after the tags run out would then misread
+    X[2047:] += 1.0  # (pair 2047 is the first with a reused tag)
+    diff = X != R
+    o = np.argsort(rng.random((B, K, n)), axis=-1)
+    args = _engine_args(None, n, np.arange(n + 1), (True, True))
+    cap = 2 + K * 2 * (n + 1)
+    got = {}
+    for lgT, id_cap in ((0, (1 << 20) - 1), (K_.index_size(65, cap), cap)):  # 20 id bits
+        counts, idx, first, rows = _set_rows(o, X, R, diff, args, lgT, id_cap,  # serial: rows
+                                             n_rows=B * cap)  # one pair after the other
+        got[lgT > 0] = counts, rows[(first[:, None, None, None] + idx).ravel()]
+    np.testing.assert_array_equal(got[False][0], got[True][0])
+    np.testing.assert_array_equal(got[False][1], got[True][1])
+
+
+def _brute_curves(f, X, R, o, pos, modes, grp):
+    return {mo: np.array([[f(np.array([point(X[b], R[b], o[b, k], p, mo, grp) for p in pos]))
+                           for k in range(o.shape[1])] for b in range(X.shape[0])])
+            for mo in modes}
+
+
+@pytest.mark.parametrize("K", [1, 3])
+@pytest.mark.parametrize("m", [9, 40, 70])
+@pytest.mark.parametrize("grouped", [False, True])
+@pytest.mark.parametrize("spec", [{}, {"step": 3}, {"max_fraction": 0.5}])
+@pytest.mark.parametrize("modes", [("insertion", "deletion"), ("deletion",), ("insertion",)])
+def test_trace_equals_definition_exactly(K, m, grouped, spec, modes, monkeypatch):
+    """trace against the definition's points, bit for bit (a row-wise model): one and several
+    orderings, up to 16 units (direct table), 17-64 (one word), beyond (several words), groups,
+    steps and partial curves, each choice of modes, ties x_j == r_j, several chunks and several
+    runs of pairs per chunk; f(x), f(r) and the distinct rows counted."""
+    from insdel.groups import check_groups
+    from insdel.groups import positions as make_positions
+
+    C = _curves_module()
+    rng = np.random.default_rng(m + K)
+    n = m + 3 if grouped else m
+    B = 30
+    X, R = _tie_pairs(rng, B, n)
+    grp = check_groups(np.r_[np.arange(m), rng.integers(0, m, n - m)], n) if grouped else None
+    o = np.argsort(rng.random((B, K, m)), axis=-1)
+    if K > 1:
+        _share_prefix(rng, o, K - 1, m // 3)  # shared prefixes
+    pos = make_positions(m, **spec) if spec else np.arange(m + 1)
+    f = rowwise_f(m, n)
+    M = len(modes)
+    monkeypatch.setattr(C, "ROW_BUFFER_BYTES", 8 * n * 40)  # runs of a few pairs
+    calls = []
+    model = insdel.as_model(lambda Z: (calls.append(len(Z)), f(Z))[1], batch_size=50)
+    res = trace(model, X, R, o, modes=modes, groups=grp, positions=pos if spec else None,
+                chunk_size=7 * K * M * len(pos))  # chunks of 7 pairs
+    want = _brute_curves(f, X, R, o, pos, modes, grp)
+    for mo in modes:
+        np.testing.assert_array_equal(res.curves[mo], want[mo])
+    np.testing.assert_array_equal(res.fx, f(X))
+    np.testing.assert_array_equal(res.fr, f(R))
+    diff = (X != R) if grp is None else grp.reduce_any(X != R)
+    distinct = sum(len({canonical(o[b, k], p, diff[b], mo) for k in range(K) for p in pos
+                        for mo in modes} | {frozenset(), canonical(o[b, 0], 0, diff[b],
+                                                                   "deletion")})
+                   for b in range(B))
+    assert res.n_unique == distinct == sum(calls)
+    assert len(calls) >= -(-B // 7)  # at least one model call per chunk
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 80), B=st.integers(1, 5), K=st.integers(1, 4), seed=st.integers(0, 2**16),
+       grouped=st.booleans(), positions=st.booleans(), chunk=st.integers(1, 4),
+       modes=st.sampled_from([("insertion",), ("deletion",), ("insertion", "deletion")]))
+def test_random_functions_and_orderings_equal_definition(n, B, K, seed, grouped, positions,
+                                                         chunk, modes):
+    """Random row-wise functions, pairs with ties, orderings (random, or sharing prefixes),
+    groups and positions: trace's curves are the definition's, bit for bit, whatever the
+    chunking."""
+    from insdel.groups import check_groups
+
+    rng = np.random.default_rng(seed)
+    X, R = _tie_pairs(rng, B, n)
+    grp = None
+    if grouped and n > 1:
+        grp = check_groups(rng.integers(0, max(1, n // 2), n), n)
+    m = n if grp is None else grp.m
+    o = np.argsort(rng.random((B, K, m)), axis=-1)
+    if K > 1:
+        _share_prefix(rng, o, 1, m // 2)
+    pos = np.arange(m + 1)
+    if positions and m > 1:
+        pos = np.unique(np.r_[rng.integers(0, m + 1, 3), m])
+        if len(pos) < 2:
+            pos = np.array([0, m])
+    f = rowwise_f(seed, n)
+    res = trace(f, X, R, o, modes=modes, groups=grp, positions=pos,
+                chunk_size=chunk * K * len(modes) * len(pos))
+    want = _brute_curves(f, X, R, o, pos, modes, grp)
+    for mo in modes:
+        np.testing.assert_array_equal(res.curves[mo], want[mo])
+    np.testing.assert_array_equal(res.fx, f(X))
+    np.testing.assert_array_equal(res.fr, f(R))
+
+
+@pytest.mark.parametrize("K", [1, 3])
+@pytest.mark.parametrize("modes", [("insertion", "deletion"), ("deletion",), ("insertion",),
+                                   ("deletion", "insertion")])
+def test_one_run_and_many_runs_agree(monkeypatch, K, modes):
+    """All pairs' rows in one run (one adapter call on the chain kernel's contiguous rows, one per
+    block region on the set kernel's) against many small runs (a row budget of 50 rows): the same
+    curves, end values, distinct rows and rows evaluated, pairs with x == r and units outside D
+    included."""
+    C = _curves_module()
+    rng = np.random.default_rng(7)
+    B, n = 300, 9
+    X, R = _tie_pairs(rng, B, n)
+    R[:5] = X[:5]  # x == r
+    orders = np.argsort(rng.random((B, K, n)), axis=-1)
+    f = rowwise_f(5, n)
+    calls = []
+    m1 = insdel.as_model(lambda Z: (calls.append(len(Z)), f(Z))[1], batch_size=100_000)
+    monkeypatch.setattr(C, "PARALLEL_MIN_POINTS", 1 << 40)  # one block: one region
+    a = trace(m1, X, R, orders, modes=modes)
+    assert len(calls) == 1
+    monkeypatch.setattr(C, "ROW_BUFFER_BYTES", 8 * n * 50)  # 50 rows: many runs
+    monkeypatch.setattr(C, "PARALLEL_MIN_POINTS", 0)
+    b = trace(insdel.as_model(lambda Z: (calls.append(len(Z)), f(Z))[1], batch_size=1), X, R,
+              orders, modes=modes)
+    assert len(calls) > B * K // 10
+    assert tuple(a.curves) == tuple(b.curves) == modes
+    for mo in modes:
+        np.testing.assert_array_equal(a.curves[mo], b.curves[mo])
+    np.testing.assert_array_equal(a.fx, b.fx)
+    np.testing.assert_array_equal(a.fr, b.fr)
+    np.testing.assert_array_equal(a.fr, f(R))
+    assert (a.n_points, a.n_unique) == (b.n_points, b.n_unique) == (B * K * len(modes) * (n + 1),
+                                                                    calls[0])
+    assert sum(calls[1:]) == calls[0]
+    assert set(a.timings) == {"bookkeeping_s", "model_s"}
 
 
 @pytest.mark.parametrize("row_bytes", [1 << 23, 2000])
 def test_parallel_blocks_and_runs(monkeypatch, row_bytes):
     """Enough pairs for parallel blocks, and (with a small row budget) many runs of pairs, each
-    evaluated by its own model call, on both paths (K = 1 chain, K = 3 hashed): the curves are the
-    definition's, and the chain path's equal the hashed path's."""
+    evaluated by its own model call, on both kernels (K = 1 chain, K = 3 set): the curves are the
+    definition's, and the chain kernel's equal the set kernel's."""
     C = _curves_module()
 
     monkeypatch.setattr(C, "ROW_BUFFER_BYTES", row_bytes)
@@ -529,7 +819,7 @@ def test_parallel_blocks_and_runs(monkeypatch, row_bytes):
     o = np.argsort(rng.random((B, 3, n)), axis=-1)
     model = insdel.as_model(f, batch_size=64)
     one = trace(model, X, R, o[:, :1])
-    three = trace(model, X, R, o)  # hashed path
+    three = trace(model, X, R, o)  # set kernel
     assert three.n_unique >= one.n_unique
     assert three.n_unique == trace(model, X, R, o, chunk_size=10**9).n_unique
     for m in ("insertion", "deletion"):  # other batch shapes: BLAS may round differently
@@ -572,11 +862,11 @@ def test_workspace_reused_and_nested_calls_safe():
 @pytest.mark.parametrize("n", [5, 64, 70])  # the bit-mask check (m <= 64) and the stamped one
 @pytest.mark.parametrize("parallel", [False, True])
 def test_pass_over_pairs_checks_orderings_and_values(monkeypatch, n, parallel):
-    """trace's one pass over the pairs (:func:`_prepare`) finds every ordering that is not a
-    permutation (an entry out of range either side, a repeat) and every NaN or inf, serially and
-    in parallel blocks; the errors name the ordering and entry, or the row and feature; it leaves
-    valid inputs alone and reports the differing columns."""
-    C = _curves_module()
+    """trace's one pass over the pairs (:func:`insdel._curve_kernels.prepare`) finds every
+    ordering that is not a permutation (an entry out of range either side, a repeat) and every
+    NaN or inf, serially and in parallel blocks; the errors name the ordering and entry, or the
+    row and feature; it leaves valid inputs alone and reports the differing columns."""
+    C, K_ = _curves_module(), _kernels()
     monkeypatch.setattr(C, "PREPARE_PARALLEL_MIN", 0 if parallel else 1 << 40)
     rng = np.random.default_rng(n)
     B, K = 9, 3
@@ -589,7 +879,7 @@ def test_pass_over_pairs_checks_orderings_and_values(monkeypatch, n, parallel):
     diff = np.empty((B, n), bool)
     nd = np.empty(B, np.int64)
     nblk = 4 if parallel else 1
-    assert C._prepare(nblk, X, R, o, True, diff, nd) == (True, True)
+    assert K_.prepare(nblk, X, R, o, True, diff, nd) == (True, True)
     np.testing.assert_array_equal(diff, X != R)
     np.testing.assert_array_equal(nd, (X != R).sum(1))
     for value, pattern in [(-1, r"orders\[7, 2\].*out of range: -1"),
@@ -597,220 +887,15 @@ def test_pass_over_pairs_checks_orderings_and_values(monkeypatch, n, parallel):
                            (int(o[7, 2, 0]), r"orders\[7, 2\].*repeated")]:
         bad = o.copy()
         bad[7, 2, 3] = value
-        assert C._prepare(nblk, X, R, bad, True, diff, nd) == (True, False)
+        assert K_.prepare(nblk, X, R, bad, True, diff, nd) == (True, False)
         with pytest.raises(ValueError, match=pattern):
             trace(f, X, R, bad)
     for arr, val in [("X", np.nan), ("R", np.inf), ("R", -np.inf)]:
         Xb, Rb = X.copy(), R.copy()
         (Xb if arr == "X" else Rb)[5, n - 1] = val
-        assert C._prepare(nblk, Xb, Rb, o, True, diff, nd)[0] is False
+        assert K_.prepare(nblk, Xb, Rb, o, True, diff, nd)[0] is False
         with pytest.raises(ValueError, match=rf"{arr} contains .*row.* 5"):
             trace(f, Xb, Rb, o)
-
-
-def _index_sets(C, kind, nblk, o, X, R, diff, pos, starts, members, grouped, modes, cap, *,
-                id_cap=None, as_engine=True):
-    """The hashed walk's kernel ``kind`` over all pairs, as the engine calls it (the direct table
-    with ``lgT=None``; members None for one-column units; positions None when every step is
-    recorded); returns counts, idx (-1 where unset), first and rows (NaN where unwritten).
-    ``id_cap``: the cap the kernel is told (the direct table's id bits), when not ``cap``;
-    ``as_engine=False``: the positions passed as an array even when they are every step."""
-    B, K, m = o.shape
-    counts, first = np.empty(B, np.int64), np.empty(B, np.int64)
-    idx = np.full((B, K, sum(modes), len(pos)), -1, np.int32)
-    rows = np.full((B * cap, X.shape[1]), np.nan, np.float32)
-    lgT = int(np.ceil(np.log2(2 * cap)))
-    tail = (cap if id_cap is None else id_cap, counts, idx, first, rows)
-    if kind == "zobrist":
-        C._hash_rows(nblk, kind, o, X, R, diff, C._zobrist(m), pos, starts, members, grouped,
-                     *_modes_at(modes), 1 << lgT, np.zeros((B * cap, (m + 63) // 64), np.uint64),
-                     *tail)
-    else:
-        full = as_engine and len(pos) == m + 1
-        C._hash_rows(nblk, kind, o, X, R, diff, None if full else pos, starts,
-                     members if grouped else None, *_modes_at(modes),
-                     None if kind == "direct" else lgT,
-                     *tail)
-    return counts, idx, first, rows
-
-
-@pytest.mark.parametrize("grouped", [False, True])
-@pytest.mark.parametrize("full", [False, True])
-@pytest.mark.parametrize("nblk", [1, 3])
-@pytest.mark.parametrize("modes", [(True, True), (True, False), (False, True)])
-def test_set_kernels_agree(grouped, full, nblk, modes):
-    """The hashed walk's three kernels (a direct table up to 16 units, one hashed word up to 64,
-    Zobrist hashing beyond) give every curve point the same hybrid row, the same number of
-    distinct rows per pair and the same region layout, with groups, every step or partial
-    positions and each choice of modes, serially and in parallel blocks; each block's rows follow
-    one another from its first pair's upper bound, a pair's rows are distinct, and every point's
-    row is its set's hybrid. (The direct and one-word kernels number a pair's rows in their own
-    walk order.) Every step recorded, the direct and one-word kernels' compiled case for it
-    (positions None) equals their general one given the positions 0, 1, ..., m."""
-    from insdel.groups import check_groups
-
-    C = _curves_module()
-    rng = np.random.default_rng(11 + nblk)
-    B, n, K = 23, 10, 4
-    X = rng.integers(0, 3, size=(B, n)).astype(float)  # many x_j == r_j
-    R = rng.integers(0, 3, size=(B, n)).astype(float)
-    grp = check_groups([0, 0, 1, 2, 2, 2, 3, 4, 5, 5], n) if grouped else None
-    diff = np.ascontiguousarray(grp.reduce_any(X != R)) if grouped else X != R
-    m = diff.shape[1]
-    starts, members = (grp.starts, grp.members) if grouped else C._identity_units(n)
-    pos = np.arange(m + 1) if full else np.array([0, 1, 3, m])
-    o = np.argsort(rng.random((B, K, m)), axis=-1)
-    M = sum(modes)
-    cap = 2 + K * M * len(pos)
-    assert C._set_kernel(m, cap) == "direct" and C._set_kernel(17, cap) == "word"
-    assert C._set_kernel(65, cap) == "zobrist"
-    out = {kind: _index_sets(C, kind, nblk, o, X, R, diff, pos, starts, members, grouped, modes,
-                             cap) for kind in ("direct", "word", "zobrist")}
-    assert all((idx >= 0).all() for _, idx, _, _ in out.values())  # every point has its row
-    if full:  # the positions-None case against the general one
-        for kind in ("direct", "word"):
-            general = _index_sets(C, kind, nblk, o, X, R, diff, pos, starts, members, grouped,
-                                  modes, cap, as_engine=False)
-            for got, want in zip(out[kind], general, strict=True):
-                np.testing.assert_array_equal(got, want)
-    points = {kind: rows[(first[:, None, None, None] + idx).ravel()].reshape(*idx.shape, n)
-              for kind, (counts, idx, first, rows) in out.items()}
-    for kind in ("direct", "word"):
-        np.testing.assert_array_equal(out[kind][0], out["zobrist"][0])  # counts
-        np.testing.assert_array_equal(out[kind][2], out["zobrist"][2])  # layout
-        np.testing.assert_array_equal(points[kind], points["zobrist"])  # every point's row
-    ins_del = [ins for ins, on in zip((True, False), modes, strict=True) if on]
-    for kind in ("direct", "word", "zobrist"):
-        counts, idx, first, rows = out[kind]
-        for i in range(nblk):  # block i: its pairs' rows one after the other from its bound
-            lo, hi = i * B // nblk, (i + 1) * B // nblk
-            assert first[lo] == lo * cap
-            np.testing.assert_array_equal(first[lo + 1:hi], (first + counts)[lo:hi - 1])
-        for b in range(B):
-            pts = rows[first[b]:first[b] + counts[b]]
-            assert not np.isnan(pts).any() and len(np.unique(pts, axis=0)) == counts[b]
-            for k in range(K):
-                S = np.zeros(m, bool)
-                for s, p in enumerate(pos):  # point s: units o[b, k, :p] moved
-                    S[:] = False
-                    S[o[b, k, :p]] = True
-                    cols = grp.expand(S) if grouped else S
-                    for mi, ins in enumerate(ins_del):
-                        want = np.where(cols if ins else ~cols, X[b], R[b]).astype(np.float32)
-                        np.testing.assert_array_equal(points[kind][b, k, mi, s], want)
-
-
-def test_direct_kernel_reuses_its_table_when_pair_tags_run_out():
-    """The direct table's entries carry a pair tag in the bits the local ids leave free; when the
-    tags run out (2,047 pairs with ids of 20 bits) the table is cleared and the walk goes on: the
-    rows and ids equal the one-word kernel's on every pair."""
-    C = _curves_module()
-    rng = np.random.default_rng(5)
-    B, n, K = 2100, 5, 3
-    R = rng.normal(size=(B, n))
-    X = R.copy()
-    X[:, 0] += 1.0  # the pairs between differ in feature 0 only: they leave the first pair's
-    X[0] += 1.0  # entries in place, which the pairs after the tags run out would then misread
-    X[2047:] += 1.0  # (pair 2047 is the first with a reused tag)
-    diff = X != R
-    o = np.argsort(rng.random((B, K, n)), axis=-1)
-    starts, members = C._identity_units(n)
-    cap = 2 + K * 2 * (n + 1)
-    got = {}
-    for kind, id_cap in (("direct", (1 << 20) - 1), ("word", cap)):  # 2**20 - 1: 20 id bits
-        counts, idx, first, rows = _index_sets(C, kind, 1, o, X, R, diff, np.arange(n + 1),
-                                               starts, members, False, (True, True), cap,
-                                               id_cap=id_cap)  # serial: rows from 0 on
-        got[kind] = counts, rows[(first[:, None, None, None] + idx).ravel()]
-    np.testing.assert_array_equal(got["direct"][0], got["word"][0])
-    np.testing.assert_array_equal(got["direct"][1], got["word"][1])
-
-
-@pytest.mark.parametrize("grouped", [False, True])
-def test_one_word_kernel_beyond_32_units(grouped):
-    """Units 32..63 in the one-word kernel (the bits of the upper half of the word): the same
-    points and counts as the Zobrist kernel at m = 40, and trace's curves equal NumPy's hybrids."""
-    from insdel.groups import check_groups
-
-    C = _curves_module()
-    rng = np.random.default_rng(40)
-    B, K = 9, 5
-    n = 44 if grouped else 40
-    grp = check_groups(np.r_[np.arange(40), [0, 7, 33, 39]], n) if grouped else None
-    m = 40
-    X = rng.normal(size=(B, n))
-    R = X.copy()
-    R[:, rng.random(n) < 0.8] += 1.0  # about 32 differing columns
-    diff = np.ascontiguousarray(grp.reduce_any(X != R)) if grouped else X != R
-    starts, members = (grp.starts, grp.members) if grouped else C._identity_units(n)
-    o = np.argsort(rng.random((B, K, m)), axis=-1)
-    pos = np.arange(m + 1)
-    cap = 2 + K * 2 * (m + 1)
-    assert C._set_kernel(m, cap) == "word"
-    got = {}
-    for kind in ("word", "zobrist"):
-        counts, idx, first, rows = _index_sets(C, kind, 1, o, X, R, diff, pos, starts, members,
-                                               grouped, (True, True), cap)
-        got[kind] = counts, rows[(first[:, None, None, None] + idx).ravel()]
-    np.testing.assert_array_equal(got["word"][0], got["zobrist"][0])
-    np.testing.assert_array_equal(got["word"][1], got["zobrist"][1])
-    f = lambda Z: np.sin(Z).sum(1) + Z[:, 0] * Z[:, -1]  # noqa: E731
-    res = trace(f, X, R, o, groups=grp)
-    for b in (0, B - 1):
-        for k in range(K):
-            S = np.zeros(m, bool)
-            for s in range(m + 1):
-                S[:] = False
-                S[o[b, k, :s]] = True
-                cols = grp.expand(S) if grouped else S
-                for mode, mask in (("insertion", cols), ("deletion", ~cols)):
-                    want = f(np.where(mask, X[b], R[b])[None])[0]
-                    assert abs(res.curves[mode][b, k, s] - want) < 1e-12
-
-
-@pytest.mark.parametrize("modes", [("insertion", "deletion"), ("deletion",), ("insertion",),
-                                   ("deletion", "insertion")])
-def test_one_run_path_equals_the_chain_walk(monkeypatch, modes):
-    """K = 1 with every step recorded takes the one-run path (rows, one adapter call, gathering);
-    forced onto the chain walk (a row budget too small for one run) it gives the same curves,
-    end values, counts and model calls, pairs with x == r and features outside D included."""
-    C = _curves_module()
-
-    rng = np.random.default_rng(7)
-    B, n = 300, 9
-    X = rng.integers(0, 3, size=(B, n)).astype(float)
-    R = rng.integers(0, 3, size=(B, n)).astype(float)
-    R[:5] = X[:5]  # x == r
-    orders = np.argsort(rng.random((B, n)), axis=-1)
-    f = smooth_f(5, n)
-    calls = []
-    taken = []
-    one_run = C._trace_one_run
-
-    def spy(*a, **k):
-        out = one_run(*a, **k)
-        taken.append(out is not None)
-        return out
-
-    monkeypatch.setattr(C, "_trace_one_run", spy)
-    m1 = insdel.as_model(lambda Z: (calls.append(len(Z)), f(Z))[1], batch_size=100_000)
-    a = trace(m1, X, R, orders, modes=modes)
-    assert taken == [True] and len(calls) == 1
-    monkeypatch.setattr(C, "ROW_BUFFER_BYTES", 8 * n * 50)  # 50 rows: many runs
-    m2 = insdel.as_model(f, batch_size=1)
-    b = trace(m2, X, R, orders, modes=modes)
-    assert taken == [True, False]
-    assert tuple(a.curves) == tuple(b.curves) == modes
-    for mo in modes:  # the same points (f's matrix products round by batch size: last ulp)
-        np.testing.assert_allclose(a.curves[mo], b.curves[mo], rtol=1e-13, atol=1e-13)
-        np.testing.assert_allclose(a.curves[mo][..., 0] if mo == "insertion" else
-                                   a.curves[mo][..., -1], np.broadcast_to(f(R)[:, None], (B, 1)),
-                                   rtol=1e-13, atol=1e-13)
-    np.testing.assert_allclose(a.fx, b.fx, rtol=1e-13, atol=1e-13)
-    np.testing.assert_allclose(a.fr, b.fr, rtol=1e-13, atol=1e-13)
-    assert (a.n_points, a.n_unique) == (b.n_points, b.n_unique) == (B * len(modes) * (n + 1),
-                                                                    calls[0])
-    assert set(a.timings) == {"bookkeeping_s", "model_s"}
 
 
 # -- curves(): a labelled A is matched by name -----------------------------------------------------
