@@ -451,8 +451,17 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
         if validate and not perms:
             check_orders(orders, m, name="orders", B=B)
         if client is not None:
-            res = _trace_on(client, f, X, R, orders, modes, batch_size, chunk_size, chunk_pairs,
-                            progress, grp, pos)
+            # the serial loop's chunks of pairs, one task each (the same rows in the same batches)
+            from .distributed import chunk_bounds, run_chunked
+
+            bounds = chunk_bounds(B, chunk_pairs)
+            res = run_chunked(
+                _trace_chunk, [(lo, hi, modes, batch_size, chunk_size) for lo, hi in bounds],
+                shared={"f": f, "X": X, "R": R, "orders": orders, "groups": grp,
+                        "positions": pos},
+                client=client, concat=_concat_traces, progress=progress, desc="curves",
+                name="insdel-curves",
+                describe=lambda k: f"curves of pairs {bounds[k][0]}..{bounds[k][1] - 1}")
             return _in_order(res, asked)
         if grp is None:
             starts, members = _identity_units(n)
@@ -553,31 +562,22 @@ def unit_orderings(A: np.ndarray, groups: Groups | None, *, order: str = "signed
 
 def _trace_chunk(b0: int, b1: int, modes: tuple, batch_size: int | None, chunk_size: int, *,
                  f, X, R, orders, groups=None, positions=None) -> TraceResult:
-    """One chunk of pairs of :func:`trace` (on a Dask worker): exactly one chunk of the serial
-    loop, so the same rows reach the model in the same batches."""
+    """One chunk of pairs of :func:`trace` (the task :func:`insdel.distributed.run_chunked` runs on
+    a Dask worker): exactly one chunk of the serial loop, so the same rows reach the model in the
+    same batches."""
     return trace(f, X[b0:b1], R[b0:b1], orders[b0:b1], modes=modes, groups=groups,
                  positions=positions, batch_size=batch_size, chunk_size=chunk_size,
                  progress=False, validate=False)
 
 
-def _trace_on(client, f, X, R, orders, modes, batch_size, chunk_size, chunk_pairs,
-              progress, groups=None, positions=None) -> TraceResult:
-    """:func:`trace` with its chunks of pairs on Dask workers, gathered in order."""
-    from .distributed import gather_chunks
-
-    B = X.shape[0]
-    bounds = [(b0, min(B, b0 + chunk_pairs), modes, batch_size, chunk_size)
-              for b0 in range(0, B, chunk_pairs)]
-    parts = gather_chunks(client, _trace_chunk, bounds,
-                          shared={"f": f, "X": X, "R": R, "orders": orders, "groups": groups,
-                                  "positions": positions},
-                          describe=lambda k: f"curves of pairs {bounds[k][0]}..{bounds[k][1] - 1}",
-                          progress=progress, desc="curves", name="insdel-curves")
+def _concat_traces(parts: list) -> TraceResult:
+    """The chunks' TraceResults of :func:`trace` joined along the pairs, in chunk order."""
     timings: dict = {}
     for p in parts:
         for k, v in p.timings.items():
             timings[k] = timings.get(k, 0.0) + v
-    return TraceResult(curves={m: np.concatenate([p.curves[m] for p in parts]) for m in modes},
+    return TraceResult(curves={m: np.concatenate([p.curves[m] for p in parts])
+                               for m in parts[0].curves},
                        fx=np.concatenate([p.fx for p in parts]),
                        fr=np.concatenate([p.fr for p in parts]),
                        n_points=sum(p.n_points for p in parts),

@@ -12,8 +12,10 @@ gives the same numbers on any worker, and on the driver.
   here (``n_workers``, ``threads_per_worker``).
 * :func:`map_chunks` submits one task per chunk, with the large shared inputs (model, data) sent to
   the workers once (``client.scatter``), and yields ``(chunk, result)`` as tasks finish.
-* :func:`gather_chunks` runs every chunk (on the client, or here when it is ``None``) and returns the
-  results in chunk order.
+* :func:`run_chunked` is the one entry the engines use (curves, exact Shapley, attribution, the
+  runner's checkpointed stages): it runs a pure per-chunk function on every chunk, here when the
+  client is ``None`` or on Dask otherwise, gives each chunk its seed (:func:`chunk_seed`) and
+  joins the results in chunk order. The engines never import Dask or cut work for it themselves.
 
 Dask is imported only when a client is asked for or used; without it, :func:`require_dask` raises an
 error that names the extra (``pip install ".[dask]"`` in the insdel clone).
@@ -22,6 +24,7 @@ error that names the extra (``pip install ".[dask]"`` in the insdel clone).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -30,7 +33,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["BACKENDS", "DASK_MISSING", "require_dask", "chunk_seed", "chunk_bounds",
-           "make_client", "scatter", "map_chunks", "gather_chunks", "client_info", "set_torch_threads",
+           "make_client", "scatter", "map_chunks", "run_chunked", "concat_rows", "client_info", "set_torch_threads",
            "worker_env", "local_cluster", "WORKER_MALLOC", "ShippedModule", "CONNECT_TIMEOUT",
            "driver_threads"]
 
@@ -416,33 +419,107 @@ def map_chunks(client, fn: Callable, chunk_args: Sequence[tuple], *,
             client.cancel(scattered)
 
 
-def gather_chunks(client, fn: Callable, chunk_args: Sequence[tuple], *,
-                  shared: Mapping[str, Any] | None = None,
-                  describe: Callable[[int], str] | None = None, progress: bool | None = None,
-                  desc: str = "chunks", name: str = "insdel-chunk") -> list:
-    """Every chunk's ``fn(*chunk_args[k], **shared)``, in chunk order.
+def concat_rows(parts: Sequence[Any]) -> np.ndarray:
+    """The chunks' arrays stacked along their first axis (the pairs), in chunk order."""
+    return np.concatenate(parts, axis=0)
 
-    With ``client=None`` the chunks run here one after the other; with a client, on its workers
-    (:func:`map_chunks`). The results are the same either way.
+
+def run_chunked(fn: Callable, chunks: Sequence[tuple], *, shared: Mapping[str, Any] | None = None,
+                client=None, seed: int | None = None, seed_names: Sequence[str | int] = (),
+                todo: Sequence[int] | None = None,
+                on_result: Callable[[int, Any], None] | None = None,
+                concat: Callable[[list], Any] | None = concat_rows, progress: bool | None = None,
+                desc: str = "chunks", name: str = "insdel-chunk",
+                describe: Callable[[int], str] | None = None) -> Any:
+    """Run ``fn`` on every chunk, here or on Dask workers, and join the results in chunk order.
+
+    The one place where insdel's work is cut and sent out: an engine passes a pure per-chunk
+    function (a module-level function of its chunk's arguments and the shared inputs) and gets
+    the results of a serial loop over the same chunks, whatever the client.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(*chunks[k], **shared)`` (plus ``seed=`` when ``seed`` is given) computes chunk ``k``;
+        module-level, so that Dask pickles it by reference.
+    chunks : sequence of tuple
+        Each chunk's positional arguments (small: bounds, options), e.g. the ``(lo, hi)`` of
+        :func:`chunk_bounds`.
+    shared : mapping, optional
+        Keyword arguments common to every chunk (the model, the data): sent to the workers once
+        (:func:`scatter`: a torch module as a :class:`ShippedModule`); futures are passed as they
+        are. With ``client=None`` they are passed as they are.
+    client : dask.distributed.Client, optional
+        None: the chunks run here, one after the other; else one task per chunk on its workers
+        (:func:`map_chunks`). The results are the same either way.
+    seed : int, optional
+        Give chunk ``k`` the keyword ``seed=chunk_seed(seed, *seed_names, k)``: its own random
+        stream, fixed by its index (not by the worker or the order chunks finish in).
+    seed_names : sequence of str or int
+        Names mixed into each chunk's seed (e.g. the method), before the chunk's index.
+    todo : sequence of int, optional
+        The chunks to run (default all; a resumed run skips the chunks on disk).
+    on_result : callable, optional
+        ``on_result(k, result)`` for each chunk as it finishes (completion order on Dask, chunk
+        order here), e.g. to save it.
+    concat : callable or None
+        Joins the list of results in chunk order (default :func:`concat_rows`); None returns
+        the list (None for chunks not in ``todo``).
+    progress : bool, optional
+        A progress bar over the chunks (default: on Dask runs in a terminal); False when the
+        caller keeps its own (through ``on_result``).
+    desc, name : str
+        The progress bar's label; the prefix of the Dask task keys (shown on the dashboard).
+    describe : callable, optional
+        ``describe(k)`` names chunk ``k`` (e.g. its pairs) in front of the error of a failed
+        chunk.
+
+    Returns
+    -------
+    object
+        ``concat(results)``, or the list of results when ``concat`` is None.
     """
     from ._progress import progress_bar
 
-    out: list = [None] * len(chunk_args)
+    n = len(chunks)
+    todo = list(range(n)) if todo is None else list(todo)
+    out: list = [None] * n
     shared = dict(shared or {})
-    with progress_bar(len(chunk_args), desc, unit="chunk", enable=progress,
+
+    def args_of(k: int) -> tuple:
+        return tuple(chunks[k])
+
+    def seed_of(k: int) -> dict:
+        return {} if seed is None else {"seed": chunk_seed(seed, *seed_names, k)}
+
+    with progress_bar(len(todo), desc, unit="chunk", enable=progress,
                       auto=client is not None) as bar:
+        def finish(k: int, res: Any) -> None:
+            out[k] = res
+            if on_result is not None:
+                on_result(k, res)
+            bar.update(1)
+
         if client is None:
-            for k, args in enumerate(chunk_args):
+            for k in todo:
                 try:
-                    out[k] = fn(*args, **shared)
+                    res = fn(*args_of(k), **shared, **seed_of(k))
                 except Exception as exc:
                     if describe is None:
                         raise
                     _reraise(exc, describe(k))
-                bar.update(1)
+                finish(k, res)
         else:
-            for k, res in map_chunks(client, fn, chunk_args, shared=shared, describe=describe,
-                                     name=name):
-                out[k] = res
-                bar.update(1)
-    return out
+            task = fn if seed is None else functools.partial(_with_seed, fn)
+            chunk_args = [args_of(k) + ((seed_of(k)["seed"],) if seed is not None else ())
+                          for k in todo]
+            for k, res in map_chunks(client, task, chunk_args, shared=shared, ids=todo,
+                                     describe=describe, name=name):
+                finish(k, res)
+    return out if concat is None else concat(out)
+
+
+def _with_seed(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args[:-1], seed=args[-1], **kwargs)``: a task of :func:`run_chunked` whose chunk
+    seed travels as its last positional argument."""
+    return fn(*args[:-1], seed=args[-1], **kwargs)

@@ -252,9 +252,21 @@ def _check_options(cls: type[Attribution], options: dict) -> None:
                             f"{', '.join(valid)}.")
 
 
-def _attribute_task(lo: int, hi: int, method: str, options: dict, *, f, X, R):
-    """One chunk of :func:`attribute` (pairs lo..hi - 1), on a Dask worker or here."""
+def _attribute_task(lo: int, hi: int, method: str, options: dict, *, f, X, R, seed=None):
+    """One chunk of :func:`attribute` (pairs lo..hi - 1), on a Dask worker or here; ``seed`` (the
+    chunk's own, from :func:`insdel.distributed.run_chunked`) replaces the method's option."""
+    if seed is not None:
+        options = {**options, "seed": seed}
     return attribute(f, X[lo:hi], R[lo:hi], method, return_info=True, **options)
+
+
+def _concat_attributions(parts: list) -> tuple[np.ndarray, dict]:
+    """The chunks' ``(A, info)`` of :func:`attribute` joined along the pairs, in chunk order."""
+    return (np.concatenate([p[0] for p in parts], axis=0),
+            {"seconds": float(sum(p[1]["seconds"] for p in parts)),
+             "model_evaluations": int(sum(p[1]["model_evaluations"] for p in parts)),
+             "completeness_gap": np.concatenate([p[1]["completeness_gap"] for p in parts]),
+             "chunks": len(parts)})
 
 
 def resolve_std_scale(method: str, options: Mapping, X) -> dict:
@@ -272,7 +284,7 @@ def resolve_std_scale(method: str, options: Mapping, X) -> dict:
 def _attribute_chunked(f, X, R, method, return_info: bool, client, pairs_per_chunk, options):
     """:func:`attribute` chunk by chunk (``pairs_per_chunk``), here or on a Dask client."""
     from .._validation import check_pairs, check_positive_int
-    from ..distributed import chunk_bounds, chunk_seed, gather_chunks
+    from ..distributed import chunk_bounds, run_chunked
 
     if not isinstance(method, str):
         raise TypeError("client= and pairs_per_chunk= need a method name (one of "
@@ -287,20 +299,15 @@ def _attribute_chunked(f, X, R, method, return_info: bool, client, pairs_per_chu
     seed = options.get("seed", options_of(cls.name).get("seed", 0)) if seeded else None
     if seeded:  # chunk_seed would truncate 2.7 to 2: check it as the method does
         check_positive_int("seed", seed, minimum=0)
-    args = [(lo, hi, cls.name, {**options, **({"seed": chunk_seed(seed, cls.name, k)}
-                                              if seeded else {})})
-            for k, (lo, hi) in enumerate(bounds)]
-    parts = gather_chunks(client, _attribute_task, args, shared={"f": f, "X": X, "R": R},
-                          describe=lambda k: f"{cls.name} on pairs {bounds[k][0]}.."
-                          f"{bounds[k][1] - 1}", progress=options.get("progress"),
-                          desc=cls.name, name=f"insdel-{cls.name}")
-    A = np.concatenate([p[0] for p in parts], axis=0)
+    A, info = run_chunked(
+        _attribute_task, [(lo, hi, cls.name, options) for lo, hi in bounds],
+        shared={"f": f, "X": X, "R": R}, client=client, seed=seed, seed_names=(cls.name,),
+        concat=_concat_attributions, progress=options.get("progress"), desc=cls.name,
+        name=f"insdel-{cls.name}",
+        describe=lambda k: f"{cls.name} on pairs {bounds[k][0]}..{bounds[k][1] - 1}")
     if not return_info:
         return A
-    return A, {"method": cls.name, "seconds": float(sum(p[1]["seconds"] for p in parts)),
-               "model_evaluations": int(sum(p[1]["model_evaluations"] for p in parts)),
-               "completeness_gap": np.concatenate([p[1]["completeness_gap"] for p in parts]),
-               "chunks": len(parts), "pairs_per_chunk": int(size)}
+    return A, {"method": cls.name, **info, "pairs_per_chunk": int(size)}
 
 
 class External(Attribution):

@@ -68,15 +68,14 @@ def shapley_values(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
     if int(dsz.max(initial=0)) > int(max_d):  # the serial call names the pair and the cost
         return subspace_shapley(f, X, R, max_d=max_d, batch_size=batch_size, max_rows=max_rows,
                                 groups=grp)[0]
-    from ..distributed import gather_chunks
+    from ..distributed import run_chunked
 
-    bounds = [(s, e, max_d, batch_size, max_rows) for s, e in _stream_chunks(dsz, max_rows)]
-    parts = gather_chunks(client, _shapley_chunk, bounds,
-                          shared={"f": f, "X": X, "R": R, "groups": grp},
-                          describe=lambda k: f"exact Shapley of pairs {bounds[k][0]}.."
-                          f"{bounds[k][1] - 1}", progress=progress, desc="exact Shapley",
-                          name="insdel-shapley")
-    return np.concatenate(parts, axis=0)
+    bounds = _stream_chunks(dsz, max_rows)  # the chunks subspace_shapley streams, one task each
+    return run_chunked(_shapley_chunk, [(s, e, max_d, batch_size, max_rows) for s, e in bounds],
+                       shared={"f": f, "X": X, "R": R, "groups": grp}, client=client,
+                       progress=progress, desc="exact Shapley", name="insdel-shapley",
+                       describe=lambda k: f"exact Shapley of pairs {bounds[k][0]}.."
+                       f"{bounds[k][1] - 1}")
 
 
 def _stream_chunks(dsz: np.ndarray, max_rows: int) -> list[tuple[int, int]]:
@@ -93,7 +92,8 @@ def _stream_chunks(dsz: np.ndarray, max_rows: int) -> list[tuple[int, int]]:
 
 def _shapley_chunk(s: int, e: int, max_d: int, batch_size: int | None, max_rows: int, *,
                    f, X, R, groups=None) -> np.ndarray:
-    """Exact Shapley values of pairs s..e - 1, one streamed chunk (on a Dask worker)."""
+    """Exact Shapley values of pairs s..e - 1, one streamed chunk (the task
+    :func:`insdel.distributed.run_chunked` runs on a Dask worker)."""
     return subspace_shapley(f, X[s:e], R[s:e], max_d=max_d, batch_size=batch_size,
                             max_rows=max_rows, groups=groups)[0]
 

@@ -1,9 +1,9 @@
 """The checkpointed-chunk helper every long stage uses, and the model as it reaches Dask workers.
 
 A stage cuts its rows into chunks; each chunk is a task ``task(*args, **shared) -> (array, model
-evaluations, seconds)`` run here or on the Dask workers (:func:`insdel.distributed.map_chunks`),
-and the driver alone saves each finished chunk in the stage's :class:`insdel._checkpoint.ChunkStore`,
-so a killed run resumes from the chunks on disk.
+evaluations, seconds)`` run here or on the Dask workers by :func:`insdel.distributed.run_chunked`
+(where all of insdel's parallelism lives), and the driver alone saves each finished chunk in the
+stage's :class:`insdel._checkpoint.ChunkStore`, so a killed run resumes from the chunks on disk.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import _checkpoint as ck
-from ..distributed import chunk_seed, map_chunks
+from ..distributed import chunk_seed, run_chunked
 
 __all__ = ["run_chunks", "chunk_seed", "resolve_model", "shareable_model", "rows_text"]
 
@@ -58,14 +58,11 @@ def run_chunks(store: ck.ChunkStore, n_chunks: int, task: Callable,
         if interrupt is not None:
             interrupt()
 
-    if client is None:
-        for i in todo:
-            finish(i, task(*args_of(i), **shared))
-    else:
-        for i, res in map_chunks(client, task, [args_of(i) for i in todo], shared=shared,
-                                 ids=todo, describe=describe, name=getattr(task, "__name__",
-                                                                           "insdel-chunk")):
-            finish(i, res)
+    run_chunked(task, [args_of(i) for i in range(n_chunks)], shared=shared, client=client,
+                todo=todo, on_result=finish, concat=None, progress=False,
+                name=getattr(task, "__name__", "insdel-chunk"),
+                # a serial stage's errors are the task's own (they name their rows themselves)
+                describe=describe if client is not None else None)
     return [out[i] for i in range(n_chunks)], secs, evals, n_chunks - len(todo)
 
 
