@@ -485,3 +485,39 @@ def test_make_client_refuses_ignored_options(compute, match):
     with pytest.raises(ValueError, match=match):
         with distributed.make_client(compute):
             pass
+
+
+# -- run_chunked: the one helper every engine's parallelism goes through ---------------------------
+def _seeded_rows(lo: int, hi: int, scale: float, *, X, seed):
+    """A chunk task: its rows of X plus draws from the chunk's own stream."""
+    return X[lo:hi] * scale + np.random.default_rng(seed).normal(size=(hi - lo, X.shape[1]))
+
+
+def test_run_chunked_gives_the_serial_chunks_seeds_and_order_on_dask(client):
+    X = np.arange(22.0).reshape(11, 2)
+    bounds = distributed.chunk_bounds(11, 3)
+    chunks = [(lo, hi, 2.0) for lo, hi in bounds]
+    kw = {"shared": {"X": X}, "seed": 5, "seed_names": ("m",)}
+    here = distributed.run_chunked(_seeded_rows, chunks, **kw)
+    np.testing.assert_array_equal(here, distributed.run_chunked(_seeded_rows, chunks,
+                                                                client=client, **kw))
+    # chunk k draws from chunk_seed(seed, *seed_names, k), whoever runs it
+    lo, hi = bounds[2]
+    np.testing.assert_array_equal(here[lo:hi], _seeded_rows(lo, hi, 2.0, X=X,
+                                                            seed=distributed.chunk_seed(5, "m", 2)))
+    # a subset of chunks (a resumed stage): each result reported once, the others left None
+    seen = {}
+    out = distributed.run_chunked(_seeded_rows, chunks, client=client, todo=[1, 3], concat=None,
+                                  on_result=seen.__setitem__, **kw)
+    assert sorted(seen) == [1, 3] and out[0] is None and out[2] is None
+    np.testing.assert_array_equal(out[3], here[9:11])
+
+
+def test_run_chunked_names_the_failed_chunk_here_and_on_dask(client):
+    def describe(k):
+        return f"chunk {k}"
+
+    for c in (None, client):
+        with pytest.raises(TypeError, match=r"^chunk 1: "):
+            distributed.run_chunked(operator.add, [(1, 2), (1, "a")], concat=None, client=c,
+                                    describe=describe)
