@@ -47,3 +47,20 @@ def test_exact_shapley_routes_agree_bitwise_and_with_brute_force():
         np.testing.assert_allclose(phi[b], _brute(X[b], R[b]), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(batch_decomposition(_f, X, R).shapley(), phi,
                                rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["insertion", "deletion"])
+@pytest.mark.parametrize("order", ["signed", "absolute"])
+def test_metric_curves_equal_trace(mode, order):
+    from insdel.curves import trace
+    from insdel.metrics.base import MetricContext
+    from insdel.metrics.insertion_deletion import curve_values
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(6, 4))
+    R = rng.normal(size=(6, 4))
+    A = np.round(rng.normal(size=(6, 4)), 0)  # ties
+    c, pos = curve_values(MetricContext(_f, X, R), A, mode=mode, order=order)
+    tr = trace(_f, X, R, orderings(A, order=order), modes=(mode,), progress=False)
+    np.testing.assert_allclose(c, tr.curves[mode].reshape(c.shape), rtol=1e-12, atol=1e-12)
+    assert np.array_equal(pos, tr.positions)
