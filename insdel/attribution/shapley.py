@@ -306,7 +306,8 @@ def _kernel_shap_fit(Z: np.ndarray, y: np.ndarray, w: np.ndarray, fx: np.ndarray
 class ExactShapley(Attribution):
     """Exact baseline Shapley values from the anchored decomposition (conventions: *Anchored
     decomposition*; the paper's "exact KS" on the 16-feature CERN data): ``sum_j a_j = f(x) - f(r)``
-    exactly. Delegates to :func:`insdel.decomposition.shapley_values`.
+    exactly. Computed by :func:`insdel.decomposition.subspace_shapley`, the route of
+    :func:`insdel.decomposition.shapley_values` (it also returns |D| per pair).
 
     Parameters
     ----------

@@ -30,6 +30,7 @@ from scipy.stats import rankdata
 
 from .._validation import align_attributions, as_float_array, check_pairs, feature_names_of
 from ..adapter import ModelLike, as_model
+from ..curves import orderings
 from ..groups import Groups, check_groups, group_attributions
 from ..hybrid import build_rows, masks_to_words, n_words
 
@@ -227,10 +228,12 @@ def rank_of(A: np.ndarray, *, order: str = "absolute") -> np.ndarray:
     ``"absolute"``: decreasing |a| (MoRF); ``"signed"``: decreasing a (the paper's order);
     ``"ascending"``: increasing a (LeRF); ``"least"``: increasing |a|.
     """
-    key = {"absolute": -np.abs(A), "signed": -A, "ascending": A, "least": np.abs(A)}
-    if order not in key:
-        raise ValueError(f"order must be one of {sorted(key)}; got {order!r}.")
-    return np.argsort(key[order], axis=-1, kind="stable")
+    if order == "least":  # LeRF by magnitude: only the metrics use it, the curves do not
+        return np.argsort(np.abs(A), axis=-1, kind="stable")
+    if order not in ("absolute", "signed", "ascending"):
+        raise ValueError("order must be one of ['absolute', 'ascending', 'least', 'signed']; "
+                         f"got {order!r}.")
+    return orderings(A, order=order)  # the tie-break rule lives in insdel.curves.orderings
 
 
 def unit_positions(orders: np.ndarray) -> np.ndarray:

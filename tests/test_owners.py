@@ -1,0 +1,66 @@
+"""One owner per concept (CONTRIBUTING.md): the routes that are kept agree exactly."""
+import itertools
+
+import numpy as np
+import pytest
+
+from insdel.curves import orderings
+from insdel.decomposition import batch_decomposition, shapley_values, subspace_shapley
+from insdel.metrics.base import rank_of
+
+
+@pytest.mark.parametrize("order", ["signed", "absolute", "ascending"])
+def test_rank_of_is_orderings_on_ties(order):
+    A = np.array([[1.0, -1.0, 1.0, 0.0, -1.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+                  [2.0, 2.0, -2.0, 1.0, 1.0, -1.0]])
+    assert np.array_equal(rank_of(A, order=order), orderings(A, order=order))
+
+
+def _f(Z):
+    Z = np.asarray(Z, dtype=np.float64)
+    return Z[:, 0] * Z[:, 1] - 0.5 * Z[:, 2] * Z[:, 3] * Z[:, 0] + np.sin(Z[:, 3]) + Z[:, 2] ** 2
+
+
+def _brute(x, r):
+    """Shapley values as the mean marginal contribution over all n! orderings."""
+    perms = list(itertools.permutations(range(x.size)))
+    phi = np.zeros(x.size)
+    for p in perms:
+        z = r.copy()
+        prev = _f(z[None])[0]
+        for j in p:
+            z[j] = x[j]
+            cur = _f(z[None])[0]
+            phi[j] += cur - prev
+            prev = cur
+    return phi / len(perms)
+
+
+def test_exact_shapley_routes_agree_bitwise_and_with_brute_force():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5, 4))
+    R = rng.normal(size=(5, 4))
+    R[1, 2] = X[1, 2]
+    phi = shapley_values(_f, X, R)
+    assert np.array_equal(phi, subspace_shapley(_f, X, R)[0])
+    for b in range(len(X)):
+        np.testing.assert_allclose(phi[b], _brute(X[b], R[b]), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(batch_decomposition(_f, X, R).shapley(), phi,
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["insertion", "deletion"])
+@pytest.mark.parametrize("order", ["signed", "absolute"])
+def test_metric_curves_equal_trace(mode, order):
+    from insdel.curves import trace
+    from insdel.metrics.base import MetricContext
+    from insdel.metrics.insertion_deletion import curve_values
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(6, 4))
+    R = rng.normal(size=(6, 4))
+    A = np.round(rng.normal(size=(6, 4)), 0)  # ties
+    c, pos = curve_values(MetricContext(_f, X, R), A, mode=mode, order=order)
+    tr = trace(_f, X, R, orderings(A, order=order), modes=(mode,), progress=False)
+    np.testing.assert_allclose(c, tr.curves[mode].reshape(c.shape), rtol=1e-12, atol=1e-12)
+    assert np.array_equal(pos, tr.positions)
