@@ -862,3 +862,28 @@ def test_lock_folder_and_unfinish_are_public(tmp_path):
     runner.unfinish(str(out))
     assert not (out / "manifest.json").exists()
     runner.unfinish(out)  # nothing to remove is not an error
+
+
+def test_attribution_chunks_of_another_method_revision_are_recomputed(tmp_path, monkeypatch):
+    """A method whose numbers changed (its ``revision``) never reuses the chunks an earlier
+    revision checkpointed in the same folder: the revision is part of every chunk's key."""
+    from _runs import small_cfg, small_csv
+
+    from insdel.attribution.gradients import VanillaGrad
+
+    csv = small_csv(tmp_path / "small.csv")
+    out = tmp_path / "out"
+    cfg = small_cfg(csv, "revision")
+
+    def chunk_names():
+        return sorted(p.name for p in out.rglob("chunk_*.npy") if "vanilla_grad" in p.parts)
+
+    runner.run_experiment(cfg, out, progress=False)
+    first = chunk_names()
+    assert first
+    runner.run_experiment(cfg, out, progress=False)
+    assert chunk_names() == first  # the same revision: the chunks are reused
+    monkeypatch.setattr(VanillaGrad, "revision", VanillaGrad.revision + 1)
+    runner.run_experiment(cfg, out, progress=False)
+    again = chunk_names()
+    assert len(again) == len(first) and not set(again) & set(first)

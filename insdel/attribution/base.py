@@ -43,6 +43,9 @@ class Attribution:
     #: What the method needs of the model, one of :data:`insdel.adapter.CAPABILITIES`:
     #: ``values`` (any model), ``gradients`` (a torch module), ``hooks`` (an eager nn.Module).
     requires: ClassVar[str] = "values"
+    #: The revision of the method's numbers: raised whenever the same call gives other values, so
+    #: that a run's checkpointed attribution chunks (keyed by it) are recomputed, never reused.
+    revision: ClassVar[int] = 1
 
     def __init__(self, f: ModelLike) -> None:
         self.f = f

@@ -201,6 +201,7 @@ def attribute_all(cfg, model, dataset, X, R, plan: AttributionPlan, base_key: Ma
                 continue
             opts = dict(cfg["methods"]["options"].get(method, {}) or {})
             key = ck.config_hash({**base_key, "stage": plan.key_stage, "method": method,
+                                  "revision": attribution.get(method).revision,
                                   "options": options_key(opts, dataset), plan.size_key: cs})
             store = ck.ChunkStore(plan.folder / method, key)
             opts = attribution.resolve_std_scale(method, opts, X)  # over all rows, not a chunk
