@@ -51,6 +51,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._progress import progress_bar
+from ._threads import numba_threads
 from ._validation import (
     _first,
     align_attributions,
@@ -59,7 +60,6 @@ from ._validation import (
     check_mode,
     check_orders,
     check_pairs,
-    numba_threads,
 )
 from .adapter import ModelLike, as_model
 from .groups import (

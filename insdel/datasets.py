@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._checkpoint import sha256_file
-from ._validation import check_finite, check_scalar, repeated, to_jsonable
+from ._checkpoint import sha256_file, to_jsonable
+from ._validation import check_finite, check_scalar, repeated
 from .groups import Groups
 
 __all__ = ["Dataset", "Scaler", "available", "get", "register", "describe", "options_of",

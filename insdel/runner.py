@@ -33,8 +33,9 @@ import pandas as pd
 
 from . import _checkpoint as ck
 from . import config as _config
+from ._checkpoint import is_plain_folder_name, to_jsonable
 from ._progress import progress_bar
-from ._validation import check_progress, check_scalar, is_plain_folder_name, to_jsonable
+from ._validation import check_progress, check_scalar
 from .distributed import (
     chunk_seed,
     client_info,

@@ -44,9 +44,9 @@ def test_decomposition_normalize_must_be_a_bool(bad):
                  lambda: d.abc_total([0, 1, 2], normalize=bad),
                  lambda: d.expected_abc(normalize=bad), lambda: d.best_abc(normalize=bad),
                  lambda: d.best_auc(normalize=bad), lambda: b.abc([0, 1, 2], normalize=bad)):
-        with pytest.raises(ValueError, match="normalize must be True or False"):
+        with pytest.raises(TypeError, match="normalize must be True or False"):
             call()
-    with pytest.raises(ValueError, match="dedup must be True or False"):
+    with pytest.raises(TypeError, match="dedup must be True or False"):
         batch_decomposition(_lin, np.ones((2, 3)), np.zeros(3), dedup=bad)
 
 
@@ -125,14 +125,14 @@ def test_group_game_outside_d_against_brute_force():
 def test_areas_normalize_m_and_positions_are_checked():
     c = np.array([0.0, 1, 3, 3, 4])
     for bad in (None, "no"):
-        with pytest.raises(ValueError, match="normalize must be True or False"):
+        with pytest.raises(TypeError, match="normalize must be True or False"):
             areas.abc(c, normalize=bad)
-        with pytest.raises(ValueError, match="normalize must be True or False"):
+        with pytest.raises(TypeError, match="normalize must be True or False"):
             areas.abc(c, positions=[0, 1, 2, 3, 4], m=8, normalize=bad)
-        with pytest.raises(ValueError, match="normalize must be True or False"):
+        with pytest.raises(TypeError, match="normalize must be True or False"):
             areas.auc(c, normalize=bad)
-    for bad in (5.9, True, 0):
-        with pytest.raises(ValueError, match="m must be an integer"):
+    for bad, err in ((5.9, TypeError), (True, TypeError), (0, ValueError)):
+        with pytest.raises(err, match="m must be an integer"):
             areas.abc(c, positions=[0, 1, 2, 3, 4], m=bad)
     with pytest.raises(ValueError, match="give positions="):
         areas.abc(c, m=8)  # m alone was silently ignored
@@ -150,9 +150,10 @@ def test_fractions_round_halves_up_on_the_decimal_value():
     np.testing.assert_array_equal(positions(10, fractions=[0, 0.25, 0.5, 1]), [0, 3, 5, 10])
 
 
-@pytest.mark.parametrize("bad", [10.7, "10", True, 0])
-def test_positions_m_must_be_a_positive_integer(bad):
-    with pytest.raises(ValueError, match="m must be an integer >= 1"):
+@pytest.mark.parametrize("bad, err", [(10.7, TypeError), ("10", TypeError), (True, TypeError),
+                                      (0, ValueError)])
+def test_positions_m_must_be_a_positive_integer(bad, err):
+    with pytest.raises(err, match="m must be an integer"):
         positions(bad)
 
 
@@ -168,7 +169,7 @@ def test_group_names_are_checked():
 # -- hybrids -------------------------------------------------------------------------------------
 def test_hybrid_outer_must_be_a_bool():
     X = np.arange(6.0).reshape(2, 3)
-    with pytest.raises(ValueError, match="outer must be True or False"):
+    with pytest.raises(TypeError, match="outer must be True or False"):
         hybrid(X, np.zeros(3), [1, 2], outer="no")
     assert hybrid(X, np.zeros(3), [1, 2], outer=True).shape == (2, 2, 3)
 
@@ -180,18 +181,18 @@ def _pairs():
     return X, R, {"a": rng.normal(size=(4, 6))}
 
 
-@pytest.mark.parametrize("kw, match", [
-    ({"normalize": None}, "normalize must be True or False"),
-    ({"normalize": "false"}, "normalize must be True or False"),
-    ({"add_random": "no"}, "add_random must be True or False"),
-    ({"n_random": True}, "n_random must be an integer"),
-    ({"n_random": 2.5}, "n_random must be an integer"),
-    ({"seed": 1.5}, "seed must be an integer"),
-    ({"seed": -1}, "seed must be an integer"),
+@pytest.mark.parametrize("kw, err, match", [
+    ({"normalize": None}, TypeError, "normalize must be True or False"),
+    ({"normalize": "false"}, TypeError, "normalize must be True or False"),
+    ({"add_random": "no"}, TypeError, "add_random must be True or False"),
+    ({"n_random": True}, TypeError, "n_random must be an integer"),
+    ({"n_random": 2.5}, TypeError, "n_random must be an integer"),
+    ({"seed": 1.5}, TypeError, "seed must be an integer"),
+    ({"seed": -1}, ValueError, "seed must be an integer >= 0"),
 ])
-def test_evaluate_options_are_checked(kw, match):
+def test_evaluate_options_are_checked(kw, err, match):
     X, R, A = _pairs()
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(err, match=match):
         evaluate(_f6, X, R, A, **kw)
 
 

@@ -65,7 +65,7 @@ def test_load_any_refuses_non_bool_trust(tmp_path):
 
     path = tmp_path / "m.joblib"
     joblib.dump({"not": "a model"}, path)
-    with pytest.raises(ValueError, match="trust must be True or False"):
+    with pytest.raises(TypeError, match="trust must be True or False"):
         load_any(path, trust="no")  # a truthy string used to load the pickle
 
 
@@ -94,19 +94,23 @@ def test_load_any_state_dict_width_names_n_features(tmp_path):
 
 # -- images: shapes and kernel sizes are integers, class indices in range ------------------------
 
-@pytest.mark.parametrize("shape", [(1, 2.5, 2), (1, 2, 2, 1), (True, 2, 2)])
-def test_check_shape_refuses_non_integers(shape):
-    with pytest.raises(ValueError, match="three integers"):
+@pytest.mark.parametrize("shape, err", [((1, 2.5, 2), TypeError), ((1, 2, 2, 1), ValueError),
+                                        ((True, 2, 2), TypeError), ((1.0, 2, 2), TypeError),
+                                        ((1, 0, 2), ValueError)])
+def test_check_shape_refuses_non_integers(shape, err):
+    with pytest.raises(err, match="three integers"):
         images.check_shape(shape)
 
 
 def test_image_policies_refuse_truncated_options():
     X = np.random.default_rng(0).random((2, 4))
-    with pytest.raises(ValueError, match="shape"):
+    with pytest.raises(TypeError, match="shape"):
         policies.get("black", shape=(1, 2.7, 2))  # used to become (1, 2, 2) and pass
-    with pytest.raises(ValueError, match="klen"):
+    with pytest.raises(TypeError, match="klen"):
         policies.get("blurred", shape=(1, 2, 2), klen=3.9)  # used to become 3
-    assert policies.get("black", shape=(1.0, 2, 2)).pair(None, X).R.shape == (2, 4)
+    with pytest.raises(ValueError, match="klen"):
+        policies.get("blurred", shape=(1, 2, 2), klen=4)  # RISE's kernel has a centre pixel
+    assert policies.get("black", shape=(1, 2, 2)).pair(None, X).R.shape == (2, 4)
 
 
 def test_image_evaluate_class_index_in_range():

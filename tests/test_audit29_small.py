@@ -56,18 +56,19 @@ def test_noise_respects_low_and_high_and_rows_given():
     assert not np.array_equal(r1, _noise(X, targets=rows, seed=6).R)
 
 
-@pytest.mark.parametrize("bad", [2.7, 2.0, "3", True, 0, -1])
-def test_train_cnn_epochs_must_be_a_positive_integer(bad):
+@pytest.mark.parametrize("bad, err", [(2.7, TypeError), (2.0, TypeError), ("3", TypeError),
+                                      (True, TypeError), (0, ValueError), (-1, ValueError)])
+def test_train_cnn_epochs_must_be_a_positive_integer(bad, err):
     data = digits.load()
-    with pytest.raises(ValueError, match="epochs"):
+    with pytest.raises(err, match="epochs"):
         digits.train_cnn(data, epochs=bad)
 
 
-@pytest.mark.parametrize("bad", [1.5, -1, True])
-def test_digits_seed_must_be_an_integer(bad):
-    with pytest.raises(ValueError, match="seed"):
+@pytest.mark.parametrize("bad, err", [(1.5, TypeError), (-1, ValueError), (True, TypeError)])
+def test_digits_seed_must_be_an_integer(bad, err):
+    with pytest.raises(err, match="seed"):
         digits.load(seed=bad)
-    with pytest.raises(ValueError, match="seed"):
+    with pytest.raises(err, match="seed"):
         digits.train_cnn(digits.load(), seed=bad, epochs=1)
 
 
@@ -83,13 +84,14 @@ def test_train_cnn_integral_epochs_accepted():
     assert info["epochs"] == 1 and isinstance(info["epochs"], int)
 
 
-@pytest.mark.parametrize("arg, bad", [("n_images", 2.7), ("n_images", 0), ("n_images", True),
-                                      ("epochs", 2.7), ("epochs", 0), ("step", 1.5),
-                                      ("step", 0), ("seed", 0.5), ("seed", -1)])
-def test_paper_images_integer_options(tmp_path, arg, bad):
+@pytest.mark.parametrize("arg, bad, err", [
+    ("n_images", 2.7, TypeError), ("n_images", 0, ValueError), ("n_images", True, TypeError),
+    ("epochs", 2.7, TypeError), ("epochs", 0, ValueError), ("step", 1.5, TypeError),
+    ("step", 0, ValueError), ("seed", 0.5, TypeError), ("seed", -1, ValueError)])
+def test_paper_images_integer_options(tmp_path, arg, bad, err):
     from insdel.paper_images import run_paper_images
 
-    with pytest.raises(ValueError, match=arg):
+    with pytest.raises(err, match=arg):
         run_paper_images(tmp_path, quick=True, verbose=False, **{arg: bad})
     assert not any(tmp_path.iterdir())  # refused before anything is trained or written
 
@@ -104,5 +106,5 @@ def test_paper_images_too_many_images(tmp_path):
 def test_paper_images_quick_is_a_bool(tmp_path):
     from insdel.paper_images import run_paper_images
 
-    with pytest.raises(ValueError, match="quick"):
+    with pytest.raises(TypeError, match="quick"):
         run_paper_images(tmp_path, quick="yes", verbose=False)

@@ -36,28 +36,29 @@ def net():
 @pytest.mark.parametrize("seed", [None, 2.7, True])
 def test_sampled_methods_refuse_unrepeatable_seed(pairs, method, opts, seed):
     X, R = pairs
-    with pytest.raises(ValueError, match="seed"):
+    with pytest.raises(TypeError, match="seed"):
         attribute(_f, X, R, method, seed=seed, **opts)
 
 
 def test_chunked_attribute_refuses_float_seed(pairs):
     X, R = pairs
-    with pytest.raises(ValueError, match="seed"):
+    with pytest.raises(TypeError, match="seed"):
         attribute(_f, X, R, "lime", n_samples=20, seed=2.7, pairs_per_chunk=2)
 
 
 def test_ig_refuses_none_seed(net, pairs):
     X, R = pairs
-    with pytest.raises(ValueError, match="seed"):
+    with pytest.raises(TypeError, match="seed"):
         attribute(net, X, R, "ig", n_steps=4, seed=None)
 
 
 # --- coerced or ignored options -----------------------------------------------------------------
-@pytest.mark.parametrize("bs", [2.7, True, "3", 0])
-def test_as_model_batch_size_not_coerced(bs):
-    with pytest.raises(ValueError, match="batch_size"):
+@pytest.mark.parametrize("bs, err", [(2.7, TypeError), (4.0, TypeError), (True, TypeError),
+                                     ("3", TypeError), (0, ValueError)])
+def test_as_model_batch_size_not_coerced(bs, err):
+    with pytest.raises(err, match="batch_size"):
         as_model(_f, batch_size=bs)
-    assert as_model(_f, batch_size=4.0).batch_size == 4
+    assert as_model(_f, batch_size=np.int64(4)).batch_size == 4
 
 
 @pytest.mark.parametrize("out", [True, 1.0, "a"])
@@ -73,19 +74,19 @@ def test_as_model_refuses_complex_or_string_outputs(pairs, fn):
 
 
 def test_vanilla_grad_abs_must_be_bool(net, pairs):
-    with pytest.raises(ValueError, match="abs"):
+    with pytest.raises(TypeError, match="abs"):
         attribute(net, *pairs, "vanilla_grad", abs="no")
 
 
 def test_deeplift_prelu_rescale_must_be_bool(net, pairs):
-    with pytest.raises(ValueError, match="prelu_rescale"):
+    with pytest.raises(TypeError, match="prelu_rescale"):
         attribute(net, *pairs, "deeplift", prelu_rescale="no")
     with pytest.raises(ValueError, match="eps"):
         attribute(net, *pairs, "deeplift", eps=float("nan"))
 
 
 def test_attribute_return_info_must_be_bool(pairs):
-    with pytest.raises(ValueError, match="return_info"):
+    with pytest.raises(TypeError, match="return_info"):
         attribute(_f, *pairs, "random", return_info="no")
 
 
@@ -165,18 +166,20 @@ def test_curves_aligns_dataframe_attributions(pairs):
 
 
 # --- models: hyperparameters not coerced --------------------------------------------------------
-@pytest.mark.parametrize("bad", [{"hidden": "64"}, {"hidden": [64.7]}, {"hidden": [True]},
-                                 {"batch_size": 2.5}, {"max_epochs": "3"},
-                                 {"val_fraction": 1.5}, {"val_fraction": 0.0}, {"lr": True},
-                                 {"dropout": float("nan")}, {"huber_delta": -1.0}])
-def test_mlp_params_not_coerced(bad):
+@pytest.mark.parametrize("bad, err", [
+    ({"hidden": "64"}, TypeError), ({"hidden": [64.7]}, TypeError), ({"hidden": [4.0]}, TypeError),
+    ({"hidden": [True]}, TypeError), ({"hidden": [0]}, ValueError), ({"batch_size": 2.5}, TypeError),
+    ({"batch_size": 8.0}, TypeError), ({"max_epochs": "3"}, TypeError),
+    ({"val_fraction": 1.5}, ValueError), ({"val_fraction": 0.0}, ValueError), ({"lr": True}, TypeError),
+    ({"dropout": float("nan")}, ValueError), ({"huber_delta": -1.0}, ValueError)])
+def test_mlp_params_not_coerced(bad, err):
     from insdel.models import _resolve_params
 
     params = {"hidden": [4], "dropout": 0.0, "lr": 1e-3, **bad}
-    with pytest.raises(ValueError, match=next(iter(bad))):
+    with pytest.raises(err, match=next(iter(bad))):
         _resolve_params(params, None)
-    assert _resolve_params({"hidden": [4.0], "dropout": 0.0, "lr": 1e-3,
-                            "batch_size": 8.0}, None)["hidden"] == [4]
+    assert _resolve_params({"hidden": [np.int64(4)], "dropout": 0, "lr": 1e-3,
+                            "batch_size": 8}, None)["hidden"] == [4]
 
 
 def test_train_mlp_max_epochs_and_seed_not_coerced():
@@ -185,10 +188,13 @@ def test_train_mlp_max_epochs_and_seed_not_coerced():
     rng = np.random.default_rng(0)
     ds = type("DS", (), {"X_train": rng.normal(size=(20, 2)), "y_train": rng.normal(size=20),
                          "X_test": rng.normal(size=(5, 2)), "y_test": rng.normal(size=5)})()
-    with pytest.raises(ValueError, match="max_epochs"):
+    with pytest.raises(TypeError, match="max_epochs"):
         train_mlp(ds, {"hidden": [4], "dropout": 0.0, "lr": 1e-3}, max_epochs=1.5,
                   progress=False)
-    with pytest.raises(ValueError, match="seed"):
+    with pytest.raises(ValueError, match="max_epochs"):
+        train_mlp(ds, {"hidden": [4], "dropout": 0.0, "lr": 1e-3}, max_epochs=0,
+                  progress=False)
+    with pytest.raises(TypeError, match="seed"):
         train_mlp(ds, {"hidden": [4], "dropout": 0.0, "lr": 1e-3}, seed=None, progress=False)
 
 

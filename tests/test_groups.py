@@ -138,12 +138,12 @@ def test_positions_rules():
 
 
 @pytest.mark.parametrize("kw, msg", [
-    (dict(step=0), "step must be >= 1"),
+    (dict(step=0), "step must be an integer >= 1"),
     (dict(step=1.5), "step must be an integer"),
     (dict(fractions=[0, 0.5, 0.4]), "strictly increasing"),
     (dict(fractions=[0, 0.01, 0.02]), "both round to"),
     (dict(fractions=[0, 1.2]), r"lie in \[0, 1\]"),
-    (dict(max_fraction=0.0), "max_fraction must be in"),
+    (dict(max_fraction=0.0), r"max_fraction must be a number in \(0, 1\]"),
     (dict(fractions=[0, 1], step=2), "fractions= alone"),
 ])
 def test_bad_steps_are_clear_errors(kw, msg):
