@@ -1,4 +1,10 @@
-"""Input validation shared by every module (scikit-learn style: fail early, name the culprit)."""
+"""Input validation shared by every module (scikit-learn style: fail early, name the culprit).
+
+Validation only: a scalar option is checked by :func:`check_scalar` (a wrong type is a
+``TypeError``, a value out of range a ``ValueError``); arrays, pairs, orderings and clusters by
+their ``check_*``. numba's thread start-up lives in :mod:`insdel._threads`, JSON conversion and
+folder-name rules in :mod:`insdel._checkpoint`.
+"""
 
 from __future__ import annotations
 
