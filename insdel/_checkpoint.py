@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["atomic_write", "atomic_write_bytes", "atomic_write_text", "save_npy", "save_npz",
-           "config_hash", "ChunkStore", "sha256_file"]
+           "config_hash", "ChunkStore", "sha256_file", "to_jsonable", "is_plain_folder_name"]
 
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
@@ -205,6 +205,33 @@ def save_npz(path: str | os.PathLike, arrays: Mapping[str, np.ndarray]) -> None:
             info.external_attr = 0o644 << 16
             zf.writestr(info, a.getvalue())
     atomic_write_bytes(path, buf.getvalue())
+
+
+def to_jsonable(obj):
+    """Convert numpy scalars/arrays, paths, tuples and nested mappings to plain JSON types (for
+    the metadata files a run and a prepared data set write).
+
+    Anything else that JSON cannot hold is turned into its ``str``.
+    """
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if isinstance(obj, (str, int, float, bool)) or obj is None:
+        return obj
+    return str(obj)
+
+
+def is_plain_folder_name(name: str) -> bool:
+    """``name`` names one folder inside another (a run's folder under ``runs/``, a policy's folder
+    in a run): not empty, ``.`` or ``..``, no path separator."""
+    return name not in ("", ".", "..") and "/" not in name and "\\" not in name
 
 
 def _json_default(o):

@@ -36,7 +36,7 @@ import numpy as np
 
 from ._decomposition_kernels import _popcount
 from ._progress import progress_bar
-from ._validation import _first
+from ._validation import _first, check_positive_int
 
 RULES = ("riemann_middle", "riemann_right", "riemann_left", "riemann_trapezoid", "gausslegendre")
 BINARY_MODES = ("cast", "interpolate", "jump")
@@ -379,9 +379,7 @@ def integrated_gradients(model, X: np.ndarray, R: np.ndarray, *, n_steps: int = 
     np_dtype = model.dtype
     if binary_mode not in BINARY_MODES:
         raise ValueError(f"binary_mode must be one of {BINARY_MODES}; got {binary_mode!r}.")
-    chunk_rows = int(chunk_rows)
-    if chunk_rows < 1:
-        raise ValueError(f"chunk_rows must be >= 1; got {chunk_rows}.")
+    chunk_rows = check_positive_int("chunk_rows", chunk_rows)
     B, n = X.shape
     spec = binary_spec(binary, binary_levels, X, R, feature_names)
     Xd = np.ascontiguousarray(X, dtype=np_dtype)

@@ -1,43 +1,21 @@
-"""Input validation shared by every module (scikit-learn style: fail early, name the culprit)."""
+"""Input validation shared by every module (scikit-learn style: fail early, name the culprit).
+
+Validation only: a scalar option is checked by :func:`check_scalar` (a wrong type is a
+``TypeError``, a value out of range a ``ValueError``); arrays, pairs, orderings and clusters by
+their ``check_*``. numba's thread start-up lives in :mod:`insdel._threads`, JSON conversion and
+folder-name rules in :mod:`insdel._checkpoint`.
+"""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 
 import numba as nb
 import numpy as np
 
+from ._threads import numba_threads, start_numba_threads
+
 _MAX_LISTED = 5
-_numba_started = False
-
-
-def start_numba_threads() -> None:
-    """Start numba's threading layer (once per process) while keeping torch's intra-op thread
-    count as the user set it.
-
-    On numba's OpenMP layer, starting it sets the OpenMP thread count that torch reads to numba's:
-    a ``torch.set_num_threads(1)`` (or ``OMP_NUM_THREADS=1``) made before insdel's first parallel
-    kernel used to end up at numba's count (the number of cores) without a word, and with it a
-    float32 model's rounding on some CPUs. Called where insdel's work starts (:class:`Model`,
-    :func:`check_pairs`, :func:`insdel.trace`); a flag test after the first call.
-    """
-    global _numba_started
-    if _numba_started:
-        return
-    torch = sys.modules.get("torch")
-    before = torch.get_num_threads() if torch is not None else None
-    nb.get_num_threads()  # starts the threading layer
-    if before is not None and torch.get_num_threads() != before:
-        torch.set_num_threads(before)
-    _numba_started = True
-
-
-def numba_threads() -> int:
-    """numba's thread count, its threading layer started by :func:`start_numba_threads`."""
-    if not _numba_started:
-        start_numba_threads()
-    return nb.get_num_threads()
 
 
 def _first(idx: np.ndarray) -> str:
@@ -213,12 +191,36 @@ def check_mode(mode: str) -> str:
     return mode
 
 
+#: How a target type is named in a TypeError.
+_TYPE_NAMES = {int: "an integer", float: "a number", bool: "True or False", str: "a string",
+               type(None): "None"}
+
+
+def _is_type(value, t: type) -> bool:
+    """Whether ``value`` is of target type ``t``: numpy scalars count as Python ones; a bool is
+    never an int or a float (True is no size or seed); an int is a float (2 is 2.0)."""
+    if isinstance(value, (bool, np.bool_)):
+        return t is bool
+    if t is int:
+        return isinstance(value, (int, np.integer))
+    if t is float:
+        return isinstance(value, (int, float, np.integer, np.floating))
+    return isinstance(value, t)
+
+
+def _bound(b) -> str:
+    """A bound as written: 0 and 0.0 both as ``0``, 1e-3 as ``0.001``."""
+    return f"{b:g}" if isinstance(b, float) else str(b)
 
 
 def check_scalar(name: str, value, target_type: type | tuple[type, ...], *,
                  min_val: float | None = None, max_val: float | None = None,
                  include_boundaries: str = "both", finite: bool = False):
-    """Validate one scalar option (scikit-learn's ``check_scalar``): type and bounds.
+    """Validate one scalar option, with scikit-learn's ``check_scalar`` semantics.
+
+    A value of the wrong type is a ``TypeError``; a value of the right type out of range is a
+    ``ValueError``. Both messages name the argument (or config key) and what it must be, so
+    ``check_scalar("seed", -1, int, min_val=0)`` says ``seed must be an integer >= 0; got -1.``
 
     Parameters
     ----------
@@ -227,63 +229,82 @@ def check_scalar(name: str, value, target_type: type | tuple[type, ...], *,
     value : object
         The value to check.
     target_type : type or tuple of types
-        ``int`` accepts numpy integers (never ``bool``); ``float`` accepts ints and numpy numbers.
+        ``int`` accepts numpy integers, never a ``bool`` nor a float (2.0 or 2.7 is no size: a
+        float is never truncated); ``float`` accepts ints and numpy numbers, never a ``bool``;
+        ``bool`` accepts numpy bools, never 0 / 1 or a string (``"no"`` is truthy).
     min_val, max_val : float, optional
-        Bounds; ``include_boundaries`` is one of ``"both"``, ``"left"``, ``"right"``, ``"neither"``.
+        Bounds; ``include_boundaries`` (``"both"``, ``"left"``, ``"right"`` or ``"neither"``) says
+        which of them are allowed values.
+    include_boundaries : str
+        Which bounds are inclusive.
     finite : bool
         Refuse NaN and inf (a NaN passes every bound, since it compares false with all of them).
 
     Returns
     -------
-    The value, converted to ``int`` or ``float`` when that is the target type.
+    object
+        The value, as a Python ``int``, ``float`` or ``bool`` when that is the one target type.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not of ``target_type``.
+    ValueError
+        ``value`` is out of range, or not finite with ``finite=True``.
     """
     types = target_type if isinstance(target_type, tuple) else (target_type,)
-    ok = False
-    for t in types:
-        if t is int:
-            ok = ok or (isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)))
-        elif t is float:
-            ok = ok or (isinstance(value, (int, float, np.integer, np.floating))
-                        and not isinstance(value, (bool, np.bool_)))
-        else:
-            ok = ok or isinstance(value, t)
-    if not ok:
-        want = " or ".join(t.__name__ for t in types)
+    match = next((t for t in types if _is_type(value, t)), None)
+    if match is None:
+        names = [w for t in types for w in _TYPE_NAMES.get(t, t.__name__).split(" or ")]
+        want = names[-1] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
         raise TypeError(f"{name} must be {want}; got {value!r} ({type(value).__name__}).")
-    if types == (int,):
-        value = int(value)
-    elif types == (float,):
-        value = float(value)
+    given = value  # named in a range error as the caller wrote it (0, not 0.0)
+    if match in (int, float, bool):  # numpy scalars as Python ones
+        value = match(value)
     if include_boundaries not in ("both", "left", "right", "neither"):
         raise ValueError(f"include_boundaries must be 'both', 'left', 'right' or 'neither'; "
                          f"got {include_boundaries!r}.")
     if finite and not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite number; got {value!r}.")
+        raise ValueError(f"{name} must be a finite number; got {given!r}.")
     left = include_boundaries in ("both", "left")
     right = include_boundaries in ("both", "right")
-    if min_val is not None and (value < min_val if left else value <= min_val):
-        raise ValueError(f"{name} must be {'>=' if left else '>'} {min_val}; got {value!r}.")
-    if max_val is not None and (value > max_val if right else value >= max_val):
-        raise ValueError(f"{name} must be {'<=' if right else '<'} {max_val}; got {value!r}.")
+    low = min_val is not None and (value < min_val if left else value <= min_val)
+    high = max_val is not None and (value > max_val if right else value >= max_val)
+    if low or high:
+        kind = {(int,): "an integer ", (float,): "a number "}.get(types, "")
+        if min_val is not None and max_val is not None:
+            want = (f"in {'[' if left else '('}{_bound(min_val)}, {_bound(max_val)}"
+                    f"{']' if right else ')'}")
+        else:
+            op, b = (">=" if left else ">", min_val) if low else ("<=" if right else "<", max_val)
+            want = f"{op} {_bound(b)}"
+        raise ValueError(f"{name} must be {kind}{want}; got {given!r}.")
     return value
 
 
+def check_positive_int(name: str, value, *, minimum: int = 1) -> int:
+    """An integer ``>= minimum`` (a bool or a float is a TypeError; a smaller integer a
+    ValueError): :func:`check_scalar` with ``int`` and ``min_val=minimum``, the check of sizes,
+    counts and seeds."""
+    return check_scalar(name, value, int, min_val=minimum)
+
+
+def check_seed(value, name: str = "seed") -> int:
+    """A seed: an integer ``>= 0`` (a bool, float or string is a TypeError; -1 a ValueError), the
+    one check of every ``seed=``; returns it as a Python int."""
+    return check_scalar(name, value, int, min_val=0)
+
+
 def check_bool(name: str, value) -> bool:
-    """``value`` is True or False (not 0 / 1, not a string); returns it as a bool."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False; got {value!r}.")
-    return bool(value)
+    """``value`` is True or False (numpy bools accepted; 0 / 1 or a string is a TypeError: its
+    truthiness would decide); returns it as a bool."""
+    return check_scalar(name, value, bool)
 
 
 def check_progress(progress) -> bool | None:
-    """``progress=`` is None (automatic), True or False (numpy bools accepted); returns it as
-    None or a bool. Anything else (``"no"``, 0, 1) is a TypeError: its truthiness would decide."""
-    if progress is None or progress is True or progress is False:
-        return progress
-    if isinstance(progress, np.bool_):
-        return bool(progress)
-    raise TypeError(f"progress must be None, True or False; got {progress!r} "
-                    f"({type(progress).__name__}).")
+    """``progress=`` is None (automatic), True or False (numpy bools accepted; ``"no"``, 0 or 1 is a
+    TypeError: its truthiness would decide); returns it as None or a bool."""
+    return check_scalar("progress", progress, (type(None), bool))
 
 
 def check_choice(name: str, value, allowed) -> str:
@@ -309,39 +330,6 @@ def check_index(name: str, i, size: int, unit: str = "pairs") -> int:
     if not -size <= i < size:
         raise IndexError(f"{name} {i} out of range for {size} {unit}.")
     return i % size
-
-
-def is_integral(v) -> bool:
-    """An integer, or a float holding one (never a bool): for sizes given in a shape or a config,
-    where 2.0 is 2 but 2.5 must not silently become 2."""
-    if isinstance(v, (bool, np.bool_)):
-        return False
-    if isinstance(v, (int, np.integer)):
-        return True
-    return isinstance(v, (float, np.floating)) and bool(np.isfinite(v)) and float(v).is_integer()
-
-
-def check_integral(name: str, value, *, minimum: int = 1) -> int:
-    """An integer ``>= minimum``, or a float holding one (:func:`is_integral`: 8192.0 is 8192, 2.7
-    or a bool or a string is an error, never truncated or parsed); returns it as an int."""
-    if not is_integral(value):
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}.")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}; got {value!r}.")
-    return int(value)
-
-
-def is_plain_folder_name(name: str) -> bool:
-    """``name`` names one folder inside another: not empty, ``.`` or ``..``, no path separator."""
-    return name not in ("", ".", "..") and "/" not in name and "\\" not in name
-
-
-def check_positive_int(name: str, value, *, minimum: int = 1) -> int:
-    """An integer ``>= minimum`` (``bool`` refused); errors name the argument."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
-            or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}.")
-    return int(value)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -447,29 +435,6 @@ def check_orders(orders, n: int, *, name: str = "orders", B: int | None = None,
             f"(got {row.tolist()[:24]}{' ...' if n > 24 else ''})."
         )
     return o
-
-
-def to_jsonable(obj):
-    """Convert numpy scalars/arrays, paths, tuples and nested mappings to plain JSON types.
-
-    Anything else that JSON cannot hold is turned into its ``str``.
-    """
-    import os
-    from collections.abc import Mapping
-
-    if isinstance(obj, Mapping):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, os.PathLike):
-        return os.fspath(obj)
-    if isinstance(obj, (str, int, float, bool)) or obj is None:
-        return obj
-    return str(obj)
 
 
 def feature_names_of(X, feature_names=None, n: int | None = None) -> list[str] | None:

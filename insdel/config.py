@@ -30,7 +30,6 @@ from __future__ import annotations
 import copy
 import difflib
 import importlib.resources
-import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -66,7 +65,6 @@ class ConfigError(ValueError):
 
 def _check_roar(cfg: dict, source: str) -> None:
     from . import roar as _roar
-    from ._validation import check_scalar
 
     r = cfg["roar"]
     if not r["orderings"]:
@@ -79,12 +77,8 @@ def _check_roar(cfg: dict, source: str) -> None:
             raise ConfigError(f"{source}: roar.orderings: unknown ordering {o!r}"
                               f"{_suggest(str(o), _roar.ORDERINGS)} (known: "
                               f"{', '.join(_roar.ORDERINGS)}).")
-    try:
+    try:  # replicates, points_per_chunk and max_epochs: ranges in the schema
         _roar._check_fractions(r["fractions"])
-        check_scalar("roar.replicates", r["replicates"], int, min_val=1)
-        check_scalar("roar.points_per_chunk", r["points_per_chunk"], int, min_val=1)
-        if r["max_epochs"] is not None:
-            check_scalar("roar.max_epochs", r["max_epochs"], int, min_val=1)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{source}: roar: {exc}") from None
     if r["reference"] != "removal":
@@ -139,13 +133,6 @@ def _check_compute(source: str, c: Mapping) -> None:
     if backend == "serial" and given:
         raise ConfigError(f"{source}: compute.{given[0]} is only read with compute.backend = "
                           "'dask' (the backend is 'serial').")
-    for k in ("n_workers", "threads_per_worker"):
-        if c[k] is not None and (isinstance(c[k], bool) or c[k] < 1):
-            raise ConfigError(f"{source}: compute.{k} must be an integer >= 1; got {c[k]!r}.")
-    t = c["connect_timeout"]
-    if t is not None and (isinstance(t, bool) or not math.isfinite(t) or t <= 0):
-        raise ConfigError(f"{source}: compute.connect_timeout must be a number of seconds > 0; "
-                          f"got {t!r}.")
     address = c["address"]
     if address is not None:
         if not address.startswith(SCHEDULER_SCHEMES) or "://" not in address \
@@ -160,16 +147,27 @@ def _check_compute(source: str, c: Mapping) -> None:
 
 
 # -- the schema ---------------------------------------------------------------------------------------
-# A leaf is (types, default); a dict is a table; ``ANY_TABLE`` is a free-form table checked by its
-# consumer (recipe options, method options, policy parameters).
+# A leaf is (types, default) or, for a number, (types, default, range): the range holds
+# check_scalar's keywords (min_val, max_val, include_boundaries, finite), so a value out of it is
+# an error naming the key and the bound. A dict is a table; ``ANY_TABLE`` is a free-form table
+# checked by its consumer (recipe options, method options, policy parameters).
 ANY_TABLE = "any-table"
 _REQUIRED = object()
 _INT, _NUM, _STR, _BOOL, _LIST = (int,), (int, float), (str,), (bool,), (list,)
 
+
+def _at_least(minimum: int) -> dict:
+    """The range of an integer leaf: ``>= minimum``."""
+    return {"min_val": minimum}
+
+
+#: The range of a positive, finite number of seconds.
+_SECONDS = {"min_val": 0.0, "include_boundaries": "neither", "finite": True}
+
 SCHEMA: dict[str, Any] = {
     "name": (_STR, "experiment"),
     "description": (_STR, ""),
-    "seed": (_INT, 0),
+    "seed": (_INT, 0, _at_least(0)),
     "out": (_STR + (type(None),), None),
     "data": {
         "recipe": (_STR, _REQUIRED),
@@ -181,26 +179,26 @@ SCHEMA: dict[str, Any] = {
         "preset": (_STR + (type(None),), None),
         "path": (_STR + (type(None),), None),
         "params": (ANY_TABLE + "|none", None),
-        "max_epochs": (_INT + (type(None),), None),
+        "max_epochs": (_INT + (type(None),), None, _at_least(1)),
         "trust": (_BOOL, False),
         "architecture": (_STR + (type(None),), None),
     },
-    "targets": {"n": (_INT, 200)},
+    "targets": {"n": (_INT, 200, _at_least(2))},
     "compute": {
         "device": (_STR, "cpu"),
         "backend": (_STR, "serial"),
         "address": (_STR + (type(None),), None),
-        "n_workers": (_INT + (type(None),), None),
-        "threads_per_worker": (_INT + (type(None),), None),
-        "connect_timeout": (_NUM + (type(None),), None),
+        "n_workers": (_INT + (type(None),), None, _at_least(1)),
+        "threads_per_worker": (_INT + (type(None),), None, _at_least(1)),
+        "connect_timeout": (_NUM + (type(None),), None, _SECONDS),
     },
     "roar": {
         "orderings": (_LIST, ["absolute", "signed", "random"]),
         "fractions": (_LIST, [0.1, 0.3, 0.5, 0.7, 0.9, 1.0]),
-        "replicates": (_INT, 5),
+        "replicates": (_INT, 5, _at_least(1)),
         "reference": (_STR, "removal"),
-        "max_epochs": (_INT + (type(None),), None),
-        "points_per_chunk": (_INT, 500),
+        "max_epochs": (_INT + (type(None),), None, _at_least(1)),
+        "points_per_chunk": (_INT, 500, _at_least(1)),
     },
     "policies": ([{"spec": ((str, dict), _REQUIRED), "label": (_STR, None),
                    "params": (ANY_TABLE, {})}], [{"spec": "cern_counterfactual"}]),
@@ -210,15 +208,15 @@ SCHEMA: dict[str, Any] = {
     },
     "evaluation": {
         "modes": (_LIST, ["insertion", "deletion"]),
-        "n_random": (_INT, 20),
+        "n_random": (_INT, 20, _at_least(0)),
         "normalize": (_BOOL, True),
-        "targets_per_chunk": (_INT, 50),
+        "targets_per_chunk": (_INT, 50, _at_least(1)),
         "order": (_STR, "signed"),
     },
     "decomposition": {
-        "n_pairs": (_INT, 0),
-        "pairs_per_chunk": (_INT, 8),
-        "max_d": (_INT, 16),
+        "n_pairs": (_INT, 0, _at_least(0)),
+        "pairs_per_chunk": (_INT, 8, _at_least(1)),
+        "max_d": (_INT, 16, _at_least(1)),
     },
     "metrics": {
         "names": (_LIST, []),
@@ -227,8 +225,8 @@ SCHEMA: dict[str, Any] = {
     "figures": {
         "enabled": (_BOOL, True),
         "compare": (_LIST, ["kernel_shap", "integrated_gradients"]),
-        "n_random": (_INT, 20),
-        "dpi": (_INT, 110),
+        "n_random": (_INT, 20, _at_least(0)),
+        "dpi": (_INT, 110, _at_least(10)),
     },
 }
 
@@ -266,7 +264,9 @@ def _type_name(types) -> str:
     return " or ".join(names.get(t, t.__name__) for t in types)
 
 
-def _check_leaf(where: str, value, types, source: str) -> None:
+def _check_leaf(where: str, value, types, source: str, bounds: Mapping | None = None) -> None:
+    """A leaf's value is of its types and, when the leaf has a range (``bounds``, check_scalar's
+    keywords), in it; the error names the key."""
     if types == ANY_TABLE or types == ANY_TABLE + "|none":
         if value is None and types.endswith("|none"):
             return
@@ -276,6 +276,13 @@ def _check_leaf(where: str, value, types, source: str) -> None:
     ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
     if not ok:
         raise ConfigError(f"{source}: {where} must be {_type_name(types)}; got {value!r}.")
+    if bounds is not None and value is not None:
+        from ._validation import check_scalar
+
+        try:
+            check_scalar(where, value, float if float in types else int, **bounds)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{source}: {exc}") from None
 
 
 def _check_table(raw: Mapping, schema: Mapping, prefix: str, source: str, *,
@@ -310,7 +317,7 @@ def _check_table(raw: Mapping, schema: Mapping, prefix: str, source: str, *,
                     if s[1] is _REQUIRED and k not in item:
                         raise ConfigError(f"{source}: {where}[{i}] needs the key {k!r}.")
         else:
-            _check_leaf(where, value, spec[0], source)
+            _check_leaf(where, value, spec[0], source, spec[2] if len(spec) > 2 else None)
 
 
 def _merge(base: dict, over: Mapping) -> dict:
@@ -632,23 +639,7 @@ def policy_label(entry: Mapping) -> str:
 
 
 def _check_values(cfg: dict, source: str) -> None:
-    from ._validation import check_scalar
-
-    def need_int(where: str, v, minimum: int) -> None:
-        try:
-            check_scalar(where, v, int, min_val=minimum)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"{source}: {exc}") from None
-
-    need_int("seed", cfg["seed"], 0)
-    need_int("targets.n", cfg["targets"]["n"], 2)
-    need_int("evaluation.n_random", cfg["evaluation"]["n_random"], 0)
-    need_int("evaluation.targets_per_chunk", cfg["evaluation"]["targets_per_chunk"], 1)
-    need_int("decomposition.n_pairs", cfg["decomposition"]["n_pairs"], 0)
-    need_int("decomposition.pairs_per_chunk", cfg["decomposition"]["pairs_per_chunk"], 1)
-    need_int("decomposition.max_d", cfg["decomposition"]["max_d"], 1)
-    need_int("figures.n_random", cfg["figures"]["n_random"], 0)
-    need_int("figures.dpi", cfg["figures"]["dpi"], 10)
+    # numbers were checked against their leaf's range when read (_check_leaf)
     _check_device(source, cfg["compute"]["device"])
     _check_compute(source, cfg["compute"])
     from .curves import ORDERS
@@ -659,8 +650,6 @@ def _check_values(cfg: dict, source: str) -> None:
                           f"{_suggest(str(cfg['evaluation']['order']), ORDERS)}")
     if "roar" in cfg.get("sections", ()):
         _check_roar(cfg, source)
-    if cfg["model"]["max_epochs"] is not None:
-        need_int("model.max_epochs", cfg["model"]["max_epochs"], 1)
     modes = cfg["evaluation"]["modes"]
     if not modes:
         raise ConfigError(f"{source}: evaluation.modes must name at least one mode.")
@@ -714,7 +703,7 @@ _RESERVED_LABELS = ("checkpoints",)
 
 def _check_label(source: str, i: int, entry: Mapping) -> None:
     """A policy's label names its output folder: a plain folder name, never a path."""
-    from ._validation import is_plain_folder_name
+    from ._checkpoint import is_plain_folder_name
 
     label = policy_label(entry)
     if "label" in entry and entry["label"] is not None and not entry["label"]:

@@ -48,15 +48,17 @@ from numpy.typing import ArrayLike
 from . import _curve_kernels as kern
 from ._curve_kernels import DIRECT_MAX_UNITS as DIRECT_MAX_UNITS  # documented here
 from ._progress import progress_bar
+from ._threads import numba_threads
 from ._validation import (
     _first,
     align_attributions,
     as_float_array,
+    check_bool,
     check_finite,
     check_mode,
     check_orders,
     check_pairs,
-    numba_threads,
+    check_positive_int,
 )
 from .adapter import ModelLike, as_model
 from .groups import (
@@ -405,6 +407,8 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
     -------
     TraceResult
     """
+    validate = check_bool("validate", validate)
+    chunk_size = check_positive_int("chunk_size", chunk_size)
     model = as_model(f, batch_size=batch_size)
     if validate:
         X, R = check_pairs(X, R, finite=False)  # finiteness: checked in the pass below

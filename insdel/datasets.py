@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._checkpoint import sha256_file
-from ._validation import check_finite, check_scalar, repeated, to_jsonable
+from ._checkpoint import sha256_file, to_jsonable
+from ._validation import check_finite, check_scalar, repeated
 from .groups import Groups
 
 __all__ = ["Dataset", "Scaler", "available", "get", "register", "describe", "options_of",
@@ -363,7 +363,7 @@ def get(name: str, *, seed: int = 0, **options) -> Dataset:
     >>> ds.X_train.shape, ds.binary_mask.sum()
     ((1600, 16), 2)
     """
-    seed = check_scalar("seed", seed, int)
+    seed = check_scalar("seed", seed, int, min_val=0)
     _, build = _recipe(name)
     try:
         raw = build(seed=int(seed), **options)

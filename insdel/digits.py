@@ -46,10 +46,10 @@ def load(*, test_fraction: float = 0.2, seed: int = 0) -> DigitsData:
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 
-    from ._validation import check_positive_int
+    from ._validation import check_positive_int, check_scalar
 
-    if not 0.0 < float(test_fraction) < 1.0:
-        raise ValueError(f"test_fraction must be in (0, 1); got {test_fraction!r}.")
+    test_fraction = check_scalar("test_fraction", test_fraction, float, min_val=0.0, max_val=1.0,
+                                 include_boundaries="neither", finite=True)
     seed = check_positive_int("seed", seed, minimum=0)  # random_state: 1.5 must not become 1
     d = load_digits()
     X = (d.images / 16.0).astype(np.float64)[:, None, :, :]

@@ -225,7 +225,7 @@ def driver_threads(client, *, log: Callable[[str], None] | None = None) -> Itera
     counts differ (an existing cluster) leave the driver as it is, with a line through ``log``.
     Yields the count in use here (None without torch); restores the previous count on exit.
     """
-    from ._validation import start_numba_threads
+    from ._threads import start_numba_threads
 
     _torch_threads()  # torch imported first: numba's start then keeps torch's count
     start_numba_threads()

@@ -50,7 +50,12 @@ def attribution_values(A):
 
 def random_orderings(B: int, K: int, n: int, seed: int = 0) -> np.ndarray:
     """K seeded uniformly random orderings per pair, shape (B, K, n)."""
-    rng = np.random.default_rng(seed)
+    from ._validation import check_seed
+
+    B = check_positive_int("B", B, minimum=0)
+    K = check_positive_int("K", K)
+    n = check_positive_int("n", n, minimum=0)
+    rng = np.random.default_rng(check_seed(seed))
     return np.argsort(rng.random((B, K, n)), axis=-1, kind="stable").astype(np.int64)
 
 
@@ -485,6 +490,7 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
     add_random = check_bool("add_random", add_random)
     n_random = check_positive_int("n_random", n_random, minimum=0)
     seed = check_positive_int("seed", seed, minimum=0)
+    chunk_size = check_positive_int("chunk_size", chunk_size)
     names = feature_names_of(X, feature_names)
     X, R = check_pairs(X, R)
     B, n = X.shape

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import check_positive_int, repeated
+from ._validation import check_positive_int, check_scalar, repeated
 
 __all__ = ["Groups", "check_groups", "group_attributions", "positions", "full_positions"]
 
@@ -330,18 +330,13 @@ def positions(m: int, *, step: int | None = None, fractions: ArrayLike | None = 
         return t
     end = m
     if max_fraction is not None:
-        q = float(max_fraction)
-        if not (0.0 < q <= 1.0):
-            raise ValueError(f"max_fraction must be in (0, 1]; got {max_fraction!r}.")
+        q = check_scalar("max_fraction", max_fraction, float, min_val=0.0, max_val=1.0,
+                         include_boundaries="right")
         end = max(1, int(np.floor(q * m + 1e-9)))
     if step is None:
         k = 1
     else:
-        if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
-            raise TypeError(f"step must be an integer >= 1; got {step!r}.")
-        k = int(step)
-        if k < 1:
-            raise ValueError(f"step must be >= 1 (units moved per step); got {k}.")
+        k = check_positive_int("step", step)  # units moved per step
         if k > 1 and k >= m:
             # positions 0 and m only: both end points are shared by every ordering
             raise ValueError(f"step={k} is not smaller than the number of units m = {m} "

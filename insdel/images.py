@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ._validation import is_integral
+from ._validation import check_positive_int, check_scalar
 from .groups import Groups, check_groups, check_positions, group_attributions
 from .groups import positions as make_positions
 
@@ -34,15 +34,13 @@ RISE_SIGMA = 5.0
 
 def check_shape(shape, n: int | None = None, *, name: str = "shape") -> tuple[int, int, int]:
     """An image shape (C, H, W) of positive integers; with ``n``, C*H*W must equal n."""
-    try:
-        vals = list(shape)
-        if len(vals) != 3 or not all(is_integral(v) for v in vals):
-            raise ValueError
-        C, H, W = (int(v) for v in vals)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be (C, H, W), three integers; got {shape!r}.") from None
-    if min(C, H, W) < 1:
-        raise ValueError(f"{name} must be positive (C, H, W); got {shape!r}.")
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__"):
+        raise TypeError(f"{name} must be (C, H, W), three integers; got {shape!r}.")
+    if len(shape) != 3:
+        raise ValueError(f"{name} must be (C, H, W), three integers; got {shape!r}.")
+    # each size an integer >= 1: 2.5 (or True) must not silently become 2 (or 1)
+    C, H, W = (check_positive_int(f"{name}[{i}] (C, H, W, three integers)", v)
+               for i, v in enumerate(shape))
     if n is not None and C * H * W != n:
         raise ValueError(f"{name} = {(C, H, W)} holds {C * H * W} values but the rows have n = {n} "
                          "columns (images are flattened channel, row, column).")
@@ -91,9 +89,7 @@ def patch_groups(shape, size: int) -> Groups:
     """Square ``size`` x ``size`` patches across channels (the last row/column of patches is
     smaller when ``size`` does not divide H or W); groups numbered row-major, named ``"pr,pc"``."""
     C, H, W = check_shape(shape)
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
-        raise ValueError(f"patch size must be an integer >= 1; got {size!r}.")
-    size = int(size)
+    size = check_positive_int("patch size", size)
     pw = -(-W // size)
     ii, jj = np.meshgrid(np.arange(H) // size, np.arange(W) // size, indexing="ij")
     pix = ii * pw + jj
@@ -136,10 +132,11 @@ def rise_kernel(klen: int = RISE_KLEN, sigma: float = RISE_SIGMA) -> np.ndarray:
     :func:`scipy.ndimage.gaussian_filter` with ``sigma`` (Petsiuk et al.'s ``gkern``)."""
     from scipy.ndimage import gaussian_filter
 
-    if not is_integral(klen) or int(klen) < 1 or int(klen) % 2 == 0:
+    klen = check_positive_int("klen", klen)
+    if klen % 2 == 0:
         raise ValueError(f"klen must be a positive odd integer; got {klen!r}.")
-    if not float(sigma) > 0:
-        raise ValueError(f"sigma must be > 0; got {sigma!r}.")
+    sigma = check_scalar("sigma", sigma, float, min_val=0.0, include_boundaries="neither",
+                         finite=True)
     inp = np.zeros((int(klen), int(klen)))
     inp[int(klen) // 2, int(klen) // 2] = 1.0
     return gaussian_filter(inp, float(sigma))
@@ -286,6 +283,10 @@ def evaluate(f, X: ArrayLike, R: ArrayLike, attributions: Mapping[str, ArrayLike
     from .evaluation import evaluate as _evaluate
 
     check_order(order)
+    from ._validation import check_bool, check_seed
+
+    probability = check_bool("probability", probability)
+    seed = check_seed(seed)
     X = np.asarray(X, dtype=np.float64)
     R = np.asarray(R, dtype=np.float64)
     if X.ndim != 2:

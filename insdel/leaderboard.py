@@ -454,9 +454,8 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
     """
     n_boot = check_positive_int("n_boot", n_boot)
     seed = check_positive_int("seed", seed, minimum=0)
-    level = float(check_scalar("level", level, (int, float)))
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must be in (0, 1); got {level}.")
+    level = check_scalar("level", level, float, min_val=0.0, max_val=1.0,
+                         include_boundaries="neither", finite=True)
     runs = [read_run(p) for p in find_runs(run_dirs)]
     groups, used = _group_runs(runs)
     rng_seed = seed

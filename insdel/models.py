@@ -35,14 +35,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from ._checkpoint import to_jsonable
 from ._progress import progress_bar
-from ._validation import (
-    check_integral,
-    check_positive_int,
-    check_progress,
-    is_integral,
-    to_jsonable,
-)
+from ._validation import check_positive_int, check_progress, check_scalar
 
 __all__ = ["MLP", "PRESETS", "available", "get", "default_preset", "train_mlp", "tune_mlp",
            "save_model", "load_model", "regression_metrics"]
@@ -112,27 +107,22 @@ def _resolve_params(params, dataset) -> dict[str, Any]:
         if key not in out:
             raise ValueError(f"params needs {key!r} (or 'preset': NAME to start from a preset).")
     hidden = out["hidden"]
-    if isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__iter__") \
-            or not all(is_integral(h) for h in hidden):  # "64" is not [6, 4]; 64.7 is not 64
-        raise ValueError(f"params['hidden'] must be a list of integer layer sizes; got "
-                         f"{hidden!r}.")
-    out["hidden"] = [int(h) for h in hidden]
-    if not out["hidden"] or min(out["hidden"]) < 1:
-        raise ValueError(f"params['hidden'] must be a non-empty list of positive layer sizes; "
-                         f"got {params.get('hidden')!r}.")
+    if isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__iter__") or not list(hidden):
+        # "64" is not [6, 4]
+        raise TypeError(f"params['hidden'] must be a non-empty list of integer layer sizes; got "
+                        f"{hidden!r}.")
+    out["hidden"] = [check_positive_int(f"params['hidden'][{i}]", h) for i, h in enumerate(hidden)]
     for key in ("batch_size", "max_epochs", "patience", "num_threads"):
         if key != "num_threads" or out[key] is not None:  # num_threads None: torch's default
-            out[key] = check_integral(f"params[{key!r}]", out[key])
-    for key, what, ok in (("dropout", "in [0, 1)", lambda v: 0.0 <= v < 1.0),
-                          ("lr", "> 0", lambda v: v > 0.0),
-                          ("val_fraction", "in (0, 1)", lambda v: 0.0 < v < 1.0),
-                          ("huber_delta", "> 0", lambda v: v > 0.0),
-                          ("weight_decay", ">= 0", lambda v: v >= 0.0)):
-        v = out[key]
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
-                                                                 np.floating)) \
-                or not np.isfinite(v) or not ok(float(v)):
-            raise ValueError(f"params[{key!r}] must be a number {what}; got {v!r}.")
+            out[key] = check_positive_int(f"params[{key!r}]", out[key])
+    # (key, lower bound, upper bound, which bounds are allowed values)
+    for key, lo, hi, bounds in (("dropout", 0.0, 1.0, "left"), ("lr", 0.0, None, "neither"),
+                                ("val_fraction", 0.0, 1.0, "neither"),
+                                ("huber_delta", 0.0, None, "neither"),
+                                ("weight_decay", 0.0, None, "both")):
+        # checked, not converted: the resolved params key ROAR's checkpoints as given
+        check_scalar(f"params[{key!r}]", out[key], float, min_val=lo, max_val=hi,
+                     include_boundaries=bounds, finite=True)
     if out["lr_schedule"] not in (None, "cosine", "plateau"):
         raise ValueError(f"params['lr_schedule'] must be None, 'cosine' or 'plateau'; got "
                          f"{out['lr_schedule']!r}.")
@@ -274,8 +264,6 @@ def train_mlp(dataset, params: str | Mapping | None = None, *, seed: int = 0,
             torch.set_num_threads(old_threads)
     if max_epochs is not None:
         p["max_epochs"] = check_positive_int("max_epochs", max_epochs)
-    if p["max_epochs"] < 1:
-        raise ValueError(f"max_epochs must be >= 1; got {p['max_epochs']}.")
     X = np.asarray(dataset.X_train, dtype=np.float32)
     y = np.asarray(dataset.y_train, dtype=np.float32)
     tr, va = _split_validation(len(X), float(p["val_fraction"]), seed)
@@ -426,6 +414,7 @@ def tune_mlp(dataset, n_trials: int = 50, timeout: float | None = None, *,
 
     _check_dataset(dataset)
     n_trials = check_positive_int("n_trials", n_trials)
+    seed = check_positive_int("seed", seed, minimum=0)
     url = _storage_url(storage)
     base = {**_BASE, "max_epochs": int(max_epochs), "patience": int(patience),
             "batch_size": int(batch_size)}

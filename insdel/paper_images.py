@@ -126,7 +126,7 @@ def run_paper_images(out: str | Path = "runs/paper-images", *, quick: bool = Fal
 
     from . import _checkpoint as ck
     from . import digits, images, policies
-    from ._validation import check_bool, check_positive_int, check_progress
+    from ._validation import check_bool, check_positive_int, check_progress, check_scalar
     from .groups import check_positions
 
     seed = check_positive_int("seed", seed, minimum=0)
@@ -145,8 +145,7 @@ def run_paper_images(out: str | Path = "runs/paper-images", *, quick: bool = Fal
                                   epochs=epochs if epochs is not None else 15 if quick else None)
     fnet = images.flat_module(net, digits.SHAPE)
     n_img = (100 if quick else data.X_test.shape[0]) if n_images is None else n_images
-    if n_img > data.X_test.shape[0]:
-        raise ValueError(f"n_images must be in [1, {data.X_test.shape[0]}]; got {n_images!r}.")
+    check_scalar("n_images", n_img, int, min_val=1, max_val=data.X_test.shape[0])
     X = images.flatten(data.X_test[:n_img])
     classes = images.predicted_class(fnet, X)
     nt = 10 if quick else 50

@@ -102,14 +102,11 @@ def remove(X: np.ndarray, orders: np.ndarray, k: int, values: np.ndarray) -> np.
 
 
 def _check_fractions(fractions: Sequence[float]) -> list[float]:
-    qs = []
-    for i, q in enumerate(fractions):
-        if isinstance(q, bool) or not isinstance(q, (int, float, np.integer, np.floating)):
-            raise ValueError(f"fractions[{i}] must be a number in (0, 1]; got {q!r}.")
-        if not 0.0 < float(q) <= 1.0:
-            raise ValueError(f"fractions[{i}] = {q} is outside (0, 1]: q is the fraction of "
-                             f"features removed (0 = nothing is always added).")
-        qs.append(float(q))
+    from ._validation import check_scalar
+
+    # q is the fraction of features removed (q = 0, nothing removed, is always added)
+    qs = [check_scalar(f"fractions[{i}]", q, float, min_val=0.0, max_val=1.0,
+                       include_boundaries="right", finite=True) for i, q in enumerate(fractions)]
     if len(set(qs)) != len(qs):
         raise ValueError(f"fractions has repeated values: {qs}.")
     return sorted(set(qs) | {1.0})
@@ -167,6 +164,7 @@ def roar(dataset, attributions: Mapping[str, np.ndarray], *, params: str | Mappi
     from ._validation import check_scalar
 
     replicates = check_scalar("replicates", replicates, int, min_val=1)
+    seed = check_scalar("seed", seed, int, min_val=0)
     if isinstance(orderings, str):
         orderings = (orderings,)
     orderings = tuple(orderings)

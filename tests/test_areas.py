@@ -12,14 +12,14 @@ from insdel import areas
 def test_areas_normalize_m_and_positions_are_checked():
     c = np.array([0.0, 1, 3, 3, 4])
     for bad in (None, "no"):
-        with pytest.raises(ValueError, match="normalize must be True or False"):
+        with pytest.raises(TypeError, match="normalize must be True or False"):
             areas.abc(c, normalize=bad)
-        with pytest.raises(ValueError, match="normalize must be True or False"):
+        with pytest.raises(TypeError, match="normalize must be True or False"):
             areas.abc(c, positions=[0, 1, 2, 3, 4], m=8, normalize=bad)
-        with pytest.raises(ValueError, match="normalize must be True or False"):
+        with pytest.raises(TypeError, match="normalize must be True or False"):
             areas.auc(c, normalize=bad)
-    for bad in (5.9, True, 0):
-        with pytest.raises(ValueError, match="m must be an integer"):
+    for bad, err in ((5.9, TypeError), (True, TypeError), (0, ValueError)):
+        with pytest.raises(err, match="m must be an integer"):
             areas.abc(c, positions=[0, 1, 2, 3, 4], m=bad)
     with pytest.raises(ValueError, match="give positions="):
         areas.abc(c, m=8)  # m alone is not ignored

@@ -442,36 +442,36 @@ def net():
 @pytest.mark.parametrize("seed", [None, 2.7, True])
 def test_sampled_methods_refuse_unrepeatable_seed(four_pairs, method, opts, seed):
     X, R = four_pairs
-    with pytest.raises(ValueError, match="seed"):
+    with pytest.raises(TypeError, match="seed"):
         attribute(_f, X, R, method, seed=seed, **opts)
 
 
 def test_chunked_attribute_refuses_float_seed(four_pairs):
     X, R = four_pairs
-    with pytest.raises(ValueError, match="seed"):
+    with pytest.raises(TypeError, match="seed"):
         attribute(_f, X, R, "lime", n_samples=20, seed=2.7, pairs_per_chunk=2)
 
 
 def test_ig_refuses_none_seed(net, four_pairs):
     X, R = four_pairs
-    with pytest.raises(ValueError, match="seed"):
+    with pytest.raises(TypeError, match="seed"):
         attribute(net, X, R, "ig", n_steps=4, seed=None)
 
 
 def test_vanilla_grad_abs_must_be_bool(net, four_pairs):
-    with pytest.raises(ValueError, match="abs"):
+    with pytest.raises(TypeError, match="abs"):
         attribute(net, *four_pairs, "vanilla_grad", abs="no")
 
 
 def test_deeplift_prelu_rescale_must_be_bool(net, four_pairs):
-    with pytest.raises(ValueError, match="prelu_rescale"):
+    with pytest.raises(TypeError, match="prelu_rescale"):
         attribute(net, *four_pairs, "deeplift", prelu_rescale="no")
     with pytest.raises(ValueError, match="eps"):
         attribute(net, *four_pairs, "deeplift", eps=float("nan"))
 
 
 def test_attribute_return_info_must_be_bool(four_pairs):
-    with pytest.raises(ValueError, match="return_info"):
+    with pytest.raises(TypeError, match="return_info"):
         attribute(_f, *four_pairs, "random", return_info="no")
 
 

@@ -9,9 +9,7 @@
   names, and names the closest one where the registry does.
 
 The registries are read, not listed: a method, metric, policy, data set, preset or configuration
-added later is checked too. Checks the code does not meet yet are ``xfail(strict=True)``: they
-start passing, and must then lose their mark, when issue 35 item 6 gives the package one
-validation vocabulary.
+added later is checked too.
 """
 
 from __future__ import annotations
@@ -47,8 +45,6 @@ from insdel.groups import positions
 from insdel.hybrid import hybrid
 from insdel.model_files import load_any
 from insdel.paper_images import run_paper_images
-
-GAP = "issue 35 item 6: one validation vocabulary"
 
 _rng = np.random.default_rng(0)
 X, R = _rng.normal(size=(4, 3)), _rng.normal(size=(4, 3))
@@ -363,45 +359,22 @@ for _p, _opts in POLICY_OPTIONS.items():
 
 
 
-#: Where the code meets the type rule today (a TypeError naming the argument), as patterns over the
-#: test ids ``entry-value`` (``*`` any text); every other wrong-type case is xfail(strict=True):
-#: the checks raise ValueError (``check_bool``, ``check_positive_int``, ``check_integral``, a
-#: metric's options wrapped by ``metrics.get``), numpy's error, or nothing (a coerced value).
-TYPE_MEETS = ["datasets.get[*]-*", "roar.roar-2.7", "curves(step=)-*", "evaluate(step=)-*",
-              "positions(step=)-*", "roar.roar(replicates=)-*"]
-#: Where -1 is not yet a ValueError naming the argument (no range check, numpy's error, or a
-#: coerced value); xfail(strict=True).
-RANGE_GAPS = ["random_orderings-*", "Metric.__call__-*", "evaluate_metrics-*", "images.evaluate-*",
-              "models.tune_mlp-*", "roar.roar-*", "functional.run_catalogue-*",
-              "functional.grade_metrics-*", "Case.truth-*", "datasets.get[*]-*",
-              "evaluate(chunk_size=)-*", "curves(chunk_size=)-*", "random_orderings(K=)-*"]
-
-
-def _matches(test_id: str, patterns: list[str]) -> bool:
-    return any(re.fullmatch(".*".join(map(re.escape, p.split("*"))), test_id) for p in patterns)
-
-
 def _cases(table: dict, values: dict) -> list:
     """pytest params (entry, value, error) for every entry of ``table`` and every bad value
-    (``values``: ``{error: [values]}``), xfail(strict=True) where the code does not meet the rule
-    yet (:data:`TYPE_MEETS`, :data:`RANGE_GAPS`)."""
+    (``values``: ``{error: [values]}``)."""
     out = []
     for key in table:
         for err, vals in values.items():
             for v in vals:
                 name = key if isinstance(key, str) else f"{key[0]}({key[1]}=)"
-                test_id = f"{name}-{v!r}"
-                gap = (not _matches(test_id, TYPE_MEETS) if err is TypeError
-                       else _matches(test_id, RANGE_GAPS))
-                marks = [pytest.mark.xfail(strict=True, reason=GAP)] if gap else []
-                out.append(pytest.param(key, v, err, id=test_id, marks=marks))
+                out.append(pytest.param(key, v, err, id=f"{name}-{v!r}"))
     return out
 
 
 def _check(call, value, error, name: str, folder) -> None:
     """``call(value)`` raises ``error`` naming ``name``, and writes nothing. Any other outcome
-    fails with one line, without the library's traceback (formatting it made the xfail cases
-    slow)."""
+    fails with one line, without the library's traceback (formatting it for
+    a thousand cases would be slow)."""
     try:
         call(value)
     except Exception as exc:  # noqa: BLE001 - which exception is what is checked

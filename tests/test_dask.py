@@ -53,7 +53,7 @@ def _workers_thread_count():
     that torch reads)."""
     import torch
 
-    from insdel._validation import start_numba_threads
+    from insdel._threads import start_numba_threads
 
     start_numba_threads()
     before = torch.get_num_threads()

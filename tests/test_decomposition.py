@@ -385,9 +385,9 @@ def test_decomposition_normalize_must_be_a_bool(bad):
                  lambda: d.abc_total([0, 1, 2], normalize=bad),
                  lambda: d.expected_abc(normalize=bad), lambda: d.best_abc(normalize=bad),
                  lambda: d.best_auc(normalize=bad), lambda: b.abc([0, 1, 2], normalize=bad)):
-        with pytest.raises(ValueError, match="normalize must be True or False"):
+        with pytest.raises(TypeError, match="normalize must be True or False"):
             call()
-    with pytest.raises(ValueError, match="dedup must be True or False"):
+    with pytest.raises(TypeError, match="dedup must be True or False"):
         batch_decomposition(_lin, np.ones((2, 3)), np.zeros(3), dedup=bad)
 
 

@@ -120,18 +120,18 @@ def _pairs():
     return X, R, {"a": rng.normal(size=(4, 6))}
 
 
-@pytest.mark.parametrize("kw, match", [
-    ({"normalize": None}, "normalize must be True or False"),
-    ({"normalize": "false"}, "normalize must be True or False"),
-    ({"add_random": "no"}, "add_random must be True or False"),
-    ({"n_random": True}, "n_random must be an integer"),
-    ({"n_random": 2.5}, "n_random must be an integer"),
-    ({"seed": 1.5}, "seed must be an integer"),
-    ({"seed": -1}, "seed must be an integer"),
+@pytest.mark.parametrize("kw, err, match", [
+    ({"normalize": None}, TypeError, "normalize must be True or False"),
+    ({"normalize": "false"}, TypeError, "normalize must be True or False"),
+    ({"add_random": "no"}, TypeError, "add_random must be True or False"),
+    ({"n_random": True}, TypeError, "n_random must be an integer"),
+    ({"n_random": 2.5}, TypeError, "n_random must be an integer"),
+    ({"seed": 1.5}, TypeError, "seed must be an integer"),
+    ({"seed": -1}, ValueError, "seed must be an integer >= 0"),
 ])
-def test_evaluate_options_are_checked(kw, match):
+def test_evaluate_options_are_checked(kw, err, match):
     X, R, A = _pairs()
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(err, match=match):
         evaluate(_f6, X, R, A, **kw)
 
 

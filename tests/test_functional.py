@@ -316,7 +316,7 @@ def test_failure_summary_names_a_raising_method_once_and_caps_the_list(mixed):
 
 
 def test_exit_code_bad_input_is_named(mixed):
-    with pytest.raises(ValueError, match="strict"):
+    with pytest.raises(TypeError, match="strict"):
         functional.exit_code(mixed, strict="yes")
     with pytest.raises(ValueError, match="results"):
         functional.exit_code(mixed.drop(columns="passed"), strict=True)

@@ -138,12 +138,12 @@ def test_positions_rules():
 
 
 @pytest.mark.parametrize("kw, msg", [
-    (dict(step=0), "step must be >= 1"),
+    (dict(step=0), "step must be an integer >= 1"),
     (dict(step=1.5), "step must be an integer"),
     (dict(fractions=[0, 0.5, 0.4]), "strictly increasing"),
     (dict(fractions=[0, 0.01, 0.02]), "both round to"),
     (dict(fractions=[0, 1.2]), r"lie in \[0, 1\]"),
-    (dict(max_fraction=0.0), "max_fraction must be in"),
+    (dict(max_fraction=0.0), r"max_fraction must be a number in \(0, 1\]"),
     (dict(fractions=[0, 1], step=2), "fractions= alone"),
 ])
 def test_bad_steps_are_clear_errors(kw, msg):
@@ -353,9 +353,10 @@ def test_fractions_round_halves_up_on_the_decimal_value():
     np.testing.assert_array_equal(positions(10, fractions=[0, 0.25, 0.5, 1]), [0, 3, 5, 10])
 
 
-@pytest.mark.parametrize("bad", [10.7, "10", True, 0])
-def test_positions_m_must_be_a_positive_integer(bad):
-    with pytest.raises(ValueError, match="m must be an integer >= 1"):
+@pytest.mark.parametrize("bad, err", [(10.7, TypeError), ("10", TypeError), (True, TypeError),
+                                      (0, ValueError)])
+def test_positions_m_must_be_a_positive_integer(bad, err):
+    with pytest.raises(err, match="m must be an integer"):
         positions(bad)
 
 

@@ -11,6 +11,6 @@ from insdel.hybrid import hybrid
 # -- hybrid(): options checked ---------------------------------------------------------------------
 def test_hybrid_outer_must_be_a_bool():
     X = np.arange(6.0).reshape(2, 3)
-    with pytest.raises(ValueError, match="outer must be True or False"):
+    with pytest.raises(TypeError, match="outer must be True or False"):
         hybrid(X, np.zeros(3), [1, 2], outer="no")
     assert hybrid(X, np.zeros(3), [1, 2], outer=True).shape == (2, 2, 3)

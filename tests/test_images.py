@@ -173,9 +173,11 @@ def test_paper_images_table_header_matches_its_cells():
 
 
 # -- shapes are integers; class indices in range ---------------------------------------------------
-@pytest.mark.parametrize("shape", [(1, 2.5, 2), (1, 2, 2, 1), (True, 2, 2)])
-def test_check_shape_refuses_non_integers(shape):
-    with pytest.raises(ValueError, match="three integers"):
+@pytest.mark.parametrize("shape, err", [((1, 2.5, 2), TypeError), ((1, 2, 2, 1), ValueError),
+                                        ((True, 2, 2), TypeError), ((1.0, 2, 2), TypeError),
+                                        ((1, 0, 2), ValueError)])
+def test_check_shape_refuses_non_integers(shape, err):
+    with pytest.raises(err, match="three integers"):
         images.check_shape(shape)
 
 

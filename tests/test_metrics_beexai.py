@@ -396,7 +396,7 @@ def test_names_family_and_options():
                        (dict(order="up"), "order")]:
         with pytest.raises((ValueError, TypeError), match=match):
             M.get("comprehensiveness", **bad)
-    with pytest.raises(ValueError, match="n_repeats"):
+    with pytest.raises(TypeError, match="n_repeats"):
         M.get("faithfulness_correlation_beexai", n_repeats=2.5)
     with pytest.raises(ValueError, match="perturbation"):
         M.get("infidelity", perturbation="uniform")

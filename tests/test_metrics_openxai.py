@@ -252,7 +252,7 @@ def test_options_are_checked():
                             (dict(sigma=0), ValueError, "sigma"),
                             (dict(n_samples=0), ValueError, "n_samples"),
                             (dict(flip=2.0), ValueError, "flip"),
-                            (dict(binary="ab"), ValueError, "binary")]:
+                            (dict(binary="ab"), TypeError, "binary")]:
         with pytest.raises(err, match=match):
             M.get("pgi", **bad)
     with pytest.raises(ValueError, match="k"):

@@ -427,7 +427,6 @@ def test_region_perturbation_direction_and_random():
 # ------------------------------------------------------------------------------- options
 @pytest.mark.parametrize("name, options, match", [
     ("pixel_flipping", {"features_in_step": 0}, "features_in_step"),
-    ("pixel_flipping", {"abs": "yes"}, "abs"),
     ("region_perturbation", {"order": "best"}, "order"),
     ("region_perturbation", {"regions_evaluation": -1}, "regions_evaluation"),
     ("region_perturbation", {"score": "area"}, "score"),
@@ -448,6 +447,11 @@ def test_region_perturbation_direction_and_random():
 def test_bad_options(name, options, match):
     with pytest.raises(ValueError, match=match):
         M.get(name, **options)
+
+
+def test_an_option_of_the_wrong_type_is_a_type_error_naming_metric_and_option():
+    with pytest.raises(TypeError, match=r"metric 'pixel_flipping': abs must be True or False"):
+        M.get("pixel_flipping", abs="yes")
 
 
 def test_bad_runtime_arguments():

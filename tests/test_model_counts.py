@@ -130,5 +130,5 @@ def test_batch_size_checked_for_a_model_too():
     """``batch_size < 1`` is an error whether ``f`` is a function or already a Model."""
     m = insdel.as_model(lambda Z: Z.sum(1))
     for f in (lambda Z: Z.sum(1), m):
-        with pytest.raises(ValueError, match="batch_size must be >= 1; got 0"):
+        with pytest.raises(ValueError, match="batch_size must be an integer >= 1; got 0"):
             insdel.as_model(f, batch_size=0)

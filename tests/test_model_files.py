@@ -147,7 +147,7 @@ def test_load_any_refuses_non_bool_trust(tmp_path):
 
     path = tmp_path / "m.joblib"
     joblib.dump({"not": "a model"}, path)
-    with pytest.raises(ValueError, match="trust must be True or False"):
+    with pytest.raises(TypeError, match="trust must be True or False"):
         load_any(path, trust="no")  # a truthy string is not True
 
 

@@ -266,18 +266,20 @@ def test_adapter_torch_whole_call_path():
 
 
 # -- hyperparameters, max_epochs and seed not coerced ---------------------------------------------
-@pytest.mark.parametrize("bad", [{"hidden": "64"}, {"hidden": [64.7]}, {"hidden": [True]},
-                                 {"batch_size": 2.5}, {"max_epochs": "3"},
-                                 {"val_fraction": 1.5}, {"val_fraction": 0.0}, {"lr": True},
-                                 {"dropout": float("nan")}, {"huber_delta": -1.0}])
-def test_mlp_params_not_coerced(bad):
+@pytest.mark.parametrize("bad, err", [
+    ({"hidden": "64"}, TypeError), ({"hidden": [64.7]}, TypeError), ({"hidden": [4.0]}, TypeError),
+    ({"hidden": [True]}, TypeError), ({"hidden": [0]}, ValueError), ({"batch_size": 2.5}, TypeError),
+    ({"batch_size": 8.0}, TypeError), ({"max_epochs": "3"}, TypeError),
+    ({"val_fraction": 1.5}, ValueError), ({"val_fraction": 0.0}, ValueError), ({"lr": True}, TypeError),
+    ({"dropout": float("nan")}, ValueError), ({"huber_delta": -1.0}, ValueError)])
+def test_mlp_params_not_coerced(bad, err):
     from insdel.models import _resolve_params
 
     params = {"hidden": [4], "dropout": 0.0, "lr": 1e-3, **bad}
-    with pytest.raises(ValueError, match=next(iter(bad))):
+    with pytest.raises(err, match=next(iter(bad))):
         _resolve_params(params, None)
-    assert _resolve_params({"hidden": [4.0], "dropout": 0.0, "lr": 1e-3,
-                            "batch_size": 8.0}, None)["hidden"] == [4]
+    assert _resolve_params({"hidden": [np.int64(4)], "dropout": 0, "lr": 1e-3,
+                            "batch_size": 8}, None)["hidden"] == [4]
 
 
 def test_train_mlp_max_epochs_and_seed_not_coerced():
@@ -286,10 +288,13 @@ def test_train_mlp_max_epochs_and_seed_not_coerced():
     rng = np.random.default_rng(0)
     ds = type("DS", (), {"X_train": rng.normal(size=(20, 2)), "y_train": rng.normal(size=20),
                          "X_test": rng.normal(size=(5, 2)), "y_test": rng.normal(size=5)})()
-    with pytest.raises(ValueError, match="max_epochs"):
+    with pytest.raises(TypeError, match="max_epochs"):
         train_mlp(ds, {"hidden": [4], "dropout": 0.0, "lr": 1e-3}, max_epochs=1.5,
                   progress=False)
-    with pytest.raises(ValueError, match="seed"):
+    with pytest.raises(ValueError, match="max_epochs"):
+        train_mlp(ds, {"hidden": [4], "dropout": 0.0, "lr": 1e-3}, max_epochs=0,
+                  progress=False)
+    with pytest.raises(TypeError, match="seed"):
         train_mlp(ds, {"hidden": [4], "dropout": 0.0, "lr": 1e-3}, seed=None, progress=False)
 
 

@@ -6,13 +6,14 @@ import pytest
 
 
 # -- options checked before anything is trained or written -----------------------------------------
-@pytest.mark.parametrize("arg, bad", [("n_images", 2.7), ("n_images", 0), ("n_images", True),
-                                      ("epochs", 2.7), ("epochs", 0), ("step", 1.5),
-                                      ("step", 0), ("seed", 0.5), ("seed", -1)])
-def test_paper_images_integer_options(tmp_path, arg, bad):
+@pytest.mark.parametrize("arg, bad, err", [
+    ("n_images", 2.7, TypeError), ("n_images", 0, ValueError), ("n_images", True, TypeError),
+    ("epochs", 2.7, TypeError), ("epochs", 0, ValueError), ("step", 1.5, TypeError),
+    ("step", 0, ValueError), ("seed", 0.5, TypeError), ("seed", -1, ValueError)])
+def test_paper_images_integer_options(tmp_path, arg, bad, err):
     from insdel.paper_images import run_paper_images
 
-    with pytest.raises(ValueError, match=arg):
+    with pytest.raises(err, match=arg):
         run_paper_images(tmp_path, quick=True, verbose=False, **{arg: bad})
     assert not any(tmp_path.iterdir())  # refused before anything is trained or written
 
@@ -27,7 +28,7 @@ def test_paper_images_too_many_images(tmp_path):
 def test_paper_images_quick_is_a_bool(tmp_path):
     from insdel.paper_images import run_paper_images
 
-    with pytest.raises(ValueError, match="quick"):
+    with pytest.raises(TypeError, match="quick"):
         run_paper_images(tmp_path, quick="yes", verbose=False)
 
 

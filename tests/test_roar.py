@@ -117,7 +117,7 @@ def test_resume_after_interruption_is_identical(tmp_path):
 
 def test_bad_input_is_named():
     ds = _sim(N=100)
-    with pytest.raises(ValueError, match=r"fractions\[1\] = 1.5 is outside \(0, 1\]"):
+    with pytest.raises(ValueError, match=r"fractions\[1\] must be a number in \(0, 1\]; got 1.5"):
         roar.roar(ds, {}, params=PARAMS, fractions=(0.5, 1.5))
     with pytest.raises(ValueError, match="did you mean 'absolute'"):
         roar.roar(ds, {}, params=PARAMS, orderings=("absolut",))
@@ -152,7 +152,7 @@ def test_config_validation(tmp_path):
     p.write_text(TINY_ROAR)
     with pytest.raises(C.ConfigError, match=r"roar\.replicats.*did you mean 'replicates'"):
         C.load(p, overrides={"roar": {"replicats": 2}})
-    with pytest.raises(C.ConfigError, match=r"roar: fractions\[0\] = 0 is outside"):
+    with pytest.raises(C.ConfigError, match=r"roar: fractions\[0\] must be a number in \(0, 1\]; got 0\."):
         C.load(p, overrides={"roar": {"fractions": [0, 1.0]}})
     with pytest.raises(C.ConfigError, match=r"roar\.orderings: unknown ordering 'signd'.*'signed'"):
         C.load(p, overrides={"roar": {"orderings": ["signd"]}})

@@ -123,7 +123,9 @@ class Case:
 
     def truth(self, *, seed: int = 0) -> Truth:
         """Build the pairs and compute the exact answers (cheap: n <= 6, a few pairs)."""
-        f, X, R, extra = self.build(seed)
+        from .._validation import check_seed
+
+        f, X, R, extra = self.build(check_seed(seed))
         # a 1-D or (1, n) R is every pair's reference; any other shape is an error (check_pairs),
         # never broadcast across features ((B, 1)) -- then writable copies (a Pairing's arrays
         # are read-only)

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from .._validation import check_orders
+from .._validation import check_orders, check_seed
 from ..adapter import ModelLike
 from .cases import select
 
@@ -151,6 +151,7 @@ def grade_metrics(metrics: Sequence[str | Metric] | str | None = None, *, seed: 
     ValueError
         A metric that does not return one score per pair.
     """
+    seed = check_seed(seed)
     ms = _metrics(metrics)
     rows = []
     for case in select(cases):

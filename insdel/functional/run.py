@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .. import attribution
-from .._validation import check_bool
+from .._validation import check_bool, check_seed
 from .cases import Truth, select
 from .criteria import criteria_names
 
@@ -125,6 +125,7 @@ def run_catalogue(methods: Sequence[str | MethodSpec] | str | None = None, *, se
         shapley_passes, seconds, error``. A method that cannot run on a case (e.g. an error
         from the method) fails all its criteria there with the error recorded.
     """
+    seed = check_seed(seed)
     specs = resolve_methods(methods)
     rows = []
     for case in select(cases):

@@ -93,10 +93,19 @@ def get(name: str | Metric, **options) -> Metric:
         hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
         raise ValueError(f"metrics: unknown metric {name!r}.{hint} Available: {sorted(reg)}.")
     cls = reg[name]
+    valid = options_of(name)
+    unknown = [k for k in options if k not in valid]
+    if unknown:
+        import difflib
+
+        close = [c for k in unknown for c in difflib.get_close_matches(k, valid, n=1)]
+        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise ValueError(f"metric {name!r}: unknown option(s) {unknown}; its options are "
+                         f"{valid}.{hint}")
     try:
         return cls(**options)
-    except TypeError as e:
-        raise ValueError(f"metric {name!r}: {e}; its options are {options_of(name)}.") from None
+    except (TypeError, ValueError) as e:  # the same type, naming the metric and its options
+        raise type(e)(f"metric {name!r}: {e} (its options are {valid})") from None
 
 
 def options_of(name: str) -> list[str]:

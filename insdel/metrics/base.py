@@ -28,7 +28,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.stats import rankdata
 
-from .._validation import align_attributions, as_float_array, check_pairs, feature_names_of
+from .._validation import (
+    align_attributions,
+    as_float_array,
+    check_pairs,
+    check_seed,
+    feature_names_of,
+)
 from ..adapter import ModelLike, as_model
 from ..curves import orderings
 from ..groups import Groups, check_groups, group_attributions
@@ -156,7 +162,7 @@ class MetricContext:
         grp = check_groups(groups, self.n)
         self.groups = None if grp is None or grp.singleton else grp
         self.m = self.n if self.groups is None else self.groups.m
-        self.seed = int(seed)
+        self.seed = check_seed(seed)
         self.cache = HybridCache(self.model, self.X, self.R, self.groups)
         self._fx = self._fr = None
 

@@ -69,8 +69,8 @@ class _PredictionGap(Metric):
         else:
             if isinstance(binary, (str, bytes)) or not isinstance(binary, Sequence | np.ndarray):
                 raise TypeError(f"binary must be a sequence of column indices; got {binary!r}.")
-            self.binary = tuple(check_scalar("binary[]", int(j) if isinstance(j, np.integer)
-                                             else j, int, min_val=0) for j in binary)
+            self.binary = tuple(check_scalar(f"binary[{i}]", j, int, min_val=0)
+                                for i, j in enumerate(binary))
         self.flip = (self.sigma * math.sqrt(2 / math.pi) if flip is None
                      else check_scalar("flip", flip, float, min_val=0.0, max_val=1.0))
         self.order = check_order(order)

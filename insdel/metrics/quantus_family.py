@@ -525,12 +525,11 @@ class ROAD(_QuantusMetric):
         self.imputation = check_choice("imputation", imputation, ("reference", "noisy_linear"))
         self.noise = check_scalar("noise", noise, float, min_val=0.0)
         if image_shape is not None:
-            if (not isinstance(image_shape, (tuple, list)) or len(image_shape) != 2
-                    or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1
-                           for v in image_shape)):
+            if not isinstance(image_shape, (tuple, list)) or len(image_shape) != 2:
                 raise ValueError(f"image_shape must be (H, W), two positive ints; got "
                                  f"{image_shape!r}.")
-            image_shape = (int(image_shape[0]), int(image_shape[1]))
+            image_shape = tuple(check_positive_int(f"image_shape[{i}]", v)
+                                for i, v in enumerate(image_shape))
         self.image_shape = image_shape
         self.abs = check_bool("abs", abs)
 

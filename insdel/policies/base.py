@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from .._checkpoint import to_jsonable
 from .._stats import unit_ids
 from .._validation import (
     _first,
@@ -21,7 +22,6 @@ from .._validation import (
     check_finite,
     check_positive_int,
     check_progress,
-    to_jsonable,
 )
 from ..adapter import ModelLike
 from ..groups import check_groups

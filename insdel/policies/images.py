@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import as_float_array
+from .._validation import as_float_array, check_scalar
 from .base import Pairing, Policy
 from .registry import _builtin
 from .simple import _constant_pairing
@@ -50,9 +50,8 @@ class Black(_ImagePolicy):
     default_value = 0.0
 
     def __init__(self, shape=None, value: float | None = None):
-        v = self.default_value if value is None else float(value)
-        if not np.isfinite(v):
-            raise ValueError(f"{self.name}: value must be finite; got {value!r}.")
+        v = self.default_value if value is None else check_scalar(f"{self.name}: value", value,
+                                                                  float, finite=True)
         super().__init__(shape, value=v)
 
     def _pair(self, pool, f, tidx, T, labels, seed, progress):

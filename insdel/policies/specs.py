@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._validation import to_jsonable
+from .._checkpoint import to_jsonable
 from .base import Policy, UnknownPolicyError
 from .registry import _REGISTRY, available, defaults, describe, get, is_builtin
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .. import _checkpoint as ck
-from .._validation import is_plain_folder_name, to_jsonable
+from .._checkpoint import is_plain_folder_name, to_jsonable
 
 __all__ = ["OutputFolderBusy", "lock_folder", "unfinish", "default_out", "snapshot", "run_files",
            "versions", "model_hash", "Stages", "manifest_head", "file_hashes",

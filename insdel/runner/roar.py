@@ -17,7 +17,8 @@ import pandas as pd
 
 from .. import _checkpoint as ck
 from .. import config as _config
-from .._validation import check_progress, to_jsonable
+from .._checkpoint import to_jsonable
+from .._validation import check_progress
 from ..distributed import client_info, scatter
 from ..report import run_header
 from .chunks import shareable_model
