@@ -69,6 +69,7 @@ from .groups import (
     group_attributions,
 )
 from .groups import positions as make_positions
+from .removal.values import coalition_values, unique_coalitions
 
 __all__ = ["curves", "orderings", "unit_orderings", "trace", "TraceResult", "DEFAULT_CHUNK_SIZE",
            "clear_workspace"]
@@ -374,7 +375,7 @@ def _blocks(B: int, work: int, threads: int, parallel_min: int | None = None) ->
 def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=MODES,
           groups=None, positions: ArrayLike | None = None, batch_size: int | None = None,
           chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None,
-          validate: bool = True, client=None) -> TraceResult:
+          validate: bool = True, client=None, removal=None) -> TraceResult:
     """Trace insertion and/or deletion curves of every pair under every given ordering.
 
     Parameters
@@ -402,6 +403,12 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
         Trace each chunk of pairs (the ``chunk_size`` chunks above) on the client's workers; the
         curves are identical to ``client=None`` (the same chunks, the same model calls). A smaller
         ``chunk_size`` gives more, smaller tasks.
+    removal : str or insdel.removal.Removal, optional
+        What a removed unit becomes (:mod:`insdel.removal`); None is the paper's ``baseline``
+        (R is the reference). The curves are those of the pair's value function ``v``: from
+        ``v(∅)`` (``TraceResult.fr``) to ``v(all)`` (``fx``). ``marginal`` traces the K pairs
+        (x, b_k) and averages; a sampled removal (``conditional_*``) evaluates each distinct
+        coalition of a pair once, with M rows (:func:`insdel.removal.values.coalition_values`).
 
     Returns
     -------
@@ -409,6 +416,15 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
     """
     validate = check_bool("validate", validate)
     chunk_size = check_positive_int("chunk_size", chunk_size)
+    if removal is not None:
+        from .removal import Baseline, check_targets, resolve
+
+        rem = resolve(removal)
+        if not isinstance(rem, Baseline):
+            X, R = check_targets(X, R, rem)
+            return _trace_removal(f, X, R, orders, rem, modes=modes, groups=groups,
+                                  positions=positions, batch_size=batch_size,
+                                  chunk_size=chunk_size, progress=progress, client=client)
     model = as_model(f, batch_size=batch_size)
     if validate:
         X, R = check_pairs(X, R, finite=False)  # finiteness: checked in the pass below
@@ -482,6 +498,87 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
                             grp, ws)
         res.positions = pos  # the caller's array (the plan holds a read-only view of it)
         return _in_order(res, asked)
+
+
+def _trace_removal(f, X, R, orders, rem, *, modes, groups, positions, batch_size, chunk_size,
+                   progress, client) -> TraceResult:
+    """:func:`trace` under a removal other than the baseline (conventions: *Removal*)."""
+    from .removal import ReferenceRemoval
+
+    B, n = X.shape
+    if isinstance(rem, ReferenceRemoval):
+        # v is the mean of the K single-reference games: trace the pairs (x, b_k), average
+        refs = np.asarray(rem.references(X, R), dtype=np.float64)
+        Kr = refs.shape[1]
+        grp = check_groups(groups, n)
+        m = n if grp is None else grp.m
+        o = check_orders(orders, m, name="orders", B=B)
+        res = trace(f, np.repeat(X, Kr, axis=0), refs.reshape(B * Kr, n),
+                    np.repeat(o, Kr, axis=0), modes=modes, groups=grp, positions=positions,
+                    batch_size=batch_size, chunk_size=chunk_size, progress=progress,
+                    validate=True, client=client)
+        res.curves = {mo: c.reshape((B, Kr) + c.shape[1:]).mean(axis=1)
+                      for mo, c in res.curves.items()}
+        res.fx = res.fx.reshape(B, Kr).mean(axis=1)
+        res.fr = res.fr.reshape(B, Kr).mean(axis=1)
+        res.n_points //= Kr
+        return res
+    if client is not None:
+        raise ValueError(f"removal {rem.name!r}: client= (Dask) is not supported for sampled "
+                         "removals yet; run without a client.")
+    model = as_model(f, batch_size=batch_size)
+    check_finite("X", X)
+    grp = check_groups(groups, n)
+    if grp is not None and grp.singleton:
+        grp = None
+    m = n if grp is None else grp.m
+    pos = _full_positions(m) if positions is None else check_positions(positions, m)
+    asked = tuple(check_mode(mo) for mo in modes)
+    if not asked or len(set(asked)) != len(asked):
+        raise ValueError(f"modes must name each of 'insertion', 'deletion' at most once and at "
+                         f"least one; got {asked}.")
+    orders = check_orders(orders, m, name="orders", B=B)
+    K, S, Mm = orders.shape[1], pos.shape[0], len(asked)
+    per_pair = K * Mm * S + 2
+    chunk_pairs = max(1, chunk_size // per_pair)
+    out = np.empty((Mm, B, K, S))
+    fx, fr = np.empty(B), np.empty(B)
+    clock: dict = {}
+    n_unique = 0
+    t0 = time.perf_counter()
+    with progress_bar(total=B, desc=f"curves ({rem.name})", unit="pair", enable=progress,
+                      auto=B * per_pair > 200_000) as bar:
+        for b0 in range(0, B, chunk_pairs):
+            b1 = min(B, b0 + chunk_pairs)
+            Bc = b1 - b0
+            rank = np.empty_like(orders[b0:b1])
+            np.put_along_axis(rank, orders[b0:b1], np.arange(m), axis=2)
+            ins = rank[:, :, None, :] < pos[None, None, :, None]  # (Bc, K, S, m): kept units
+            keep = np.stack([ins if mo == "insertion" else ~ins for mo in asked], axis=2)
+            keep = np.concatenate([keep.reshape(-1, m), np.ones((Bc, m), bool),
+                                   np.zeros((Bc, m), bool)])
+            pairs = np.concatenate([np.repeat(np.arange(b0, b1), K * Mm * S),
+                                    np.arange(b0, b1), np.arange(b0, b1)])
+            up, uk, inv = unique_coalitions(pairs, keep)
+            cols = uk if grp is None else grp.expand(uk)
+            v = coalition_values(model, rem, X, up, np.ascontiguousarray(cols), clock=clock)
+            if not np.all(np.isfinite(v)):
+                bad = int(up[~np.isfinite(v)][0])
+                raise ValueError(f"the model returned a non-finite value under removal "
+                                 f"{rem.name!r} for pair {bad}.")
+            vals = v[inv]
+            N = Bc * K * Mm * S
+            out[:, b0:b1] = vals[:N].reshape(Bc, K, Mm, S).transpose(2, 0, 1, 3)
+            fx[b0:b1] = vals[N:N + Bc]
+            fr[b0:b1] = vals[N + Bc:]
+            n_unique += len(up) * int(rem.n_draws)
+            bar.update(Bc)
+    total = time.perf_counter() - t0
+    timings = {"model_s": clock.get("model_s", 0.0), "sampling_s": clock.get("sampling_s", 0.0),
+               "bookkeeping_s": total - clock.get("model_s", 0.0) - clock.get("sampling_s", 0.0)}
+    return TraceResult(curves={mo: out[i] for i, mo in enumerate(asked)}, fx=fx, fr=fr,
+                       n_points=B * K * Mm * S, n_unique=n_unique, timings=timings,
+                       positions=pos, m=m, groups=grp)
 
 
 def _in_order(res: TraceResult, asked: tuple) -> TraceResult:
@@ -593,7 +690,7 @@ def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str 
            order: str = "signed", groups=None, step: int | None = None,
            fractions: ArrayLike | None = None, max_fraction: float | None = None,
            batch_size: int | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE,
-           progress: bool | None = None) -> np.ndarray:
+           progress: bool | None = None, removal=None) -> np.ndarray:
     """Insertion or deletion curves for B pairs ordered by their attributions.
 
     Parameters
@@ -627,6 +724,8 @@ def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str 
         Curve points indexed at once (memory bound).
     progress : bool, optional
         Progress bar on long runs.
+    removal : str or insdel.removal.Removal, optional
+        What a removed unit becomes (:func:`trace`); None: the baseline, R.
 
     Returns
     -------
@@ -636,7 +735,10 @@ def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str 
     """
     check_mode(mode)
     names = list(X.columns) if hasattr(X, "columns") else None
-    X, R = check_pairs(X, R)
+    from .removal import check_targets, resolve
+
+    rem = resolve(removal)
+    X, R = check_targets(X, R, rem)
     grp = check_groups(groups, X.shape[1])
     # a labelled A (DataFrame) is matched to X's columns (or the groups) by name, as in evaluate
     A = align_attributions("A", A, names, None if grp is None else list(grp.names))
@@ -653,6 +755,6 @@ def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str 
         pos = make_positions(m, step=step, fractions=fractions, max_fraction=max_fraction)
     res = trace(f, X, R, unit_orderings(A, grp, order=order), modes=(mode,), groups=grp,
                 positions=pos, batch_size=batch_size, chunk_size=chunk_size, progress=progress,
-                validate=False)
+                validate=False, removal=removal)
     c = res.curves[mode]
     return c[:, 0, :] if A.ndim == 2 else c

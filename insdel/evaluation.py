@@ -23,7 +23,6 @@ from ._validation import (
     check_clusters,
     check_index,
     check_mode,
-    check_pairs,
     check_positive_int,
     feature_names_of,
 )
@@ -99,6 +98,9 @@ class Evaluation:
         The independent unit of each pair (``evaluate(clusters=...)``, a policy's
         ``Pairing.cluster``): standard errors are over units, means over pairs. None: every pair
         is its own unit.
+    removal : dict, optional
+        The removal the curves were traced under (its ``params()``: name, options, data hash);
+        None for the paper's baseline (one reference per target).
     """
 
     methods: list
@@ -117,6 +119,7 @@ class Evaluation:
     groups: Groups | None = None
     positions: np.ndarray | None = None
     clusters: np.ndarray | None = None
+    removal: dict | None = None
 
     @property
     def n_pairs(self) -> int:
@@ -218,7 +221,8 @@ class Evaluation:
                     feature_names: Sequence[str] | None = None,
                     order: str = "signed", groups: Groups | None = None,
                     positions: np.ndarray | None = None,
-                    clusters: np.ndarray | None = None) -> Evaluation:
+                    clusters: np.ndarray | None = None,
+                    removal: dict | None = None) -> Evaluation:
         """Build an Evaluation from traced curves: the areas (paper eq. 1, 2) are computed here,
         the one place that turns curves into the long ABC table.
 
@@ -251,7 +255,8 @@ class Evaluation:
                   feature_names=None if feature_names is None else list(feature_names),
                   order=str(order), groups=groups,
                   positions=None if positions is None else np.asarray(positions, np.int64),
-                  clusters=check_clusters(clusters, int(np.asarray(fx).shape[0])))
+                  clusters=check_clusters(clusters, int(np.asarray(fx).shape[0])),
+                  removal=None if removal is None else dict(removal))
         modes = tuple(modes)
         B = int(np.asarray(fx).shape[0])
         Km = len(methods)
@@ -296,6 +301,10 @@ class Evaluation:
             arrays["positions"] = self.positions
         if self.clusters is not None:
             arrays["clusters"] = self.clusters
+        if self.removal is not None:
+            import json
+
+            arrays["removal"] = np.array(json.dumps(self.removal, sort_keys=True))
         for m in self.modes:
             arrays[f"curves_{m}"] = self.curves[m]
             arrays[f"random_curves_{m}"] = self.random_curves[m]
@@ -319,6 +328,8 @@ class Evaluation:
         path = Path(folder) / "curves.npz"
         if not path.is_file():
             raise FileNotFoundError(f"{folder} holds no saved evaluation (no curves.npz).")
+        import json
+
         z = np.load(path, allow_pickle=False)
         modes = tuple(str(m) for m in z["modes"])
         return cls.from_curves(
@@ -333,7 +344,9 @@ class Evaluation:
             groups=Groups.from_labels(z["group_labels"], [str(g) for g in z["group_names"]])
             if "group_labels" in z.files else None,
             positions=z["positions"] if "positions" in z.files else None,
-            clusters=z["clusters"] if "clusters" in z.files else None)
+            clusters=z["clusters"] if "clusters" in z.files else None,
+            removal=json.loads(str(z["removal"].reshape(-1)[0])) if "removal" in z.files
+            else None)
 
 
 def summarize(abc: pd.DataFrame, differences="auto", methods: Sequence[str] | None = None,
@@ -424,7 +437,7 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
              step: int | None = None, fractions: ArrayLike | None = None,
              max_fraction: float | None = None, batch_size: int | None = None,
              chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None,
-             client=None, clusters: ArrayLike | None = None) -> Evaluation:
+             client=None, clusters: ArrayLike | None = None, removal=None) -> Evaluation:
     """Insertion/deletion ABCs for several attribution methods on the same pairs (x, r).
 
     Parameters
@@ -475,6 +488,12 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         The independent unit of each pair (a policy's ``Pairing.cluster``; pairs with the same id
         are one unit, e.g. a ``one_to_one`` couple's two directions): :meth:`Evaluation.summary`
         gives standard errors over units, means over pairs. None: every pair is a unit.
+    removal : str or insdel.removal.Removal, optional
+        What a removed unit becomes (:mod:`insdel.removal`; conventions: *Removal*). None is the
+        paper's ``baseline`` (R is the reference); ``marginal`` averages f over K references
+        per target; ``conditional_gaussian`` / ``conditional_mean`` / ``conditional_knn`` draw
+        the removed features given the kept ones (R is not read). The areas are those of the
+        pair's value function v; the removal is recorded as ``Evaluation.removal``.
 
     Returns
     -------
@@ -492,7 +511,10 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
     seed = check_positive_int("seed", seed, minimum=0)
     chunk_size = check_positive_int("chunk_size", chunk_size)
     names = feature_names_of(X, feature_names)
-    X, R = check_pairs(X, R)
+    from .removal import check_targets, resolve
+
+    rem = resolve(removal)
+    X, R = check_targets(X, R, rem)
     B, n = X.shape
     clusters = check_clusters(clusters, B)
     if names is not None and len(names) != n:
@@ -538,7 +560,7 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
     t0 = time.perf_counter()
     res = trace(f, X, R, all_orders, modes=modes, groups=grp, positions=pos,
                 batch_size=batch_size, chunk_size=chunk_size, progress=progress, validate=False,
-                client=client)
+                client=client, removal=None if removal is None else rem)
     elapsed = time.perf_counter() - t0
     Km = len(methods)
     stats = {"curve_points": res.n_points, "model_evaluations": res.n_unique,
@@ -548,4 +570,5 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         curves={m: res.curves[m][:, :Km, :] for m in modes},
         random_curves={m: res.curves[m][:, Km:, :] for m in modes},
         fx=res.fx, fr=res.fr, normalize=normalize, orders=all_orders[:, :Km, :], stats=stats,
-        feature_names=names, order=order, groups=grp, positions=pos, clusters=clusters)
+        feature_names=names, order=order, groups=grp, positions=pos, clusters=clusters,
+        removal=None if removal is None or rem.name == "baseline" else rem.params())

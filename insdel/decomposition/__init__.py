@@ -43,10 +43,10 @@ from .batch import (
     anchored_decomposition,
     batch_decomposition,
 )
-from .shapley import shapley_values, subspace_shapley
+from .shapley import sampled_shapley, shapley_values, subspace_shapley
 
 __all__ = [
     "DEFAULT_MAX_D", "FULL_LAYOUT_MAX_N", "AnchoredDecomposition", "BatchDecomposition",
     "Interaction", "anchored_decomposition", "batch_decomposition", "shapley_values",
-    "subspace_shapley", "expected_last_position", "mobius", "zeta",
+    "subspace_shapley", "sampled_shapley", "expected_last_position", "mobius", "zeta",
 ]

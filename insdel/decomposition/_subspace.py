@@ -163,3 +163,80 @@ def _prepare(f, X, R, batch_size, groups=None):
     if grp is not None and grp.singleton:
         grp = None
     return model, X, R, Xd, Rd, grp, names
+
+
+def _ragged_repeat(dsz: np.ndarray, Dflat: np.ndarray, doff: np.ndarray, idx: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The D lists of the plan entries ``idx`` (entry p takes pair ``idx[p]``'s D)."""
+    dsz_e = dsz[idx]
+    doff_e = np.zeros(idx.size + 1, dtype=np.int64)
+    np.cumsum(dsz_e, out=doff_e[1:])
+    within = np.arange(int(doff_e[-1]), dtype=np.int64) - np.repeat(doff_e[:-1], dsz_e)
+    Dflat_e = Dflat[np.repeat(doff[idx], dsz_e) + within]
+    return dsz_e, Dflat_e, doff_e
+
+
+def _removal_values(model: Model, X: np.ndarray, R, rem, grp: Groups | None, max_d, bar_factory,
+                    probe) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, int]:
+    """``v_b(u)`` for every subset u of each pair's D under a removal other than the baseline.
+
+    ``marginal`` (K references): D_b is the union of the K pairs' differing units and
+    ``v_b(u) = mean_k f(hybrid(x_b, b_k, u))``, built by the same row kernel as the baseline over
+    the K plan entries of each pair. A sampled removal: D_b is every unit and ``v_b(u)`` the mean
+    of f over the removal's M rows (:func:`insdel.removal.values.coalition_values`).
+
+    Returns ``dsz, Dflat, doff, values, model seconds, evaluations``.
+    """
+    from ..removal import ReferenceRemoval
+    from ..removal.values import coalition_values
+
+    B, n = X.shape
+    m = n if grp is None else grp.m
+    if isinstance(rem, ReferenceRemoval):
+        refs = np.asarray(rem.references(X, R), dtype=np.float64)
+        Kr = refs.shape[1]
+        diff = np.any(X[:, None, :] != refs, axis=1)
+        if grp is not None:
+            diff = grp.reduce_any(diff)
+        dsz = diff.sum(axis=1).astype(np.int64)
+        Dflat = np.nonzero(diff)[1].astype(np.int64)
+        doff = np.zeros(B + 1, dtype=np.int64)
+        np.cumsum(dsz, out=doff[1:])
+        _check_d(dsz, m, max_d, probe=probe, groups=grp is not None,
+                 what=f"exact decomposition under removal {rem.name!r}")
+        idx = np.repeat(np.arange(B), Kr)
+        dsz_e, Dflat_e, doff_e = _ragged_repeat(dsz, Dflat, doff, idx)
+        Xd = np.ascontiguousarray(np.repeat(X, Kr, axis=0), dtype=model.dtype)
+        Rd = np.ascontiguousarray(refs.reshape(B * Kr, n), dtype=model.dtype)
+        total = int(np.sum(np.left_shift(np.int64(1), dsz_e)))
+        with bar_factory(total) as bar:
+            vals_e, off_e, t_model = _evaluate(model, Xd, Rd, np.arange(B * Kr), dsz_e, Dflat_e,
+                                               doff_e, bar, grp)
+        off = _value_offsets(dsz)
+        # entry p = b * Kr + k holds pair b's 2^|D_b| values: average the K entries of each pair
+        within = np.arange(vals_e.size, dtype=np.int64) - np.repeat(off_e[:-1],
+                                                                    np.diff(off_e))
+        target = np.repeat(off[idx], np.diff(off_e)) + within
+        vals = np.bincount(target, weights=vals_e, minlength=int(off[-1])) / Kr
+        return dsz, Dflat, doff, vals, t_model, total
+    dsz = np.full(B, m, dtype=np.int64)
+    _check_d(dsz, m, max_d, probe=probe, groups=grp is not None,
+             what=f"exact decomposition under removal {rem.name!r} (every unit is removable)")
+    Dflat = np.tile(np.arange(m, dtype=np.int64), B)
+    doff = np.arange(B + 1, dtype=np.int64) * m
+    S = 1 << m
+    subsets = (np.arange(S, dtype=np.int64)[:, None] >> np.arange(m)) & 1  # bit t = unit t
+    keep_units = subsets.astype(bool)
+    keep = keep_units if grp is None else grp.expand(keep_units)
+    vals = np.empty(B * S)
+    clock: dict = {}
+    per = max(1, (1 << 22) // max(1, S * int(rem.n_draws)))  # pairs per slice of rows
+    with bar_factory(B * S) as bar:
+        for b0 in range(0, B, per):
+            b1 = min(B, b0 + per)
+            targets = np.repeat(np.arange(b0, b1), S)
+            vals[b0 * S:b1 * S] = coalition_values(
+                model, rem, X, targets, np.ascontiguousarray(np.tile(keep, (b1 - b0, 1))),
+                clock=clock)
+            bar.update((b1 - b0) * S)
+    return dsz, Dflat, doff, vals, clock.get("model_s", 0.0), B * S * int(rem.n_draws)

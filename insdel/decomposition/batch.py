@@ -22,7 +22,8 @@ from .._validation import (
     feature_names_of,
     repeated,
 )
-from ..adapter import ModelLike
+from ..adapter import ModelLike, as_model
+from ..groups import check_groups
 from ._subspace import (
     DEFAULT_MAX_D,
     FULL_LAYOUT_MAX_N,
@@ -30,6 +31,7 @@ from ._subspace import (
     _evaluate,
     _n_from_length,
     _prepare,
+    _removal_values,
     _seconds_per_row,
     _subspaces,
     _value_offsets,
@@ -568,7 +570,7 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
                         batch_size: int | None = None, progress: bool | None = None,
                         max_d: int = DEFAULT_MAX_D, dedup: bool = True,
                         feature_names: Sequence[str] | None = None,
-                        groups=None) -> BatchDecomposition:
+                        groups=None, removal=None) -> BatchDecomposition:
     """Anchored decompositions of B pairs, each in its differing subspace D_b = {j : x_j != r_j}.
 
     Evaluates ``g_b(u) = f(hybrid(x_b, r_b, u))`` for the 2^|D_b| subsets u of D_b (each distinct
@@ -602,6 +604,11 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
         (no Owen values: each group is one player). D_b is then the groups with a differing
         column, and every result (Shapley values, orderings, areas) is over the m groups.
         Singleton groups give today's results exactly.
+    removal : str or insdel.removal.Removal, optional
+        Decompose the pair's value function under this removal (:mod:`insdel.removal`;
+        conventions: *Removal*) instead of ``g(u) = f(hybrid(x, r, u))``. ``marginal``: D_b is
+        the union of the K references' differing units; a sampled removal (``conditional_*``):
+        every unit is removable, so D_b is all n units and ``max_d`` applies to n.
 
     Returns
     -------
@@ -614,6 +621,14 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
     """
     t0 = time.perf_counter()
     columns = feature_names_of(X)  # a DataFrame's column names (None otherwise)
+    if removal is not None:
+        from ..removal import Baseline, resolve
+
+        rem = resolve(removal)
+        if not isinstance(rem, Baseline):
+            return _decompose_removal(f, X, R, rem, batch_size=batch_size, progress=progress,
+                                      max_d=max_d, feature_names=feature_names, groups=groups,
+                                      columns=columns, t0=t0)
     model, X, R, Xd, Rd, grp, gnames = _prepare(f, X, R, batch_size, groups)
     B = X.shape[0]
     n = X.shape[1] if grp is None else grp.m
@@ -636,6 +651,36 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
     timings = {"model_s": t_model, "total_s": elapsed, "other_s": elapsed - t_model}
     return BatchDecomposition._from_parts(n, dsz, Dflat, doff, vals, delta,
                                           feature_names=feature_names, n_evals=total,
+                                          timings=timings)
+
+
+def _decompose_removal(f, X, R, rem, *, batch_size, progress, max_d, feature_names, groups,
+                       columns, t0) -> BatchDecomposition:
+    """:func:`batch_decomposition` under a removal other than the baseline."""
+    from ..removal import check_targets
+
+    model = as_model(f, batch_size=batch_size)
+    X, R = check_targets(X, R, rem)
+    grp = check_groups(groups, X.shape[1])
+    gnames = None if grp is None else list(grp.names)
+    if grp is not None and grp.singleton:
+        grp = None
+    n = X.shape[1] if grp is None else grp.m
+    if feature_names is None:
+        feature_names = gnames if gnames is not None else columns
+
+    def bar(total):
+        return progress_bar(total, f"decomposition ({rem.name})", unit="row", enable=progress,
+                            auto=total > 4_000_000)
+
+    dsz, Dflat, doff, vals, t_model, evals = _removal_values(
+        model, X, R, rem, grp, max_d, bar, probe=lambda: _seconds_per_row(model, X[:1]))
+    delta = vals.copy()
+    K.mobius_ragged(delta, _value_offsets(dsz), dsz)
+    elapsed = time.perf_counter() - t0
+    timings = {"model_s": t_model, "total_s": elapsed, "other_s": elapsed - t_model}
+    return BatchDecomposition._from_parts(n, dsz, Dflat, doff, vals, delta,
+                                          feature_names=feature_names, n_evals=evals,
                                           timings=timings)
 
 

@@ -28,7 +28,7 @@ from ._subspace import (
 def shapley_values(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
                    batch_size: int | None = None, progress: bool | None = None,
                    max_d: int = DEFAULT_MAX_D, max_rows: int = 1 << 20,
-                   client=None, groups=None) -> np.ndarray:
+                   client=None, groups=None, removal=None) -> np.ndarray:
     """Exact baseline Shapley values of B pairs, ``phi_j = sum_{u ∋ j} Delta_u / |u|``.
 
     The same numbers as exact Kernel SHAP with the single background point r, computed in each
@@ -53,11 +53,29 @@ def shapley_values(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
         chunks here. A smaller ``max_rows`` gives more, smaller tasks.
     groups : optional
         Shapley values of the group game over m groups (:mod:`insdel.groups`): shape (B, m).
+    removal : str or insdel.removal.Removal, optional
+        Shapley values of the value function under this removal (:mod:`insdel.removal`): for
+        ``marginal`` the interventional SHAP values over the K references (shap's
+        ``ExactExplainer`` with an ``Independent`` masker), for a sampled removal the
+        conditional ones (every unit removable: n <= ``max_d``; above it use
+        :func:`sampled_shapley`). Rows then sum to ``v(all) - v(∅)``.
 
     Returns
     -------
     ndarray (B, n) or (B, m); rows sum to f(x_b) - f(r_b).
     """
+    if removal is not None:
+        from ..removal import Baseline, resolve
+
+        rem = resolve(removal)
+        if not isinstance(rem, Baseline):
+            if client is not None:
+                raise ValueError(f"shapley_values: client= is not supported with removal "
+                                 f"{rem.name!r} yet; run without a client.")
+            from .batch import batch_decomposition
+
+            return batch_decomposition(f, X, R, batch_size=batch_size, progress=progress,
+                                       max_d=max_d, groups=groups, removal=rem).shapley()
     if client is None:
         return subspace_shapley(f, X, R, max_d=max_d, batch_size=batch_size, progress=progress,
                                 max_rows=max_rows, groups=groups)[0]
@@ -175,3 +193,57 @@ def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = D
             phi[idx] = out
     check_finite("shapley values", phi[todo])
     return phi, dsz
+
+
+def sampled_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, removal=None,
+                    n_orderings: int = 64, seed: int = 0, groups=None,
+                    batch_size: int | None = None, progress: bool | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Shapley values from sampled orderings, with their standard errors: the route above
+    ``max_d`` (e.g. a conditional removal with many features).
+
+    For each pair, ``n_orderings`` uniformly random orderings (half of them the reverses of the
+    other half: antithetic pairs, one unit for the standard error) are traced by insertion; a
+    unit's value is its mean marginal contribution ``v(S ∪ {j}) - v(S)`` along them. Each row
+    sums to ``v(all) - v(∅)`` exactly (every ordering's contributions telescope).
+
+    Parameters
+    ----------
+    f, X, R, removal, groups, batch_size, progress
+        As in :func:`insdel.curves.trace`.
+    n_orderings : int, default 64
+        Orderings per pair (even: antithetic couples).
+    seed : int, default 0
+
+    Returns
+    -------
+    phi : ndarray (B, m)
+    se : ndarray (B, m)
+        Standard errors over the ``n_orderings / 2`` antithetic couples.
+    """
+    from .._validation import check_seed
+    from ..curves import trace
+
+    n_orderings = check_positive_int("n_orderings", n_orderings, minimum=2)
+    if n_orderings % 2:
+        raise ValueError(f"n_orderings must be even (antithetic couples); got {n_orderings}.")
+    seed = check_seed(seed)
+    Xa = np.asarray(X, dtype=np.float64)
+    if Xa.ndim != 2:
+        raise ValueError(f"X must have shape (B, n); got {Xa.shape}.")
+    B, n = Xa.shape
+    grp = check_groups(groups, n)
+    m = n if grp is None else grp.m
+    half = n_orderings // 2
+    rng = np.random.default_rng(seed)
+    o = np.argsort(rng.random((B, half, m)), axis=-1, kind="stable").astype(np.int64)
+    orders = np.concatenate([o, o[:, :, ::-1]], axis=1)
+    res = trace(f, X, R, orders, modes=("insertion",), groups=grp, batch_size=batch_size,
+                progress=progress, removal=removal)
+    steps = np.diff(res.curves["insertion"], axis=-1)  # (B, K, m): contribution of orders[..., s]
+    contrib = np.empty_like(steps)
+    np.put_along_axis(contrib, orders, steps, axis=-1)
+    couples = 0.5 * (contrib[:, :half] + contrib[:, half:])
+    phi = couples.mean(axis=1)
+    se = couples.std(axis=1, ddof=1) / np.sqrt(half) if half > 1 else np.full_like(phi, np.nan)
+    return phi, se

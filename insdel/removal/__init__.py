@@ -22,7 +22,8 @@ from .base import ReferenceRemoval, Removal, SampledRemoval, target_rng
 from .reference import Baseline, Marginal
 
 __all__ = ["Removal", "ReferenceRemoval", "SampledRemoval", "Baseline", "Marginal",
-           "available", "get", "options_of", "register", "build", "resolve", "target_rng"]
+           "available", "get", "options_of", "register", "build", "resolve", "check_targets",
+           "target_rng"]
 
 _REGISTRY: dict[str, type[Removal]] = {"baseline": Baseline, "marginal": Marginal}
 
@@ -94,3 +95,30 @@ def resolve(removal) -> Removal:
         return build(removal)
     raise TypeError(f"removal must be None, a name {available()} or a Removal; got "
                     f"{removal!r} ({type(removal).__name__}).")
+
+
+def check_targets(X, R, removal: Removal):
+    """Targets X (B, n) and, where the removal reads them, references R (checked as
+    :func:`insdel._validation.check_pairs` does; ``(B, K, n)`` for ``marginal`` without a
+    background). A removal that does not read R returns it unchecked (``None`` allowed)."""
+    import numpy as np
+
+    from .._validation import as_float_array, check_pairs, writable
+
+    if isinstance(removal, Baseline):
+        return check_pairs(X, R)
+    if removal.uses_reference and R is not None and np.ndim(R) == 3:
+        X = as_float_array("X", X, ndim=(2,))
+        R3 = as_float_array("R", R, ndim=(3,))
+        if R3.shape[0] != X.shape[0] or R3.shape[2] != X.shape[1]:
+            raise ValueError(f"R must have shape (B, K, n) = ({X.shape[0]}, K, {X.shape[1]}) "
+                             f"for removal {removal.name!r}; got {R3.shape}.")
+        return writable(np.ascontiguousarray(X)), R3
+    if removal.uses_reference:
+        return check_pairs(X, R)
+    X = as_float_array("X", X, ndim=(1, 2))
+    if X.ndim == 1:
+        X = X[None, :]
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"X must have at least one row and one feature; got shape {X.shape}.")
+    return writable(np.ascontiguousarray(X)), R

@@ -1,0 +1,80 @@
+"""Coalition values of a sampled removal: ``v(u)`` = the mean of f over the removal's M rows.
+
+The one place a :class:`~insdel.removal.SampledRemoval` meets the model: every engine that
+needs ``v`` for a list of (target, coalition) (curves, the decomposition, Shapley values, ROAD)
+calls :func:`coalition_values` with the coalitions it needs, each once.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .base import SampledRemoval
+
+__all__ = ["coalition_values", "unique_coalitions", "ROW_BUDGET_BYTES"]
+
+#: Imputed rows held at once (bytes of float64 rows); the coalitions are taken in slices that fit.
+ROW_BUDGET_BYTES = 64 * 2**20
+
+
+def coalition_values(model, removal: SampledRemoval, X: np.ndarray, targets: np.ndarray,
+                     keep: np.ndarray, *, clock: dict | None = None) -> np.ndarray:
+    """``v(u)`` for each requested coalition.
+
+    Parameters
+    ----------
+    model : insdel.adapter.Model
+        The adapted model (:func:`insdel.as_model`).
+    removal : SampledRemoval
+    X : ndarray (B, n)
+        The targets.
+    targets : ndarray of int (N,)
+        The target of each coalition (a row of X; also the index that seeds its draws).
+    keep : ndarray of bool (N, n)
+        The kept features of each coalition.
+    clock : dict, optional
+        Adds ``model_s`` (seconds in the model) and ``sampling_s`` (drawing and writing rows).
+
+    Returns
+    -------
+    ndarray of float64 (N,)
+    """
+    N, n = keep.shape
+    M = int(removal.n_draws)
+    out = np.empty(N)
+    step = max(1, ROW_BUDGET_BYTES // max(1, M * n * 8))
+    t_model = t_sample = 0.0
+    for s0 in range(0, N, step):
+        s1 = min(N, s0 + step)
+        t = time.perf_counter()
+        rows = removal.sample(X[targets[s0:s1]], keep[s0:s1], targets[s0:s1])
+        if rows.shape != (s1 - s0, M, n):
+            raise ValueError(f"removal {removal.name!r}: sample() returned shape {rows.shape}; "
+                             f"expected (N, n_draws, n) = {(s1 - s0, M, n)}.")
+        flat = rows.reshape(-1, n)
+        t_sample += time.perf_counter() - t
+        t = time.perf_counter()
+        vals = np.asarray(model(flat), dtype=np.float64)
+        t_model += time.perf_counter() - t
+        out[s0:s1] = vals.reshape(s1 - s0, M).mean(axis=1)
+    if clock is not None:
+        clock["model_s"] = clock.get("model_s", 0.0) + t_model
+        clock["sampling_s"] = clock.get("sampling_s", 0.0) + t_sample
+    return out
+
+
+def unique_coalitions(pairs: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                                    np.ndarray]:
+    """The distinct (pair, coalition) of a list, each once.
+
+    Returns ``(pair, keep, inverse)``: the distinct pairs and masks, and for every input entry the
+    index of its distinct one.
+    """
+    pairs = np.asarray(pairs, dtype=np.int64)
+    packed = np.packbits(keep, axis=1, bitorder="little")
+    key = np.concatenate([pairs[:, None].view(np.uint8).reshape(len(pairs), 8), packed], axis=1)
+    key = np.ascontiguousarray(key).view(np.dtype((np.void, key.shape[1]))).ravel()
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return pairs[first], keep[first], inverse.ravel()
