@@ -114,7 +114,7 @@ def check_targets(X, R, removal: Removal):
             raise ValueError(f"R must have shape (B, K, n) = ({X.shape[0]}, K, {X.shape[1]}) "
                              f"for removal {removal.name!r}; got {R3.shape}.")
         return writable(np.ascontiguousarray(X)), R3
-    if removal.uses_reference:
+    if removal.uses_reference and R is not None:
         return check_pairs(X, R)
     X = as_float_array("X", X, ndim=(1, 2))
     if X.ndim == 1:

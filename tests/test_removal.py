@@ -1,0 +1,275 @@
+"""insdel.removal through the engines: every result is that of the pair's value function v.
+
+Oracles are independent of the engines: v computed by a direct loop over references or
+coalitions, all n! orderings for the areas, shap's ExactExplainer with an Independent masker.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import insdel
+from insdel import removal as RM
+from insdel.areas import abc as area_abc
+from insdel.curves import trace
+from insdel.decomposition import batch_decomposition, sampled_shapley, shapley_values
+
+
+def f(Z):
+    Z = np.asarray(Z)
+    return np.sin(Z).sum(1) + Z[:, 0] * Z[:, 1] * Z[:, 2] - 0.5 * Z[:, 1] * Z[:, 3]
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(4, 5))
+    bg = rng.normal(size=(6, 5))
+    bg[:, 4] = X[0, 4]  # a feature equal to every reference for pair 0: outside its D
+    return X, bg
+
+
+class MeanImpute(RM.SampledRemoval):
+    """Removed features set to a constant (a deterministic sampled removal, M = 1)."""
+
+    name = "mean_impute"
+
+    def __init__(self, mu):
+        self.mu = np.asarray(mu, dtype=np.float64)
+
+    def sample(self, X, keep, targets):
+        return np.where(keep, X, self.mu)[:, None, :]
+
+
+class Shuffled(RM.SampledRemoval):
+    """Removed features from M rows drawn per target (common random numbers), for the sampled
+    route's bookkeeping: v depends on the coalition through the kept features only."""
+
+    name = "shuffled"
+
+    def __init__(self, pool, n_draws=3, seed=0):
+        self.pool, self.n_draws, self.seed = np.asarray(pool, float), n_draws, seed
+
+    def sample(self, X, keep, targets):
+        out = np.empty((len(X), self.n_draws, X.shape[1]))
+        for i, t in enumerate(targets):
+            rows = self.pool[RM.target_rng(self.seed, int(t), "shuffled").integers(
+                len(self.pool), size=self.n_draws)]
+            out[i] = np.where(keep[i], X[i], rows)
+        return out
+
+
+def v_marginal(x, refs, keep):
+    rows = np.where(keep, x, refs)
+    return f(rows).mean()
+
+
+def v_sampled(rem, X, b, keep):
+    return f(rem.sample(X[b:b + 1], keep[None, :], np.array([b]))[0]).mean()
+
+
+def brute_curve(v, order, mode):
+    n = len(order)
+    pts = []
+    for k in range(n + 1):
+        keep = np.zeros(n, bool)
+        keep[list(order[:k])] = True
+        pts.append(v(keep if mode == "insertion" else ~keep))
+    return np.array(pts)
+
+
+# -- marginal ---------------------------------------------------------------------------------------
+def test_marginal_curves_are_the_mean_of_the_single_reference_curves(data):
+    X, bg = data
+    rng = np.random.default_rng(0)
+    orders = np.stack([[rng.permutation(5) for _ in range(3)] for _ in X])
+    got = trace(f, X, None, orders, removal=RM.Marginal(bg, how="all"))
+    for mode in ("insertion", "deletion"):
+        single = [trace(f, X, np.broadcast_to(b, X.shape), orders).curves[mode] for b in bg]
+        np.testing.assert_allclose(got.curves[mode], np.mean(single, axis=0), rtol=0, atol=1e-12)
+        for b in range(len(X)):
+            for k in range(3):
+                want = brute_curve(lambda keep: v_marginal(X[b], bg, keep), orders[b, k], mode)
+                np.testing.assert_allclose(got.curves[mode][b, k], want, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got.fr, [f(bg).mean()] * len(X), atol=1e-12)
+    np.testing.assert_allclose(got.fx, f(X), atol=1e-12)
+
+
+def test_marginal_exact_shapley_equals_shap_exact_explainer_with_an_independent_masker(data):
+    shap = pytest.importorskip("shap")
+    X, bg = data
+    ours = shapley_values(f, X, None, removal=RM.Marginal(bg, how="all"))
+    masker = shap.maskers.Independent(bg, max_samples=len(bg))
+    theirs = shap.ExactExplainer(f, masker)(X).values
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-10)
+
+
+def test_marginal_game_theorems_by_brute_force(data):
+    """Theorem 1 (ABC from the decomposition), B.1 (ABC + ABC'), E[ABC] over all n! orderings
+    and the best order, for the marginal game v, against areas of brute-force curves."""
+    X, bg = data
+    d = batch_decomposition(f, X, None, removal=RM.Marginal(bg, how="all"))
+    assert d.d[0] == 4 and all(d.d[1:] == 5)  # feature 4 equals every reference of pair 0
+    perms = np.array(list(itertools.permutations(range(5))))
+    for b in range(len(X)):
+        def v(keep, b=b):
+            return v_marginal(X[b], bg, keep)
+        ins = np.array([area_abc(brute_curve(v, p, "insertion")) for p in perms])
+        dele = np.array([area_abc(brute_curve(v, p, "deletion"), mode="deletion") for p in perms])
+        sel = perms[::17]
+        np.testing.assert_allclose(d[b].abc(sel[0]), ins[0], atol=1e-12)
+        got = d.abc(np.broadcast_to(sel, (len(X),) + sel.shape), mode="insertion")[b]
+        np.testing.assert_allclose(got, ins[::17], atol=1e-12)
+        got = d.abc_total(np.broadcast_to(sel, (len(X),) + sel.shape))[b]
+        np.testing.assert_allclose(got, (ins + dele)[::17], atol=1e-12)
+        np.testing.assert_allclose(d.expected_abc()[b], ins.mean(), atol=1e-12)
+        np.testing.assert_allclose(d.best_abc()[b], ins.max(), atol=1e-12)
+
+
+def test_marginal_evaluate_areas_are_the_mean_of_single_reference_areas(data):
+    X, bg = data
+    A = {"a": np.random.default_rng(1).normal(size=X.shape)}
+    ev = insdel.evaluate(f, X, None, A, removal=RM.Marginal(bg, how="all"), n_random=2)
+    one = [insdel.evaluate(f, X, np.broadcast_to(b, X.shape), A, n_random=2) for b in bg]
+    got = ev.abc.set_index(["pair", "method", "mode"])["abc"]
+    want = np.mean([e.abc.set_index(["pair", "method", "mode"])["abc"] for e in one], axis=0)
+    np.testing.assert_allclose(got.to_numpy(), want, atol=1e-12)
+    assert ev.removal["name"] == "marginal"
+
+
+def test_marginal_from_a_policy_s_k_references(data):
+    """R of shape (B, K, n): the K references of each target (e.g. a policy's K nearest)."""
+    X, bg = data
+    R3 = np.stack([bg[:3]] * len(X))
+    a = trace(f, X, R3, np.tile(np.arange(5), (len(X), 1)), removal="marginal")
+    b = trace(f, X, None, np.tile(np.arange(5), (len(X), 1)),
+              removal=RM.Marginal(bg[:3], how="all"))
+    np.testing.assert_array_equal(a.curves["insertion"], b.curves["insertion"])
+
+
+def test_marginal_random_and_nearest_references():
+    rng = np.random.default_rng(0)
+    X, bg = rng.normal(size=(3, 4)), rng.normal(size=(30, 4))
+    r1 = RM.Marginal(bg, n_references=5, seed=2).references(X, None)
+    r2 = RM.Marginal(bg, n_references=5, seed=2).references(X, None)
+    np.testing.assert_array_equal(r1, r2)  # same seed, same references
+    assert not np.array_equal(r1, RM.Marginal(bg, n_references=5, seed=3).references(X, None))
+    near = RM.Marginal(bg, n_references=4, how="nearest").references(X, None)
+    sd = bg.std(0)
+    for b in range(3):
+        dist = np.sqrt((((bg - X[b]) / sd) ** 2).sum(1))
+        np.testing.assert_array_equal(near[b], bg[np.argsort(dist, kind="stable")[:4]])
+
+
+# -- sampled removals -------------------------------------------------------------------------------
+def test_sampled_removal_curves_and_decomposition_against_direct_values(data):
+    X, bg = data
+    rem = Shuffled(bg, n_draws=4, seed=5)
+    rng = np.random.default_rng(2)
+    orders = np.stack([[rng.permutation(5) for _ in range(2)] for _ in X])
+    got = trace(f, X, None, orders, removal=rem)
+    for b in range(len(X)):
+        for k in range(2):
+            for mode in ("insertion", "deletion"):
+                want = brute_curve(lambda keep, b=b: v_sampled(rem, X, b, keep), orders[b, k],
+                                   mode)
+                np.testing.assert_allclose(got.curves[mode][b, k], want, atol=1e-12)
+    d = batch_decomposition(f, X, None, removal=rem)
+    assert list(d.d) == [5] * len(X)  # every feature is removable
+    for b in range(len(X)):
+        vals = d.subspace_values(b)
+        for s in (0, 5, 17, 31):
+            keep = ((s >> np.arange(5)) & 1).astype(bool)
+            np.testing.assert_allclose(vals[s], v_sampled(rem, X, b, keep), atol=1e-12)
+
+
+def test_a_constant_sampled_removal_equals_the_baseline_with_that_reference(data):
+    X, bg = data
+    mu = bg.mean(0)
+    rem = MeanImpute(mu)
+    R = np.broadcast_to(mu, X.shape)
+    A = {"a": X - mu}
+    e1 = insdel.evaluate(f, X, None, A, removal=rem, n_random=3)
+    e2 = insdel.evaluate(f, X, R, A, n_random=3)
+    np.testing.assert_allclose(e1.abc["abc"], e2.abc["abc"], atol=1e-12)
+    d1 = shapley_values(f, X, None, removal=rem)
+    d2 = shapley_values(f, X, R)
+    np.testing.assert_allclose(d1, d2, atol=1e-12)
+
+
+def test_sampled_shapley_is_unbiased_and_efficient(data):
+    X, bg = data
+    rem = RM.Marginal(bg, how="all")
+    exact = shapley_values(f, X, None, removal=rem)
+    phi, se = sampled_shapley(f, X, None, removal=rem, n_orderings=200, seed=1)
+    np.testing.assert_allclose(phi.sum(1), exact.sum(1), atol=1e-12)  # telescoping
+    assert np.all(np.abs(phi - exact) <= 4 * se + 1e-9)
+    phi2, _ = sampled_shapley(f, X, None, removal=rem, n_orderings=200, seed=1)
+    np.testing.assert_array_equal(phi, phi2)
+
+
+def test_groups_under_a_removal(data):
+    X, bg = data
+    groups = [[0, 1], [2], [3, 4]]
+    d = batch_decomposition(f, X, None, removal=RM.Marginal(bg, how="all"), groups=groups)
+    single = [batch_decomposition(f, X, np.broadcast_to(b, X.shape), groups=groups,
+                                  dedup=False).shapley() for b in bg]
+    np.testing.assert_allclose(d.shapley(), np.mean(single, axis=0), atol=1e-12)
+    c = trace(f, X, None, np.tile(np.arange(3), (len(X), 1)), groups=groups,
+              removal=MeanImpute(bg.mean(0)))
+    c0 = trace(f, X, np.broadcast_to(bg.mean(0), X.shape), np.tile(np.arange(3), (len(X), 1)),
+               groups=groups)
+    np.testing.assert_allclose(c.curves["insertion"], c0.curves["insertion"], atol=1e-12)
+
+
+# -- bad input --------------------------------------------------------------------------------------
+def test_unknown_removal_names_the_closest():
+    with pytest.raises(ValueError, match=r"unknown removal 'marginl'.*Did you mean 'marginal'"):
+        RM.get("marginl")
+    with pytest.raises(ValueError, match="unknown removal"):
+        trace(f, np.ones((1, 3)), np.zeros(3), [[0, 1, 2]], removal="nope")
+    with pytest.raises(TypeError, match="removal must be None, a name"):
+        trace(f, np.ones((1, 3)), np.zeros(3), [[0, 1, 2]], removal=3)
+
+
+def test_marginal_bad_input():
+    bg = np.zeros((5, 3))
+    with pytest.raises(ValueError, match="n_references must be an integer >= 1"):
+        RM.Marginal(bg, n_references=0)
+    with pytest.raises(ValueError, match="needs n_references="):
+        RM.Marginal(bg)
+    with pytest.raises(ValueError, match="more than the background's 5 rows"):
+        RM.Marginal(bg, n_references=6)
+    with pytest.raises(ValueError, match="background has 3 columns but the targets have n = 4"):
+        trace(f, np.ones((1, 4)), None, [[0, 1, 2, 3]], removal=RM.Marginal(bg, how="all"))
+    with pytest.raises(ValueError, match=r"R of shape \(B, K, n\)"):
+        trace(f, np.ones((1, 3)), None, [[0, 1, 2]], removal="marginal")
+    with pytest.raises(ValueError, match="unknown option"):
+        RM.build("marginal", K=3)
+
+
+def test_the_registry_verbs():
+    assert {"baseline", "marginal"} <= set(RM.available())
+    assert RM.get("marginal") is RM.Marginal
+    assert RM.options_of("marginal")["how"] == "random"
+    assert isinstance(RM.build("baseline"), RM.Baseline)
+    with pytest.raises(ValueError, match="already registered"):
+        RM.register("marginal", RM.Marginal)
+    RM.register("mean_impute_test", MeanImpute)
+    try:
+        assert RM.get("mean_impute_test") is MeanImpute
+    finally:
+        RM._REGISTRY.pop("mean_impute_test")
+
+
+def test_evaluation_save_load_keeps_the_removal(tmp_path, data):
+    X, bg = data
+    ev = insdel.evaluate(f, X, None, {"a": X}, removal=RM.Marginal(bg, how="all"), n_random=1)
+    ev.save(tmp_path)
+    back = insdel.Evaluation.load(tmp_path)
+    assert back.removal == ev.removal and back.removal["background_rows"] == 6
+    base = insdel.evaluate(f, X, bg[0], {"a": X}, n_random=1)
+    assert base.removal is None
