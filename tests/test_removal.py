@@ -273,3 +273,35 @@ def test_evaluation_save_load_keeps_the_removal(tmp_path, data):
     assert back.removal == ev.removal and back.removal["background_rows"] == 6
     base = insdel.evaluate(f, X, bg[0], {"a": X}, n_random=1)
     assert base.removal is None
+
+
+# -- metrics ----------------------------------------------------------------------------------------
+def test_metrics_read_the_removal_s_values(data):
+    from insdel import metrics as M
+
+    X, bg = data
+    mu = bg.mean(0)
+    A = {"a": X - mu, "b": np.random.default_rng(4).normal(size=X.shape)}
+    names = ["insertion_abc", "deletion_abc", "faithfulness_correlation", "monotonicity_arya",
+             "pgi", "pgu"]
+    got = M.evaluate_metrics(f, X, None, A, metrics=names, removal=MeanImpute(mu)).scores
+    want = M.evaluate_metrics(f, X, np.broadcast_to(mu, X.shape), A, metrics=names).scores
+    np.testing.assert_allclose(got["value"], want["value"], atol=1e-12, equal_nan=True)
+    # marginal: the insertion ABC is linear in v, so it is the mean of the single-reference ones
+    ins = M.get("insertion_abc")
+    marg = ins(f, X, None, A["a"], removal=RM.Marginal(bg, how="all"))
+    single = np.mean([ins(f, X, np.broadcast_to(b, X.shape), A["a"]) for b in bg], axis=0)
+    np.testing.assert_allclose(marg, single, atol=1e-12)
+
+
+def test_a_metric_that_builds_its_own_points_says_so(data):
+    from insdel import metrics as M
+
+    X, bg = data
+    with pytest.warns(UserWarning, match=r"do not read removal 'mean_impute'"):
+        res = M.evaluate_metrics(f, X, None, {"a": X},
+                                 metrics=[M.get("infidelity", perturbation="gaussian")],
+                                 removal=MeanImpute(bg.mean(0)))
+    assert res.stats["ignores_removal"] == ["infidelity"]
+    with pytest.raises(ValueError, match="no single reference per target"):
+        M.get("monotonicity_nguyen", noise=0.1)(f, X, None, X, removal=MeanImpute(bg.mean(0)))

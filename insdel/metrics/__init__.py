@@ -210,8 +210,8 @@ def evaluate_metrics(f: ModelLike, X: ArrayLike, R: ArrayLike,
                      attributions: Mapping[str, ArrayLike], *,
                      metrics: Sequence[str | Metric] | None = None, groups=None, seed: int = 0,
                      batch_size: int | None = None, ground_truth: ArrayLike | None = None,
-                     explainers: Mapping | None = None, progress: bool | None = None
-                     ) -> MetricResults:
+                     explainers: Mapping | None = None, progress: bool | None = None,
+                     removal=None) -> MetricResults:
     """Score every method's attributions on every metric, each distinct hybrid evaluated once.
 
     Parameters
@@ -234,6 +234,11 @@ def evaluate_metrics(f: ModelLike, X: ArrayLike, R: ArrayLike,
     explainers : mapping, optional
         method name -> callable ``(X, R) -> A``, for metrics that re-explain perturbed inputs
         (sensitivity).
+    removal : str or insdel.removal.Removal, optional
+        What a removed unit becomes (:mod:`insdel.removal`); None: the baseline R. Every metric
+        that reads coalition values reads the removal's; a metric that builds its own points
+        (noise, imputation) does not, and is listed in ``stats["ignores_removal"]`` with a
+        warning (one that needs R refuses a removal without one).
 
     Returns
     -------
@@ -251,7 +256,9 @@ def evaluate_metrics(f: ModelLike, X: ArrayLike, R: ArrayLike,
     dup = repeated(names)
     if dup:
         raise ValueError(f"metrics: {dup} given more than once; give each once.")
-    ctx = MetricContext(f, X, R, groups=groups, seed=seed, batch_size=batch_size)
+    ctx = MetricContext(f, X, R, groups=groups, seed=seed, batch_size=batch_size,
+                        removal=removal)
+    ignores: list[str] = []
     As = {k: ctx.unit_attributions(v, name=f"attributions[{k!r}]") for k, v in
           attributions.items()}
     gt = None if ground_truth is None else ctx.unit_attributions(ground_truth,
@@ -271,13 +278,25 @@ def evaluate_metrics(f: ModelLike, X: ArrayLike, R: ArrayLike,
                         raise ValueError(f"metric {metric.name!r} re-explains perturbed inputs: "
                                          f"give explainers={{{method!r}: callable(X, R) -> A}}.")
                     kw["explainer"] = explainers[method]
+                before = ctx.cache.n_removing
                 v = np.asarray(metric.compute(ctx, A, method=method, **kw), dtype=np.float64)
+                if (ctx.removal is not None and ctx.cache.n_removing == before
+                        and metric.name not in ignores and not metric.needs_ground_truth):
+                    ignores.append(metric.name)
                 if v.shape != (ctx.B,):
                     raise RuntimeError(f"metric {metric.name!r} returned shape {v.shape}; "
                                        f"expected ({ctx.B},).")
                 rows.append(pd.DataFrame({"pair": np.arange(ctx.B), "method": method,
                                           "metric": metric.name, "value": v}))
                 bar.update(1)
+    if ignores:
+        import warnings
+
+        warnings.warn(f"metrics {ignores} build their own points and do not read removal "
+                      f"{ctx.removal.name!r}: their scores are those of the model alone.",
+                      stacklevel=2)
+    stats = {**ctx.stats, "model_rows": int(ctx.model.n_evals)}
+    if ctx.removal is not None:
+        stats.update(removal=ctx.removal.params(), ignores_removal=ignores)
     return MetricResults(scores=pd.concat(rows, ignore_index=True),
-                         directions={m.name: m.higher_is_better for m in ms},
-                         stats={**ctx.stats, "model_rows": int(ctx.model.n_evals)})
+                         directions={m.name: m.higher_is_better for m in ms}, stats=stats)

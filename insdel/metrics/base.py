@@ -31,7 +31,6 @@ from scipy.stats import rankdata
 from .._validation import (
     align_attributions,
     as_float_array,
-    check_pairs,
     check_seed,
     feature_names_of,
 )
@@ -53,20 +52,39 @@ class HybridCache:
     X, R : ndarray (B, n)
     groups : Groups or None
         Units are the groups' (m of them), else the n columns.
+    removal : insdel.removal.Removal, optional
+        What a removed unit becomes (None: the baseline, R). ``marginal``: a value is the mean
+        over the K references' hybrids; a sampled removal: the mean over its M rows
+        (:func:`insdel.removal.values.coalition_values`). D follows the removal.
     """
 
-    def __init__(self, model, X: np.ndarray, R: np.ndarray, groups: Groups | None):
+    def __init__(self, model, X: np.ndarray, R: np.ndarray | None, groups: Groups | None,
+                 removal=None):
+        from ..removal import Baseline, ReferenceRemoval
+
         self.model = model
-        self.X = np.ascontiguousarray(X, dtype=model.dtype)
-        self.R = np.ascontiguousarray(R, dtype=model.dtype)
+        self.removal = None if removal is None or isinstance(removal, Baseline) else removal
+        self._refs = None
+        if isinstance(self.removal, ReferenceRemoval):
+            refs = np.asarray(self.removal.references(X, R), dtype=np.float64)
+            B, Kr, n = refs.shape
+            self._refs = Kr
+            X_rows, R_rows = np.repeat(X, Kr, axis=0), refs.reshape(B * Kr, n)
+        else:
+            X_rows, R_rows = X, (X if R is None else R)
+        self.X = np.ascontiguousarray(X_rows, dtype=model.dtype)
+        self.R = np.ascontiguousarray(R_rows, dtype=model.dtype)
+        self._X64 = np.asarray(X, dtype=np.float64)
         self.groups = groups
-        diff = X != R
+        diff = (np.ones(X.shape, bool) if self.removal is not None and self._refs is None
+                else self.removal.differing(X, R) if self.removal is not None else X != R)
         self.diff = diff if groups is None else groups.reduce_any(diff)
         self.m = self.diff.shape[1]
         self.W = n_words(self.m)
         self._keys = np.empty((0, self.W + 1), dtype=np.uint64)
         self._vals = np.empty(0)
         self.n_requested = 0
+        self.n_removing = 0
 
     @property
     def n_unique(self) -> int:
@@ -88,11 +106,13 @@ class HybridCache:
             M = M[:, None, :]
         if M.ndim != 3 or M.shape[2] != self.m:
             raise ValueError(f"masks must have shape (B, K, m) with m = {self.m}; got {M.shape}.")
-        pairs = np.arange(self.X.shape[0]) if pairs is None else np.asarray(pairs, np.int64)
+        pairs = np.arange(self._X64.shape[0]) if pairs is None else np.asarray(pairs, np.int64)
         if M.shape[0] != pairs.shape[0]:
             raise ValueError(f"masks cover {M.shape[0]} pairs; expected {pairs.shape[0]}.")
         Bq, K, _ = M.shape
         canon = M & self.diff[pairs][:, None, :]
+        # coalitions that remove a unit of D: the ones whose value the removal decides
+        self.n_removing += int(np.count_nonzero(canon.sum(-1) < self.diff[pairs].sum(-1)[:, None]))
         keys = np.empty((Bq * K, self.W + 1), dtype=np.uint64)
         keys[:, 0] = np.repeat(pairs.astype(np.uint64), K)
         keys[:, 1:] = masks_to_words(canon).reshape(Bq * K, self.W)
@@ -119,12 +139,29 @@ class HybridCache:
         return out[:, 0] if squeeze else out
 
     def _evaluate(self, keys: np.ndarray) -> np.ndarray:
-        bs = self.model.batch_size
-        N = keys.shape[0]
-        out = np.empty(N)
-        unit_of = None if self.groups is None else self.groups.labels
         pair = keys[:, 0].astype(np.int64)
         words = np.ascontiguousarray(keys[:, 1:])
+        if self.removal is not None and self._refs is None:  # a sampled removal
+            from ..removal.values import coalition_values
+
+            bits = np.unpackbits(words.view(np.uint8), axis=1, bitorder="little")
+            keep = bits[:, :self.m].astype(bool)
+            if self.groups is not None:
+                keep = self.groups.expand(keep)
+            return coalition_values(self.model, self.removal, self._X64, pair,
+                                    np.ascontiguousarray(keep))
+        if self._refs is not None:  # marginal: the mean over the K references' hybrids
+            Kr = self._refs
+            vals = self._hybrid_values(np.repeat(pair * Kr, Kr) + np.tile(np.arange(Kr), len(pair)),
+                                       np.repeat(words, Kr, axis=0))
+            return vals.reshape(len(pair), Kr).mean(axis=1)
+        return self._hybrid_values(pair, words)
+
+    def _hybrid_values(self, pair: np.ndarray, words: np.ndarray) -> np.ndarray:
+        bs = self.model.batch_size
+        N = words.shape[0]
+        out = np.empty(N)
+        unit_of = None if self.groups is None else self.groups.labels
         buf = np.empty((min(bs, N), self.X.shape[1]), dtype=self.model.dtype)
         for s0 in range(0, N, bs):
             s1 = min(N, s0 + bs)
@@ -151,19 +188,30 @@ class MetricContext:
         (:meth:`rng`), so results do not depend on which other metrics run.
     batch_size : int, optional
         Rows per model call.
+    removal : str or insdel.removal.Removal, optional
+        What a removed unit becomes (:mod:`insdel.removal`): every metric that reads hybrids
+        (:meth:`values`, :meth:`removed`) reads the removal's value function instead. Metrics
+        that perturb points themselves (:meth:`predict`: Gaussian noise, ROAD's imputation, the
+        explainer's re-runs) read R, so under a removal that does not read R they refuse.
     """
 
     def __init__(self, f: ModelLike, X: ArrayLike, R: ArrayLike, *, groups=None, seed: int = 0,
-                 batch_size: int | None = None):
+                 batch_size: int | None = None, removal=None):
+        from ..removal import Baseline, check_targets, resolve
+
         self.model = as_model(f, batch_size=batch_size)
         self.labels = feature_names_of(X)  # a DataFrame's columns: attributions match them by name
-        self.X, self.R = check_pairs(X, R)
+        rem = resolve(removal)
+        self.removal = None if isinstance(rem, Baseline) else rem
+        X, R = check_targets(X, R, rem)
+        self.X = X
+        self.R = R if R is None or np.ndim(R) == 2 else None  # (B, K, n): only the cache reads it
         self.B, self.n = self.X.shape
         grp = check_groups(groups, self.n)
         self.groups = None if grp is None or grp.singleton else grp
         self.m = self.n if self.groups is None else self.groups.m
         self.seed = check_seed(seed)
-        self.cache = HybridCache(self.model, self.X, self.R, self.groups)
+        self.cache = HybridCache(self.model, self.X, R, self.groups, self.removal)
         self._fx = self._fr = None
 
     @property
@@ -192,6 +240,16 @@ class MetricContext:
     def removed(self, masks: ArrayLike) -> np.ndarray:
         """f with the units in ``masks`` replaced by the reference (the rest from x)."""
         return self.cache.values(~np.asarray(masks, dtype=bool))
+
+    def reference(self, metric: str) -> np.ndarray:
+        """R (B, n) for a metric that builds its own points from the references; refused under
+        a removal that has no single reference per target."""
+        if self.R is None or (self.removal is not None and self.removal.name != "baseline"
+                              and not self.removal.uses_reference):
+            raise ValueError(f"metric {metric!r} builds its own points from the reference R; "
+                             f"under removal {self.removal.name!r} there is no single reference "
+                             "per target. Use it with the baseline removal.")
+        return self.R
 
     def predict(self, rows: ArrayLike) -> np.ndarray:
         """f at arbitrary points (..., n) (not hybrids: no deduplication)."""
@@ -224,7 +282,7 @@ class MetricContext:
 
     @property
     def stats(self) -> dict:
-        """Hybrid points requested and distinct ones evaluated."""
+        """Coalitions requested and distinct ones evaluated."""
         return {"requested": self.cache.n_requested, "evaluated": self.cache.n_unique}
 
 
@@ -311,7 +369,8 @@ class Metric(ABC):
         """Scores (B,) of unit attributions ``A`` (B, m) on the context's pairs."""
 
     def __call__(self, f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, groups=None,
-                 seed: int = 0, batch_size: int | None = None, **kwargs) -> np.ndarray:
+                 seed: int = 0, batch_size: int | None = None, removal=None,
+                 **kwargs) -> np.ndarray:
         """Score attributions ``A`` (B, n) (or per group (B, m)) of the pairs (X, R) on f.
 
         Returns
@@ -326,7 +385,8 @@ class Metric(ABC):
                 f"metric {self.name!r}: unknown argument(s) {unknown} (not used, so refused); "
                 f"the call takes {sorted(self.call_arguments())}, and the metric's options "
                 f"are set when it is built (insdel.metrics.get({self.name!r}, ...)).")
-        ctx = MetricContext(f, X, R, groups=groups, seed=seed, batch_size=batch_size)
+        ctx = MetricContext(f, X, R, groups=groups, seed=seed, batch_size=batch_size,
+                            removal=removal)
         return self.compute(ctx, ctx.unit_attributions(A), **kwargs)
 
     def call_arguments(self) -> set[str]:

@@ -411,7 +411,7 @@ class Sensitivity(Metric):
         d = self.noise(ctx, method)
         K = self.n_samples
         Xp = (ctx.X[None] - d).reshape(K * ctx.B, ctx.n)
-        Rp = np.tile(ctx.R, (K, 1))
+        Rp = np.tile(ctx.reference(self.name), (K, 1))
         Ap = np.asarray(explainer(Xp, Rp), dtype=np.float64)
         if Ap.shape[0] != K * ctx.B:
             raise ValueError(f"sensitivity: the explainer returned {Ap.shape[0]} rows for "

@@ -302,7 +302,7 @@ class MonotonicityNguyen(_QuantusMetric):
             cols = ctx.expand(chunks)  # (B, S, n)
             B, S, n = cols.shape
             eps_ = rng.standard_normal((self.nr_samples, B, S, n))
-            base = np.where(cols, ctx.R[:, None, :], ctx.X[:, None, :])
+            base = np.where(cols, ctx.reference(self.name)[:, None, :], ctx.X[:, None, :])
             rows = np.where(cols, base + self.noise * eps_, base)
             v = ((ctx.predict(rows) - fx[None, :, None]) ** 2).mean(axis=0)
         atts = (a[:, None, :] * chunks).sum(-1)
