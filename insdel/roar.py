@@ -43,7 +43,7 @@ import pandas as pd
 from . import _checkpoint as ck
 from ._progress import progress_bar
 
-__all__ = ["ORDERINGS", "PAPER_FRACTIONS", "removal_values", "removal_orders", "remove",
+__all__ = ["ORDERINGS", "PAPER_FRACTIONS", "removal_values", "removal_orders", "remove", "impute",
            "n_removed", "roar", "summarize", "to_markdown"]
 
 ORDERINGS = ("absolute", "signed", "random", "kar_absolute", "kar_signed")
@@ -101,6 +101,29 @@ def remove(X: np.ndarray, orders: np.ndarray, k: int, values: np.ndarray) -> np.
     return out
 
 
+def impute(X: np.ndarray, orders: np.ndarray, k: int, removal, *, offset: int = 0
+           ) -> np.ndarray:
+    """A copy of ``X`` with the first ``k`` features of each row's removal order replaced by the
+    removal's value for the row: the first reference of a ``marginal`` removal, the first draw
+    of a sampled one given the kept features (row i is target ``offset + i`` of the removal's
+    seeded draws)."""
+    from .removal import ReferenceRemoval
+
+    X = np.asarray(X, dtype=np.float64)
+    out = X.copy()
+    if not k:
+        return out
+    keep = np.ones(X.shape, dtype=bool)
+    np.put_along_axis(keep, orders[:, :k], False, axis=1)
+    if isinstance(removal, ReferenceRemoval):
+        fill = np.asarray(removal.references(X, None), dtype=np.float64)[:, 0, :]
+    else:
+        targets = offset + np.arange(X.shape[0], dtype=np.int64)
+        fill = np.asarray(removal.sample(X, keep, targets), dtype=np.float64)[:, 0, :]
+    np.copyto(out, fill, where=~keep)
+    return out
+
+
 def _check_fractions(fractions: Sequence[float]) -> list[float]:
     from ._validation import check_scalar
 
@@ -118,7 +141,7 @@ def roar(dataset, attributions: Mapping[str, np.ndarray], *, params: str | Mappi
          max_epochs: int | None = None, device: str = "cpu", num_threads: int | None = 1,
          store: str | Path | None = None,
          progress: bool | None = None, log: Callable[[str], None] | None = None,
-         _interrupt: Callable[[], None] | None = None) -> pd.DataFrame:
+         removal=None, _interrupt: Callable[[], None] | None = None) -> pd.DataFrame:
     """Remove and retrain: the test loss of a retrained model as features are removed.
 
     Parameters
@@ -153,6 +176,13 @@ def roar(dataset, attributions: Mapping[str, np.ndarray], *, params: str | Mappi
         Folder of the checkpointed units (one JSON file per training, named by its key).
     progress : bool, optional
         Progress bar over the trainings.
+    removal : str or insdel.removal.Removal, optional
+        What a removed feature becomes (:mod:`insdel.removal`). None: the paper's removal value
+        (:func:`removal_values`). Otherwise each removed feature takes the removal's value for
+        that row (:func:`impute`): ``marginal``, the row's first reference; a sampled removal
+        (``conditional_gaussian``, ``conditional_knn``, ...) its first draw given the row's
+        kept features, seeded by the row's index (training rows, then test rows). Every
+        training's key holds the modified data, so no unit is shared between removals.
 
     Returns
     -------
@@ -196,6 +226,14 @@ def roar(dataset, attributions: Mapping[str, np.ndarray], *, params: str | Mappi
         if not np.all(np.isfinite(A)):
             raise ValueError(f"attributions[{m!r}] has non-finite values.")
     values = removal_values(dataset)
+    rem = None
+    if removal is not None:
+        from .removal import Baseline, resolve
+
+        rem = resolve(removal)
+        if isinstance(rem, Baseline):
+            raise ValueError("roar: removal='baseline' needs one reference per row; the paper's "
+                             "ROAR uses removal_values (removal=None).")
     rep_seeds = [int(np.random.SeedSequence([seed, 7_365, r]).generate_state(1)[0] & 0x7FFFFFFF)
                  for r in range(replicates)]
     # the resolved hyper-parameters, not the name given: params=None picks a preset by the data
@@ -231,7 +269,11 @@ def roar(dataset, attributions: Mapping[str, np.ndarray], *, params: str | Mappi
             else:
                 od = orders[(m, o)]
                 k = n_removed(q, n)
-                Xa, Xb = remove(Xtr, od[:N1], k, values), remove(Xte, od[N1:], k, values)
+                if rem is None:
+                    Xa, Xb = remove(Xtr, od[:N1], k, values), remove(Xte, od[N1:], k, values)
+                else:
+                    Xa = impute(Xtr, od[:N1], k, rem, offset=0)
+                    Xb = impute(Xte, od[N1:], k, rem, offset=N1)
             key = ck.config_hash({"data": base, "removed": ck.sha256_arrays(Xa, Xb),
                                   "model": model_key, "seed": rep_seeds[r]})
             res = done.get(key)

@@ -335,3 +335,51 @@ def test_roar_markdown_names_a_missing_area_row():
                             "std_error": [0.1], "n": [2]})
     with pytest.raises(ValueError, match="no area row.*'m'.*'signed'"):
         roar.to_markdown(summary)
+
+
+def test_impute_under_a_removal_against_a_direct_fill():
+    """``impute``: marginal takes the row's first reference, a sampled removal its first draw
+    given the kept features (targets offset by the split), and kept features are untouched."""
+    from insdel.removal import Marginal, SampledRemoval, target_rng
+
+    class Draw(SampledRemoval):
+        name, n_draws = "draw", 2
+
+        def sample(self, X, keep, targets):
+            out = np.empty((len(X), 2, X.shape[1]))
+            for i, t in enumerate(targets):
+                z = target_rng(0, int(t), "draw").normal(size=(2, X.shape[1]))
+                out[i] = np.where(keep[i], X[i], z)
+            return out
+
+    rng = np.random.default_rng(0)
+    X, bg = rng.normal(size=(5, 4)), rng.normal(size=(3, 4))
+    orders = np.stack([rng.permutation(4) for _ in range(5)])
+    got = roar.impute(X, orders, 2, Marginal(bg, how="all"))
+    removed = np.zeros(X.shape, bool)
+    np.put_along_axis(removed, orders[:, :2], True, axis=1)
+    np.testing.assert_array_equal(got, np.where(removed, bg[0], X))
+    got = roar.impute(X, orders, 2, Draw(), offset=7)
+    for i in range(5):
+        z = target_rng(0, 7 + i, "draw").normal(size=(2, 4))[0]
+        np.testing.assert_array_equal(got[i], np.where(removed[i], z, X[i]))
+
+
+def test_roar_under_a_removal_keys_its_trainings_apart(tmp_path):
+    """The same run under a removal retrains (its units' data differ) and records the removal's
+    fill: under marginal with the training mean as the one reference it equals the paper's
+    removal for the continuous features."""
+    from insdel.removal import Marginal
+
+    ds = _sim(N=200)
+    atts = {"good": _attributions(ds, True)}
+    kw = dict(params={**PARAMS, "max_epochs": 3}, orderings=("signed",), fractions=(0.5,),
+              replicates=1, seed=0, store=tmp_path)
+    t0 = roar.roar(ds, atts, **kw)
+    n0 = len(list(tmp_path.glob("unit.*.json")))
+    with pytest.raises(ValueError, match="removal='baseline' needs one reference"):
+        roar.roar(ds, atts, removal="baseline", **kw)
+    mean = np.asarray(ds.X_train).mean(0, keepdims=True)
+    t1 = roar.roar(ds, atts, removal=Marginal(mean, how="all"), **kw)
+    assert len(list(tmp_path.glob("unit.*.json"))) > n0  # the binary feature's fill differs
+    assert t1.shape == t0.shape
