@@ -41,6 +41,7 @@ _LAZY = {
     "functional": "insdel.functional",
     "leaderboard": "insdel.leaderboard",
     "roar": "insdel.roar",
+    "road": "insdel.road",
     "model_files": "insdel.model_files",
     "digits": "insdel.digits",
 }

@@ -36,6 +36,7 @@ from insdel import (
     leaderboard,
     models,
     policies,
+    road,
     roar,
     runner,
 )
@@ -161,6 +162,10 @@ POLICY_OPTIONS = {p: _options(type(policies.get(p, **POLICY_PARAMS.get(p, {}))).
                   for p in policies.available()}
 
 
+def _road(**kw):
+    return road.road(f, X, X.sum(axis=1), {"a": A}, road.constant_removal(0.0), **kw)
+
+
 def _attribute(method: str, **kw):
     return attribution.attribute(net(), X, R, method, **kw)
 
@@ -189,6 +194,7 @@ PROGRESS = {
     "roar.roar": (lambda v, d: roar.roar(tiny_data(), {}, params=MLP, orderings=("random",),
                                          fractions=(1.0,), replicates=1, max_epochs=1,
                                          progress=v), False),
+    "road.road": (lambda v, d: _road(progress=v), True),
     "run_experiment": (lambda v, d: runner.run_experiment({"name": "x"}, d / "out", progress=v),
                        False),
     "run_roar": (lambda v, d: runner.run_roar({"name": "x"}, d / "out", progress=v), False),
@@ -252,6 +258,8 @@ SEED = {
                                                     progress=False),
     "roar.roar": lambda v, d: roar.roar(tiny_data(), {}, params=MLP, orderings=("random",),
                                         fractions=(1.0,), replicates=1, max_epochs=1, seed=v),
+    "road.road": lambda v, d: _road(seed=v),
+    "road.leakage": lambda v, d: road.leakage(X, road.constant_removal(0.0), seed=v),
     "leaderboard": lambda v, d: leaderboard.leaderboard([], seed=v),
     "functional.run_catalogue": lambda v, d: functional.run_catalogue(["random"], seed=v,
                                                                       cases=["additive"]),
@@ -294,6 +302,7 @@ BOOL = {
     ("load_any", "trust"): lambda v: load_any(_FILES["state_dict"], preset="quick_cern", trust=v),
     ("run_paper_images", "quick"): lambda v: run_paper_images("pi", quick=v, progress=False),
     ("functional.exit_code", "strict"): lambda v: functional.exit_code(_results(), strict=v),
+    ("road.road", "random"): lambda v: _road(random=v),
 }
 for _m, _opts in ATTRIBUTION_OPTIONS.items():
     for _o in (o for o, kind in _opts.items() if kind == "bool"):
@@ -341,6 +350,9 @@ INT = {
                                                      orderings=("random",), fractions=(1.0,),
                                                      replicates=v, max_epochs=1),
     ("leaderboard", "n_boot"): lambda v: leaderboard.leaderboard([], n_boot=v),
+    ("road.road", "batch_size"): lambda v: _road(batch_size=v),
+    ("road.leakage", "folds"): lambda v: road.leakage(X, road.constant_removal(0.0), folds=v),
+    ("road.leakage", "n_rows"): lambda v: road.leakage(X, road.constant_removal(0.0), n_rows=v),
     ("load_any", "n_features"): lambda v: load_any(_FILES["state_dict"], preset="quick_cern",
                                                    n_features=v),
 }

@@ -20,7 +20,7 @@ and the straight line joining its end points (positive above the line for insert
 deletion), reported per feature (divided by n) when the evaluation was normalised.
 
 Modules: ``_common`` (labels, colours, standard-error notes, :func:`compare_pair`), ``pairs`` (one
-pair), ``distributions`` (many pairs), ``runs`` (a run's figures, predictions, ROAR,
+pair), ``distributions`` (many pairs), ``runs`` (a run's figures, predictions, ROAR, ROAD,
 :func:`save_figure`); every public name is importable from ``insdel.plotting``.
 """
 
@@ -38,11 +38,11 @@ from .distributions import (
     random_abc_histogram,
 )
 from .pairs import figure1, plot_curves, plot_image_curves, plot_pair
-from .runs import plot_predictions, policy_figures, roar_figure, save_figure
+from .runs import plot_predictions, plot_road, policy_figures, roar_figure, save_figure
 
 __all__ = [
     "plot_curves", "plot_pair", "plot_image_curves", "abc_histogram", "abc_scatter",
     "random_abc_histogram", "insertion_deletion_scatter", "abc_bars", "figure4",
     "insertion_deletion_figure", "METHOD_LABELS", "plot_predictions", "policy_figures",
-    "save_figure", "compare_pair", "decomposition_figure", "roar_figure", "figure1",
+    "save_figure", "compare_pair", "decomposition_figure", "roar_figure", "plot_road", "figure1",
 ]

@@ -1,5 +1,6 @@
-"""A run's figures: the model's predictions (Figure 14), ROAR (Figure 13), one policy's set of
-§5 figures (:func:`policy_figures`), and :func:`save_figure` (PNG without timestamps)."""
+"""A run's figures: the model's predictions (Figure 14), ROAR (Figure 13), ROAD's MoRF / LeRF
+loss curves (:func:`plot_road`), one policy's set of §5 figures (:func:`policy_figures`), and
+:func:`save_figure` (PNG without timestamps)."""
 
 from __future__ import annotations
 
@@ -140,6 +141,51 @@ def roar_figure(summary: pd.DataFrame, *, title: str | None = None, ax=None):
     return ax.figure
 
 
+
+
+def plot_road(result, *, title: str | None = None, ax=None):
+    """ROAD (:func:`insdel.road.road`): the loss under imputation against the fraction q of
+    features removed, one colour per method, MoRF (most relevant removed first) solid, LeRF
+    (least relevant first) dashed, the random baseline grey; each legend entry of a method gives
+    its SRG = area(MoRF) − area(LeRF) (higher is better).
+
+    Parameters
+    ----------
+    result : insdel.road.RoadResult or pandas.DataFrame
+        The result, or its ``curves`` table (columns ``method, order, q, loss``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    if isinstance(result, pd.DataFrame):
+        curves, summary, loss = result, None, "loss"
+    else:
+        curves = getattr(result, "curves", None)
+        summary, loss = getattr(result, "summary", None), str(getattr(result, "loss", "loss"))
+    need = {"method", "order", "q", "loss"}
+    if not isinstance(curves, pd.DataFrame) or not need <= set(curves.columns):
+        raise ValueError(f"plot_road takes a RoadResult or its curves table with columns "
+                         f"{sorted(need)}; got {type(result).__name__}.")
+    ax = _new_axes(ax, figsize=(6.4, 4.4))
+    styles = {"morf": "-", "lerf": "--"}
+    methods = [m for m in dict.fromkeys(curves["method"]) if m != "random"]
+    colours = {m: f"C{i}" for i, m in enumerate(methods)}
+    colours["random"] = "0.45"
+    srg = ({} if summary is None else
+           dict(zip(summary["method"], summary["srg"], strict=True)))
+    for (m, o), g in curves.groupby(["method", "order"], sort=False):
+        g = g.sort_values("q")
+        lab = f"{_label(m)}, {'MoRF' if o == 'morf' else 'LeRF' if o == 'lerf' else o}"
+        if o == "morf" and m in srg and np.isfinite(srg[m]):
+            lab += f" (SRG {srg[m]:+.3g})"
+        ax.plot(g["q"].to_numpy(float), g["loss"].to_numpy(float), marker="o", ms=3.5,
+                ls=styles.get(o, ":"), color=colours.get(m, "k"), label=lab)
+    ax.set_xlabel("fraction q of features removed and imputed")
+    ax.set_ylabel(f"{loss.upper() if loss != 'loss' else 'loss'} under imputation (no retraining)")
+    ax.set_title(title or "ROAD: MoRF (solid) and LeRF (dashed)")
+    ax.legend(fontsize="x-small")
+    return ax.figure
 
 
 def save_figure(fig, path, dpi: int = 110) -> Path:
