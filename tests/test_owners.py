@@ -64,3 +64,47 @@ def test_metric_curves_equal_trace(mode, order):
     tr = trace(_f, X, R, orderings(A, order=order), modes=(mode,), progress=False)
     np.testing.assert_allclose(c, tr.curves[mode].reshape(c.shape), rtol=1e-12, atol=1e-12)
     assert np.array_equal(pos, tr.positions)
+
+
+def test_the_three_row_writers_write_the_same_hybrids():
+    """The curve engine's walk, the decomposition's subset stream and ``hybrid.build_rows`` write
+    ``x_j`` where the set holds unit j and ``r_j`` elsewhere: the rows each hands the model are
+    the hybrids of the sets it needs."""
+    import itertools
+
+    from insdel.curves import trace
+    from insdel.decomposition import batch_decomposition
+    from insdel.hybrid import build_rows, masks_to_words
+
+    rng = np.random.default_rng(0)
+    X, R = rng.normal(size=(3, 4)), rng.normal(size=(3, 4))
+    R[0, 2] = X[0, 2]
+    seen: list[np.ndarray] = []
+
+    def f(Z):
+        seen.append(np.array(Z, dtype=np.float64))
+        return Z.sum(1)
+
+    def rows_of(sets_per_pair):
+        out = set()
+        for b, sets in enumerate(sets_per_pair):
+            masks = np.array(sets, dtype=bool)
+            words = masks_to_words(masks)
+            rows = build_rows(X, R, np.full(len(masks), b), words)
+            out |= {tuple(r) for r in rows}
+        return out
+
+    orders = np.array([rng.permutation(4) for _ in range(3)])
+    trace(f, X, R, orders[:, None, :])
+    got = {tuple(r) for rows in seen for r in rows}
+    sets = []
+    for b in range(3):
+        rank = np.argsort(orders[b])
+        ins = [rank < k for k in range(5)]
+        sets.append(ins + [~s for s in ins])
+    assert got == rows_of(sets)
+    seen.clear()
+    batch_decomposition(f, X, R)
+    got = {tuple(r) for rows in seen for r in rows}
+    all_sets = [[np.array(s, bool) for s in itertools.product([0, 1], repeat=4)]] * 3
+    assert got == rows_of(all_sets)
