@@ -308,13 +308,14 @@ def test_a_metric_that_builds_its_own_points_says_so(data):
         M.get("monotonicity_nguyen", noise=0.1)(f, X, None, X, removal=MeanImpute(bg.mean(0)))
 
 
-def test_the_docs_python_blocks_run():
-    """docs/removal.md's examples run as written."""
+@pytest.mark.parametrize("doc", ["removal.md", "metrics.md"])
+def test_the_docs_removal_examples_run(doc):
+    """The docs' examples that use a removal run as written."""
     import re
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "docs" / "removal.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    text = (Path(__file__).resolve().parents[1] / "docs" / doc).read_text()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S) if "removal" in b]
     assert blocks
     for code in blocks:
-        exec(compile(code, "docs/removal.md", "exec"), {})
+        exec(compile(code, f"docs/{doc}", "exec"), {})

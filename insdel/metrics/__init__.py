@@ -3,6 +3,7 @@
 Every metric is a :class:`~insdel.metrics.base.Metric` subclass, one per metric, grouped in one
 module per family: :mod:`.insertion_deletion` (insdel's ABC and AUC), :mod:`.quantus_family`
 (Quantus' faithfulness metrics), :mod:`.beexai_family` (BEExAI's faithfulness table),
+:mod:`.xaibench_family` (XAI-Bench's faithfulness, for conditional removal),
 :mod:`.openxai_family` (OpenXAI's PGI / PGU) and :mod:`.ground_truth` (OpenXAI's agreement with a
 known attribution). Each takes ``(f, X, R, A, *, groups=None, ...)`` with R from a policy, and
 documents its source and how it maps to regression.
@@ -36,7 +37,7 @@ __all__ = ["Metric", "MetricContext", "available", "get", "catalogue", "evaluate
 
 #: Family modules, in catalogue order. A module that is not there yet is skipped.
 FAMILY_MODULES = ("insertion_deletion", "quantus_family", "beexai_family", "openxai_family",
-                  "ground_truth")
+                  "xaibench_family", "ground_truth")
 
 _REGISTRY: dict[str, type[Metric]] = {}
 
