@@ -1,0 +1,410 @@
+"""Gaussian conditional removals: ``conditional_gaussian`` (draws) and ``conditional_mean``.
+
+Both fit a mean ``mu`` and covariance ``S`` (``np.cov``, ddof = 1) on training rows and, for a
+coalition u (the kept features K, the removed R), use the Gaussian conditional of ``Z_R`` given
+``Z_K = x_K``: mean ``mu_R + S_RK S_KK^-1 (x_K - mu_K)``, covariance
+``S_RR - S_RK S_KK^-1 S_KR`` (conventions: *Removal*).
+
+The per-coalition linear algebra (a Cholesky factor of ``S_KK``, the regression matrix
+``B = S_RK S_KK^-1`` and the M rows) runs in one numba kernel over all requested coalitions
+(``prange`` over blocks of coalitions); Python runs once per call and once per new target.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numba as nb
+import numpy as np
+
+from .._checkpoint import sha256_arrays
+from .._threads import numba_threads
+from .._validation import check_scalar
+from ._sampling import DrawCache, check_request
+from .base import SampledRemoval, check_background, check_draws, target_rng
+
+__all__ = ["ConditionalGaussian", "ConditionalMean"]
+
+#: The covariance is regularised when its smallest eigenvalue is at most this times its largest.
+SINGULAR_RTOL = 1e-10
+#: The default ridge, as a fraction of the mean variance (``mean(diag(S))``).
+RIDGE_FRACTION = 1e-6
+#: Fewer coalitions than this per call run in one serial block (no thread start-up).
+_SERIAL_BELOW = 256
+
+
+# --------------------------------------------------------------------------------- the kernel
+
+
+@nb.njit(cache=True, nogil=True)
+def _gauss_block(lo, hi, X, keep, tix, Z, S, lev_lo, lev_hi, rounded, oh_start, oh_cols,
+                 out):  # pragma: no cover - numba
+    """Rows of coalitions ``lo .. hi - 1``: ``out[i, m]`` is x on the kept columns K and
+    ``z_R + B (x_K - z_K)`` on the removed R, with ``z = Z[tix[i], m]`` (Matheron's rule; ``z =
+    mu`` gives the conditional mean) and ``B = S_RK S_KK^-1`` from a Cholesky factor of ``S_KK``.
+
+    Then a removed column with ``rounded[j]`` goes to the nearer of ``lev_lo[j]``,
+    ``lev_hi[j]``, and each one-hot group ``oh_cols[oh_start[g]:oh_start[g + 1]]`` is set to one
+    hot column (``lev_hi``) and the rest ``lev_lo``: a kept hot member keeps every removed member
+    cold, else the removed member with the largest drawn (level-scaled) value is hot."""
+    n = X.shape[1]
+    M = Z.shape[1]
+    kidx = np.empty(n, dtype=np.int64)
+    ridx = np.empty(n, dtype=np.int64)
+    L = np.empty((n, n))
+    Bm = np.empty((n, n))
+    y = np.empty(n)
+    d = np.empty(n)
+    n_groups = oh_start.shape[0] - 1
+    for i in range(lo, hi):
+        x = X[i]
+        z = Z[tix[i]]
+        o = out[i]
+        k = 0
+        r = 0
+        for j in range(n):
+            if keep[i, j]:
+                kidx[k] = j
+                k += 1
+            else:
+                ridx[r] = j
+                r += 1
+        if r == 0:
+            for m in range(M):
+                for j in range(n):
+                    o[m, j] = x[j]
+            continue
+        if k > 0:
+            # Cholesky factor of S_KK (lower), row by row
+            for a in range(k):
+                ka = kidx[a]
+                for b in range(a + 1):
+                    kb = kidx[b]
+                    s = S[ka, kb]
+                    for c in range(b):
+                        s -= L[a, c] * L[b, c]
+                    if a == b:
+                        L[a, a] = np.sqrt(s) if s > 0.0 else 1e-150
+                    else:
+                        L[a, b] = s / L[b, b]
+            # B[a_r, :] = S_KK^-1 S_K,r for each removed column r (two triangular solves)
+            for a in range(r):
+                rc = ridx[a]
+                for b in range(k):
+                    s = S[kidx[b], rc]
+                    for c in range(b):
+                        s -= L[b, c] * y[c]
+                    y[b] = s / L[b, b]
+                for b in range(k - 1, -1, -1):
+                    s = y[b]
+                    for c in range(b + 1, k):
+                        s -= L[c, b] * Bm[a, c]
+                    Bm[a, b] = s / L[b, b]
+        for m in range(M):
+            zm = z[m]
+            om = o[m]
+            for b in range(k):
+                kb = kidx[b]
+                d[b] = x[kb] - zm[kb]
+                om[kb] = x[kb]
+            for a in range(r):
+                rc = ridx[a]
+                s = zm[rc]
+                for b in range(k):
+                    s += Bm[a, b] * d[b]
+                if rounded[rc]:
+                    s = lev_hi[rc] if 2.0 * s >= lev_lo[rc] + lev_hi[rc] else lev_lo[rc]
+                om[rc] = s
+            for g in range(n_groups):
+                g0 = oh_start[g]
+                g1 = oh_start[g + 1]
+                hot_kept = False
+                any_removed = False
+                for c in range(g0, g1):
+                    col = oh_cols[c]
+                    if keep[i, col]:
+                        if x[col] == lev_hi[col]:
+                            hot_kept = True
+                    else:
+                        any_removed = True
+                if not any_removed:
+                    continue
+                best = -1
+                best_v = 0.0
+                for c in range(g0, g1):
+                    col = oh_cols[c]
+                    if not keep[i, col]:
+                        span = lev_hi[col] - lev_lo[col]
+                        v = (om[col] - lev_lo[col]) / span if span > 0.0 else 0.0
+                        if best < 0 or v > best_v:
+                            best = col
+                            best_v = v
+                        om[col] = lev_lo[col]
+                if not hot_kept:
+                    om[best] = lev_hi[best]
+
+
+@nb.njit(parallel=True, cache=True, nogil=True)
+def _gauss_par(nblk, X, keep, tix, Z, S, lev_lo, lev_hi, rounded, oh_start, oh_cols,
+               out):  # pragma: no cover - numba
+    N = X.shape[0]
+    for b in nb.prange(nblk):
+        _gauss_block(b * N // nblk, (b + 1) * N // nblk, X, keep, tix, Z, S, lev_lo, lev_hi,
+                     rounded, oh_start, oh_cols, out)
+
+
+def _gauss_rows(X, keep, tix, Z, S, lev_lo, lev_hi, rounded, oh_start, oh_cols) -> np.ndarray:
+    N, n = X.shape
+    out = np.empty((N, Z.shape[1], n))
+    if N < _SERIAL_BELOW:
+        _gauss_block(0, N, X, keep, tix, Z, S, lev_lo, lev_hi, rounded, oh_start, oh_cols, out)
+    else:
+        nblk = min(N // 64, 8 * numba_threads())
+        _gauss_par(nblk, X, keep, tix, Z, S, lev_lo, lev_hi, rounded, oh_start, oh_cols, out)
+    return out
+
+
+# ---------------------------------------------------------------------------------- the fit
+
+
+def _column_names(data) -> list[str] | None:
+    cols = getattr(data, "columns", None)
+    return None if cols is None else [str(c) for c in cols]
+
+
+def _describe(cols, names) -> str:
+    return ", ".join(f"{j} ({names[j]!r})" if names else str(j) for j in cols)
+
+
+def _fit_moments(name: str, data: np.ndarray, ridge, names) -> tuple[np.ndarray, np.ndarray,
+                                                                     float, list[int]]:
+    """mu, S (regularised when singular), the ridge added (0.0: none) and the degenerate
+    columns; warns naming the columns and the ridge."""
+    mu = data.mean(axis=0)
+    n = data.shape[1]
+    S = np.cov(data, rowvar=False, ddof=1).reshape(n, n) if data.shape[0] > 1 else np.zeros((n, n))
+    w, V = np.linalg.eigh(S)
+    top = max(float(w[-1]), 0.0)
+    if float(w[0]) > SINGULAR_RTOL * top and top > 0.0:
+        return mu, S, 0.0, []
+    small = w <= SINGULAR_RTOL * top
+    weight = np.sum(V[:, small] ** 2, axis=1)
+    degenerate = [int(j) for j in np.flatnonzero(weight > 1e-6)]
+    constant = [j for j in degenerate if np.ptp(data[:, j]) == 0.0]
+    dependent = [j for j in degenerate if j not in constant]
+    if ridge is None:
+        mean_var = float(np.mean(np.diag(S)))
+        ridge = RIDGE_FRACTION * mean_var if mean_var > 0.0 else RIDGE_FRACTION
+    parts = []
+    if constant:
+        parts.append(f"constant column(s) {_describe(constant, names)}")
+    if dependent:
+        parts.append(f"linearly dependent column(s) {_describe(dependent, names)}")
+    warnings.warn(f"{name}: the training covariance is singular (smallest eigenvalue "
+                  f"{w[0]:.3g} <= {SINGULAR_RTOL:g} x largest {top:.3g}): "
+                  f"{'; '.join(parts) or 'no single column'}; regularised by adding "
+                  f"ridge = {ridge:.3g} to the diagonal.", stacklevel=4)
+    return mu, S + ridge * np.eye(n), float(ridge), degenerate
+
+
+def _check_ridge(ridge):
+    if ridge is None:
+        return None
+    return check_scalar("ridge", ridge, float, min_val=0.0, include_boundaries="neither",
+                        finite=True)
+
+
+def _two_levels(data: np.ndarray, j: int) -> np.ndarray:
+    return np.unique(data[:, j])
+
+
+class _GaussianBase(SampledRemoval):
+    """The fit shared by ``conditional_gaussian`` and ``conditional_mean``."""
+
+    def _fit(self, data, ridge) -> None:
+        names = _column_names(data)
+        self.data = check_background(self.name, data)
+        self.ridge = _check_ridge(ridge)
+        self.feature_names = names
+        self.mean_, self.cov_, self.ridge_added_, self.regularised_columns = _fit_moments(
+            self.name, self.data, self.ridge, names)
+        n = self.data.shape[1]
+        self.n_features = n
+        self._lev_lo = self.data.min(axis=0)
+        self._lev_hi = self.data.max(axis=0)
+        self._rounded = np.zeros(n, dtype=np.bool_)
+        self._oh_start = np.zeros(1, dtype=np.int64)
+        self._oh_cols = np.zeros(0, dtype=np.int64)
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "data_sha256": sha256_arrays(self.data),
+                "data_rows": int(self.data.shape[0]), "ridge": self.ridge,
+                "ridge_added": self.ridge_added_,
+                "regularised_columns": list(self.regularised_columns)}
+
+    def _rows(self, X, keep, targets, Z, tix) -> np.ndarray:
+        return _gauss_rows(X, keep, tix, Z, self.cov_, self._lev_lo, self._lev_hi,
+                           self._rounded, self._oh_start, self._oh_cols)
+
+
+class ConditionalGaussian(_GaussianBase):
+    """Removed features drawn from the Gaussian conditional given the kept ones.
+
+    A Gaussian N(mu, S) is fitted on ``data`` (mean, ``np.cov`` with ddof = 1). For coalition u
+    (kept K, removed R) the M rows equal x on K and hold a draw of
+    ``Z_R | Z_K = x_K`` on R, by Matheron's rule: per target, M joint draws
+    ``z = mu + L eps`` (L the Cholesky factor of S, eps standard normal from
+    :func:`~insdel.removal.target_rng` with the target's index) are made once, and coalition u
+    maps them to ``z_R + S_RK S_KK^-1 (x_K - z_K)``: exact conditional draws, the same eps for
+    every coalition of the target (common random numbers), so the values do not depend on
+    chunking or on which coalitions are asked together.
+
+    Parameters
+    ----------
+    data : array_like (N, n)
+        Training rows (e.g. ``dataset.X_train``).
+    n_draws : int, default 32
+        M, rows per coalition.
+    seed : int, default 0
+        Seeds the draws (with the target's index).
+    ridge : float > 0, optional
+        The amount added to S's diagonal when S is singular or ill-conditioned (smallest
+        eigenvalue <= 1e-10 x largest: a constant column, collinear columns). Default
+        ``1e-6 * mean(diag(S))``. A warning names the degenerate columns and the ridge;
+        ``params()`` records both. A constant column then varies by about ``sqrt(ridge)`` in the
+        draws, unless its level is restored (below).
+    binary : "auto", False or sequence of int, default "auto"
+        Columns with two levels. ``"auto"``: the columns of ``data`` with exactly two distinct
+        values. A removed binary column is set to the nearer of its two levels (threshold at
+        their midpoint). A constant column of ``data`` is likewise set to its one value (with
+        ``"auto"``). ``False``: no rounding.
+    one_hot : sequence of sequences of int, optional
+        One-hot groups (columns with levels 0/1, or the two levels of the data). After drawing,
+        the removed members of a group are set so the group stays one-hot: the removed member
+        with the largest drawn value (scaled to its levels) is set to the high level and the
+        others to the low level; if a kept member is hot, every removed member is set low. Group
+        columns are not also rounded as binary. A complete group sums to 1, so its columns are
+        collinear: the ridge above is added, with its warning.
+
+    Notes
+    -----
+    Rounding is an approximation: the draw is from the Gaussian conditional given the kept
+    columns (kept binary columns enter as numbers), then rounded; it is not the conditional of a
+    model with discrete columns. ``binary=False`` and no ``one_hot`` give the plain Gaussian.
+    """
+
+    name = "conditional_gaussian"
+
+    def __init__(self, data=None, *, n_draws: int = 32, seed: int = 0, ridge: float | None = None,
+                 binary="auto", one_hot=None):
+        self.n_draws, self.seed = check_draws(n_draws, seed)
+        self._fit(data, ridge)
+        n = self.n_features
+        self.one_hot = self._check_one_hot(one_hot)
+        in_group = {j for g in self.one_hot for j in g}
+        if binary is False:
+            self.binary_columns: list[int] = []
+        elif isinstance(binary, str):
+            if binary != "auto":
+                raise ValueError(f"{self.name}: binary must be 'auto', False or a list of column "
+                                 f"indices; got {binary!r}.")
+            self.binary_columns = [j for j in range(n)
+                                   if j not in in_group and len(_two_levels(self.data, j)) == 2]
+        elif binary is True or not hasattr(binary, "__iter__"):
+            raise TypeError(f"{self.name}: binary must be 'auto', False or a list of column "
+                            f"indices; got {binary!r}.")
+        else:
+            cols = self._check_columns("binary", binary)
+            for j in cols:
+                if len(_two_levels(self.data, j)) > 2:
+                    raise ValueError(f"{self.name}: binary column {j} has "
+                                     f"{len(_two_levels(self.data, j))} distinct values in data; "
+                                     "a binary column has two.")
+            self.binary_columns = [j for j in cols if j not in in_group]
+        self._rounded = np.zeros(n, dtype=np.bool_)
+        self._rounded[self.binary_columns] = True
+        if isinstance(binary, str):  # a constant column's one level (the covariance has no say)
+            self._rounded |= self._lev_lo == self._lev_hi
+        if self.one_hot:
+            self._oh_start = np.cumsum([0] + [len(g) for g in self.one_hot]).astype(np.int64)
+            self._oh_cols = np.array([j for g in self.one_hot for j in g], dtype=np.int64)
+        self._L = np.linalg.cholesky(self.cov_)
+        self._draws = DrawCache(self._make_draws)
+
+    def _check_columns(self, what: str, cols) -> list[int]:
+        out = []
+        for j in cols:
+            if isinstance(j, (bool, np.bool_)) or not isinstance(j, (int, np.integer)):
+                raise TypeError(f"{self.name}: {what} columns must be integer indices; got "
+                                f"{j!r}.")
+            if not 0 <= j < self.n_features:
+                raise ValueError(f"{self.name}: {what} column {j} is out of range for data with "
+                                 f"{self.n_features} columns.")
+            out.append(int(j))
+        return out
+
+    def _check_one_hot(self, one_hot) -> list[list[int]]:
+        if one_hot is None:
+            return []
+        groups = [self._check_columns("one_hot", g) for g in one_hot]
+        seen: set[int] = set()
+        for g in groups:
+            if len(g) < 2:
+                raise ValueError(f"{self.name}: a one_hot group has at least two columns; got "
+                                 f"{g}.")
+            if seen & set(g) or len(set(g)) < len(g):
+                raise ValueError(f"{self.name}: one_hot groups must not share columns; column(s) "
+                                 f"{sorted((seen & set(g)) | {j for j in g if g.count(j) > 1})} "
+                                 "repeat.")
+            seen |= set(g)
+            for j in g:
+                if len(_two_levels(self.data, j)) > 2:
+                    raise ValueError(f"{self.name}: one_hot column {j} has "
+                                     f"{len(_two_levels(self.data, j))} distinct values in "
+                                     "data; a one-hot column has two levels.")
+        return groups
+
+    def _make_draws(self, t: int) -> np.ndarray:
+        eps = target_rng(self.seed, t, self.name).standard_normal((self.n_draws, self.n_features))
+        return self.mean_ + eps @ self._L.T
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "binary_columns": list(self.binary_columns),
+                "one_hot": [list(g) for g in self.one_hot]}
+
+    def sample(self, X, keep, targets) -> np.ndarray:
+        X, keep, targets = check_request(self.name, X, keep, targets, self.n_features)
+        if X.shape[0] == 0:
+            return np.empty((0, self.n_draws, self.n_features))
+        Z, tix = self._draws.stack(targets)
+        return self._rows(X, keep, targets, Z, tix)
+
+
+class ConditionalMean(_GaussianBase):
+    """Removed features set to their Gaussian conditional mean given the kept ones:
+    ``mu_R + S_RK S_KK^-1 (x_K - mu_K)`` (one row per coalition, deterministic, n_draws = 1).
+
+    ``v(u) = f(x_K, E[Z_R | x_K])``: equal to the conditional expectation of f only for f linear
+    in the removed features. Binary and one-hot columns are **not** rounded (the conditional mean
+    of a 0/1 column is a probability-like number; rounding it would move v for a linear f).
+
+    Parameters
+    ----------
+    data : array_like (N, n)
+        Training rows; mu and S (``np.cov``, ddof = 1) are fitted on them.
+    ridge : float > 0, optional
+        Added to S's diagonal when S is singular (as :class:`ConditionalGaussian`: default
+        ``1e-6 * mean(diag(S))``, with a warning naming the columns).
+    """
+
+    name = "conditional_mean"
+    n_draws = 1
+
+    def __init__(self, data=None, *, ridge: float | None = None):
+        self._fit(data, ridge)
+        self._Z = self.mean_[None, None, :].copy()
+
+    def sample(self, X, keep, targets) -> np.ndarray:
+        X, keep, targets = check_request(self.name, X, keep, targets, self.n_features)
+        return self._rows(X, keep, targets, self._Z, np.zeros(X.shape[0], dtype=np.int64))
