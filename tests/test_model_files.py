@@ -180,7 +180,7 @@ def test_insdel_model_file_without_dataset_metadata_warns_that_nothing_was_check
     from insdel import models
     from insdel.model_files import load_any
 
-    ds = datasets.get("housing_sim", n_samples=240, seed=1)
+    ds = datasets.load("housing_sim", n_samples=240, seed=1)
     net = models.MLP(ds.n_features, [4], 0.0)
     bare = models.save_model(net, tmp_path / "bare.pt")  # no dataset=: no features recorded
     with pytest.warns(UserWarning, match=r"bare\.pt.*without dataset metadata.*could not be "
