@@ -127,10 +127,10 @@ _NO_HOOKS = {"torchscript": "TorchScript modules refuse forward hooks",
 
 
 def supported(f: ModelLike) -> list[str]:
-    """The registered methods that run on ``f``: each method's ``requires`` is among the model's
-    capabilities (:func:`insdel.adapter.model_capabilities`: values, gradients, hooks)."""
+    """The registered methods that run on ``f``, sorted: each method's ``requires`` is among the
+    model's capabilities (:func:`insdel.adapter.model_capabilities`: values, gradients, hooks)."""
     caps = model_capabilities(f)
-    return [name for name, cls in METHODS.items() if cls.requires in caps]
+    return [name for name in available() if METHODS[name].requires in caps]
 
 
 def check_supported(f: ModelLike, methods: Sequence[str]) -> None:
