@@ -34,7 +34,7 @@ def _cases(pairs: int):
     rng = np.random.default_rng(0)
     out = []
     for data, preset in (("dielectron_sim", "paper_cern"), ("housing_sim", "paper_bangalore")):
-        ds = datasets.get(data, seed=0)
+        ds = datasets.load(data, seed=0)
         n = ds.n_features
         torch.manual_seed(0)
         p = models.get(preset)

@@ -114,7 +114,7 @@ def main(argv=None) -> list[dict]:
     fc_runs, fc_subset = 20, 4
     metrics = suite(n, fc_runs, fc_subset)
     names = [m[0] for m in metrics]
-    built = [M.get(name, **opts) for name, opts, _ in metrics]
+    built = [M.build(name, **opts) for name, opts, _ in metrics]
 
     # correctness first, metric by metric (FaithfulnessCorrelation: the same subsets)
     worst = {}
@@ -126,7 +126,7 @@ def main(argv=None) -> list[dict]:
                                axis=1)
             np.random.seed(0)
             theirs = quantus_scores(ctor, net, X, A, a.pairs)
-            ours = M.get(name, nr_runs=fc_runs, subset_size=fc_subset)(
+            ours = M.build(name, nr_runs=fc_runs, subset_size=fc_subset)(
                 net, X, R, A, subsets=subsets)
         else:
             theirs = quantus_scores(ctor, net, X, A, a.pairs)

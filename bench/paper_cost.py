@@ -125,7 +125,7 @@ def cern(tiny: bool) -> None:
     pairs = targets * policies
     lime_samples = 1000
 
-    ds = datasets.get("dielectron_sim", n_events=n_events)
+    ds = datasets.load("dielectron_sim", n_events=n_events)
     t0 = time.perf_counter()
     net, _ = models.train_mlp(ds, preset, max_epochs=1, progress=False)
     epoch_s = time.perf_counter() - t0

@@ -3,7 +3,7 @@
 For pools of N points with 16 features shaped like the CERN data (14 continuous features, 2 charges
 in {-1, +1}) and every pool point as a target, in one run:
 
-(a) ``insdel.policies.get("counterfactual", min_diff=..., k_nearest=20).pair(f, pool)``: chunks of
+(a) ``insdel.policies.build("counterfactual", min_diff=..., k_nearest=20).pair(f, pool)``: chunks of
     targets streamed through one numba kernel (differing-feature counts, squared distances and a
     running top-k per target; no (N, N) matrix), f evaluated once on the pool rows needed;
 (b) the straightforward implementation: a Python loop over targets, each doing NumPy work over the
@@ -89,7 +89,7 @@ def main(argv=None):
     md = a.min_diff if a.min_diff == "all" else int(a.min_diff)
     n = a.features
     md_n = n if md == "all" else md
-    pol = policies.get("counterfactual", min_diff=md, k_nearest=a.k_nearest)
+    pol = policies.build("counterfactual", min_diff=md, k_nearest=a.k_nearest)
 
     t0 = time.perf_counter()
     pol.pair(model, cern_like_pool(50, n))  # numba compile (cached on disk after the first run)
@@ -121,8 +121,8 @@ def main(argv=None):
         t_b, _ = median_time(lambda X=X, fv=fv, s=sample: per_target(X, fv, s, md_n, a.k_nearest),
                              a.repeats)
         t_b_full = t_b * N / sample.size
-        t_o, _ = median_time(lambda X=X: policies.get("one_to_one").pair(None, X, seed=0), a.repeats)
-        t_v, _ = median_time(lambda X=X: policies.get("average").pair(None, X), a.repeats)
+        t_o, _ = median_time(lambda X=X: policies.build("one_to_one").pair(None, X, seed=0), a.repeats)
+        t_v, _ = median_time(lambda X=X: policies.build("average").pair(None, X), a.repeats)
         sampled |= sample.size < N
         on = "all" if sample.size == N else f"{sample.size}*"
         print(f"{N:>7} {t_a:>13.3f} {t_b_full:>17.3f} {on:>8} {t_b_full / t_a:>14.1f} "

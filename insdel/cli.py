@@ -253,7 +253,7 @@ def _cmd_configs_list(args) -> int:
 def _cmd_configs_show(args) -> int:
     from . import config
 
-    text = config.shipped_text(args.name)
+    text = config.get(args.name)
     if args.out is None:
         sys.stdout.write(text)  # the file's bytes: redirecting the output gives the same file
         return 0
@@ -449,7 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "tests with exact answers (docs/functional.md), then grade the metrics: "
                        "every metric of insdel.metrics that needs only the model (insdel's ABC "
                        "and AUC, Quantus', BEExAI's and OpenXAI's faithfulness metrics), ABC + "
-                       "ABC' and any metric registered with insdel.functional.register_metric: "
+                       "ABC' and any metric registered with insdel.functional.grading.register: "
                        "does each rank a known-better ordering above a known-worse one?")
     p.add_argument("--methods", type=_split, default=None, metavar="A,B,...",
                    help="methods or variants (ig_cast, ig_interpolate, ig_jump); default: "
@@ -459,7 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="which tests (default: all)")
     p.add_argument("--metrics", type=_split, default=None, metavar="M,N,...",
                    help="metrics to grade (default: all of them, "
-                        "insdel.functional.available_metrics())")
+                        "insdel.functional.grading.available())")
     p.add_argument("--no-metrics", action="store_true", help="skip the metric grades")
     p.add_argument("--seed", type=int, default=0, help="seed of the data and seeded methods")
     p.add_argument("--out", default=None, metavar="DIR",

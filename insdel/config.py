@@ -21,8 +21,10 @@ An experiment is a TOML file (the shipped ones are in ``insdel/configs/``: ``pap
 Every key at every level is checked against one schema (:data:`SCHEMA`): an unknown key is an
 error that names the full dotted key and the closest valid one; a value of the wrong type names its
 key. Input paths in a file (``data.options.path``, ``model.path``) are relative to the file's
-folder, its output folder ``out`` to the current folder (:func:`load`). Registry verbs:
-:func:`available` (shipped configurations) and :func:`get` (one, completed).
+folder, its output folder ``out`` to the current folder (:func:`load`). Registry verbs
+(CONTRIBUTING.md): :func:`available` (shipped configurations), :func:`get` (one's TOML text, as
+shipped), :func:`options_of` (:func:`load`'s options) and :func:`load` (a file, a shipped name or a
+dict, completed and validated).
 """
 
 from __future__ import annotations
@@ -35,13 +37,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ._registry import UnknownNameError
+
 try:  # Python >= 3.11
     import tomllib as _toml
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as _toml  # type: ignore[no-redef]
 
 __all__ = ["ALL_METHODS", "PAPER_CONFIGS", "SCHEMA", "DEFAULTS", "ConfigError", "available", "get",
-           "shipped_text", "format_list", "load", "policy_label", "PATH_OPTIONS"]
+           "options_of", "format_list", "load", "policy_label", "PATH_OPTIONS"]
 
 #: The seven methods of the paper's tables (Kernel SHAP, its exact form, and the captum methods);
 #: ``random`` is added by :func:`insdel.evaluate`.
@@ -347,20 +351,21 @@ def _merge_free(base: dict, over: Mapping) -> dict:
 
 # -- registry verbs ---------------------------------------------------------------------------------
 def available() -> list[str]:
-    """Names of the configurations shipped in ``insdel/configs``."""
+    """Names of the configurations shipped in ``insdel/configs``, sorted."""
     folder = importlib.resources.files("insdel") / "configs"
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml"))
 
 
-def get(name: str, *, quick: bool = False) -> dict:
-    """The shipped configuration ``name`` (``"demo"``, ``"paper_cern"``, ``"paper-cern"``, ...),
-    completed and validated (see :func:`load`)."""
-    return load(name, quick=quick)
+def _unknown(name) -> UnknownNameError:
+    return UnknownNameError.of("shipped configuration", name, available(),
+                               candidates=available() + list(PAPER_CONFIGS),
+                               note=f"(insdel reproduce names: {', '.join(PAPER_CONFIGS)}.)")
 
 
-def shipped_text(name: str) -> str:
-    """The TOML text of the shipped configuration ``name``, exactly as shipped (comments included):
-    the file to copy and edit (``insdel configs show NAME --out FILE``).
+def get(name: str) -> str:
+    """The TOML text of the shipped configuration ``name``, exactly as shipped (comments
+    included): the file to copy and edit (``insdel configs show NAME --out FILE``); nothing merged
+    or checked (:func:`load` does that).
 
     Parameters
     ----------
@@ -370,17 +375,21 @@ def shipped_text(name: str) -> str:
 
     Raises
     ------
-    FileNotFoundError
-        ``name`` is not shipped (as :func:`load` says of an unknown name); the message lists the
-        shipped names.
+    insdel.UnknownNameError
+        ``name`` is not shipped (a ``ValueError``; with the closest and the shipped names).
     """
     stem = PAPER_CONFIGS.get(str(name), str(name))
     if stem not in available():
-        raise FileNotFoundError(f"{name!r} is not a shipped configuration; shipped: "
-                       f"{', '.join(available())} (insdel reproduce names: "
-                       f"{', '.join(PAPER_CONFIGS)}).")
+        raise _unknown(name)
     res = importlib.resources.files("insdel") / "configs" / f"{stem}.toml"
     return res.read_bytes().decode("utf-8")
+
+
+def options_of(name: str) -> dict[str, Any]:
+    """The options :func:`load` takes for the shipped configuration ``name``, with their defaults
+    (the same for every configuration: ``quick`` and ``overrides``)."""
+    get(name)  # the unknown-name error
+    return {"quick": False, "overrides": None}
 
 
 def format_list() -> str:
@@ -390,7 +399,7 @@ def format_list() -> str:
     lines = ["Shipped configurations (insdel run NAME; insdel configs show NAME --out FILE to edit "
              "a copy):"]
     for name in available():
-        desc = _toml.loads(shipped_text(name)).get("description", "")
+        desc = _toml.loads(get(name)).get("description", "")
         also = f"  (insdel reproduce {alias[name]})" if name in alias else ""
         lines.append(f"  {name}{also}")
         if desc:
@@ -416,9 +425,11 @@ def _read_text(config: str | os.PathLike) -> tuple[str, str, Path | None]:
         raise FileNotFoundError(
             f"experiment configuration file {str(config)!r} does not exist (from {os.getcwd()}); "
             f"for the shipped configuration of that name write {stem!r} (no .toml).")
-    raise FileNotFoundError(
-        f"experiment configuration {str(config)!r} not found: not a file, and not one of the "
-        f"shipped configurations ({', '.join(available())}).")
+    if stem is not None or os.sep in name or "/" in name or isinstance(config, os.PathLike):
+        raise FileNotFoundError(
+            f"experiment configuration file {str(config)!r} does not exist (from "
+            f"{os.getcwd()}); shipped configurations: {', '.join(available())}.")
+    raise _unknown(str(config))
 
 
 def load(config: str | os.PathLike | Mapping, *, quick: bool = False,
@@ -428,6 +439,8 @@ def load(config: str | os.PathLike | Mapping, *, quick: bool = False,
     Parameters
     ----------
     config : path, shipped name ("demo", "paper_cern", "paper-cern", ...) or dict
+        A path that does not exist (one ending in ``.toml`` or naming a folder) is a
+        ``FileNotFoundError``; any other unknown name an :class:`insdel.UnknownNameError`.
     quick : bool
         Apply the configuration's ``[quick]`` overrides (small sizes); a configuration without a
         (non-empty) ``[quick]`` table is then an error.
@@ -738,9 +751,8 @@ def _check_data(cfg: dict, source: str) -> None:
                               f"{_suggest(recipe, known)} (known: {', '.join(known)}).")
         if "seed" in options:
             raise ConfigError(f"{source}: data.{okey}.seed: the seed is the top-level key 'seed'.")
-        valid = datasets.options_of(recipe)
-        if valid is not None:
-            _check_free(f"data.{okey}", options, valid, source)
+        if not datasets._takes_any_option(recipe):
+            _check_free(f"data.{okey}", options, list(datasets.options_of(recipe)), source)
 
 
 def _check_model(cfg: dict, source: str) -> None:
@@ -778,7 +790,7 @@ def _check_policies(cfg: dict, source: str) -> None:
         try:
             policies.load(entry["spec"], params=params)
         except (TypeError, ValueError, KeyError) as exc:
-            valid = list(policies.defaults(base.name)) if base.name in policies.available() \
+            valid = list(policies.options_of(base.name)) if base.name in policies.available() \
                 else []
             if valid and any(k not in valid for k in params):
                 _check_free(f"{where}.params", params, valid, source)
@@ -830,7 +842,7 @@ def _check_metrics(cfg: dict, source: str) -> None:
         raise ConfigError(f"{source}: metrics.names lists a metric twice: {names}.")
     for m, opts in _checked_options(cfg, "metrics", metrics.options_of, source):
         try:
-            metrics.get(m, **opts)
+            metrics.build(m, **opts)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{source}: metrics.options.{m}: {exc}") from None
 

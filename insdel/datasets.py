@@ -36,10 +36,11 @@ import numpy as np
 import pandas as pd
 
 from ._checkpoint import sha256_file, to_jsonable
+from ._registry import REQUIRED, Registry, signature_options
 from ._validation import check_finite, check_scalar, repeated
 from .groups import Groups
 
-__all__ = ["Dataset", "Scaler", "available", "get", "register", "describe", "options_of",
+__all__ = ["Dataset", "Scaler", "available", "get", "load", "register", "unregister", "options_of",
            "prepare", "load_prepared", "format_list", "parse_options", "sha256_file",
            "TEST_FRACTION"]
 
@@ -54,7 +55,6 @@ _BUILTIN = {
     "diabetes": "insdel.shipped.data_recipes.diabetes",
     "table": "insdel.shipped.data_recipes.table",
 }
-_CUSTOM: dict[str, Callable[..., Any]] = {}
 
 
 class Scaler:
@@ -238,47 +238,71 @@ class Dataset:
                 f"binary={int(self.binary_mask.sum())}, target={self.target_name!r})")
 
 
-def available() -> list[str]:
-    """Names of the available recipes (built-in, then registered ones)."""
-    return list(_BUILTIN) + [k for k in _CUSTOM if k not in _BUILTIN]
-
-
-def register(name: str, build: Callable[..., Any]) -> None:
-    """Register a custom recipe: ``build(seed=..., **options)`` returning a
-    :class:`insdel.shipped.data_recipes._base.RawData`."""
+def _check_recipe(name: str, build) -> None:
     if not callable(build):
         raise TypeError(f"build must be callable; got {type(build).__name__}.")
-    if name in _BUILTIN:
-        raise ValueError(f"{name!r} is a built-in recipe; choose another name.")
-    _CUSTOM[name] = build
+
+
+_RECIPES = Registry("data set", dict(_BUILTIN), protected=_BUILTIN, check=_check_recipe)
+
+
+def available() -> list[str]:
+    """Names of the available recipes (built-in and registered), sorted."""
+    return _RECIPES.available()
+
+
+def register(name: str, build: Callable[..., Any], *, overwrite: bool = False) -> None:
+    """Register a custom recipe: ``build(seed=..., **options)`` returning a
+    :class:`insdel.shipped.data_recipes._base.RawData`."""
+    _RECIPES.register(name, build, overwrite=overwrite)
+
+
+def unregister(name: str) -> None:
+    """Remove a custom recipe."""
+    _RECIPES.unregister(name)
 
 
 def _recipe(name: str):
-    if name in _CUSTOM:
-        return None, _CUSTOM[name]
-    if name not in _BUILTIN:
-        raise KeyError(f"unknown data set {name!r}; available: {', '.join(available())}.")
-    mod = importlib.import_module(_BUILTIN[name])
-    return mod, mod.build
+    """(module or None for a custom recipe, its ``build``)."""
+    entry = _RECIPES.get(name)
+    if isinstance(entry, str):
+        mod = importlib.import_module(entry)
+        return mod, mod.build
+    return None, entry
 
 
-def describe(name: str) -> str:
-    """One line about recipe ``name``."""
+def get(name: str) -> Callable[..., Any]:
+    """The recipe registered as ``name``: its ``build(*, seed, **options) -> RawData`` (nothing
+    run; :func:`load` makes the :class:`Dataset`). Raises :class:`insdel.UnknownNameError` (a
+    ``ValueError``) for an unknown name."""
+    return _recipe(name)[1]
+
+
+def _summary(name: str) -> str:
+    """One line about recipe ``name`` (``insdel datasets list``)."""
     mod, _ = _recipe(name)
     return getattr(mod, "SUMMARY", "custom recipe") if mod is not None else "custom recipe"
 
 
-def options_of(name: str) -> list[str] | None:
-    """The options recipe ``name`` takes (``seed`` aside), or None when its ``build`` takes any
-    keyword and names no ``OPTIONS`` list (the recipe then checks them itself)."""
+def options_of(name: str) -> dict[str, Any]:
+    """The options recipe ``name`` takes (``seed`` aside) with their defaults
+    (:data:`insdel.REQUIRED`, i.e. ``inspect.Parameter.empty``, for an option its signature gives
+    no default: a required one, or one of the ``OPTIONS`` a recipe taking ``**options`` lists).
+    A recipe whose ``build`` takes any keyword and lists no ``OPTIONS`` checks its options itself:
+    :func:`_takes_any_option`."""
+    mod, build = _recipe(name)
+    named = signature_options(build, skip=("seed",))
+    extra = getattr(mod, "OPTIONS", None) if mod is not None else None
+    return {**named, **{k: REQUIRED for k in (extra or ()) if k not in named}}
+
+
+def _takes_any_option(name: str) -> bool:
+    """Whether recipe ``name`` takes keywords beyond :func:`options_of` (a ``**options`` build
+    that lists no ``OPTIONS``)."""
     mod, build = _recipe(name)
     params = inspect.signature(build).parameters.values()
-    named = [p.name for p in params if p.name != "seed"
-             and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if not any(p.kind == p.VAR_KEYWORD for p in params):
-        return named
-    extra = getattr(mod, "OPTIONS", None) if mod is not None else None
-    return None if extra is None else named + [k for k in extra if k not in named]
+    return (any(p.kind == p.VAR_KEYWORD for p in params)
+            and (mod is None or getattr(mod, "OPTIONS", None) is None))
 
 
 def _recipe_groups(name: str, groups, feats: list[str]) -> Groups | None:
@@ -338,8 +362,8 @@ def _split_index(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(perm[n_test:]), np.sort(perm[:n_test])
 
 
-def get(name: str, *, seed: int = 0, **options) -> Dataset:
-    """Build data set ``name``: run its recipe, split 80/20 (seeded), fit the scaling on train.
+def load(name: str, *, seed: int = 0, **options) -> Dataset:
+    """Load data set ``name``: run its recipe, split 80/20 (seeded), fit the scaling on train.
 
     Parameters
     ----------
@@ -359,7 +383,7 @@ def get(name: str, *, seed: int = 0, **options) -> Dataset:
 
     Examples
     --------
-    >>> ds = get("dielectron_sim", n_events=2000)
+    >>> ds = load("dielectron_sim", n_events=2000)
     >>> ds.X_train.shape, ds.binary_mask.sum()
     ((1600, 16), 2)
     """
@@ -426,7 +450,7 @@ def prepare(name: str, out: str | os.PathLike, *, seed: int = 0, **options) -> P
     """
     from ._checkpoint import atomic_write, atomic_write_text
 
-    ds = get(name, seed=seed, **options)
+    ds = load(name, seed=seed, **options)
     if ds.target_name in ds.feature_names:
         raise ValueError(f"data set {name!r}: the target {ds.target_name!r} is also a feature "
                          "name; the parquet files need distinct column names.")
@@ -516,5 +540,5 @@ def format_list() -> str:
     for n in available():
         mod, _ = _recipe(n)
         needs = "embedded" if mod is None or getattr(mod, "EMBEDDED", False) else "needs --path"
-        lines.append(f"{n:16s} {needs:13s} {describe(n)}")
+        lines.append(f"{n:16s} {needs:13s} {_summary(n)}")
     return "\n".join(lines)

@@ -8,13 +8,15 @@ trains it in seconds on the CPU (seeded, one thread). The network takes images (
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["DigitsData", "load", "PRESETS", "DigitsCNN", "train_cnn", "SHAPE"]
+from ._registry import Registry
+
+__all__ = ["DigitsData", "load", "PRESETS", "available", "get", "options_of", "DigitsCNN",
+           "train_cnn", "SHAPE"]
 
 SHAPE = (1, 8, 8)
 
@@ -23,6 +25,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "digits_cnn": {"channels": (16, 32), "hidden": 64, "epochs": 30, "lr": 3e-3,
                    "batch_size": 64, "weight_decay": 1e-4},
 }
+_PRESETS = Registry("digits preset", PRESETS, copy=True)
 
 
 @dataclass
@@ -77,11 +80,20 @@ def DigitsCNN(preset: str = "digits_cnn"):  # noqa: N802 - a factory named like 
     return _module(tuple(p["channels"]), int(p["hidden"]))
 
 
+def available() -> list[str]:
+    """Names of the model presets, sorted."""
+    return _PRESETS.available()
+
+
 def get(name: str) -> dict[str, Any]:
-    """A copy of a model preset."""
-    if name not in PRESETS:
-        raise KeyError(f"unknown digits preset {name!r}; available: {', '.join(PRESETS)}.")
-    return copy.deepcopy(PRESETS[name])
+    """A copy of model preset ``name``. Raises :class:`insdel.UnknownNameError` (a
+    ``ValueError``) for an unknown name."""
+    return _PRESETS.get(name)
+
+
+def options_of(name: str) -> dict[str, Any]:
+    """The settings of model preset ``name`` with their values (a copy, as :func:`get`)."""
+    return _PRESETS.get(name)
 
 
 def train_cnn(data: DigitsData, *, preset: str = "digits_cnn", seed: int = 0,

@@ -37,9 +37,10 @@ from torch import nn
 
 from ._checkpoint import to_jsonable
 from ._progress import progress_bar
+from ._registry import Registry
 from ._validation import check_positive_int, check_progress, check_scalar
 
-__all__ = ["MLP", "PRESETS", "available", "get", "default_preset", "train_mlp", "tune_mlp",
+__all__ = ["MLP", "PRESETS", "available", "get", "options_of", "default_preset", "train_mlp", "tune_mlp",
            "save_model", "load_model", "regression_metrics"]
 
 _BASE = {"huber_delta": 1.0, "batch_size": 256, "max_epochs": 200, "patience": 15,
@@ -72,16 +73,24 @@ _DEFAULT_FOR = {"dielectron": "paper_cern", "bangalore": "paper_bangalore",
                 "diabetes": "quick_housing"}
 
 
+_PRESETS = Registry("model preset", PRESETS, copy=True)
+
+
 def available() -> list[str]:
-    """Names of the hyperparameter presets (see :data:`PRESETS`)."""
-    return list(PRESETS)
+    """Names of the hyperparameter presets (see :data:`PRESETS`), sorted."""
+    return _PRESETS.available()
 
 
 def get(name: str) -> dict[str, Any]:
-    """A copy of hyperparameter preset ``name`` (see :data:`PRESETS`)."""
-    if name not in PRESETS:
-        raise KeyError(f"unknown model preset {name!r}; available: {', '.join(PRESETS)}.")
-    return copy.deepcopy(PRESETS[name])
+    """A copy of hyperparameter preset ``name`` (see :data:`PRESETS`). Raises
+    :class:`insdel.UnknownNameError` (a ``ValueError``) for an unknown name."""
+    return _PRESETS.get(name)
+
+
+def options_of(name: str) -> dict[str, Any]:
+    """The hyperparameters of preset ``name`` with their values: the defaults that a ``params``
+    dict starting from it (``{"preset": name, ...}``) overrides (a copy, as :func:`get`)."""
+    return _PRESETS.get(name)
 
 
 def default_preset(dataset) -> str:

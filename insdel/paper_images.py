@@ -160,7 +160,7 @@ def run_paper_images(out: str | Path = "runs/paper-images", *, quick: bool = Fal
         kw = {"shape": digits.SHAPE}
         if ref == "channel_mean":
             kw["background"] = pool_train
-        pol = policies.get(ref, **kw)
+        pol = policies.build(ref, **kw)
         pairing = pol.pair(None, X, seed=seed)
         R = pairing.R
         refs_used[ref] = {k: v for k, v in pairing.params.items() if k != "background"}

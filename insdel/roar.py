@@ -205,12 +205,9 @@ def roar(dataset, attributions: Mapping[str, np.ndarray], *, params: str | Mappi
                          "retrained and listed twice).")
     for o in orderings:
         if o not in ORDERINGS:
-            import difflib
+            from ._registry import UnknownNameError
 
-            close = difflib.get_close_matches(str(o), ORDERINGS, n=1)
-            raise ValueError(f"unknown ROAR ordering {o!r}"
-                             + (f"; did you mean {close[0]!r}?" if close else "")
-                             + f" (known: {', '.join(ORDERINGS)}).")
+            raise UnknownNameError.of("ROAR ordering", o, ORDERINGS)
     qs = _check_fractions(fractions)
     Xtr = np.asarray(dataset.X_train, np.float64)
     Xte = np.asarray(dataset.X_test, np.float64)

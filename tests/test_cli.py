@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from _runs import small_toml
 
+import insdel
 from insdel import cli, config, functional, runner
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,8 +42,8 @@ def test_every_command_takes_debug():
 @pytest.mark.parametrize("argv,exc", [
     (["functional", "--tests", "no_such_test", "--no-metrics"], ValueError),
     (["leaderboard", "no/such/run"], FileNotFoundError),
-    (["configs", "show", "no_such_config"], FileNotFoundError),
-    (["policies", "show", "no_such_policy"], KeyError),
+    (["configs", "show", "no_such_config"], insdel.UnknownNameError),
+    (["policies", "show", "no_such_policy"], insdel.UnknownNameError),
 ])
 def test_debug_raises_where_the_message_was_printed(argv, exc, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # leaderboard's default --out is written nowhere it matters
@@ -64,21 +65,21 @@ def test_reproduce_help_says_what_each_experiment_reproduces():
     assert "Tables 1-4, Figures 4-12" not in text  # what paper-cern and paper-bangalore do together
     # each TOML experiment's line names the paper's section its configuration says it runs
     for e, name in config.PAPER_CONFIGS.items():
-        head = config.shipped_text(name)
+        head = config.get(name)
         sections = set(re.findall(r"§\d+(?:\.\d+)?", cli.REPRODUCES[e]))
         assert sections <= set(re.findall(r"§\d+(?:\.\d+)?", head)), (e, sections)
         if not sections:
             assert cli.REPRODUCES[e].startswith("beyond the paper"), e
-    assert "Figure 13" in cli.REPRODUCES["paper-roar-cern"] and "Figure 13" in config.shipped_text(
+    assert "Figure 13" in cli.REPRODUCES["paper-roar-cern"] and "Figure 13" in config.get(
         "paper_roar_cern")
 
 
 def test_functional_help_says_it_grades_every_metric():
     text = _flat(cli.build_parser()._subparsers._group_actions[0].choices["functional"]
                  .format_help())
-    assert "every metric of insdel.metrics" in text and "register_metric" in text
+    assert "every metric of insdel.metrics" in text and "grading.register" in text
     assert "(insertion / deletion ABC and AUC)" not in text
-    graded = functional.available_metrics()  # what `insdel functional` grades by default
+    graded = functional.grading.available()  # what `insdel functional` grades by default
     assert {"insertion_abc", "pixel_flipping", "comprehensiveness", "pgi", "abc_total"} <= set(
         graded)
 
@@ -104,7 +105,7 @@ def test_configs_show_out_writes_a_file_that_runs_as_the_shipped_one(tmp_path, c
     assert cli.main(["configs", "show", "demo", "--out", str(out)]) == 1
     assert "--force" in capsys.readouterr().err and out.read_text() == "# my edits\n"
     assert cli.main(["configs", "show", "demo", "--out", str(out), "--force"]) == 0
-    assert out.read_text() == config.shipped_text("demo")
+    assert out.read_text() == config.get("demo")
     assert cli.main(["configs", "show", "demo", "--out", str(tmp_path)]) == 1
 
 

@@ -116,7 +116,7 @@ POLICY_PARAMS = {"fixed": {"index": 0}, "black": {"shape": (1, 2, 2)},
 
 def _pair(name: str, **kw):
     """Policy ``name`` pairs the pool's rows (``kw`` to ``pair``): at least one pair."""
-    pol = policies.get(name, **POLICY_PARAMS.get(name, {}))
+    pol = policies.build(name, **POLICY_PARAMS.get(name, {}))
     pairing = pol.pair(f if pol.needs_model else None, POOL, **kw)
     assert pairing.n_pairs > 0
     return pairing
@@ -124,12 +124,12 @@ def _pair(name: str, **kw):
 
 def _policy_with(name: str, option: str, value):
     params = {**POLICY_PARAMS.get(name, {}), option: value}
-    pol = policies.get(name, **params)
+    pol = policies.build(name, **params)
     return pol.pair(f if pol.needs_model else None, POOL)
 
 
 def _metric_call(name: str, metric=None, **kw):
-    m = metric if metric is not None else M.get(name)
+    m = metric if metric is not None else M.build(name)
     extra = {"ground_truth": A} if "ground_truth" in m.call_arguments() else {}
     return m(f, X, R, A, **extra, **kw)
 
@@ -157,8 +157,8 @@ def _options(fn, skip=()) -> dict[str, str]:
 
 ATTRIBUTION_OPTIONS = {m: _options(attribution.get(m).attribute, skip=("seed",))
                        for m in attribution.available()}
-METRIC_OPTIONS = {m: _options(type(M.get(m)).__init__) for m in M.available()}
-POLICY_OPTIONS = {p: _options(type(policies.get(p, **POLICY_PARAMS.get(p, {}))).__init__)
+METRIC_OPTIONS = {m: _options(M.get(m).__init__) for m in M.available()}
+POLICY_OPTIONS = {p: _options(type(policies.build(p, **POLICY_PARAMS.get(p, {}))).__init__)
                   for p in policies.available()}
 
 
@@ -275,7 +275,7 @@ for _m in attribution.available():
 for _p in policies.available():
     SEED[f"policy[{_p}].pair"] = functools.partial(lambda p, v, d: _pair(p, seed=v), _p)
 for _d in datasets.available():
-    SEED[f"datasets.get[{_d}]"] = functools.partial(lambda n, v, d: datasets.get(n, seed=v), _d)
+    SEED[f"datasets.get[{_d}]"] = functools.partial(lambda n, v, d: datasets.load(n, seed=v), _d)
 
 #: Boolean options: (entry point, option) -> call with a value.
 BOOL = {
@@ -311,7 +311,7 @@ for _m, _opts in ATTRIBUTION_OPTIONS.items():
 for _n, _opts in METRIC_OPTIONS.items():
     for _o in (o for o, kind in _opts.items() if kind == "bool"):
         BOOL[(f"metrics.get[{_n}]", _o)] = functools.partial(
-            lambda n, o, v: _metric_call(n, M.get(n, **{o: v})), _n, _o)
+            lambda n, o, v: _metric_call(n, M.build(n, **{o: v})), _n, _o)
 for _p, _opts in POLICY_OPTIONS.items():
     for _o in (o for o, kind in _opts.items() if kind == "bool"):
         BOOL[(f"policies.get[{_p}]", _o)] = functools.partial(_policy_with, _p, _o)
@@ -363,7 +363,7 @@ for _m, _opts in ATTRIBUTION_OPTIONS.items():
 for _n, _opts in METRIC_OPTIONS.items():
     for _o in (o for o, kind in _opts.items() if kind == "int"):
         INT[(f"metrics.get[{_n}]", _o)] = functools.partial(
-            lambda n, o, v: _metric_call(n, M.get(n, **{o: v})), _n, _o)
+            lambda n, o, v: _metric_call(n, M.build(n, **{o: v})), _n, _o)
 for _p, _opts in POLICY_OPTIONS.items():
     for _o in (o for o, kind in _opts.items() if kind == "int"):
         INT[(f"policies.get[{_p}]", _o)] = functools.partial(_policy_with, _p, _o)
@@ -441,7 +441,7 @@ def test_an_unknown_method_names_the_closest(name):
 @pytest.mark.parametrize("name", M.available())
 def test_an_unknown_metric_names_the_closest(name):
     with pytest.raises(ValueError, match=rf"(?i)did you mean [^?]*'{re.escape(name)}'"):
-        M.get(_typo(name))
+        M.build(_typo(name))
 
 
 @pytest.mark.parametrize("name", functional.available())
@@ -467,22 +467,135 @@ def test_an_unknown_name_in_a_configuration_names_the_closest(key, name, over):
         config.load({**_CONFIG, **over})
 
 
-#: Registries whose unknown-name error lists every valid name (without picking the closest):
-#: (registry, get, the documented exception).
-LISTED = {"policies": (policies, policies.get, policies.UnknownPolicyError),
-          "datasets": (datasets, datasets.get, KeyError),
-          "models": (models, models.get, KeyError),
-          "config": (config, config.get, FileNotFoundError)}
+# -- the registries: one meaning per verb (CONTRIBUTING.md, "Registry verbs") ---------------------
+REGISTRIES = {"attribution": attribution, "metrics": M, "policies": policies,
+              "datasets": datasets, "models": models, "digits": digits, "config": config,
+              "functional": functional, "grading": functional.grading}
 
 
-@pytest.mark.parametrize("registry, name", [(r, n) for r, (mod, _, _) in LISTED.items()
-                                            for n in mod.available()])
-def test_an_unknown_name_lists_the_valid_ones(registry, name):
-    mod, get, error = LISTED[registry]
-    with pytest.raises(error) as exc:
-        get(_typo(name))
-    msg = str(exc.value)
-    assert repr(_typo(name)) in msg and all(n in msg for n in mod.available())
+def _is_entry(registry: str, entry) -> bool:
+    """Whether ``entry`` is what ``get`` of ``registry`` documents (nothing built or loaded)."""
+    if registry == "attribution":
+        return isinstance(entry, type) and issubclass(entry, attribution.Attribution)
+    if registry == "metrics":
+        return isinstance(entry, type) and issubclass(entry, M.Metric)
+    if registry == "policies":
+        return (isinstance(entry, type) and issubclass(entry, policies.Policy)) or (
+            inspect.isfunction(entry))
+    if registry == "datasets":
+        return callable(entry) and not isinstance(entry, datasets.Dataset)
+    if registry in ("models", "digits"):
+        return isinstance(entry, dict)
+    if registry == "config":
+        return isinstance(entry, str) and "[" in entry  # the TOML text as shipped
+    if registry == "functional":
+        return isinstance(entry, functional.Case)
+    return callable(entry)  # grading: a scoring callable (f, X, R, A) -> (B,)
+
+
+REGISTRY_NAMES = [(r, n) for r, mod in REGISTRIES.items() for n in mod.available()]
+
+
+@pytest.mark.parametrize("registry", list(REGISTRIES))
+def test_available_is_a_sorted_list_of_names(registry):
+    names = REGISTRIES[registry].available()
+    assert isinstance(names, list) and names and all(isinstance(n, str) for n in names)
+    assert names == sorted(set(names))
+
+
+@pytest.mark.parametrize("registry, name", REGISTRY_NAMES,
+                         ids=[f"{r}.{n}" for r, n in REGISTRY_NAMES])
+def test_get_returns_the_entry_and_options_of_a_dict(registry, name):
+    mod = REGISTRIES[registry]
+    entry = mod.get(name)
+    assert _is_entry(registry, entry), (registry, name, entry)
+    if isinstance(entry, dict):  # presets: a copy the caller may edit
+        entry["__edited__"] = 1
+        assert "__edited__" not in mod.get(name)
+    opts = mod.options_of(name)
+    assert isinstance(opts, dict) and all(isinstance(k, str) for k in opts)
+
+
+def _round_trip_entries():
+    class Extra(M.Metric):
+        name = "zz_registry_metric"
+
+    def extra_policy(f, X_pool, targets, seed, *, shift=1.0):
+        return X_pool[targets] + shift
+
+    def extra_recipe(*, seed=0, size=3):
+        raise AssertionError("get and options_of never run a recipe")
+
+    return {"metrics": ("zz_registry_metric", Extra, {}),
+            "policies": ("zz_registry_policy", extra_policy, {"shift": 1.0}),
+            "datasets": ("zz_registry_recipe", extra_recipe, {"size": 3}),
+            "grading": ("zz_registry_grade", lambda f, X, R, A: np.zeros(len(X)), {})}
+
+
+@pytest.mark.parametrize("registry", ["metrics", "policies", "datasets", "grading"])
+def test_register_get_unregister_round_trip(registry):
+    mod = REGISTRIES[registry]
+    name, entry, options = _round_trip_entries()[registry]
+    mod.register(name, entry)
+    try:
+        assert name in mod.available() and mod.available() == sorted(mod.available())
+        assert mod.get(name) is entry
+        assert mod.options_of(name) == options
+        with pytest.raises(ValueError, match="already registered"):
+            mod.register(name, _round_trip_entries()[registry][1])
+        mod.register(name, entry, overwrite=True)
+    finally:
+        mod.unregister(name)
+    assert name not in mod.available()
+    with pytest.raises(insdel.UnknownNameError):
+        mod.get(name)
+    with pytest.raises(insdel.UnknownNameError):
+        mod.unregister(name)
+
+
+@pytest.mark.parametrize("registry", ["policies", "datasets"])
+def test_a_built_in_cannot_be_replaced_or_removed(registry):
+    mod = REGISTRIES[registry]
+    name = mod.available()[0]
+    with pytest.raises(ValueError, match="built-in"):
+        mod.register(name, _round_trip_entries()[registry][1], overwrite=True)
+    with pytest.raises(ValueError, match="built-in"):
+        mod.unregister(name)
+
+
+#: The verb that builds or loads an entry, per registry that has one.
+MAKE = {"attribution": lambda n: attribution.build(n, f), "metrics": M.build,
+        "policies": policies.build, "datasets": datasets.load, "config": config.load}
+
+
+@pytest.mark.parametrize("registry, name", REGISTRY_NAMES,
+                         ids=[f"{r}.{n}" for r, n in REGISTRY_NAMES])
+def test_an_unknown_name_is_one_error_with_the_closest_and_the_valid_ones(registry, name):
+    mod = REGISTRIES[registry]
+    verbs = [mod.get, mod.options_of] + ([MAKE[registry]] if registry in MAKE else [])
+    for verb in verbs:
+        with pytest.raises(insdel.UnknownNameError) as exc:
+            verb(_typo(name))
+        assert isinstance(exc.value, ValueError)
+        msg = str(exc.value)
+        assert re.search(rf"Did you mean [^?]*'{re.escape(name)}'", msg), msg
+        assert repr(_typo(name)) in msg and all(n in msg for n in mod.available())
+        assert exc.value.name == _typo(name) and exc.value.available == mod.available()
+
+
+def test_unknown_policy_error_is_the_unknown_name_error():
+    assert issubclass(policies.UnknownPolicyError, insdel.UnknownNameError)
+    with pytest.raises(policies.UnknownPolicyError, match="Did you mean 'average'"):
+        policies.load("averagee")
+
+
+def test_a_missing_configuration_file_is_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        config.load(tmp_path / "nope.toml")
+    with pytest.raises(FileNotFoundError):
+        config.load("nope.toml")
+    with pytest.raises(insdel.UnknownNameError, match="Did you mean 'demo'"):
+        config.load("demoo")
 
 
 ATTRIBUTION_ALL = [(m, o) for m in attribution.available() for o in attribution.options_of(m)]
@@ -503,14 +616,14 @@ METRIC_ALL = [(m, o) for m in M.available() for o in M.options_of(m)]
 def test_an_unknown_metric_option_lists_the_options(metric, option):
     with pytest.raises(ValueError, match=rf"metric '{metric}': .*'{_typo(option)}'.*its options "
                                          rf"are \[.*'{option}'"):
-        M.get(metric, **{_typo(option): 1})
+        M.build(metric, **{_typo(option): 1})
 
 
-POLICY_ALL = [(p, o) for p in policies.available() for o in policies.defaults(p)]
+POLICY_ALL = [(p, o) for p in policies.available() for o in policies.options_of(p)]
 
 
 @pytest.mark.parametrize("policy, option", POLICY_ALL, ids=[f"{p}.{o}" for p, o in POLICY_ALL])
 def test_an_unknown_policy_parameter_lists_the_parameters(policy, option):
     with pytest.raises(TypeError, match=rf"policy '{policy}': unknown parameter\(s\) "
                                         rf"\['{_typo(option)}'\]; known: \[.*'{option}'"):
-        policies.get(policy, **POLICY_PARAMS.get(policy, {}), **{_typo(option): 1})
+        policies.build(policy, **POLICY_PARAMS.get(policy, {}), **{_typo(option): 1})

@@ -365,7 +365,7 @@ def test_dict_config_home_path_is_reported_with_its_file_and_hash(layout, monkey
     cfg_path, csv, here = layout
     monkeypatch.setenv("HOME", str(tmp_path / "exp"))
     cfg = C.load(small_cfg(Path("~/t.csv"), "h"))
-    info = runner._dataset_info(cfg, datasets.get("table", **cfg["data"]["options"]))
+    info = runner._dataset_info(cfg, datasets.load("table", **cfg["data"]["options"]))
     assert info["file"] == str(csv.resolve()) and len(info["file_sha256"]) == 64
 
 

@@ -25,7 +25,7 @@ def _grad(X, eps=1e-6):
 
 def _one_to_one(N=40, n=6, seed=0):
     pool = np.random.default_rng(seed).normal(size=(N, n))
-    pairs = policies.get("one_to_one").pair(None, pool, seed=3)
+    pairs = policies.build("one_to_one").pair(None, pool, seed=3)
     X, R = pairs.X, pairs.R
     atts = {"mid": (X - R) * _grad((X + R) / 2),   # changes sign with the pair
             "at_x": (X - R) * _grad(X)}              # does not

@@ -113,7 +113,7 @@ def test_shipped_configs_load():
 
 
 def test_config_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match="not found"):
+    with pytest.raises(insdel.UnknownNameError, match="unknown shipped configuration"):
         C.load("no_such_experiment")
     with pytest.raises(ValueError, match="unknown top-level"):
         C.load({"nam": "x", "model": {"preset": "quick_cern"}})

@@ -178,7 +178,7 @@ def test_step_not_below_m_is_refused():
     from insdel import metrics
 
     with pytest.raises(ValueError, match=r"step=9 is not smaller than the number of units m = 9"):
-        metrics.get("insertion_abc", step=9)(f, X, R, A)
+        metrics.build("insertion_abc", step=9)(f, X, R, A)
 
 
 @pytest.mark.parametrize("groups, msg", [

@@ -51,27 +51,27 @@ def test_superpixels_partition_the_image():
 def test_reference_images():
     X = images.flatten(_batch(3))
     kw = {"shape": SHAPE}
-    assert (policies.get("black", **kw).pair(None, X).R == 0).all()
-    assert (policies.get("white", **kw).pair(None, X).R == 1).all()
-    assert (policies.get("black", shape=SHAPE, value=-2.1).pair(None, X).R == -2.1).all()
+    assert (policies.build("black", **kw).pair(None, X).R == 0).all()
+    assert (policies.build("white", **kw).pair(None, X).R == 1).all()
+    assert (policies.build("black", shape=SHAPE, value=-2.1).pair(None, X).R == -2.1).all()
     bg = images.flatten(_batch(10, seed=1))
-    R = policies.get("channel_mean", shape=SHAPE, background=bg).pair(None, X).R
+    R = policies.build("channel_mean", shape=SHAPE, background=bg).pair(None, X).R
     want = bg.reshape(10, 3, -1).mean(axis=(0, 2))
     np.testing.assert_allclose(R.reshape(3, 3, -1)[1], np.repeat(want[:, None], 1024, axis=1))
     # blurred: RISE's substrate, a conv2d with the 11 x 11 sigma-5 kernel and zero padding 5
-    R = policies.get("blurred", **kw).pair(None, X).R
+    R = policies.build("blurred", **kw).pair(None, X).R
     k = torch.as_tensor(images.rise_kernel())[None, None].repeat(3, 1, 1, 1)
     want = torch.nn.functional.conv2d(torch.as_tensor(X.reshape((-1,) + SHAPE)), k, padding=5,
                                       groups=3).numpy()
     np.testing.assert_allclose(R, want.reshape(3, -1), atol=1e-12)
     assert images.RISE_KLEN == 11 and images.RISE_SIGMA == 5.0
-    n1 = policies.get("noise", **kw).pair(None, X, seed=3).R
-    n2 = policies.get("noise", **kw).pair(None, X, seed=3).R
-    n3 = policies.get("noise", **kw).pair(None, X, seed=4).R
+    n1 = policies.build("noise", **kw).pair(None, X, seed=3).R
+    n2 = policies.build("noise", **kw).pair(None, X, seed=3).R
+    n3 = policies.build("noise", **kw).pair(None, X, seed=4).R
     assert np.array_equal(n1, n2) and not np.array_equal(n1, n3)
     assert 0 <= n1.min() and n1.max() <= 1
     img = _batch(1, seed=9)[0]
-    R = policies.get("image", shape=SHAPE, image=img).pair(None, X).R
+    R = policies.build("image", shape=SHAPE, image=img).pair(None, X).R
     np.testing.assert_array_equal(R, np.tile(img.reshape(-1), (3, 1)))
 
 
@@ -79,15 +79,15 @@ def test_reference_images():
 def test_reference_images_check_the_shape(name):
     X = images.flatten(_batch(2))
     with pytest.raises(ValueError, match="shape"):
-        policies.get(name, shape=(3, 16, 16)).pair(None, X)
+        policies.build(name, shape=(3, 16, 16)).pair(None, X)
     with pytest.raises(ValueError, match="shape"):
-        policies.get(name).pair(None, X)
+        policies.build(name).pair(None, X)
 
 
 def test_classifier_test_on_patches_equals_brute_force():
     f = _net()
     X = images.flatten(_batch(4))
-    R = policies.get("blurred", shape=SHAPE).pair(None, X).R
+    R = policies.build("blurred", shape=SHAPE).pair(None, X).R
     A = {"sal": np.random.default_rng(0).normal(size=X.shape)}
     res = images.evaluate(f, X, R, A, shape=SHAPE, groups="patch", patch=8, step=2, n_random=2)
     ev = res.evaluation

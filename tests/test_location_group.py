@@ -29,7 +29,7 @@ def head60(samples):
 
 
 def test_bangalore_default_is_the_papers_38_features(head60):
-    ds = datasets.get("bangalore", path=head60)
+    ds = datasets.load("bangalore", path=head60)
     assert ds.n_features == 38 and ds.feature_names == bang_recipe.FEATURES
     assert ds.groups is None and ds.n_units == 38 and ds.unit_groups.singleton
     assert "Location dropped" in ds.description
@@ -40,7 +40,7 @@ def test_bangalore_onehot_location_is_one_group(head60):
 
     raw = pd.read_csv(head60)
     levels = sorted(raw["Location"].str.strip().unique())
-    ds = datasets.get("bangalore", path=head60, location="onehot", seed=1)
+    ds = datasets.load("bangalore", path=head60, location="onehot", seed=1)
     loc = [f"Location={lev}" for lev in levels]
     assert ds.feature_names == bang_recipe.FEATURES + loc  # levels sorted, after the 38
     assert ds.n_features == 38 + len(levels)
@@ -58,7 +58,7 @@ def test_bangalore_onehot_location_is_one_group(head60):
     got = np.array(levels)[block.argmax(1)]
     np.testing.assert_array_equal(got, raw["Location"].str.strip().to_numpy()[rows])
     # the 38 paper features are the default's
-    d0 = datasets.get("bangalore", path=head60, seed=1)
+    d0 = datasets.load("bangalore", path=head60, seed=1)
     np.testing.assert_array_equal(ds.X_test[:, :38], d0.X_test)
     assert ds.info["location_levels"] == len(levels)
     assert "one feature group" in ds.description
@@ -68,7 +68,7 @@ def test_bangalore_min_count_pools_rare_levels(head60):
     import pandas as pd
 
     counts = pd.read_csv(head60)["Location"].str.strip().value_counts()
-    ds = datasets.get("bangalore", path=head60, location="onehot", min_count=3)
+    ds = datasets.load("bangalore", path=head60, location="onehot", min_count=3)
     kept = sorted(counts.index[counts >= 3])
     assert ds.feature_names[38:] == [f"Location={lev}" for lev in kept] + ["Location=other"]
     other = np.concatenate([ds.X_train, ds.X_test])[:, -1]
@@ -78,7 +78,7 @@ def test_bangalore_min_count_pools_rare_levels(head60):
 
 
 def test_a_level_seen_only_in_the_test_split_is_a_column(head60):
-    ds = datasets.get("bangalore", path=head60, location="onehot", seed=0)
+    ds = datasets.load("bangalore", path=head60, location="onehot", seed=0)
     in_test_only = [j for j in range(38, ds.n_features)
                     if ds.X_test[:, j].any() and not ds.X_train[:, j].any()]
     assert in_test_only  # such a level exists with this seed, and is still one of the columns
@@ -96,9 +96,9 @@ def test_a_level_seen_only_in_the_test_split_is_a_column(head60):
 ])
 def test_bad_location_options_are_clear_errors(head60, options, match):
     with pytest.raises(ValueError, match=match):
-        datasets.get("bangalore", path=head60, **options)
+        datasets.load("bangalore", path=head60, **options)
     with pytest.raises(ValueError, match=match.replace("bangalore", "housing_sim")):
-        datasets.get("housing_sim", n_samples=50, **options)
+        datasets.load("housing_sim", n_samples=50, **options)
 
 
 def test_unknown_option_names_are_config_errors():
@@ -108,14 +108,14 @@ def test_unknown_option_names_are_config_errors():
         C.load({"data": {"recipe": "housing_sim", "options": {"locaton": "onehot"}},
                 "model": {"preset": "quick_housing"}})
     with pytest.raises(ValueError, match=r"option n_locations must be an integer >= 2"):
-        datasets.get("housing_sim", n_samples=50, location="onehot", n_locations=1)
+        datasets.load("housing_sim", n_samples=50, location="onehot", n_locations=1)
     with pytest.raises(ValueError, match=r"n_locations applies to location='onehot' only"):
-        datasets.get("housing_sim", n_samples=50, n_locations=5)
+        datasets.load("housing_sim", n_samples=50, n_locations=5)
 
 
 def test_housing_sim_onehot_location():
-    d0 = datasets.get("housing_sim", n_samples=400, seed=2)
-    ds = datasets.get("housing_sim", n_samples=400, seed=2, location="onehot")
+    d0 = datasets.load("housing_sim", n_samples=400, seed=2)
+    ds = datasets.load("housing_sim", n_samples=400, seed=2, location="onehot")
     assert d0.n_features == 38 and d0.groups is None
     assert ds.n_features == 68 and ds.feature_names[38] == "Location=Locality 01"
     assert ds.groups.m == 39 and ds.groups.names[-1] == "Location"
@@ -124,7 +124,7 @@ def test_housing_sim_onehot_location():
     assert not np.array_equal(ds.y_train, d0.y_train)              # ... priced by location too
     block = np.concatenate([ds.X_train, ds.X_test])[:, 38:]
     assert (block.sum(1) == 1).all()
-    small = datasets.get("housing_sim", n_samples=400, location="onehot", n_locations=5,
+    small = datasets.load("housing_sim", n_samples=400, location="onehot", n_locations=5,
                          min_count=1)
     assert small.groups.sizes[-1] == 5
 
@@ -135,7 +135,7 @@ def test_prepared_data_keep_the_groups(tmp_path):
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["groups"]["names"][-1] == "Location"
     back = datasets.load_prepared(out)
-    ref = datasets.get("housing_sim", n_samples=120, location="onehot", n_locations=4)
+    ref = datasets.load("housing_sim", n_samples=120, location="onehot", n_locations=4)
     assert back.groups == ref.groups and back.groups.m == 39
     plain = datasets.load_prepared(datasets.prepare("housing_sim", tmp_path / "p", n_samples=60))
     assert plain.groups is None

@@ -95,13 +95,13 @@ def test_insdel_family_equals_insdel_curves_and_evaluate():
     A = rng.normal(size=(20, 7))
     ins = insdel.abc(insdel.curves(f, X, R, A, mode="insertion"), mode="insertion")
     dele = insdel.abc(insdel.curves(f, X, R, A, mode="deletion"), mode="deletion")
-    np.testing.assert_allclose(M.get("insertion_abc")(f, X, R, A), ins, atol=1e-12)
-    np.testing.assert_allclose(M.get("deletion_abc")(f, X, R, A), dele, atol=1e-12)
+    np.testing.assert_allclose(M.build("insertion_abc")(f, X, R, A), ins, atol=1e-12)
+    np.testing.assert_allclose(M.build("deletion_abc")(f, X, R, A), dele, atol=1e-12)
     c = insdel.curves(f, X, R, A, mode="insertion", step=3)
     pos = insdel.groups.positions(7, step=3)
-    np.testing.assert_allclose(M.get("insertion_abc", step=3)(f, X, R, A),
+    np.testing.assert_allclose(M.build("insertion_abc", step=3)(f, X, R, A),
                                insdel.abc(c, mode="insertion", positions=pos, m=7), atol=1e-12)
-    np.testing.assert_allclose(M.get("insertion_auc")(f, X, R, A),
+    np.testing.assert_allclose(M.build("insertion_auc")(f, X, R, A),
                                insdel.auc(insdel.curves(f, X, R, A), normalize=True), atol=1e-12)
 
 
@@ -123,21 +123,21 @@ def test_evaluate_metrics_shares_the_cache_and_tabulates():
     r = res.ranks()
     assert set(r.index) == {"a", "b"} and r.shape[1] == 4
     for name in ("insertion_abc", "deletion_abc"):
-        one = M.get(name)(f, X, R, atts["a"])
+        one = M.build(name)(f, X, R, atts["a"])
         np.testing.assert_allclose(
             res.scores.query("metric == @name and method == 'a'")["value"], one, atol=1e-12)
 
 
 def test_registry_errors_name_the_problem():
     assert {"insertion_abc", "deletion_abc"} <= set(M.available())
-    assert M.available("insdel") == ["insertion_abc", "deletion_abc", "insertion_auc",
-                                     "deletion_auc"]
+    assert M.available("insdel") == ["deletion_abc", "deletion_auc", "insertion_abc",
+                                     "insertion_auc"]
     with pytest.raises(ValueError, match="Did you mean 'insertion_abc'"):
-        M.get("insertion_abd")
+        M.build("insertion_abd")
     with pytest.raises(ValueError, match="its options are"):
-        M.get("insertion_abc", nope=1)
+        M.build("insertion_abc", nope=1)
     with pytest.raises(ValueError, match="order must be one of"):
-        M.get("insertion_abc", order="morf")
+        M.build("insertion_abc", order="morf")
     cat = M.catalogue()
     assert {"metric", "family", "source", "higher_is_better", "options"} <= set(cat.columns)
     X, R, rng = _pairs(B=3, n=4)
@@ -199,7 +199,7 @@ def test_run_with_metrics_table_and_leaderboard(tmp_path):
     # the metric equals the same metric computed directly on the saved pairs
     X, R = res.pairings["average"].X, res.pairings["average"].R
     A = np.load(outs[0] / "average" / "attributions.npz")["integrated_gradients"]
-    direct = M.get("insertion_abc", order="absolute")(res.model, X, R, A)
+    direct = M.build("insertion_abc", order="absolute")(res.model, X, R, A)
     np.testing.assert_allclose(df.query("metric == 'insertion_abc' and method == "
                                         "'integrated_gradients'")["value"], direct, atol=1e-9)
     assert "## Metrics, policy average" in (outs[0] / "summary.md").read_text()
@@ -293,15 +293,15 @@ def test_metric_call_refuses_arguments_it_would_ignore(pairs, name, kwargs):
     """An option given to the call (instead of to get) is an error naming it, not ignored."""
     X, R, A = pairs
     with pytest.raises(ValueError, match=f"unknown argument.*{next(iter(kwargs))}"):
-        M.get(name)(_f, X, R, A, **kwargs)
+        M.build(name)(_f, X, R, A, **kwargs)
 
 
 def test_metric_call_still_takes_the_arguments_compute_reads(pairs):
     X, R, A = pairs
-    M.get("pgi")(_f, X, R, A, method="m")
-    M.get("feature_agreement")(_f, X, R, A, ground_truth=A)
+    M.build("pgi")(_f, X, R, A, method="m")
+    M.build("feature_agreement")(_f, X, R, A, ground_truth=A)
     sub = np.zeros((5, 100, 4), bool)
     sub[:, :, 0] = True
     sub[:, ::2, 1] = True
-    M.get("faithfulness_correlation")(_f, X, R, A, subsets=sub)
-    assert M.get("sensitivity").call_arguments() >= {"explainer", "method"}
+    M.build("faithfulness_correlation")(_f, X, R, A, subsets=sub)
+    assert M.build("sensitivity").call_arguments() >= {"explainer", "method"}

@@ -79,8 +79,8 @@ def test_comprehensiveness_sufficiency_match_beexai(data, ratio):
     Xt = torch.as_tensor(X)
     b_comp = BComp(net, "regression").get_comp(Xt, _orders(A), ratio, baseline="zero")
     b_suff = BSuff(net, "regression").get_sufficiency(Xt, _orders(A), ratio, baseline="zero")
-    ours_c = M.get("comprehensiveness", ratio=ratio)(net, X, R, A)
-    ours_s = M.get("sufficiency", ratio=ratio)(net, X, R, A)
+    ours_c = M.build("comprehensiveness", ratio=ratio)(net, X, R, A)
+    ours_s = M.build("sufficiency", ratio=ratio)(net, X, R, A)
     assert ours_c.shape == ours_s.shape == (X.shape[0],)
     np.testing.assert_allclose(ours_c.mean(), b_comp, **TOL)
     np.testing.assert_allclose(ours_s.mean(), b_suff, **TOL)
@@ -88,7 +88,7 @@ def test_comprehensiveness_sufficiency_match_beexai(data, ratio):
 
 def test_monotonicity_matches_beexai_per_pair(data):
     net, X, R, A = data
-    ours = M.get("monotonicity_beexai", first_point="beexai")(net, X, R, A)
+    ours = M.build("monotonicity_beexai", first_point="beexai")(net, X, R, A)
     for i in range(X.shape[0]):
         b = BMono(net, "regression").get_mono(torch.as_tensor(X[i:i + 1]), _orders(A[i:i + 1]),
                                               baseline="zero")
@@ -97,7 +97,7 @@ def test_monotonicity_matches_beexai_per_pair(data):
 
 def test_monotonicity_gap_form_transcription(data):
     net, X, R, A = data
-    ours = M.get("monotonicity_beexai")(net, X, R, A)
+    ours = M.build("monotonicity_beexai")(net, X, R, A)
     f = lambda Z: net.predict(Z).numpy().ravel()  # noqa: E731
     order = np.argsort(-np.abs(A), axis=1, kind="stable")
     for i in range(X.shape[0]):
@@ -122,7 +122,7 @@ def _no_repeat_subsets(n_repeats, size, n):
 
 def test_faithfulness_correlation_matches_beexai_one_pair(data):
     net, X, R, A = data
-    metric = M.get("faithfulness_correlation_beexai", subset_fraction=0.25, n_repeats=20)
+    metric = M.build("faithfulness_correlation_beexai", subset_fraction=0.25, n_repeats=20)
     size = int(0.25 * N_FEAT)
     for i in range(4):
         seed, subs = _no_repeat_subsets(20, size, N_FEAT)
@@ -140,7 +140,7 @@ def test_faithfulness_correlation_matches_beexai_one_pair(data):
 
 def test_faithfulness_correlation_subsets_have_fixed_size(data):
     net, X, R, A = data
-    metric = M.get("faithfulness_correlation_beexai", subset_fraction=0.4)
+    metric = M.build("faithfulness_correlation_beexai", subset_fraction=0.4)
     ctx = MetricContext(net, X, R, seed=5)
     S = metric.subsets(ctx, "m")
     assert S.shape == (X.shape[0], 20, N_FEAT)
@@ -151,7 +151,7 @@ def test_faithfulness_correlation_subsets_have_fixed_size(data):
 
 def test_infidelity_gaussian_matches_beexai(data):
     net, X, R, A = data
-    metric = M.get("infidelity", perturbation="gaussian", sigma=0.3, absolute=True)
+    metric = M.build("infidelity", perturbation="gaussian", sigma=0.3, absolute=True)
     ctx = MetricContext(net, X, R, seed=1)
     eps = metric.perturbations(ctx, "m")  # (K, B, n)
     ours = metric.compute(ctx, ctx.unit_attributions(A), method="m")
@@ -167,7 +167,7 @@ def test_infidelity_reference_matches_captum(data):
     net, X, _, A = data
     rng = np.random.default_rng(0)
     R = X + rng.normal(size=X.shape)  # x != r everywhere: captum divides by x - r
-    metric = M.get("infidelity", n_samples=7)
+    metric = M.build("infidelity", n_samples=7)
     ctx = MetricContext(net, X, R, seed=2)
     S = metric.perturbations(ctx, "m")  # (B, K, m), True: from r
     ours = metric.compute(ctx, ctx.unit_attributions(A), method="m")
@@ -189,11 +189,11 @@ def test_infidelity_reference_of_exact_additive_attributions_is_zero():
     X, R = rng.normal(size=(6, 5)), rng.normal(size=(6, 5))
     f = lambda Z: Z @ w  # noqa: E731
     A = (X - R) * w  # exact for a linear model
-    assert np.allclose(M.get("infidelity", n_samples=9)(f, X, R, A), 0, atol=1e-20)
+    assert np.allclose(M.build("infidelity", n_samples=9)(f, X, R, A), 0, atol=1e-20)
     with pytest.raises(ValueError, match="groups"):
-        M.get("infidelity", perturbation="gaussian")(f, X, R, A, groups=[[0, 1], [2, 3, 4]])
+        M.build("infidelity", perturbation="gaussian")(f, X, R, A, groups=[[0, 1], [2, 3, 4]])
     with pytest.raises(ValueError, match="sigma"):
-        M.get("infidelity", perturbation="gaussian")(f, X[:1], R[:1], A[:1])
+        M.build("infidelity", perturbation="gaussian")(f, X[:1], R[:1], A[:1])
 
 
 class _Explainer:
@@ -220,7 +220,7 @@ def test_sensitivity_matches_beexai_one_pair(data):
     net, X, R, A = data
     expl = _grad_x_input(net)
     A0 = expl(X, R)
-    metric = M.get("sensitivity", radius=0.2)
+    metric = M.build("sensitivity", radius=0.2)
     for i in range(3):
         ctx = MetricContext(net, X[i:i + 1], R[i:i + 1], seed=i)
         d = metric.noise(ctx, "m")
@@ -236,7 +236,7 @@ def test_sensitivity_explanation_norm_matches_captum(data):
 
     net, X, R, A = data
     expl = _grad_x_input(net)
-    metric = M.get("sensitivity", normalize="explanation", n_samples=4)
+    metric = M.build("sensitivity", normalize="explanation", n_samples=4)
     ctx = MetricContext(net, X, R, seed=0)
     d = metric.noise(ctx, "m")  # (K, B, n)
     ours = metric.compute(ctx, ctx.unit_attributions(expl(X, R)), explainer=expl, method="m")
@@ -258,7 +258,7 @@ def test_sensitivity_explanation_norm_matches_captum(data):
 def test_sensitivity_needs_an_explainer(data):
     net, X, R, A = data
     with pytest.raises(ValueError, match="explainer"):
-        M.get("sensitivity")(net, X, R, A)
+        M.build("sensitivity")(net, X, R, A)
     res = M.evaluate_metrics(net, X, R, {"gxi": A}, metrics=["sensitivity"],
                              explainers={"gxi": _grad_x_input(net)})
     assert res.scores["value"].notna().all()
@@ -289,9 +289,9 @@ def test_auc_tp_matches_beexai(data, auc_tp_class):
     net, X, R, A = data
     _, ref = auc_tp_class(net, "regression").get_auctp(torch.as_tensor(X), _orders(A), _mse,
                                                        baseline="zero")
-    ours = M.get("auc_tp", level="dataset")(net, X, R, A)
+    ours = M.build("auc_tp", level="dataset")(net, X, R, A)
     np.testing.assert_allclose(ours, np.full(X.shape[0], ref.item()), **TOL)
-    per_pair = M.get("auc_tp")(net, X, R, A)
+    per_pair = M.build("auc_tp")(net, X, R, A)
     for i in range(X.shape[0]):
         _, r1 = auc_tp_class(net, "regression").get_auctp(
             torch.as_tensor(X[i:i + 1]), _orders(A[i:i + 1]), _mse, baseline="zero")
@@ -300,7 +300,7 @@ def test_auc_tp_matches_beexai(data, auc_tp_class):
 
 def test_auc_tp_flat_model_is_nan():
     X = np.ones((3, 5))
-    out = M.get("auc_tp")(lambda Z: np.zeros(len(Z)), X, np.zeros_like(X), np.arange(15.).reshape(3, 5))
+    out = M.build("auc_tp")(lambda Z: np.zeros(len(Z)), X, np.zeros_like(X), np.arange(15.).reshape(3, 5))
     assert np.isnan(out).all()
 
 
@@ -309,15 +309,15 @@ def test_sparseness_complexity_match_beexai(data):
     At = torch.as_tensor(A)
     spars = BSpars(net, "regression").get_sparsity(torch.sort(torch.abs(At), axis=1)[0]).item()
     compl = BComplexity(net, "regression").get_cmpl(At).item()
-    np.testing.assert_allclose(M.get("sparseness")(net, X, R, A).mean(), spars, rtol=1e-6)
-    np.testing.assert_allclose(M.get("complexity")(net, X, R, A).mean(), compl, rtol=1e-6)
+    np.testing.assert_allclose(M.build("sparseness")(net, X, R, A).mean(), spars, rtol=1e-6)
+    np.testing.assert_allclose(M.build("complexity")(net, X, R, A).mean(), compl, rtol=1e-6)
     Z = np.zeros_like(A)
-    assert np.isnan(M.get("sparseness")(net, X, R, Z)).all()
-    assert np.isnan(M.get("complexity")(net, X, R, Z)).all()
+    assert np.isnan(M.build("sparseness")(net, X, R, Z)).all()
+    assert np.isnan(M.build("complexity")(net, X, R, Z)).all()
     one_hot = np.eye(N_FEAT)[:X.shape[0] % N_FEAT + 1].repeat(1, 0)
     B1 = one_hot.shape[0]
-    assert np.allclose(M.get("sparseness")(net, X[:B1], R[:B1], one_hot), 1 - 1 / N_FEAT)
-    assert np.allclose(M.get("complexity")(net, X[:B1], R[:B1], one_hot), 0)
+    assert np.allclose(M.build("sparseness")(net, X[:B1], R[:B1], one_hot), 1 - 1 / N_FEAT)
+    assert np.allclose(M.build("complexity")(net, X[:B1], R[:B1], one_hot), 0)
 
 
 # ---- properties --------------------------------------------------------------------------------
@@ -339,10 +339,10 @@ def test_full_removal_and_full_keep(seed, n, B):
     X, R, A = _pairs(seed, B, n)
     f = _model(n, seed)
     gap = np.abs(f(X) - f(R))
-    np.testing.assert_allclose(M.get("comprehensiveness", ratio=1.0)(f, X, R, A), gap, atol=1e-12)
-    np.testing.assert_allclose(M.get("sufficiency", ratio=1.0)(f, X, R, A), 0, atol=1e-12)
-    np.testing.assert_allclose(M.get("comprehensiveness", ratio=0.0)(f, X, R, A), 0, atol=1e-12)
-    np.testing.assert_allclose(M.get("sufficiency", ratio=0.0)(f, X, R, A), gap, atol=1e-12)
+    np.testing.assert_allclose(M.build("comprehensiveness", ratio=1.0)(f, X, R, A), gap, atol=1e-12)
+    np.testing.assert_allclose(M.build("sufficiency", ratio=1.0)(f, X, R, A), 0, atol=1e-12)
+    np.testing.assert_allclose(M.build("comprehensiveness", ratio=0.0)(f, X, R, A), 0, atol=1e-12)
+    np.testing.assert_allclose(M.build("sufficiency", ratio=0.0)(f, X, R, A), gap, atol=1e-12)
 
 
 MODEL_METRICS = ["comprehensiveness", "sufficiency", "auc_tp", "monotonicity_beexai",
@@ -356,8 +356,8 @@ def test_singleton_groups_equal_ungrouped(seed, n):
     f = _model(n, seed)
     groups = [[j] for j in range(n)]
     for name in MODEL_METRICS:
-        a = M.get(name)(f, X, R, A, seed=seed)
-        b = M.get(name)(f, X, R, A, groups=groups, seed=seed)
+        a = M.build(name)(f, X, R, A, seed=seed)
+        b = M.build(name)(f, X, R, A, groups=groups, seed=seed)
         np.testing.assert_array_equal(a, b, err_msg=name)
 
 
@@ -367,7 +367,7 @@ def test_groups_move_together():
     f = _model(6)
     groups = [[0, 1], [2, 3], [4, 5]]
     A = rng.normal(size=(4, 3))
-    ours = M.get("comprehensiveness", ratio=0.34)(f, X, R, A, groups=groups)  # int(3 * .34) = 1
+    ours = M.build("comprehensiveness", ratio=0.34)(f, X, R, A, groups=groups)  # int(3 * .34) = 1
     top = np.argmax(np.abs(A), axis=1)
     Z = X.copy()
     for i, g in enumerate(top):
@@ -395,19 +395,19 @@ def test_names_family_and_options():
     for bad, match in [(dict(ratio=1.5), "ratio"), (dict(ratio=[]), "ratio"),
                        (dict(order="up"), "order")]:
         with pytest.raises((ValueError, TypeError), match=match):
-            M.get("comprehensiveness", **bad)
+            M.build("comprehensiveness", **bad)
     with pytest.raises(TypeError, match="n_repeats"):
-        M.get("faithfulness_correlation_beexai", n_repeats=2.5)
+        M.build("faithfulness_correlation_beexai", n_repeats=2.5)
     with pytest.raises(ValueError, match="perturbation"):
-        M.get("infidelity", perturbation="uniform")
+        M.build("infidelity", perturbation="uniform")
     with pytest.raises(ValueError, match="sigma"):
-        M.get("infidelity", sigma="big")
+        M.build("infidelity", sigma="big")
     with pytest.raises(ValueError, match="level"):
-        M.get("auc_tp", level="batch")
+        M.build("auc_tp", level="batch")
     with pytest.raises(ValueError, match="normalize"):
-        M.get("sensitivity", normalize="max")
+        M.build("sensitivity", normalize="max")
     with pytest.raises(ValueError, match="first_point"):
-        M.get("monotonicity_beexai", first_point="zero")
+        M.build("monotonicity_beexai", first_point="zero")
 
 
 def test_sensitivity_auto_radius_one_pair_is_an_error():
@@ -419,12 +419,12 @@ def test_sensitivity_auto_radius_one_pair_is_an_error():
     rng = np.random.default_rng(0)
     X, R = rng.normal(size=(3, 4)), np.zeros((3, 4))
     A = _grad_x_input(net)(X, R)
-    metric = M.get("sensitivity", radius="auto")
+    metric = M.build("sensitivity", radius="auto")
     with pytest.raises(ValueError, match=r"radius='auto'.*at least 2 targets.*radius="):
         metric(net, X[:1], R[:1], A[:1], explainer=_grad_x_input(net))
     with pytest.raises(ValueError, match=r"identical.*radius="):
         metric(net, np.repeat(X[:1], 3, 0), R, np.repeat(A[:1], 3, 0), explainer=_grad_x_input(net))
     # two or more distinct targets: a finite score per pair; a number works for one pair
     assert np.isfinite(np.asarray(metric(net, X, R, A, explainer=_grad_x_input(net)))).all()
-    one = M.get("sensitivity", radius=0.5)(net, X[:1], R[:1], A[:1], explainer=_grad_x_input(net))
+    one = M.build("sensitivity", radius=0.5)(net, X[:1], R[:1], A[:1], explainer=_grad_x_input(net))
     assert np.isfinite(np.asarray(one)).all()

@@ -83,7 +83,7 @@ def test_topk_agreement_matches_transcription(name, k):
     n = A.shape[1]
     ks = range(1, n + 1) if k == "auc" else [min(k, n) if isinstance(k, int)
                                             else math.ceil(k * n)]
-    ours = M.get(name, k=k)(_model(n), X, R, A, ground_truth=G)
+    ours = M.build(name, k=k)(_model(n), X, R, A, ground_truth=G)
     want = [np.mean([TRANSCRIPTIONS[name](A[b], G[b], kk) for kk in ks]) for b in range(len(A))]
     np.testing.assert_allclose(ours, want, atol=1e-12)
 
@@ -92,9 +92,9 @@ def test_rank_metrics_match_transcription():
     X, R, A = _data(3, B=8, n=9)
     G = A + np.random.default_rng(4).normal(size=A.shape)
     f = _model(9)
-    np.testing.assert_allclose(M.get("rank_correlation")(f, X, R, A, ground_truth=G),
+    np.testing.assert_allclose(M.build("rank_correlation")(f, X, R, A, ground_truth=G),
                                [rc(a, g) for a, g in zip(A, G, strict=True)], atol=1e-12)
-    np.testing.assert_allclose(M.get("pairwise_rank_agreement")(f, X, R, A, ground_truth=G),
+    np.testing.assert_allclose(M.build("pairwise_rank_agreement")(f, X, R, A, ground_truth=G),
                                [pra(a, g) for a, g in zip(A, G, strict=True)], atol=1e-12)
 
 
@@ -103,11 +103,11 @@ def test_ties_use_dense_ranks():
     G = np.array([[-3.0, 3.0, 0.5, 1.0]])
     X = np.zeros((1, 4))
     f = _model(4)
-    np.testing.assert_allclose(M.get("rank_agreement", k=2)(f, X, X, A, ground_truth=G),
+    np.testing.assert_allclose(M.build("rank_agreement", k=2)(f, X, X, A, ground_truth=G),
                                ra(A[0], G[0], 2))
-    np.testing.assert_allclose(M.get("pairwise_rank_agreement")(f, X, X, A, ground_truth=G),
+    np.testing.assert_allclose(M.build("pairwise_rank_agreement")(f, X, X, A, ground_truth=G),
                                pra(A[0], G[0]))
-    np.testing.assert_allclose(M.get("sign_agreement", k=2)(f, X, X, A, ground_truth=G), 0.0)
+    np.testing.assert_allclose(M.build("sign_agreement", k=2)(f, X, X, A, ground_truth=G), 0.0)
 
 
 @settings(max_examples=30, deadline=None)
@@ -116,14 +116,14 @@ def test_agreement_with_itself_and_monotone_transforms(seed, n):
     X, R, A = _data(seed, B=3, n=n)
     f = _model(n)
     for name in GT_METRICS:
-        np.testing.assert_allclose(M.get(name)(f, X, R, A, ground_truth=A), 1.0, err_msg=name)
+        np.testing.assert_allclose(M.build(name)(f, X, R, A, ground_truth=A), 1.0, err_msg=name)
     G = 2.5 * A ** 3  # preserves |a|'s order and the signs
     for name in GT_METRICS:
-        np.testing.assert_allclose(M.get(name, **({"k": "auc"} if "agreement" in name
+        np.testing.assert_allclose(M.build(name, **({"k": "auc"} if "agreement" in name
                                                   and "pairwise" not in name else {}))(
             f, X, R, A, ground_truth=G), 1.0, err_msg=name)
-    np.testing.assert_allclose(M.get("rank_correlation")(f, X, R, A, ground_truth=-A), 1.0)
-    np.testing.assert_allclose(M.get("sign_agreement", k=n)(f, X, R, A, ground_truth=-A), 0.0)
+    np.testing.assert_allclose(M.build("rank_correlation")(f, X, R, A, ground_truth=-A), 1.0)
+    np.testing.assert_allclose(M.build("sign_agreement", k=n)(f, X, R, A, ground_truth=-A), 0.0)
 
 
 def test_ground_truth_needs_no_model_and_is_required():
@@ -133,10 +133,10 @@ def test_ground_truth_needs_no_model_and_is_required():
         raise AssertionError("the model was called")
 
     for name in GT_METRICS:
-        assert M.get(name)(boom, X, R, A, ground_truth=A).shape == (len(A),)
+        assert M.build(name)(boom, X, R, A, ground_truth=A).shape == (len(A),)
     with pytest.raises(ValueError, match="ground_truth"):
-        M.get("feature_agreement")(boom, X, R, A)
-    assert np.isnan(M.get("rank_correlation")(boom, X, R, A, ground_truth=np.ones_like(A))).all()
+        M.build("feature_agreement")(boom, X, R, A)
+    assert np.isnan(M.build("rank_correlation")(boom, X, R, A, ground_truth=np.ones_like(A))).all()
 
 
 # ---- PGI / PGU -----------------------------------------------------------------------------------
@@ -156,7 +156,7 @@ def test_pgi_pgu_reference_match_transcription(k):
     f = _model(n)
     ks = range(1, n + 1) if k == "auc" else [k if isinstance(k, int) else math.ceil(k * n)]
     for name, important in [("pgi", True), ("pgu", False)]:
-        ours = M.get(name, k=k)(f, X, R, A)
+        ours = M.build(name, k=k)(f, X, R, A)
         want = [np.mean([_gap_reference(f, X[b], R[b], A[b], kk, important) for kk in ks])
                 for b in range(len(X))]
         np.testing.assert_allclose(ours, want, atol=1e-12)
@@ -176,7 +176,7 @@ def test_pgi_pgu_gaussian_match_transcription(name, important):
     X, R, A = _data(6, B=4, n=6)
     X[:, 2] = np.array([0.0, 1.0, 1.0, 0.0])  # a binary column
     f = _model(6)
-    metric = M.get(name, k=2, perturbation="gaussian", n_samples=30, binary=[2])
+    metric = M.build(name, k=2, perturbation="gaussian", n_samples=30, binary=[2])
     ctx = MetricContext(f, X, R, seed=3)
     noise, flips = metric.draws(ctx, "m")
     ours = metric.compute(ctx, ctx.unit_attributions(A), method="m")
@@ -193,15 +193,15 @@ def test_pgi_pgu_gaussian_match_transcription(name, important):
 
 
 def test_pgi_gaussian_defaults_are_openxai():
-    m = M.get("pgi", perturbation="gaussian")
+    m = M.build("pgi", perturbation="gaussian")
     assert m.sigma == 0.1 and m.n_samples == 100
     assert m.flip == pytest.approx(0.1 * math.sqrt(2 / math.pi))
     X, R, A = _data(0)
     X[:, 0] = 0.5
     with pytest.raises(ValueError, match="binary"):
-        M.get("pgi", perturbation="gaussian", binary=[0])(_model(7), X, R, A)
+        M.build("pgi", perturbation="gaussian", binary=[0])(_model(7), X, R, A)
     with pytest.raises(ValueError, match="binary"):
-        M.get("pgi", perturbation="gaussian", binary=[9])(_model(7), X, R, A)
+        M.build("pgi", perturbation="gaussian", binary=[9])(_model(7), X, R, A)
 
 
 @settings(max_examples=25, deadline=None)
@@ -209,12 +209,12 @@ def test_pgi_gaussian_defaults_are_openxai():
 def test_pgi_at_all_units_is_the_full_gap(seed, n, B):
     X, R, A = _data(seed, B, n)
     f = _model(n, seed)
-    np.testing.assert_allclose(M.get("pgi", k=n)(f, X, R, A), np.abs(f(X) - f(R)), atol=1e-12)
-    np.testing.assert_allclose(M.get("pgu", k=n)(f, X, R, A), 0.0, atol=1e-12)
+    np.testing.assert_allclose(M.build("pgi", k=n)(f, X, R, A), np.abs(f(X) - f(R)), atol=1e-12)
+    np.testing.assert_allclose(M.build("pgu", k=n)(f, X, R, A), 0.0, atol=1e-12)
     # PGU at k is PGI's complement: the units outside the top k
     if n > 1:
-        np.testing.assert_allclose(M.get("pgu", k=1)(f, X, R, A),
-                                   M.get("pgi", k=n - 1)(f, X, R, -1 / (np.abs(A) + 1)),
+        np.testing.assert_allclose(M.build("pgu", k=1)(f, X, R, A),
+                                   M.build("pgi", k=n - 1)(f, X, R, -1 / (np.abs(A) + 1)),
                                    atol=1e-12)
 
 
@@ -227,12 +227,12 @@ def test_singleton_groups_equal_ungrouped(seed, n):
     groups = [[j] for j in range(n)]
     for name in ["pgi", "pgu"]:
         for opts in [{}, {"perturbation": "gaussian", "n_samples": 5}]:
-            a = M.get(name, **opts)(f, X, R, A, seed=seed)
-            b = M.get(name, **opts)(f, X, R, A, groups=groups, seed=seed)
+            a = M.build(name, **opts)(f, X, R, A, seed=seed)
+            b = M.build(name, **opts)(f, X, R, A, groups=groups, seed=seed)
             np.testing.assert_array_equal(a, b)
     for name in GT_METRICS:
-        np.testing.assert_array_equal(M.get(name)(f, X, R, A, ground_truth=G),
-                                      M.get(name)(f, X, R, A, ground_truth=G, groups=groups))
+        np.testing.assert_array_equal(M.build(name)(f, X, R, A, ground_truth=G),
+                                      M.build(name)(f, X, R, A, ground_truth=G, groups=groups))
 
 
 def test_evaluate_metrics_with_ground_truth():
@@ -254,6 +254,6 @@ def test_options_are_checked():
                             (dict(flip=2.0), ValueError, "flip"),
                             (dict(binary="ab"), TypeError, "binary")]:
         with pytest.raises(err, match=match):
-            M.get("pgi", **bad)
+            M.build("pgi", **bad)
     with pytest.raises(ValueError, match="k"):
-        M.get("feature_agreement", k=-1)
+        M.build("feature_agreement", k=-1)

@@ -60,7 +60,7 @@ def q(metric, net, X, A, **kw):
 
 
 def ours(name, net, X, A, groups=None, **options):
-    return M.get(name, **options)(net, X, np.zeros(X.shape[1], np.float32), A, groups=groups)
+    return M.build(name, **options)(net, X, np.zeros(X.shape[1], np.float32), A, groups=groups)
 
 
 COMMON = dict(normalise=False, abs=False, disable_warnings=True, perturb_baseline=0.0)
@@ -153,7 +153,7 @@ def test_faithfulness_correlation_matches_quantus_same_subsets(setup, k):
     np.random.seed(123)
     ref = q(quantus.FaithfulnessCorrelation(nr_runs=runs, subset_size=k, return_aggregate=False,
                                             **COMMON), net, X, A)
-    m = M.get("faithfulness_correlation", nr_runs=runs, subset_size=k)
+    m = M.build("faithfulness_correlation", nr_runs=runs, subset_size=k)
     got = m(net, X, np.zeros(N, np.float32), A, subsets=subsets)
     np.testing.assert_allclose(got, ref, **TOL)
     masks = np.zeros((B, runs, N), bool)
@@ -236,16 +236,16 @@ def test_road_noisy_linear_is_seeded_and_checked():
     rng = np.random.default_rng(0)
     X, R, A = rng.normal(size=(3, 6)), rng.normal(size=(3, 6)), rng.normal(size=(3, 6))
     f = _lin(np.arange(1.0, 7.0))
-    m = M.get("road", imputation="noisy_linear")
+    m = M.build("road", imputation="noisy_linear")
     np.testing.assert_array_equal(m(f, X, R, A), m(f, X, R, A))
     # r is not used by the imputation.
     np.testing.assert_array_equal(m(f, X, R, A), m(f, X, 0 * R + 5, A))
     with pytest.raises(ValueError, match="image_shape"):
-        M.get("road", imputation="noisy_linear", image_shape=(4, 4))(f, X, R, A)
+        M.build("road", imputation="noisy_linear", image_shape=(4, 4))(f, X, R, A)
     with pytest.raises(ValueError, match="groups"):
         m(f, X, R, A, groups=[0, 0, 1, 1, 2, 2])
     with pytest.raises(ValueError, match="keep at least"):
-        M.get("road", imputation="noisy_linear", percentages=[100])(f, X, R, A)
+        M.build("road", imputation="noisy_linear", percentages=[100])(f, X, R, A)
 
 
 @pytest.mark.parametrize("labels", [np.arange(N), np.array([0, 0, 1, 2, 2, 3])])
@@ -309,8 +309,8 @@ def test_reference_equal_to_target_gives_flat_curves_and_nan_correlations(rng, n
     np.testing.assert_allclose(pf.curve(ctx, A), np.repeat(ctx.fx[:, None], n, 1))
     np.testing.assert_allclose(pf.compute(ctx, A), (n - 1) * ctx.fx)
     for name in ["faithfulness_correlation", "faithfulness_estimate", "monotonicity_nguyen"]:
-        assert np.isnan(M.get(name).compute(ctx, A, method="m")).all(), name
-    assert np.allclose(M.get("road").compute(ctx, A), 0.0)
+        assert np.isnan(M.build(name).compute(ctx, A, method="m")).all(), name
+    assert np.allclose(M.build("road").compute(ctx, A), 0.0)
 
 
 ALL = M.available("quantus")
@@ -324,7 +324,7 @@ def test_invariant_to_positive_scaling(rng, scale):
     A = rng.normal(size=(6, 5))
     f = lambda Z: np.tanh(Z @ np.arange(1.0, 6.0)) + Z[:, 0] * Z[:, 2]  # noqa: E731
     for name in ALL:
-        m = M.get(name)
+        m = M.build(name)
         np.testing.assert_allclose(m(f, X, R, scale * A), m(f, X, R, A), rtol=1e-9, atol=1e-12,
                                    equal_nan=True, err_msg=name)
 
@@ -337,7 +337,7 @@ def test_singleton_groups_equal_ungrouped(rng):
     A = rng.normal(size=(5, 4))
     f = lambda Z: np.sin(Z).sum(1) * Z[:, 3]  # noqa: E731
     for name in ALL:
-        m = M.get(name)
+        m = M.build(name)
         np.testing.assert_array_equal(m(f, X, R, A, groups=[[j] for j in range(4)]),
                                       m(f, X, R, A), err_msg=name)
 
@@ -350,10 +350,10 @@ def test_linear_model_exact_attributions_are_perfectly_correlated(rng, n):
     R = rng.normal(size=(5, n))
     A = w * (X - R)
     f = _lin(w)
-    np.testing.assert_allclose(M.get("faithfulness_correlation", nr_runs=30)(f, X, R, A), 1.0)
-    np.testing.assert_allclose(M.get("faithfulness_estimate")(f, X, R, A), 1.0)
+    np.testing.assert_allclose(M.build("faithfulness_correlation", nr_runs=30)(f, X, R, A), 1.0)
+    np.testing.assert_allclose(M.build("faithfulness_estimate")(f, X, R, A), 1.0)
     # Removing the top units in signed order lowers f by their attributions.
-    road = M.get("road", percentages=[50])(f, X, R, A)
+    road = M.build("road", percentages=[50])(f, X, R, A)
     top = np.sort(A, 1)[:, ::-1][:, : n // 2].sum(1)
     np.testing.assert_allclose(road, top)
 
@@ -368,7 +368,7 @@ def test_grouped_units_move_together():
         seen.append(np.asarray(Z).copy())
         return Z.sum(1)
 
-    M.get("pixel_flipping")(f, X, R, A, groups=[0, 0, 1, 1])
+    M.build("pixel_flipping")(f, X, R, A, groups=[0, 0, 1, 1])
     rows = np.concatenate(seen)
     # Every evaluated row keeps or removes each group whole.
     assert np.all((rows[:, 0] == 0) == (rows[:, 1] == 0))
@@ -383,7 +383,7 @@ def test_random_streams_per_method_independent_of_other_metrics():
                                progress=False).scores
     many = M.evaluate_metrics(f, X, R, {"b": -A, "a": A},
                               metrics=["road", "faithfulness_correlation",
-                                       M.get("region_perturbation", order="random")],
+                                       M.build("region_perturbation", order="random")],
                               progress=False).scores
     pick = lambda s: s[(s.metric == "faithfulness_correlation") & (s.method == "a")]  # noqa: E731
     np.testing.assert_array_equal(pick(alone)["value"].to_numpy(), pick(many)["value"].to_numpy())
@@ -393,15 +393,15 @@ def test_monotonicity_nguyen_noise_option():
     rng = np.random.default_rng(0)
     X, R, A = rng.normal(size=(4, 5)), np.zeros((4, 5)), rng.normal(size=(4, 5))
     f = lambda Z: np.tanh(Z).sum(1) + Z[:, 1] ** 2  # noqa: E731
-    m = M.get("monotonicity_nguyen", noise=0.3, nr_samples=4)
+    m = M.build("monotonicity_nguyen", noise=0.3, nr_samples=4)
     a, b = m(f, X, R, A), m(f, X, R, A)
     np.testing.assert_array_equal(a, b)  # seeded
     assert np.all(np.abs(a) <= 1)
-    tiny = M.get("monotonicity_nguyen", noise=1e-9, nr_samples=2)(f, X, R, A)
-    np.testing.assert_allclose(tiny, M.get("monotonicity_nguyen")(f, X, R, A))
+    tiny = M.build("monotonicity_nguyen", noise=1e-9, nr_samples=2)(f, X, R, A)
+    np.testing.assert_allclose(tiny, M.build("monotonicity_nguyen")(f, X, R, A))
     g = [0, 0, 1, 2, 2]
-    tiny_g = M.get("monotonicity_nguyen", noise=1e-9, nr_samples=2)(f, X, R, A, groups=g)
-    np.testing.assert_allclose(tiny_g, M.get("monotonicity_nguyen")(f, X, R, A, groups=g))
+    tiny_g = M.build("monotonicity_nguyen", noise=1e-9, nr_samples=2)(f, X, R, A, groups=g)
+    np.testing.assert_allclose(tiny_g, M.build("monotonicity_nguyen")(f, X, R, A, groups=g))
 
 
 def test_metrics_share_the_hybrid_cache():
@@ -414,11 +414,11 @@ def test_metrics_share_the_hybrid_cache():
 
 
 def test_region_perturbation_direction_and_random():
-    assert M.get("region_perturbation").higher_is_better
-    assert not M.get("region_perturbation", order="lerf").higher_is_better
+    assert M.build("region_perturbation").higher_is_better
+    assert not M.build("region_perturbation", order="lerf").higher_is_better
     rng = np.random.default_rng(0)
     X, R, A = rng.normal(size=(4, 5)), rng.normal(size=(4, 5)), rng.normal(size=(4, 5))
-    m = M.get("region_perturbation", order="random")
+    m = M.build("region_perturbation", order="random")
     np.testing.assert_array_equal(m(f := _lin(np.ones(5)), X, R, A), m(f, X, R, A))
     # Random order ignores the attributions.
     np.testing.assert_array_equal(m(f, X, R, A), m(f, X, R, -A))
@@ -446,12 +446,12 @@ def test_region_perturbation_direction_and_random():
 ])
 def test_bad_options(name, options, match):
     with pytest.raises(ValueError, match=match):
-        M.get(name, **options)
+        M.build(name, **options)
 
 
 def test_an_option_of_the_wrong_type_is_a_type_error_naming_metric_and_option():
     with pytest.raises(TypeError, match=r"metric 'pixel_flipping': abs must be True or False"):
-        M.get("pixel_flipping", abs="yes")
+        M.build("pixel_flipping", abs="yes")
 
 
 def test_bad_runtime_arguments():
@@ -459,8 +459,8 @@ def test_bad_runtime_arguments():
     X, R, A = rng.normal(size=(3, 4)), rng.normal(size=(3, 4)), rng.normal(size=(3, 4))
     f = _lin(np.ones(4))
     with pytest.raises(ValueError, match="subset_size"):
-        M.get("faithfulness_correlation", subset_size=4)(f, X, R, A)
-    fc = M.get("faithfulness_correlation")
+        M.build("faithfulness_correlation", subset_size=4)(f, X, R, A)
+    fc = M.build("faithfulness_correlation")
     with pytest.raises(ValueError, match="subsets"):
         fc(f, X, R, A, subsets=np.zeros((2, 5, 1), int))
     with pytest.raises(ValueError, match="subsets"):
@@ -474,7 +474,7 @@ def test_registry_and_docs():
                         "monotonicity_arya", "monotonicity_nguyen", "faithfulness_correlation",
                         "faithfulness_estimate", "road", "irof", "sufficiency_dasgupta"}
     for name in ALL:
-        cls = type(M.get(name))
+        cls = type(M.build(name))
         assert cls.family == "quantus" and "quantus." in cls.source
         assert "Parameters" in cls.__doc__ and "quantus." in cls.__doc__
 
@@ -495,8 +495,8 @@ def test_sufficiency_seuclidean_ignores_a_unit_constant_over_pairs():
     def f3(Z):
         return np.asarray(Z)[:, :3] @ W[:3]
 
-    got = M.get("sufficiency_dasgupta")(lambda Z: f3(Z), X, R, A)
-    want = M.get("sufficiency_dasgupta")(f3, X[:, :3], R[:, :3], A[:, :3])
+    got = M.build("sufficiency_dasgupta")(lambda Z: f3(Z), X, R, A)
+    want = M.build("sufficiency_dasgupta")(f3, X[:, :3], R[:, :3], A[:, :3])
     assert np.isfinite(got).sum() >= 6
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_allclose(got[~np.isnan(got)], want[~np.isnan(want)])

@@ -62,11 +62,11 @@ def test_interventional_form_is_the_baseline_with_the_data_mean(pairs):
         z[j] = mu[j]
         return f(z[None])[0]
 
-    metric = M.get("faithfulness_xaibench")
+    metric = M.build("faithfulness_xaibench")
     got = metric(f, X, np.broadcast_to(mu, X.shape), W)
     np.testing.assert_allclose(got, xaibench_loop(X, W, value), atol=1e-12)
     assert got[0] == 0.0
-    signed = M.get("faithfulness_xaibench", absolute=False, nan_as_zero=False)(
+    signed = M.build("faithfulness_xaibench", absolute=False, nan_as_zero=False)(
         f, X, np.broadcast_to(mu, X.shape), W)
     want = xaibench_loop(X, W, value, absolute=False)
     np.testing.assert_allclose(signed[1:], want[1:], atol=1e-12)
@@ -83,11 +83,11 @@ def test_observational_form_under_a_sampled_removal(pairs):
         return f(rem.sample(X[i:i + 1], keep[None], np.array([i]))[0]).mean()
 
     for absolute in (True, False):
-        got = M.get("faithfulness_xaibench", absolute=absolute)(f, X, None, W, removal=rem)
+        got = M.build("faithfulness_xaibench", absolute=absolute)(f, X, None, W, removal=rem)
         np.testing.assert_allclose(got, xaibench_loop(X, W, value, absolute), atol=1e-12)
 
 
 def test_options_are_checked():
     with pytest.raises(TypeError, match="absolute must be True or False"):
-        M.get("faithfulness_xaibench", absolute="yes")
+        M.build("faithfulness_xaibench", absolute="yes")
     assert "faithfulness_xaibench" in M.available("xaibench")

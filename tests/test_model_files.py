@@ -119,7 +119,7 @@ def test_a_run_refuses_deeplift_on_the_file_before_any_work_and_runs_ig(tmp_path
     err = capsys.readouterr().err
     kind = "a torch.export program" if fmt == "pt2" else "a TorchScript module"
     assert "methods ['deeplift'] need an eager torch.nn.Module" in err and kind in err
-    assert "Methods that work with it: kernel_shap, exact_shapley, integrated_gradients" in err
+    assert "Methods that work with it: exact_shapley, input_x_gradient, integrated_gradients" in err
     assert "(of yours: ['integrated_gradients'])" in err
     assert not (out / "checkpoints").exists()  # refused when the model was loaded
     cfg = _config(tmp_path, model, ["integrated_gradients"])
@@ -180,7 +180,7 @@ def test_insdel_model_file_without_dataset_metadata_warns_that_nothing_was_check
     from insdel import models
     from insdel.model_files import load_any
 
-    ds = datasets.get("housing_sim", n_samples=240, seed=1)
+    ds = datasets.load("housing_sim", n_samples=240, seed=1)
     net = models.MLP(ds.n_features, [4], 0.0)
     bare = models.save_model(net, tmp_path / "bare.pt")  # no dataset=: no features recorded
     with pytest.warns(UserWarning, match=r"bare\.pt.*without dataset metadata.*could not be "

@@ -19,12 +19,12 @@ matplotlib.use("Agg")
 
 @pytest.fixture(scope="module")
 def cern_small():
-    return datasets.get("dielectron_sim", n_events=5000, seed=0)
+    return datasets.load("dielectron_sim", n_events=5000, seed=0)
 
 
 @pytest.fixture(scope="module")
 def housing_tiny():
-    return datasets.get("housing_sim", n_samples=240, seed=1)
+    return datasets.load("housing_sim", n_samples=240, seed=1)
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,7 @@ def test_paper_presets():
                 "patience"} <= set(p)
     models.get("paper_cern")["hidden"].append(1)  # a copy: the preset is unchanged
     assert models.PRESETS["paper_cern"]["hidden"] == [509, 421, 65, 368, 122, 477]
-    with pytest.raises(KeyError, match="unknown model preset 'nope'"):
+    with pytest.raises(insdel.UnknownNameError, match="unknown model preset 'nope'"):
         models.get("nope")
 
 
@@ -120,7 +120,7 @@ def test_save_load_identical_predictions(trained, cern_small, tmp_path):
     assert meta["dataset"]["feature_names"] == cern_small.feature_names
     np.testing.assert_array_equal(meta["dataset"]["scaler"]["mean"], cern_small.scaler.mean_)
     assert meta["dataset"]["binary_mask"] == cern_small.binary_mask.tolist()
-    other = datasets.get("dielectron_sim", n_events=3000, seed=9)
+    other = datasets.load("dielectron_sim", n_events=3000, seed=9)
     with pytest.raises(ValueError, match="different feature scaling"):
         models.load_model(path, dataset=other)
     from insdel.model_files import load_any
@@ -178,7 +178,7 @@ def test_tune_three_trials_interrupted_and_resumed(housing_tiny, tmp_path):
 @pytest.mark.slow
 def test_quick_cern_budget_on_20000_events():
     """The README's main job: quick_cern on 20,000 simulated events, test R² > 0.9 in ~30 s."""
-    ds = datasets.get("dielectron_sim", n_events=20000)
+    ds = datasets.load("dielectron_sim", n_events=20000)
     t0 = time.perf_counter()
     _, met = models.train_mlp(ds, "quick_cern", num_threads=1)
     seconds = time.perf_counter() - t0
@@ -303,7 +303,7 @@ def test_dataset_metadata_without_scaling_is_an_error_naming_the_file(tmp_path):
     torch = pytest.importorskip("torch")
     from insdel import datasets, models
 
-    ds = datasets.get("housing_sim", n_samples=240, seed=1)
+    ds = datasets.load("housing_sim", n_samples=240, seed=1)
     net = models.MLP(ds.n_features, [4], 0.0)
     path = models.save_model(net, tmp_path / "m.pt", dataset=ds)
     blob = torch.load(path, weights_only=True)

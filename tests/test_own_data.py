@@ -42,12 +42,12 @@ def diabetes_xy():
 
 # -- the table recipe --------------------------------------------------------------------------------
 def test_table_recipe_reads_a_csv(diabetes_csv):
-    ds = datasets.get("table", path=str(diabetes_csv), target="target")
+    ds = datasets.load("table", path=str(diabetes_csv), target="target")
     assert ds.feature_names == ["age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6"]
     assert ds.info["binary_detected"] == ["sex"] and ds.binary_mask.tolist()[1]
     assert len(ds.X_train) + len(ds.X_test) == 442 and len(ds.X_test) == 89
     np.testing.assert_allclose(ds.X_train[:, [0, 2]].mean(axis=0), 0, atol=1e-10)  # scaled
-    raw = datasets.get("table", path=str(diabetes_csv), target="target", scale="none",
+    raw = datasets.load("table", path=str(diabetes_csv), target="target", scale="none",
                        features=["age", "bmi"], split=0.5, split_seed=3)
     assert raw.feature_names == ["age", "bmi"] and len(raw.X_test) == 221
     assert raw.X_train.max() > 10  # raw units
@@ -61,7 +61,7 @@ def test_table_split_column_missing_values_and_categorical(tmp_path, diabetes_cs
     df["site"] = np.array(["a", "b", "c"])[np.arange(len(df)) % 3]
     p = tmp_path / "d.csv"
     df.to_csv(p, index=False)
-    ds = datasets.get("table", path=str(p), target="target", split="part", missing=[9],
+    ds = datasets.load("table", path=str(p), target="target", split="part", missing=[9],
                       categorical=["site"])
     assert ds.info["n_dropped_missing"] == 3 and ds.info["n_kept"] == 439
     assert "part" not in ds.feature_names
@@ -81,20 +81,20 @@ def test_table_recipe_errors_name_row_column_and_option(tmp_path, diabetes_csv):
     df.to_csv(p, index=False)
     with pytest.raises(ValueError, match=r"column 'bmi' has a non-numeric value 'tall' at row 11 "
                                          r"\(file line 12\)"):
-        datasets.get("table", path=str(p), target="target", features=["age", "bmi"])
+        datasets.load("table", path=str(p), target="target", features=["age", "bmi"])
     with pytest.raises(ValueError, match="unknown option 'traget'; did you mean 'target'"):
-        datasets.get("table", path=str(diabetes_csv), traget="target")
+        datasets.load("table", path=str(diabetes_csv), traget="target")
     with pytest.raises(ValueError, match="target column 'targt' not in .*did you mean 'target'"):
-        datasets.get("table", path=str(diabetes_csv), target="targt")
+        datasets.load("table", path=str(diabetes_csv), target="targt")
     with pytest.raises(ValueError, match="binary column 'bmi' has"):
-        datasets.get("table", path=str(diabetes_csv), target="target", binary=["bmi"])
+        datasets.load("table", path=str(diabetes_csv), target="target", binary=["bmi"])
 
 
 def test_table_recipe_reads_parquet(tmp_path, diabetes_csv):
     p = tmp_path / "d.parquet"
     pd.read_csv(diabetes_csv).to_parquet(p)
-    a = datasets.get("table", path=str(p), target="target")
-    b = datasets.get("table", path=str(diabetes_csv), target="target")
+    a = datasets.load("table", path=str(p), target="target")
+    b = datasets.load("table", path=str(diabetes_csv), target="target")
     np.testing.assert_allclose(a.X_train, b.X_train)
 
 
@@ -108,16 +108,16 @@ def test_table_typo_in_a_numeric_column_is_an_error_not_a_dropped_column(tmp_pat
     with pytest.raises(ValueError, match=r"typo.csv: column 'bmi' has a non-numeric value '1,5' "
                                          r"at row 6 \(file line 7\).*missing = \['1,5'\].*"
                                          r"drop = \['bmi'\]"):
-        datasets.get("table", path=str(p), target="target")
+        datasets.load("table", path=str(p), target="target")
     q = tmp_path / "typo.parquet"
     df.astype(str).to_parquet(q)
     with pytest.raises(ValueError, match=r"column 'bmi' has a non-numeric value '1,5' at row 6"):
-        datasets.get("table", path=str(q), target="target")
+        datasets.load("table", path=str(q), target="target")
     # declared missing: the row is dropped, the column kept (also with features= given)
     for kw in ({}, {"features": ["age", "bmi"]}):
-        ds = datasets.get("table", path=str(p), target="target", missing=["1,5"], **kw)
+        ds = datasets.load("table", path=str(p), target="target", missing=["1,5"], **kw)
         assert "bmi" in ds.feature_names and ds.info["n_dropped_missing"] == 1
-    ds = datasets.get("table", path=str(p), target="target", drop=["bmi"])  # explicit: no error
+    ds = datasets.load("table", path=str(p), target="target", drop=["bmi"])  # explicit: no error
     assert "bmi" not in ds.feature_names and len(ds.feature_names) == 9
 
 
@@ -127,7 +127,7 @@ def test_table_boolean_column_is_a_binary_0_1_feature(tmp_path, diabetes_csv, fm
     df["sex"] = df["sex"] == 2  # True/False in the CSV, a bool column in parquet
     p = tmp_path / f"b.{fmt}"
     df.to_csv(p, index=False) if fmt == "csv" else df.to_parquet(p)
-    ds = datasets.get("table", path=str(p), target="target", scale="none")
+    ds = datasets.load("table", path=str(p), target="target", scale="none")
     assert ds.feature_names == ["age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6"]
     assert ds.info["binary_detected"] == ["sex"] and ds.binary_mask.tolist()[1]
     assert ds.raw_binary_levels[1].tolist() == [0.0, 1.0]
@@ -145,14 +145,14 @@ def test_table_left_out_columns_warn_and_are_named(tmp_path, diabetes_csv):
     df.to_csv(p, index=False)
     with pytest.warns(UserWarning, match=r"w.csv: column\(s\) \['site'\] \(text.*\['note'\] "
                                          r"\(no values\) are left out.*drop = \['site', 'note'\]"):
-        ds = datasets.get("table", path=str(p), target="target")
+        ds = datasets.load("table", path=str(p), target="target")
     assert len(ds.feature_names) == 10 and ds.info["ignored_columns"] == ["site", "note"]
     assert "left out column(s) ['site']" in ds.description
     with warnings.catch_warnings():  # left out by the user: nothing to warn about
         warnings.simplefilter("error")
-        a = datasets.get("table", path=str(p), target="target", drop=["site", "note"])
-        b = datasets.get("table", path=str(p), target="target", features=["age", "bmi"])
-        c = datasets.get("table", path=str(p), target="target", categorical=["site"],
+        a = datasets.load("table", path=str(p), target="target", drop=["site", "note"])
+        b = datasets.load("table", path=str(p), target="target", features=["age", "bmi"])
+        c = datasets.load("table", path=str(p), target="target", categorical=["site"],
                          drop=["note"])
     assert len(a.feature_names) == 10 and b.feature_names == ["age", "bmi"]
     assert c.feature_names[-2:] == ["site=north", "site=south"]
@@ -241,7 +241,7 @@ def test_onnx_model_matches_torch(tmp_path):
     assert info["format"] == "onnx" and not info["gradients"]
     np.testing.assert_allclose(insdel.as_model(m)(X), _f(net, X), atol=1e-5)
     with pytest.raises(TypeError, match=r"\['integrated_gradients'\] need input gradients.*"
-                       "Methods that work with it: kernel_shap, exact_shapley, lime, random"):
+                       "Methods that work with it: exact_shapley, kernel_shap, lime, random"):
         insdel.attribute(m, X, X[::-1].copy(), "integrated_gradients")
 
 
@@ -285,7 +285,7 @@ enabled = {figures}
 
 def _fit_on_table(diabetes_csv):
     """A model of the data set as the table recipe scales it (what a user would train)."""
-    ds = datasets.get("table", path=str(diabetes_csv), target="target")
+    ds = datasets.load("table", path=str(diabetes_csv), target="target")
     return ds
 
 
@@ -537,12 +537,12 @@ def test_table_error_names_the_true_file_line(tmp_path):
     p.write_text("\n".join(lines) + "\n")
     with pytest.raises(ValueError, match=r"column 'a' has a non-numeric value 'oops' at row 4 "
                                          r"\(file line 7\)"):
-        datasets.get("table", path=str(p), target="y", features=["a", "b"])
+        datasets.load("table", path=str(p), target="y", features=["a", "b"])
     # the usual missing-value tokens are missing, documented: the row is dropped and counted
     p2 = tmp_path / "na.csv"
     p2.write_text("a,b,y\n1,2,3\nNA,5,6\n7,None,9\n2,3,4\n5,6,8\n")
     with pytest.warns(UserWarning, match=r"2 of 5 rows \(40.0 %, more than 5 %\) are dropped"):
-        ds = datasets.get("table", path=str(p2), target="y")
+        ds = datasets.load("table", path=str(p2), target="y")
     assert ds.info["n_dropped_missing"] == 2
     assert ds.info["missing_by_column"] == {"a": 1, "b": 1}
 
@@ -552,7 +552,7 @@ def test_table_columns_equal_after_stripping_are_an_error(tmp_path):
     for header in ("a,a ,y", "a,a,y"):  # pandas reads the second as 'a.1'
         p.write_text(header + "\n1,2,3\n4,5,6\n7,8,9\n")
         with pytest.raises(ValueError, match=r"duplicated column\(s\) \['a'\]"):
-            datasets.get("table", path=str(p), target="y")
+            datasets.load("table", path=str(p), target="y")
 
 
 def test_table_non_finite_cell_names_the_row_and_the_file_line(tmp_path, diabetes_csv):
@@ -566,14 +566,14 @@ def test_table_non_finite_cell_names_the_row_and_the_file_line(tmp_path, diabete
     with pytest.raises(ValueError, match=r"inf.csv: column 'bmi' has a non-finite value 'inf' at "
                                          r"row 6 \(file line 7\) and 1 more row\(s\).*"
                                          r"missing = \['inf'\]"):
-        datasets.get("table", path=str(p), target="target")
+        datasets.load("table", path=str(p), target="target")
     q = tmp_path / "inf.parquet"
     pd.read_csv(diabetes_csv).assign(bmi=lambda d: d["bmi"].where(d.index != 5, np.inf)) \
         .to_parquet(q)
     with pytest.raises(ValueError, match=r"column 'bmi' has a non-finite value 'inf' at row 6[;.]"):
-        datasets.get("table", path=str(q), target="target")
+        datasets.load("table", path=str(q), target="target")
     # declared missing: dropped and counted like any missing value
-    ds = datasets.get("table", path=str(p), target="target", missing=["inf", "-inf"])
+    ds = datasets.load("table", path=str(p), target="target", missing=["inf", "-inf"])
     assert ds.info["n_dropped_missing"] == 2
 
 
@@ -593,10 +593,10 @@ def test_table_empty_column_is_named_not_advised_as_text(tmp_path, diabetes_csv)
     df.to_csv(p, index=False)
     with pytest.raises(ValueError, match=r"empty.csv: feature column 'note' has no values.*"
                                          r"leave 'note' out of features"):
-        datasets.get("table", path=str(p), target="target", features=["age", "note"])
+        datasets.load("table", path=str(p), target="target", features=["age", "note"])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        ds = datasets.get("table", path=str(p), target="target")
+        ds = datasets.load("table", path=str(p), target="target")
     text = " ".join(str(w.message) for w in caught)
     assert "['note'] (no values) are left out" in text and "no values (['note']" in text
     assert "one-hot" not in text

@@ -136,7 +136,7 @@ def test_scatters_draw_a_pair_and_its_mirror_once():
 
     pool = np.random.default_rng(2).normal(size=(30, 4))
     f = lambda X: np.sin(X[:, 0]) + X[:, 1] * X[:, 2] + X[:, 3] ** 2  # noqa: E731
-    pairs = policies.get("one_to_one").pair(None, pool, seed=0)  # 30 points: 15 couples
+    pairs = policies.build("one_to_one").pair(None, pool, seed=0)  # 30 points: 15 couples
     X, R = pairs.X, pairs.R
     atts = {"d": X - R, "e": (X - R) * X}
     ev = insdel.evaluate(f, X, R, atts, n_random=0, clusters=pairs.cluster)

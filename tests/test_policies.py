@@ -77,7 +77,7 @@ def test_counterfactual_matches_brute_force_mixed(seed, min_diff, k):
     X = mixed_pool(rng, N, n, n_bin=3)
     fv = lin(X)
     ref = brute_counterfactual(X, fv, min_diff, k)
-    pol = P.get("counterfactual", min_diff=min_diff, k_nearest=k, on_unmet="skip")
+    pol = P.build("counterfactual", min_diff=min_diff, k_nearest=k, on_unmet="skip")
     p = pol.pair(lin, X)
     keep = ref >= 0
     np.testing.assert_array_equal(p.target_index, np.flatnonzero(keep))
@@ -104,7 +104,7 @@ def test_counterfactual_ties_integer_pool(seed):
     fv = f(X)
     for md, k in [(1, 5), (3, 4), (2, 20), (4, 2)]:
         ref = brute_counterfactual(X, fv, md, k)
-        p = P.get("counterfactual", min_diff=md, k_nearest=k, on_unmet="skip").pair(f, X)
+        p = P.build("counterfactual", min_diff=md, k_nearest=k, on_unmet="skip").pair(f, X)
         np.testing.assert_array_equal(p.reference_index, ref[ref >= 0])
 
 
@@ -115,12 +115,12 @@ def test_counterfactual_tolerance():
     tol = [0.25, 0.0, 0.5, 0.0, 0.3]
     fv = lin(X)
     ref = brute_counterfactual(X, fv, 4, 6, tol=tol)
-    p = P.get("counterfactual", min_diff=4, k_nearest=6, tol=tol, on_unmet="skip").pair(lin, X)
+    p = P.build("counterfactual", min_diff=4, k_nearest=6, tol=tol, on_unmet="skip").pair(lin, X)
     np.testing.assert_array_equal(p.reference_index, ref[ref >= 0])
     assert (p.diff_count() >= 4).all()  # counted with the policy's tolerance
     # a scalar tolerance
     ref = brute_counterfactual(X, fv, 3, 6, tol=0.4)
-    p = P.get("counterfactual", min_diff=3, k_nearest=6, tol=0.4, on_unmet="skip").pair(lin, X)
+    p = P.build("counterfactual", min_diff=3, k_nearest=6, tol=0.4, on_unmet="skip").pair(lin, X)
     np.testing.assert_array_equal(p.reference_index, ref[ref >= 0])
 
 
@@ -128,17 +128,17 @@ def test_counterfactual_unmet_error_skip_relax():
     X = np.array([[0, 0, 0], [1, 1, 1], [2, 2, 2], [0, 0, 5], [0, 0, 6]], float)
     # target 3 = (0,0,5) differs in all 3 features from 1 and 2 only; target 0 from 1, 2
     # with min_diff = 3 target 3 and 4 have candidates 1, 2; all have some.
-    pol = P.get("counterfactual", min_diff="all", k_nearest=20)
+    pol = P.build("counterfactual", min_diff="all", k_nearest=20)
     p = pol.pair(lin, X)
     assert len(p) == 5
     X2 = np.array([[0, 0, 0], [1, 1, 1], [0, 1, 7], [0, 1, 8]], float)
     with pytest.raises(ValueError, match=r"2 of 4 target\(s\).*targets 2, 3\."):
         pol.pair(lin, X2)
-    p = P.get("counterfactual", min_diff="all", on_unmet="skip").pair(lin, X2)
+    p = P.build("counterfactual", min_diff="all", on_unmet="skip").pair(lin, X2)
     np.testing.assert_array_equal(p.target_index, [0, 1])
     np.testing.assert_array_equal(p.reference_index, [1, 0])
     np.testing.assert_array_equal(p.skipped, [2, 3])
-    p = P.get("counterfactual", min_diff="all", on_unmet="relax").pair(lin, X2)
+    p = P.build("counterfactual", min_diff="all", on_unmet="relax").pair(lin, X2)
     np.testing.assert_array_equal(p.target_index, [0, 1, 2, 3])
     np.testing.assert_array_equal(p.info["min_diff"], [3, 3, 2, 2])
     fv = lin(X2)
@@ -147,33 +147,33 @@ def test_counterfactual_unmet_error_skip_relax():
     # relax cannot help a point whose every other pool point is identical to it
     X3 = np.array([[1.0, 1.0], [1.0, 1.0]])
     with pytest.raises(ValueError, match="no other pool point that differs"):
-        P.get("counterfactual", min_diff=1, on_unmet="relax").pair(lin, X3)
+        P.build("counterfactual", min_diff=1, on_unmet="relax").pair(lin, X3)
 
 
 def test_counterfactual_error_message_lists_first_indices():
     X = np.zeros((12, 3))
     X[:, 0] = np.arange(12)
     with pytest.raises(ValueError, match=r"12 of 12 .*targets 0, 1, 2, 3, 4 \(and 7 more\)"):
-        P.get("counterfactual", min_diff=2).pair(lin, X)
+        P.build("counterfactual", min_diff=2).pair(lin, X)
 
 
 def test_counterfactual_small_pool_and_k():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(6, 4))
     fv = lin(X)
-    p = P.get("counterfactual", min_diff=4, k_nearest=50).pair(lin, X)
+    p = P.build("counterfactual", min_diff=4, k_nearest=50).pair(lin, X)
     np.testing.assert_array_equal(p.reference_index, brute_counterfactual(X, fv, 4, 50))
     np.testing.assert_array_equal(p.info["n_candidates"], 5)
     assert p.params["k_used"] == 6
     with pytest.raises(ValueError, match="1 of 1 target"):
-        P.get("counterfactual").pair(lin, X[:1])
+        P.build("counterfactual").pair(lin, X[:1])
 
 
 def test_counterfactual_targets_subset_rows_and_precomputed_values():
     rng = np.random.default_rng(11)
     X = mixed_pool(rng, 60, 5)
     fv = lin(X)
-    pol = P.get("counterfactual", min_diff=3, k_nearest=5, on_unmet="skip")
+    pol = P.build("counterfactual", min_diff=3, k_nearest=5, on_unmet="skip")
     full = pol.pair(lin, X)
     sub = pol.pair(lin, X, targets=[5, 17, 2])
     m = dict(zip(full.target_index, full.reference_index, strict=True))
@@ -198,7 +198,7 @@ def test_counterfactual_evaluates_model_once_per_needed_row():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(100, 4))
     model = insdel.as_model(lin)
-    P.get("counterfactual", min_diff=4, k_nearest=3).pair(model, X)
+    P.build("counterfactual", min_diff=4, k_nearest=3).pair(model, X)
     assert model.n_calls == 1 and model.n_evals <= 100
 
 
@@ -206,13 +206,13 @@ def test_counterfactual_parameter_errors():
     for bad in [dict(min_diff=-1), dict(min_diff="most"), dict(k_nearest=0), dict(on_unmet="x"),
                 dict(tol=-1.0), dict(tol=[0.1, np.nan])]:
         with pytest.raises(ValueError):
-            P.get("counterfactual", **bad)
+            P.build("counterfactual", **bad)
     with pytest.raises(ValueError, match="exceeds the number of features"):
-        P.get("counterfactual", min_diff=9).pair(lin, np.eye(4))
+        P.build("counterfactual", min_diff=9).pair(lin, np.eye(4))
     with pytest.raises(ValueError, match="needs the model"):
-        P.get("counterfactual").pair(None, np.eye(4))
+        P.build("counterfactual").pair(None, np.eye(4))
     with pytest.raises(TypeError, match="unknown parameter"):
-        P.get("counterfactual", mindiff=3)
+        P.build("counterfactual", mindiff=3)
 
 
 def test_nan_in_pool_names_the_rows():
@@ -220,12 +220,13 @@ def test_nan_in_pool_names_the_rows():
     X[3, 1] = np.nan
     for name in ("counterfactual", "one_to_one", "average"):
         with pytest.raises(ValueError, match=r"X_pool.*row\(s\): 3"):
-            P.get(name).pair(lin, X)
+            P.build(name).pair(lin, X)
 
 
 def test_unknown_policy_lists_known():
-    with pytest.raises(KeyError, match="known policies: counterfactual, one_to_one"):
-        P.get("counterfact")
+    with pytest.raises(P.UnknownPolicyError,
+                       match="Did you mean 'counterfactual'.*Available: .*counterfactual, fixed"):
+        P.build("counterfact")
     with pytest.raises(ValueError, match="specifications: average"):
         P.load("nope")
 
@@ -235,7 +236,7 @@ def test_unknown_policy_lists_known():
 @pytest.mark.parametrize("N", [2, 9, 10, 31])
 def test_one_to_one_perfect_matching(N):
     X = np.random.default_rng(N).normal(size=(N, 3))
-    p = P.get("one_to_one").pair(None, X, seed=3)
+    p = P.build("one_to_one").pair(None, X, seed=3)
     ti, ri = p.target_index, p.reference_index
     assert len(p) == N - N % 2
     assert len(set(ti)) == len(ti) and (ti != ri).all()
@@ -250,24 +251,24 @@ def test_one_to_one_perfect_matching(N):
 
 def test_one_to_one_seeded_and_odd_modes():
     X = np.random.default_rng(0).normal(size=(21, 3))
-    a = P.get("one_to_one").pair(None, X, seed=5)
-    b = P.get("one_to_one").pair(None, X, seed=5)
-    c = P.get("one_to_one").pair(None, X, seed=6)
+    a = P.build("one_to_one").pair(None, X, seed=5)
+    b = P.build("one_to_one").pair(None, X, seed=5)
+    c = P.build("one_to_one").pair(None, X, seed=6)
     np.testing.assert_array_equal(a.reference_index, b.reference_index)
     np.testing.assert_array_equal(a.skipped, b.skipped)
     assert not np.array_equal(a.reference_index, c.reference_index)
     assert a.skipped.size == 1
-    e = P.get("one_to_one", odd="extra").pair(None, X, seed=5)
+    e = P.build("one_to_one", odd="extra").pair(None, X, seed=5)
     assert len(e) == 21 and (e.info["match"] == -1).sum() == 1
     np.testing.assert_array_equal(e.reference_index[e.info["match"] >= 0], a.reference_index)
     with pytest.raises(ValueError, match="odd count"):
-        P.get("one_to_one", odd="error").pair(None, X)
-    sub = P.get("one_to_one").pair(None, X, targets=[0, 4, 8, 12])
+        P.build("one_to_one", odd="error").pair(None, X)
+    sub = P.build("one_to_one").pair(None, X, targets=[0, 4, 8, 12])
     assert set(sub.reference_index) == {0, 4, 8, 12}
     with pytest.raises(ValueError, match="not as rows"):
-        P.get("one_to_one").pair(None, X, targets=X[:4])
+        P.build("one_to_one").pair(None, X, targets=X[:4])
     with pytest.raises(ValueError, match="repeated"):
-        P.get("one_to_one").pair(None, X, targets=[1, 1, 2, 3])
+        P.build("one_to_one").pair(None, X, targets=[1, 1, 2, 3])
 
 
 # ------------------------------------------------------------------------------------------ constants
@@ -286,28 +287,28 @@ def test_constant_references():
     }
     for (name, opts), want in cases.items():
         kw = {"background": bg} if opts else {}
-        p = P.get(name, **kw).pair(None, X)
+        p = P.build(name, **kw).pair(None, X)
         np.testing.assert_allclose(p.R, np.tile(want, (30, 1)))
         np.testing.assert_array_equal(p.reference_index, -1)
         np.testing.assert_array_equal(p.X, X)
     # mode: most frequent value per feature, ties -> the smallest
     M = np.array([[1, 5, 2], [1, 6, 3], [2, 6, 2], [2, 7, 3]], float)
-    np.testing.assert_array_equal(P.get("mode").pair(None, M).R[0], [1, 6, 2])
+    np.testing.assert_array_equal(P.build("mode").pair(None, M).R[0], [1, 6, 2])
     # fixed
     pt = np.array([0.5, -1, 2, 0])
-    p = P.get("fixed", point=pt).pair(None, X, targets=[3, 4])
+    p = P.build("fixed", point=pt).pair(None, X, targets=[3, 4])
     np.testing.assert_array_equal(p.R, [pt, pt])
     np.testing.assert_array_equal(p.target_index, [3, 4])
-    p = P.get("fixed", index=7).pair(None, X)
+    p = P.build("fixed", index=7).pair(None, X)
     np.testing.assert_array_equal(p.reference_index, 7)
     np.testing.assert_array_equal(p.R[0], X[7])
     with pytest.raises(ValueError, match="exactly one"):
-        P.get("fixed")
+        P.build("fixed")
     with pytest.raises(ValueError, match="n = 4"):
-        P.get("fixed", point=[1, 2]).pair(None, X)
+        P.build("fixed", point=[1, 2]).pair(None, X)
     # targets as rows
     T = rng.normal(size=(3, 4))
-    p = P.get("average").pair(None, X, targets=T)
+    p = P.build("average").pair(None, X, targets=T)
     np.testing.assert_array_equal(p.X, T)
     np.testing.assert_array_equal(p.target_index, -1)
 
@@ -315,15 +316,15 @@ def test_constant_references():
 # ------------------------------------------------------------------------------------------ specs
 
 def test_specs_load_to_the_python_objects():
-    assert P.load("bangalore_counterfactual") == P.get("counterfactual", min_diff=12, k_nearest=20)
-    assert P.load("cern_counterfactual") == P.get("counterfactual", min_diff="all", k_nearest=20)
-    assert P.load("one_to_one") == P.get("one_to_one")
-    assert P.load("average") == P.get("average")
-    assert P.load("cern_counterfactual") != P.get("counterfactual", min_diff=16)
+    assert P.load("bangalore_counterfactual") == P.build("counterfactual", min_diff=12, k_nearest=20)
+    assert P.load("cern_counterfactual") == P.build("counterfactual", min_diff="all", k_nearest=20)
+    assert P.load("one_to_one") == P.build("one_to_one")
+    assert P.load("average") == P.build("average")
+    assert P.load("cern_counterfactual") != P.build("counterfactual", min_diff=16)
     assert P.load("cern_counterfactual").spec == "cern_counterfactual"
     assert "every feature" in P.load("cern_counterfactual").description
     inline = {"policy": "counterfactual", "min_diff": 16, "k_nearest": 20}
-    assert P.load(inline) == P.get("counterfactual", min_diff=16)
+    assert P.load(inline) == P.build("counterfactual", min_diff=16)
     assert P.load({"policy": "counterfactual", "params": {"min_diff": 16}}) == P.load(inline)
     with pytest.raises(ValueError, match="'policy' key"):
         P.load({"min_diff": 3})
@@ -345,7 +346,7 @@ def test_specs_shipped_as_package_data(tmp_path):
     path.write_text('policy = "counterfactual"\ndescription = "x"\n[params]\nmin_diff = 2\n'
                     'tol = [0.1, 0.0, 0.0]\n')
     pol = P.load(path)
-    assert pol == P.get("counterfactual", min_diff=2, tol=[0.1, 0.0, 0.0]) and pol.spec == "mine"
+    assert pol == P.build("counterfactual", min_diff=2, tol=[0.1, 0.0, 0.0]) and pol.spec == "mine"
     assert P.load(str(path)) == pol
     path.write_text("policy = [")
     with pytest.raises(ValueError, match="invalid TOML"):
@@ -375,7 +376,7 @@ def test_user_function_policy_through_evaluate():
         assert "farthest_test" in P.available()
         rng = np.random.default_rng(0)
         X = rng.normal(size=(12, 4))
-        pol = P.get("farthest_test", power=1.0)
+        pol = P.build("farthest_test", power=1.0)
         assert pol.params == {"power": 1.0} and P.load({"policy": "farthest_test"}).params == {
             "power": 2.0}
         p = pol.pair(lin, X, targets=[0, 1, 2])
@@ -388,11 +389,11 @@ def test_user_function_policy_through_evaluate():
         with pytest.raises(ValueError, match="already registered"):
             P.register("farthest_test", farthest)
         with pytest.raises(TypeError, match="unknown parameter"):
-            P.get("farthest_test", powr=1)
+            P.build("farthest_test", powr=1)
     finally:
         P.unregister("farthest_test")
-    with pytest.raises(KeyError):
-        P.get("farthest_test")
+    with pytest.raises(P.UnknownPolicyError):
+        P.build("farthest_test")
 
 
 def test_user_class_policy():
@@ -406,7 +407,7 @@ def test_user_class_policy():
     P.register("shift_test", Shift)
     try:
         X = np.zeros((4, 2))
-        p = P.get("shift_test", delta=2.0).pair(None, X)
+        p = P.build("shift_test", delta=2.0).pair(None, X)
         np.testing.assert_array_equal(p.R, 2.0)
         np.testing.assert_array_equal(p.reference_index, -1)
         assert p.name == "shift_test"
@@ -421,9 +422,9 @@ def test_user_class_policy():
 def test_diagnostics_table4():
     rng = np.random.default_rng(9)
     X = mixed_pool(rng, 30, 5, n_bin=2)
-    pairings = {"cf": P.get("counterfactual", min_diff=4, on_unmet="skip").pair(lin, X),
-                "o2o": P.get("one_to_one").pair(None, X, seed=1),
-                "avg": P.get("average").pair(None, X)}
+    pairings = {"cf": P.build("counterfactual", min_diff=4, on_unmet="skip").pair(lin, X),
+                "o2o": P.build("one_to_one").pair(None, X, seed=1),
+                "avg": P.build("average").pair(None, X)}
     evs = {}
     for k, p in pairings.items():
         A = (p.X - p.R) * np.arange(1, 6)
@@ -451,14 +452,14 @@ def test_diagnostics_table4():
     with pytest.raises(ValueError, match="groups"):
         pairings["cf"].diff_count(groups=[0, 1])  # a label per column: 5, not 2
     with pytest.raises(ValueError, match="evaluation has"):
-        diagnostics({"a": P.get("average").pair(None, X, targets=[0, 1])}, {"a": evs["avg"]})
+        diagnostics({"a": P.build("average").pair(None, X, targets=[0, 1])}, {"a": evs["avg"]})
 
 
 # ------------------------------------------------------------------------------------------ misc
 
 def test_pairing_frame_and_save_roundtrip(tmp_path):
     X = np.random.default_rng(0).normal(size=(20, 3))
-    p = P.get("counterfactual", min_diff=3, k_nearest=4).pair(lin, X)
+    p = P.build("counterfactual", min_diff=3, k_nearest=4).pair(lin, X)
     df = p.to_frame()
     assert list(df.columns[:5]) == ["target_index", "reference_index", "n_diff", "fx", "fr"]
     assert isinstance(df, pd.DataFrame) and len(df) == 20
@@ -472,32 +473,32 @@ def test_pairing_frame_and_save_roundtrip(tmp_path):
 def test_bad_targets_and_seed():
     X = np.eye(3)
     with pytest.raises(ValueError, match="outside the pool"):
-        P.get("average").pair(None, X, targets=[0, 5])
+        P.build("average").pair(None, X, targets=[0, 5])
     with pytest.raises(TypeError, match="targets must be"):
-        P.get("average").pair(None, X, targets=[0.5, 1.0])
+        P.build("average").pair(None, X, targets=[0.5, 1.0])
     with pytest.raises(ValueError, match="seed"):
-        P.get("one_to_one").pair(None, X, seed=-1)
+        P.build("one_to_one").pair(None, X, seed=-1)
     with pytest.raises(ValueError, match="no point"):
-        P.get("average").pair(None, X, targets=np.zeros(3, bool))
+        P.build("average").pair(None, X, targets=np.zeros(3, bool))
 
 
 def test_counterfactual_tol_checked():
     # every tolerance is a finite real >= 0; the error names the argument (and the feature)
     with pytest.raises(TypeError, match="tol must be a number"):
-        P.get("counterfactual", tol="0.1")
+        P.build("counterfactual", tol="0.1")
     with pytest.raises(TypeError, match="tol must be a number"):
-        P.get("counterfactual", tol=True)
+        P.build("counterfactual", tol=True)
     with pytest.raises(ValueError, match="tol must be a finite"):
-        P.get("counterfactual", tol=float("nan"))
+        P.build("counterfactual", tol=float("nan"))
     with pytest.raises(ValueError, match="tol must be a number >= 0"):
-        P.get("counterfactual", tol=-0.5)
+        P.build("counterfactual", tol=-0.5)
     with pytest.raises(TypeError, match=r"tol\[1\] must be a number"):
-        P.get("counterfactual", tol=[0.1, "x"])
+        P.build("counterfactual", tol=[0.1, "x"])
     with pytest.raises(ValueError, match=r"tol\[0\] must be a finite"):
-        P.get("counterfactual", tol=np.array([np.inf, 0.0]))
+        P.build("counterfactual", tol=np.array([np.inf, 0.0]))
     with pytest.raises(ValueError, match="1-D sequence"):
-        P.get("counterfactual", tol=[[0.1]])
-    assert P.get("counterfactual", tol=np.float32(0.5)).params["tol"] == 0.5
+        P.build("counterfactual", tol=[[0.1]])
+    assert P.build("counterfactual", tol=np.float32(0.5)).params["tol"] == 0.5
 
 
 def _policies_cli(argv):
@@ -516,7 +517,7 @@ def test_cli_list_and_show(capsys):
     assert "min_diff = 12" in out and "k_nearest = 20" in out
     assert _policies_cli(["policies", "show", "fixed"]) == 0
     assert "# point = (not set)" in capsys.readouterr().out
-    with pytest.raises(KeyError, match="unknown policy or specification 'nope'"):
+    with pytest.raises(P.UnknownPolicyError, match="unknown policy or specification 'nope'"):
         _policies_cli(["policies", "show", "nope"])
 
 
@@ -538,7 +539,7 @@ def test_pairings_carry_the_independent_unit_of_each_pair(tmp_path):
     of its own, counterfactual pairs that chose each other share one, constant references have
     none (every pair its own unit)."""
     pool = np.random.default_rng(0).normal(size=(11, 3))
-    p = P.get("one_to_one", odd="extra").pair(None, pool, seed=1)
+    p = P.build("one_to_one", odd="extra").pair(None, pool, seed=1)
     t, r, c = p.target_index, p.reference_index, p.cluster
     for i in range(len(p)):
         same = np.flatnonzero(c == c[i])
@@ -547,14 +548,14 @@ def test_pairings_carry_the_independent_unit_of_each_pair(tmp_path):
         else:  # the odd point's extra pair: one direction, a unit of its own
             assert same.tolist() == [i]
     assert sorted(set(c)) == list(range(6))
-    cf = P.get("counterfactual", k_nearest=3).pair(lambda Z: Z.sum(1), pool)
+    cf = P.build("counterfactual", k_nearest=3).pair(lambda Z: Z.sum(1), pool)
     mutual = [i for i in range(len(cf)) if (cf.reference_index == cf.target_index[i])[
         cf.target_index == cf.reference_index[i]].any()]
     assert mutual  # this pool has targets and references that chose each other
     for i in range(len(cf)):
         shared = np.flatnonzero(cf.cluster == cf.cluster[i])
         assert (shared.size == 2) == (i in mutual)
-    assert P.get("average").pair(None, pool).cluster is None
+    assert P.build("average").pair(None, pool).cluster is None
     back = P.Pairing.load(p.save(tmp_path / "p.npz"))
     np.testing.assert_array_equal(back.cluster, p.cluster)
     assert "cluster" in p.to_frame().columns
@@ -564,12 +565,12 @@ def test_pairings_carry_the_independent_unit_of_each_pair(tmp_path):
 def test_image_policies_refuse_truncated_options():
     X = np.random.default_rng(0).random((2, 4))
     with pytest.raises(TypeError, match="shape"):
-        P.get("black", shape=(1, 2.7, 2))  # not truncated to (1, 2, 2)
+        P.build("black", shape=(1, 2.7, 2))  # not truncated to (1, 2, 2)
     with pytest.raises(TypeError, match="klen"):
-        P.get("blurred", shape=(1, 2, 2), klen=3.9)  # not truncated to 3
+        P.build("blurred", shape=(1, 2, 2), klen=3.9)  # not truncated to 3
     with pytest.raises(ValueError, match="klen"):
-        P.get("blurred", shape=(1, 2, 2), klen=4)  # RISE's kernel has a centre pixel
-    assert P.get("black", shape=(1, 2, 2)).pair(None, X).R.shape == (2, 4)
+        P.build("blurred", shape=(1, 2, 2), klen=4)  # RISE's kernel has a centre pixel
+    assert P.build("black", shape=(1, 2, 2)).pair(None, X).R.shape == (2, 4)
 
 
 # -- the noise reference image: seeded per target --------------------------------------------------
@@ -581,7 +582,7 @@ def _pool(N=5, seed=0):
 
 
 def _noise(X, **kw):
-    return P.get("noise", shape=SHAPE).pair(None, X, **kw)
+    return P.build("noise", shape=SHAPE).pair(None, X, **kw)
 
 
 def test_noise_is_seeded_by_the_target_not_by_its_position():
@@ -610,7 +611,7 @@ def test_noise_same_seed_same_images_other_seed_other_images():
 
 def test_noise_respects_low_and_high_and_rows_given():
     X = _pool()
-    R = P.get("noise", shape=SHAPE, low=-2.0, high=-1.0).pair(None, X, seed=1).R
+    R = P.build("noise", shape=SHAPE, low=-2.0, high=-1.0).pair(None, X, seed=1).R
     assert R.shape == X.shape and -2.0 <= R.min() and R.max() <= -1.0
     # targets given as rows: keyed by their position among the rows, seeded all the same
     rows = X[[3, 4]]
@@ -629,7 +630,7 @@ def test_a_registered_function_policy_gets_the_check_too():
 
     register("first_row", lambda f, X_pool, targets, seed: X_pool[0])
     try:
-        pol = P.get("first_row")
+        pol = P.build("first_row")
         pool = np.random.default_rng(5).random((3, 2))
         with pytest.raises(TypeError, match="progress"):
             pol.pair(None, pool, progress="yes")

@@ -228,7 +228,8 @@ def test_groups_under_a_removal(data):
 
 # -- bad input --------------------------------------------------------------------------------------
 def test_unknown_removal_names_the_closest():
-    with pytest.raises(ValueError, match=r"unknown removal 'marginl'.*Did you mean 'marginal'"):
+    with pytest.raises(insdel.UnknownNameError,
+                       match=r"unknown removal 'marginl'.*Did you mean 'marginal'"):
         RM.get("marginl")
     with pytest.raises(ValueError, match="unknown removal"):
         trace(f, np.ones((1, 3)), np.zeros(3), [[0, 1, 2]], removal="nope")
@@ -257,13 +258,15 @@ def test_the_registry_verbs():
     assert RM.get("marginal") is RM.Marginal
     assert RM.options_of("marginal")["how"] == "random"
     assert isinstance(RM.build("baseline"), RM.Baseline)
-    with pytest.raises(ValueError, match="already registered"):
+    with pytest.raises(ValueError, match="built-in removal"):
         RM.register("marginal", RM.Marginal)
     RM.register("mean_impute_test", MeanImpute)
     try:
         assert RM.get("mean_impute_test") is MeanImpute
+        with pytest.raises(ValueError, match="already registered"):
+            RM.register("mean_impute_test", MeanImpute)
     finally:
-        RM._REGISTRY.pop("mean_impute_test")
+        RM.unregister("mean_impute_test")
 
 
 def test_evaluation_save_load_keeps_the_removal(tmp_path, data):
@@ -289,7 +292,7 @@ def test_metrics_read_the_removal_s_values(data):
     want = M.evaluate_metrics(f, X, np.broadcast_to(mu, X.shape), A, metrics=names).scores
     np.testing.assert_allclose(got["value"], want["value"], atol=1e-12, equal_nan=True)
     # marginal: the insertion ABC is linear in v, so it is the mean of the single-reference ones
-    ins = M.get("insertion_abc")
+    ins = M.build("insertion_abc")
     marg = ins(f, X, None, A["a"], removal=RM.Marginal(bg, how="all"))
     single = np.mean([ins(f, X, np.broadcast_to(b, X.shape), A["a"]) for b in bg], axis=0)
     np.testing.assert_allclose(marg, single, atol=1e-12)
@@ -301,11 +304,11 @@ def test_a_metric_that_builds_its_own_points_says_so(data):
     X, bg = data
     with pytest.warns(UserWarning, match=r"do not read removal 'mean_impute'"):
         res = M.evaluate_metrics(f, X, None, {"a": X},
-                                 metrics=[M.get("infidelity", perturbation="gaussian")],
+                                 metrics=[M.build("infidelity", perturbation="gaussian")],
                                  removal=MeanImpute(bg.mean(0)))
     assert res.stats["ignores_removal"] == ["infidelity"]
     with pytest.raises(ValueError, match="no single reference per target"):
-        M.get("monotonicity_nguyen", noise=0.1)(f, X, None, X, removal=MeanImpute(bg.mean(0)))
+        M.build("monotonicity_nguyen", noise=0.1)(f, X, None, X, removal=MeanImpute(bg.mean(0)))
 
 
 @pytest.mark.parametrize("doc", ["removal.md", "metrics.md"])

@@ -119,7 +119,7 @@ def test_bad_input_is_named():
     ds = _sim(N=100)
     with pytest.raises(ValueError, match=r"fractions\[1\] must be a number in \(0, 1\]; got 1.5"):
         roar.roar(ds, {}, params=PARAMS, fractions=(0.5, 1.5))
-    with pytest.raises(ValueError, match="did you mean 'absolute'"):
+    with pytest.raises(ValueError, match="Did you mean 'absolute'"):
         roar.roar(ds, {}, params=PARAMS, orderings=("absolut",))
     with pytest.raises(ValueError, match=r"attributions\['m'\] has shape \(3, 4\)"):
         roar.roar(ds, {"m": np.zeros((3, 4))}, params=PARAMS)

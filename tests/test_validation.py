@@ -33,7 +33,7 @@ def test_nan_in_a_dataframe_is_named_by_its_column():
     with pytest.raises(ValueError, match=r"feature\(s\) 2 \('bmi'\)"):
         insdel.evaluate(lambda Z: Z.sum(1), X, np.zeros(3), {"a": np.ones((4, 3))})
     with pytest.raises(ValueError, match=r"X_pool contains .* feature\(s\) 2 \('bmi'\)"):
-        policies.get("one_to_one").pair(None, X)
+        policies.build("one_to_one").pair(None, X)
 
 
 # -- align_attributions / align_columns: integer column names --------------------------------------

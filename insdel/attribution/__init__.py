@@ -30,8 +30,9 @@ others before any work.
 
 One functional entry point, :func:`attribute` (``insdel.attribute``); one class per method, as
 in captum: ``IntegratedGradients(f).attribute(X, R, n_steps=500)``, whose keyword arguments are
-typed and documented (``help(IntegratedGradients.attribute)``). Registry verbs: :func:`available`,
-:func:`get`, and :func:`options_of` for a method's options and defaults.
+typed and documented (``help(IntegratedGradients.attribute)``). Registry verbs (CONTRIBUTING.md):
+:func:`available`, :func:`get` (the class), :func:`options_of` (a method's options and defaults)
+and :func:`build` (an instance for a model).
 
 Modules: ``base`` (the base class, captum drivers), ``shapley`` (Kernel SHAP, exact Shapley),
 ``lime``, ``integrated_gradients``, ``deeplift``, ``gradients`` (vanilla, input x gradient),
@@ -41,13 +42,13 @@ Modules: ``base`` (the base class, captum drivers), ``shapley`` (Kernel SHAP, ex
 from __future__ import annotations
 
 import difflib
-import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._registry import Registry, signature_options
 from ..adapter import (
     GRADIENT_METHODS,
     TORCH_KINDS,
@@ -65,7 +66,7 @@ from .random_scores import RandomAttribution
 from .shapley import DEFAULT_KS_SAMPLES, PAPER_KS_SAMPLES, ExactShapley, KernelShap
 
 __all__ = [
-    "attribute", "available", "get", "options_of", "supported", "check_supported", "Attribution",
+    "attribute", "available", "get", "options_of", "build", "supported", "check_supported", "Attribution",
     "External", "KernelShap", "ExactShapley",
     "IntegratedGradients", "DeepLift", "VanillaGrad", "InputXGradient", "Lime",
     "RandomAttribution", "METHODS", "MODEL_AGNOSTIC", "GRADIENT_METHODS", "DEFAULT_KS_SAMPLES",
@@ -86,23 +87,38 @@ ALIASES = {
 }
 
 
+def _normalize(name: str) -> str:
+    return name.lower().replace("-", "_").replace(" ", "_")
+
+
+_REGISTRY = Registry("attribution method", METHODS, aliases=ALIASES, normalize=_normalize)
+
+
 def available() -> list[str]:
-    """Names of the attribution methods (aliases such as ``"ig"`` resolve with :func:`get`)."""
-    return list(METHODS)
+    """Names of the attribution methods, sorted (aliases such as ``"ig"`` resolve with
+    :func:`get`)."""
+    return _REGISTRY.available()
 
 
 def get(name: str) -> type[Attribution]:
-    """The attribution class registered as ``name`` (or an alias: ``"ig"``, ``"ks"``, ...)."""
+    """The attribution class registered as ``name`` (or an alias: ``"ig"``, ``"ks"``, ...).
+
+    Raises
+    ------
+    TypeError
+        ``name`` is not a string.
+    insdel.UnknownNameError
+        An unknown name (a ``ValueError``; with the closest names and the available ones).
+    """
     if not isinstance(name, str):
         raise TypeError(f"method must be a string; got {type(name).__name__}.")
-    key = name.lower().replace("-", "_").replace(" ", "_")
-    key = ALIASES.get(key, key)
-    if key not in METHODS:
-        close = difflib.get_close_matches(key, list(METHODS) + list(ALIASES), n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"unknown attribution method {name!r}; choose from {sorted(METHODS)} "
-                         f"(aliases: {sorted(ALIASES)}).{hint}")
-    return METHODS[key]
+    return _REGISTRY.get(name)
+
+
+def build(name: str, f: ModelLike) -> Attribution:
+    """The method ``name`` for the model ``f`` (``get(name)(f)``); its options go to its
+    ``attribute(X, R, **options)`` (:func:`options_of`)."""
+    return get(name)(f)
 
 
 #: Why a torch model of each kind gives no hooks (:func:`insdel.adapter.model_capabilities`).
@@ -111,10 +127,10 @@ _NO_HOOKS = {"torchscript": "TorchScript modules refuse forward hooks",
 
 
 def supported(f: ModelLike) -> list[str]:
-    """The registered methods that run on ``f``: each method's ``requires`` is among the model's
-    capabilities (:func:`insdel.adapter.model_capabilities`: values, gradients, hooks)."""
+    """The registered methods that run on ``f``, sorted: each method's ``requires`` is among the
+    model's capabilities (:func:`insdel.adapter.model_capabilities`: values, gradients, hooks)."""
     caps = model_capabilities(f)
-    return [name for name, cls in METHODS.items() if cls.requires in caps]
+    return [name for name in available() if METHODS[name].requires in caps]
 
 
 def check_supported(f: ModelLike, methods: Sequence[str]) -> None:
@@ -159,9 +175,8 @@ def check_supported(f: ModelLike, methods: Sequence[str]) -> None:
 
 
 def options_of(name: str) -> dict[str, Any]:
-    """The keyword options of method ``name`` with their defaults (from its typed signature)."""
-    sig = inspect.signature(get(name).attribute)
-    return {k: p.default for k, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY}
+    """The keyword options of method ``name`` (of its ``attribute``) with their defaults."""
+    return signature_options(get(name).attribute, keyword_only=True)
 
 
 #: Pairs per chunk of :func:`attribute` with a Dask ``client`` and no ``pairs_per_chunk``.

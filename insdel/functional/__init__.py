@@ -8,13 +8,17 @@ runs methods through it (``insdel functional``; :func:`exit_code` gives its exit
 evaluation metric (insertion / deletion ABC and AUC, or any registered callable
 ``(f, X, R, A) -> scores``) rank a known-better ordering above a known-worse one?
 
+Two registries: the cases (:func:`available`, :func:`get`, :func:`options_of` here) and the
+gradable metrics (``grading.available``, ``grading.get``, ``grading.register``, ...).
+
 Modules: ``models`` (the torch models), ``criteria``, ``cases`` (the catalogue), ``run``
 (running methods, the pass/fail table), ``grading`` (metric grades).
 """
 
 from __future__ import annotations
 
-from .cases import CASES, COUNTEREXAMPLE_A, Case, Truth, available, get
+from . import grading
+from .cases import CASES, COUNTEREXAMPLE_A, Case, Truth, available, get, options_of
 from .criteria import (
     Criterion,
     Efficiency,
@@ -27,11 +31,9 @@ from .criteria import (
 )
 from .grading import (
     METRICS,
-    available_metrics,
     grade_metrics,
     grading_markdown,
     order_scores,
-    register_metric,
 )
 from .run import (
     DEFAULT_METHODS,
@@ -45,9 +47,9 @@ from .run import (
 )
 
 __all__ = [
-    "CASES", "COUNTEREXAMPLE_A", "Case", "Truth", "available", "get", "Criterion", "Efficiency",
-    "EqualFor", "MatchesShapley", "MatchesValues", "OrderRegret", "RanksLast", "ZeroFor",
-    "METRICS", "available_metrics", "grade_metrics", "grading_markdown", "order_scores",
-    "register_metric", "DEFAULT_METHODS", "VARIANTS", "MethodSpec", "resolve_methods",
+    "CASES", "COUNTEREXAMPLE_A", "Case", "Truth", "available", "get", "options_of", "Criterion",
+    "Efficiency", "EqualFor", "MatchesShapley", "MatchesValues", "OrderRegret", "RanksLast",
+    "ZeroFor", "METRICS", "grading", "grade_metrics", "grading_markdown", "order_scores",
+    "DEFAULT_METHODS", "VARIANTS", "MethodSpec", "resolve_methods",
     "run_catalogue", "to_markdown", "failure_summary", "exit_code",
 ]

@@ -14,7 +14,6 @@ conditional expectations), plus the paper's §3.4 counterexample and §4 binary 
 
 from __future__ import annotations
 
-import difflib
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from math import factorial
 import numpy as np
 from torch import nn
 
+from .._registry import Registry, signature_options
 from .._validation import check_pairs
 from ..adapter import as_model
 from ..curves import orderings
@@ -30,7 +30,7 @@ from ..decomposition import BatchDecomposition, batch_decomposition, shapley_val
 from . import criteria as C
 from .models import MonotoneAdditive, Quadratic, ReluNet
 
-__all__ = ["Case", "Truth", "available", "get", "CASES", "COUNTEREXAMPLE_A"]
+__all__ = ["Case", "Truth", "available", "get", "options_of", "CASES", "COUNTEREXAMPLE_A"]
 
 #: The interaction Delta_{12} = A of the §3.4 counterexample (any -2 < A < -1 works).
 COUNTEREXAMPLE_A = -1.5
@@ -150,11 +150,11 @@ def _quadratic_phi(f, X, R, extra):
 
 # -- builders ------------------------------------------------------------------------------------
 def _additive(seed: int):
-    from ..policies import get as get_policy
+    from ..policies import build as build_policy
 
     rng = np.random.default_rng(seed)
     pool = rng.normal(size=(16, 5))
-    pairing = get_policy("one_to_one").pair(None, pool, seed=seed, progress=False)
+    pairing = build_policy("one_to_one").pair(None, pool, seed=seed, progress=False)
     f = Quadratic([3.0, -2.0, 1.0, 0.5, -1.0])
     return f, pairing.X, pairing.R, {"policy": "one_to_one"}
 
@@ -403,18 +403,23 @@ CASES: dict[str, Case] = {c.name: c for c in [
 ]}
 
 
+_CASES = Registry("functional test", CASES)
+
+
 def available() -> list[str]:
-    """Names of the functional test cases."""
-    return list(CASES)
+    """Names of the functional test cases, sorted."""
+    return _CASES.available()
 
 
 def get(name: str) -> Case:
-    """The case registered as ``name``."""
-    if name not in CASES:
-        close = difflib.get_close_matches(str(name), list(CASES), n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"unknown functional test {name!r}; choose from {list(CASES)}.{hint}")
-    return CASES[name]
+    """The case registered as ``name`` (nothing built: ``get(name).truth(seed=...)`` builds its
+    pairs and exact answers). Raises :class:`insdel.UnknownNameError` (a ``ValueError``)."""
+    return _CASES.get(name)
+
+
+def options_of(name: str) -> dict:
+    """The options of :meth:`Case.truth` (what builds the case) with their defaults."""
+    return signature_options(get(name).truth, skip=())
 
 
 def select(cases: Sequence[str] | None) -> list[Case]:

@@ -4,8 +4,10 @@ A **metric** is any callable ``metric(f, X, R, A) -> scores (B,)``, higher is be
 (B, n) are attributions whose ordering is the one being scored — the same ``(f, X, R, ...)``
 convention as the rest of insdel. Graded by default: every metric of :mod:`insdel.metrics` that
 needs only a model (insdel's ABC and AUC, Quantus', BEExAI's and OpenXAI's faithfulness metrics;
-a lower-is-better metric is negated), and ABC + ABC' (App. B.1). Register more with
-:func:`register_metric`.
+a lower-is-better metric is negated), and ABC + ABC' (App. B.1). This module is the grading
+registry (the registry verbs of CONTRIBUTING.md): :func:`available`, :func:`get` (the scoring
+callable), :func:`options_of`, :func:`register` and :func:`unregister`
+(``insdel.functional.grading.register(name, fn)``).
 
 On every case of the catalogue that declares ``grading`` pairs (better, worse) of orderings
 (exact-Shapley order vs its reverse and a random order on h(additive) models, the off-manifold
@@ -23,12 +25,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from .._registry import Registry, UnknownNameError
 from .._validation import check_orders, check_seed
 from ..adapter import ModelLike
 from .cases import select
 
-__all__ = ["METRICS", "register_metric", "available_metrics", "grade_metrics", "order_scores",
-           "grading_markdown"]
+__all__ = ["METRICS", "available", "get", "options_of", "register", "unregister",
+           "grade_metrics", "order_scores", "grading_markdown"]
 
 Metric = Callable[[ModelLike, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
@@ -38,7 +41,7 @@ def _from_catalogue(name: str) -> Metric:
     lower-is-better metric is negated)."""
     from .. import metrics as _metrics
 
-    m = _metrics.get(name)
+    m = _metrics.build(name)
 
     def score(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike) -> np.ndarray:
         v = np.asarray(m(f, X, R, A), dtype=np.float64)
@@ -49,11 +52,11 @@ def _from_catalogue(name: str) -> Metric:
 
 
 def _gradable() -> list[str]:
-    """Metrics of :mod:`insdel.metrics` that need only (f, X, R, A)."""
+    """Metrics of :mod:`insdel.metrics` that need only (f, X, R, A), in catalogue order."""
     from .. import metrics as _metrics
 
-    return [n for n in _metrics.available()
-            if not (_metrics.get(n).needs_ground_truth or _metrics.get(n).needs_explainer)]
+    return [n for n, c in _metrics._load().items()
+            if not (c.needs_ground_truth or c.needs_explainer)]
 
 
 def abc_total(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike) -> np.ndarray:
@@ -67,8 +70,17 @@ def abc_total(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike) -> np.ndar
 METRICS: dict[str, Metric] = {"abc_total": abc_total}
 
 
-def register_metric(name: str, metric: Metric, *, overwrite: bool = False) -> None:
-    """Register ``metric(f, X, R, A) -> (B,)`` (higher is better) under ``name``.
+def _check_entry(name: str, metric) -> None:
+    if not callable(metric):
+        raise TypeError(f"metric must be callable (f, X, R, A) -> scores; got "
+                        f"{type(metric).__name__}.")
+
+
+_REGISTERED = Registry("gradable metric", METRICS, check=_check_entry)
+
+
+def register(name: str, metric: Metric, *, overwrite: bool = False) -> Metric:
+    """Register ``metric(f, X, R, A) -> (B,)`` (higher is better) under ``name``; returns it.
 
     Raises
     ------
@@ -77,18 +89,40 @@ def register_metric(name: str, metric: Metric, *, overwrite: bool = False) -> No
     ValueError
         ``name`` is taken and ``overwrite`` is False.
     """
-    if not callable(metric):
-        raise TypeError(f"metric must be callable (f, X, R, A) -> scores; got "
-                        f"{type(metric).__name__}.")
-    if name in METRICS and not overwrite:
-        raise ValueError(f"metric {name!r} is already registered (overwrite=True replaces it).")
-    METRICS[str(name)] = metric
+    return _REGISTERED.register(name, metric, overwrite=overwrite)
 
 
-def available_metrics() -> list[str]:
-    """Names of the gradable metrics: :mod:`insdel.metrics` (those that need only a model) and
-    the ones registered here."""
+def unregister(name: str) -> None:
+    """Remove a metric registered here (those of :mod:`insdel.metrics` stay)."""
+    _REGISTERED.unregister(name)
+
+
+def _default_names() -> list[str]:
     return list(dict.fromkeys(_gradable() + list(METRICS)))
+
+
+def available() -> list[str]:
+    """Names of the gradable metrics, sorted: :mod:`insdel.metrics` (those that need only a
+    model) and the ones registered here."""
+    return sorted(_default_names())
+
+
+def get(name: str) -> Metric:
+    """The scoring callable ``(f, X, R, A) -> scores (B,)``, higher is better, of gradable metric
+    ``name``: the one registered here, or a metric of :mod:`insdel.metrics` with its defaults (a
+    lower-is-better one negated). Raises :class:`insdel.UnknownNameError` (a ``ValueError``)."""
+    if name in METRICS:
+        return METRICS[name]
+    if name in _gradable():
+        return _from_catalogue(name)
+    raise UnknownNameError.of("gradable metric", name, available())
+
+
+def options_of(name: str) -> dict:
+    """The options of gradable metric ``name``: none (a metric is called as ``(f, X, R, A)``;
+    give options by registering a configured callable)."""
+    get(name)  # the unknown-name error
+    return {}
 
 
 def order_scores(orders: ArrayLike) -> np.ndarray:
@@ -106,20 +140,15 @@ def order_scores(orders: ArrayLike) -> np.ndarray:
 
 def _metrics(metrics) -> dict[str, Metric]:
     if metrics is None:
-        metrics = available_metrics()
+        metrics = _default_names()
     if isinstance(metrics, str):
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
-    gradable = _gradable()
     out: dict[str, Metric] = {}
     for m in metrics:
         if callable(m):
             out[getattr(m, "__name__", repr(m))] = m
-        elif m in METRICS:
-            out[m] = METRICS[m]
-        elif m in gradable:
-            out[m] = _from_catalogue(m)
         else:
-            raise ValueError(f"metrics: unknown metric {m!r}; gradable: {available_metrics()}.")
+            out[m] = get(m)
     return out
 
 
@@ -130,7 +159,7 @@ def grade_metrics(metrics: Sequence[str | Metric] | str | None = None, *, seed: 
     Parameters
     ----------
     metrics : names or callables, or comma-separated str, optional
-        Default: every registered metric (:func:`available_metrics`).
+        Default: every gradable metric (:func:`available`).
     seed : int, default 0
         Seed of the cases' data and of the random orderings.
     cases : list of str, optional

@@ -12,8 +12,10 @@ documents its source and how it maps to regression.
 :class:`~insdel.metrics.base.MetricContext`: a hybrid point needed by several metrics or methods is
 evaluated once.
 
-Registry verbs as elsewhere in insdel: :func:`available` lists names, :func:`get` builds a metric
-with its options, :func:`catalogue` describes them all.
+Registry verbs as elsewhere in insdel (CONTRIBUTING.md): :func:`available` lists names, :func:`get`
+gives a metric's class, :func:`options_of` its options and defaults, :func:`build` an instance with
+options, :func:`register` / :func:`unregister` add and remove user metrics; :func:`catalogue`
+describes them all.
 """
 
 from __future__ import annotations
@@ -27,74 +29,106 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from .._progress import progress_bar
+from .._registry import Registry, signature_options
 from .._stats import mean_se
 from .._validation import repeated
 from ..adapter import ModelLike
 from .base import Metric, MetricContext, describe
 
-__all__ = ["Metric", "MetricContext", "available", "get", "catalogue", "evaluate_metrics",
-           "MetricResults", "register", "options_of", "summary_markdown", "FAMILY_MODULES"]
+__all__ = ["Metric", "MetricContext", "available", "get", "build", "catalogue",
+           "evaluate_metrics", "MetricResults", "register", "unregister", "options_of",
+           "summary_markdown", "FAMILY_MODULES"]
 
 #: Family modules, in catalogue order. A module that is not there yet is skipped.
 FAMILY_MODULES = ("insertion_deletion", "quantus_family", "beexai_family", "openxai_family",
                   "xaibench_family", "ground_truth")
 
-_REGISTRY: dict[str, type[Metric]] = {}
-
-
-def register(cls: type[Metric], *, overwrite: bool = False) -> type[Metric]:
-    """Register a :class:`Metric` subclass under ``cls.name`` (usable as a decorator)."""
+def _check_entry(name: str, cls) -> None:
     if not (isinstance(cls, type) and issubclass(cls, Metric)) or not cls.name:
         raise TypeError(f"register takes a Metric subclass with a name; got {cls!r}.")
-    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls and not overwrite:
-        raise ValueError(f"metric {cls.name!r} is already registered (overwrite=True replaces it).")
-    _REGISTRY[cls.name] = cls
-    return cls
+    if cls.name != name:
+        raise ValueError(f"metric class {cls.__name__} is named {cls.name!r}; register it as "
+                         f"{cls.name!r}, not {name!r} (its scores are listed under its name).")
+
+
+def _load_families(reg: Registry) -> None:
+    for mod in FAMILY_MODULES:
+        try:
+            m = importlib.import_module(f"{__name__}.{mod}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{mod}":
+                raise
+            continue
+        for obj in vars(m).values():
+            if (isinstance(obj, type) and issubclass(obj, Metric) and obj.name
+                    and obj.__module__ == m.__name__):
+                reg.register(obj.name, obj)
+
+
+_REGISTRY = Registry("metric", check=_check_entry, loader=_load_families)
 
 
 def _load() -> dict[str, type[Metric]]:
-    if not _REGISTRY:
-        for mod in FAMILY_MODULES:
-            try:
-                m = importlib.import_module(f"{__name__}.{mod}")
-            except ModuleNotFoundError as e:
-                if e.name != f"{__name__}.{mod}":
-                    raise
-                continue
-            for obj in vars(m).values():
-                if (isinstance(obj, type) and issubclass(obj, Metric) and obj.name
-                        and obj.__module__ == m.__name__):
-                    register(obj)
-    return _REGISTRY
+    """name -> class, in catalogue order (the family modules', then user metrics)."""
+    return _REGISTRY._all()
+
+
+def register(name: str | type[Metric], entry: type[Metric] | None = None, *,
+             overwrite: bool = False):
+    """Register the :class:`Metric` subclass ``entry`` as ``name`` (its ``name`` attribute).
+
+    Also a decorator: ``@register`` or ``@register("my_metric")`` on the class (``register(cls)``
+    registers it under ``cls.name``). Returns the class.
+    """
+    if isinstance(name, type):  # @register / register(cls)
+        if entry is not None:
+            raise TypeError("register(name, entry): give the name first.")
+        if not issubclass(name, Metric) or not name.name:
+            raise TypeError(f"register takes a Metric subclass with a name; got {name!r}.")
+        return _REGISTRY.register(name.name, name, overwrite=overwrite)
+    if entry is None:
+        return lambda cls: _REGISTRY.register(name, cls, overwrite=overwrite)
+    return _REGISTRY.register(name, entry, overwrite=overwrite)
+
+
+def unregister(name: str) -> None:
+    """Remove the metric ``name``."""
+    _REGISTRY.unregister(name)
 
 
 def available(family: str | None = None) -> list[str]:
-    """Names of the registered metrics (of one ``family`` if given)."""
+    """Names of the registered metrics, sorted (of one ``family`` if given)."""
     reg = _load()
-    return [k for k, c in reg.items() if family is None or c.family == family]
+    return sorted(k for k, c in reg.items() if family is None or c.family == family)
 
 
-def get(name: str | Metric, **options) -> Metric:
+def get(name: str) -> type[Metric]:
+    """The :class:`Metric` subclass registered as ``name`` (nothing built).
+
+    Raises
+    ------
+    insdel.UnknownNameError
+        Unknown name (a ``ValueError``; with the closest names and the available ones).
+    """
+    return _REGISTRY.get(name)
+
+
+def build(name: str | Metric, **options) -> Metric:
     """The metric ``name`` built with ``options`` (a :class:`Metric` instance passes through).
 
     Raises
     ------
+    insdel.UnknownNameError
+        Unknown name (with the closest names).
     ValueError
-        Unknown name (with the closest names), or an option the metric does not take.
+        An option the metric does not take (with the closest ones).
     """
     if isinstance(name, Metric):
         if options:
             raise ValueError(f"options are given to an already built metric {name!r}.")
         return name
-    reg = _load()
-    if name not in reg:
-        import difflib
-
-        close = difflib.get_close_matches(str(name), list(reg), n=3)
-        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
-        raise ValueError(f"metrics: unknown metric {name!r}.{hint} Available: {sorted(reg)}.")
-    cls = reg[name]
-    valid = options_of(name)
+    cls = get(name)
+    valid = list(options_of(name))
     unknown = [k for k in options if k not in valid]
     if unknown:
         import difflib
@@ -109,15 +143,9 @@ def get(name: str | Metric, **options) -> Metric:
         raise type(e)(f"metric {name!r}: {e} (its options are {valid})") from None
 
 
-def options_of(name: str) -> list[str]:
-    """The keyword options the metric ``name`` takes."""
-    import inspect
-
-    reg = _load()
-    if name not in reg:
-        get(name)  # raises the unknown-name error, with the closest names
-    return [p for p in inspect.signature(reg[name].__init__).parameters
-            if p not in ("self", "args", "kwargs")]
+def options_of(name: str) -> dict[str, object]:
+    """The keyword options the metric ``name`` takes, with their defaults."""
+    return signature_options(get(name).__init__, skip=("self",))
 
 
 def catalogue() -> pd.DataFrame:
@@ -252,7 +280,7 @@ def evaluate_metrics(f: ModelLike, X: ArrayLike, R: ArrayLike,
         metrics = [n for n, c in reg.items()
                    if (not c.needs_ground_truth or ground_truth is not None)
                    and (not c.needs_explainer or explainers is not None)]
-    ms = [get(m) for m in metrics]
+    ms = [build(m) for m in metrics]
     names = [m.name for m in ms]
     dup = repeated(names)
     if dup:

@@ -384,7 +384,7 @@ class Metric(ABC):
             raise ValueError(
                 f"metric {self.name!r}: unknown argument(s) {unknown} (not used, so refused); "
                 f"the call takes {sorted(self.call_arguments())}, and the metric's options "
-                f"are set when it is built (insdel.metrics.get({self.name!r}, ...)).")
+                f"are set when it is built (insdel.metrics.build({self.name!r}, ...)).")
         ctx = MetricContext(f, X, R, groups=groups, seed=seed, batch_size=batch_size,
                             removal=removal)
         return self.compute(ctx, ctx.unit_attributions(A), **kwargs)

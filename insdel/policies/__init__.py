@@ -3,7 +3,8 @@
 A *policy* decides which reference r is paired with each target x. insdel makes policies named,
 parameterised and pluggable:
 
-* :func:`get` returns a registered policy with its parameters; :func:`load` reads a TOML
+* :func:`build` returns a registered policy with its parameters (:func:`get` the registered class
+  or function, :func:`options_of` its parameters and defaults); :func:`load` reads a TOML
   specification (a file, a spec shipped in ``insdel.shipped.policies``, i.e. the top-level
   ``policies/`` folder) or an inline dict;
 * ``policy.pair(f, X_pool, *, targets=None, seed=0)`` returns a :class:`Pairing` (targets ``X``,
@@ -26,13 +27,12 @@ from __future__ import annotations
 from .base import FunctionPolicy, Pairing, Policy, UnknownPolicyError
 from .counterfactual import Counterfactual
 from .images import Black, Blurred, ChannelMean, Image, Noise, White
-from .registry import available, defaults, describe, get, register, unregister
+from .registry import available, build, get, options_of, register, unregister
 from .simple import Average, Constant, Fixed, Mean, Median, Mode, OneToOne
-from .specs import format_list, format_show, list_specs, load, spec_text
+from .specs import format_list, format_show, list_specs, load
 
 __all__ = [
-    "Policy", "Pairing", "FunctionPolicy", "UnknownPolicyError", "get", "load", "register",
-    "unregister", "available", "defaults", "describe", "list_specs", "spec_text", "format_list",
-    "format_show", "Counterfactual", "OneToOne", "Average", "Constant", "Mean", "Median", "Mode",
+    "Policy", "Pairing", "FunctionPolicy", "UnknownPolicyError", "available", "get", "options_of",
+    "build", "load", "register", "unregister", "list_specs", "format_list", "format_show", "Counterfactual", "OneToOne", "Average", "Constant", "Mean", "Median", "Mode",
     "Fixed", "Black", "White", "ChannelMean", "Blurred", "Noise", "Image",
 ]

@@ -14,6 +14,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from .._checkpoint import to_jsonable
+from .._registry import UnknownNameError
 from .._stats import unit_ids
 from .._validation import (
     _first,
@@ -27,11 +28,9 @@ from ..adapter import ModelLike
 from ..groups import check_groups
 
 
-class UnknownPolicyError(KeyError, ValueError):
-    """An unknown policy or specification name (the message lists the known ones)."""
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0]) if self.args else ""
+class UnknownPolicyError(UnknownNameError):
+    """An unknown policy or specification name: an :class:`insdel.UnknownNameError` (a
+    ``ValueError``) whose message lists the known ones."""
 
 
 # --------------------------------------------------------------------------------------------------

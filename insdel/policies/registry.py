@@ -1,14 +1,29 @@
-"""The policy registry: built-in and user policies by name (``available``, ``get``, ``register``)."""
+"""The policy registry: built-in and user policies by name (the registry verbs of
+CONTRIBUTING.md: ``available``, ``get``, ``options_of``, ``build``, ``register``, ``unregister``)."""
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
 
+from .._registry import Registry, signature_options
 from .base import FunctionPolicy, Policy, UnknownPolicyError
 
-_REGISTRY: dict[str, Callable | type] = {}
-_BUILTIN: set[str] = set()
+
+def _check_entry(name: str, obj) -> None:
+    if not name.isidentifier():
+        raise ValueError(f"policy name must be an identifier-like string; got {name!r}.")
+    if isinstance(obj, type):
+        if not issubclass(obj, Policy):
+            raise TypeError(f"a policy class must subclass insdel.policies.Policy; got {obj!r}.")
+    elif not callable(obj):
+        raise TypeError(f"policy must be a function or a Policy subclass; got "
+                        f"{type(obj).__name__}.")
+
+
+_POLICIES = Registry("policy", check=_check_entry, error=UnknownPolicyError)
+_REGISTRY: dict[str, Callable | type] = _POLICIES.entries
+_BUILTIN: set[str] = _POLICIES.protected
 
 
 def register(name: str, policy: Callable | type | None = None, *, overwrite: bool = False):
@@ -38,33 +53,26 @@ def register(name: str, policy: Callable | type | None = None, *, overwrite: boo
         raise ValueError(f"policy name must be an identifier-like string; got {name!r}.")
 
     def deco(obj):
-        if isinstance(obj, type):
-            if not issubclass(obj, Policy):
-                raise TypeError(f"a policy class must subclass insdel.policies.Policy; got {obj!r}.")
-        elif not callable(obj):
-            raise TypeError(f"policy must be a function or a Policy subclass; got {type(obj).__name__}.")
-        if name in _BUILTIN:
-            raise ValueError(f"{name!r} is a built-in policy and cannot be replaced; pick another name.")
-        if name in _REGISTRY and not overwrite:
-            raise ValueError(f"a policy named {name!r} is already registered; pass overwrite=True.")
-        _REGISTRY[name] = obj
-        return obj
+        return _POLICIES.register(name, obj, overwrite=overwrite)
 
     return deco if policy is None else deco(policy)
 
 
 def unregister(name: str) -> None:
     """Remove a user policy."""
-    if name in _BUILTIN:
-        raise ValueError(f"{name!r} is a built-in policy and cannot be removed.")
-    if name not in _REGISTRY:
-        raise UnknownPolicyError(f"no user policy named {name!r}; known: {available()}.")
-    del _REGISTRY[name]
+    _POLICIES.unregister(name)
 
 
 def available() -> list[str]:
-    """Registered policy names (built-ins first)."""
-    return [n for n in _REGISTRY if n in _BUILTIN] + sorted(n for n in _REGISTRY if n not in _BUILTIN)
+    """Registered policy names, sorted."""
+    return _POLICIES.available()
+
+
+def get(name: str) -> Callable | type:
+    """The entry registered as ``name``: a :class:`Policy` subclass or a policy function (nothing
+    built; :func:`build` makes the policy). Raises :class:`UnknownPolicyError` (an
+    :class:`insdel.UnknownNameError`, a ``ValueError``) with the closest and the known names."""
+    return _POLICIES.get(name)
 
 
 def _function_params(fn: Callable) -> tuple[dict, bool]:
@@ -80,15 +88,14 @@ def _function_params(fn: Callable) -> tuple[dict, bool]:
     return defaults, var_kw
 
 
-def get(name: str, **params) -> Policy:
+def build(name: str, **params) -> Policy:
     """The registered policy ``name`` with parameters ``params`` (defaults filled in).
 
-    Raises :class:`UnknownPolicyError` (a ``KeyError`` and ``ValueError``) listing the known names,
-    and ``TypeError`` naming the known parameters for an unknown parameter.
+    Raises :class:`UnknownPolicyError` (an :class:`insdel.UnknownNameError`, a ``ValueError``)
+    listing the known names, and ``TypeError`` naming the known parameters for an unknown
+    parameter.
     """
-    obj = _REGISTRY.get(name)
-    if obj is None:
-        raise UnknownPolicyError(f"unknown policy {name!r}; known policies: {', '.join(available())}.")
+    obj = get(name)
     if isinstance(obj, type):
         sig = inspect.signature(obj.__init__)
         known = [p for p in sig.parameters if p != "self"]
@@ -125,26 +132,20 @@ def _builtin(name: str):
 
 
 
-def defaults(name: str) -> dict:
-    """The parameters of the registered policy ``name`` with their defaults (``"<required>"`` where
-    there is none)."""
-    if name not in _REGISTRY:
-        raise UnknownPolicyError(f"unknown policy {name!r}; known policies: {', '.join(available())}.")
-    obj = _REGISTRY[name]
+def options_of(name: str) -> dict:
+    """The parameters of the registered policy ``name`` with their defaults
+    (``inspect.Parameter.empty``, :data:`insdel.REQUIRED`, where there is none)."""
+    obj = get(name)
     if isinstance(obj, type):
-        sig = inspect.signature(obj.__init__)
-        return {k: (p.default if p.default is not inspect.Parameter.empty else "<required>")
-                for k, p in sig.parameters.items()
-                if k != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+        return signature_options(obj.__init__)
     d, _ = _function_params(obj)
-    return {k: ("<required>" if v is inspect.Parameter.empty else v) for k, v in d.items()}
+    return d
 
 
-def describe(name: str) -> str:
-    """One-line summary of the registered policy ``name`` (the first paragraph of its docstring)."""
-    if name not in _REGISTRY:
-        raise UnknownPolicyError(f"unknown policy {name!r}; known policies: {', '.join(available())}.")
-    doc = inspect.getdoc(_REGISTRY[name]) or ""
+def _summary(name: str) -> str:
+    """One-line summary of the registered policy ``name`` (the first paragraph of its docstring;
+    for ``insdel policies list``)."""
+    doc = inspect.getdoc(get(name)) or ""
     return doc.split("\n\n")[0].replace("\n", " ")
 
 

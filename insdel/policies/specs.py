@@ -11,8 +11,9 @@ from typing import Any
 import pandas as pd
 
 from .._checkpoint import to_jsonable
+from .._registry import REQUIRED as _REQUIRED
 from .base import Policy, UnknownPolicyError
-from .registry import _REGISTRY, available, defaults, describe, get, is_builtin
+from .registry import _REGISTRY, _summary, available, build, is_builtin, options_of
 
 try:  # Python >= 3.11
     import tomllib as _toml
@@ -73,7 +74,7 @@ def load(spec: str | Path | Mapping, *, params: Mapping | None = None) -> Policy
     if isinstance(spec, Policy):
         if not over:
             return spec
-        pol = get(spec.name, **{**spec.params, **over})
+        pol = build(spec.name, **{**spec.params, **over})
         pol.spec, pol.description = spec.spec, spec.description
         return pol
     if isinstance(spec, Mapping):
@@ -95,11 +96,16 @@ def load(spec: str | Path | Mapping, *, params: Mapping | None = None) -> Policy
     if s in shipped:
         return _load_text(shipped[s].read_text(encoding="utf-8"), s, default_name=s, params=over)
     if s in _REGISTRY:
-        return get(s, **over)
-    raise UnknownPolicyError(
-        f"unknown policy or specification {s!r}; policies: {', '.join(available())}; "
-        f"specifications: {', '.join(shipped) or '(none)'}."
-    )
+        return build(s, **over)
+    raise _unknown(s)
+
+
+def _unknown(name: str) -> UnknownPolicyError:
+    """The error for a name that is neither a policy nor a shipped specification."""
+    shipped = list(_spec_files())
+    return UnknownPolicyError.of("policy or specification", name, available() + shipped,
+                                 note=f"(policies: {', '.join(available())}; specifications: "
+                                      f"{', '.join(shipped) or '(none)'}.)")
 
 
 def _load_text(text: str, where: str, default_name: str | None = None,
@@ -113,7 +119,7 @@ def _load_text(text: str, where: str, default_name: str | None = None,
 
 
 def _make(policy: str, params: dict, name: str | None, desc: str | None) -> Policy:
-    pol = get(policy, **params)
+    pol = build(policy, **params)
     pol.spec = name
     pol.description = desc
     return pol
@@ -130,26 +136,26 @@ def list_specs() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["name", "policy", "params", "description"])
 
 
-def spec_text(name: str) -> str:
+def _spec_text(name: str) -> str:
     """The text of a shipped specification (or of a TOML file)."""
     shipped = _spec_files()
     if name in shipped:
         return shipped[name].read_text(encoding="utf-8")
     if Path(name).is_file():
         return Path(name).read_text(encoding="utf-8")
-    raise UnknownPolicyError(f"unknown specification {name!r}; known: {', '.join(shipped)}.")
+    raise UnknownPolicyError.of("policy specification", name, list(shipped))
 
 
 
 
 def format_list() -> str:
     """The text of ``insdel policies list``: policies with their parameters, then the specifications."""
-    lines = ["Policies (insdel.policies.get(name, **params)):"]
+    lines = ["Policies (insdel.policies.build(name, **params)):"]
     for name in available():
-        p = ", ".join(f"{k}={v!r}" for k, v in defaults(name).items())
+        p = ", ".join(k if v is _REQUIRED else f"{k}={v!r}" for k, v in options_of(name).items())
         tag = "" if is_builtin(name) else "  [user]"
         lines.append(f"  {name}({p}){tag}")
-        lines.append(f"      {describe(name)}")
+        lines.append(f"      {_summary(name)}")
     lines.append(f"\nSpecifications (insdel.policies.load(name); package {SPEC_PACKAGE}):")
     specs = list_specs()
     if specs.empty:
@@ -165,11 +171,15 @@ def format_list() -> str:
 def format_show(name: str) -> str:
     """The text of ``insdel policies show NAME``: a specification, or a policy's parameters as TOML."""
     if name in _spec_files() or Path(name).is_file():
-        return f"{spec_text(name).rstrip()}\n# -> {load(name)!r}"
+        return f"{_spec_text(name).rstrip()}\n# -> {load(name)!r}"
     if name in available():
-        lines = [f"# policy {name!r}: {describe(name)}", f'policy = "{name}"', "[params]"]
-        for k, v in defaults(name).items():
-            lines.append(f"# {k} = (not set)" if v is None else f"{k} = {json.dumps(to_jsonable(v))}")
+        lines = [f"# policy {name!r}: {_summary(name)}", f'policy = "{name}"', "[params]"]
+        for k, v in options_of(name).items():
+            if v is _REQUIRED:
+                lines.append(f"# {k} = (required)")
+            elif v is None:
+                lines.append(f"# {k} = (not set)")
+            else:
+                lines.append(f"{k} = {json.dumps(to_jsonable(v))}")
         return "\n".join(lines)
-    raise UnknownPolicyError(f"unknown policy or specification {name!r}; policies: "
-                             f"{', '.join(available())}; specifications: {', '.join(_spec_files())}.")
+    raise _unknown(name)

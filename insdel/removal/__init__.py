@@ -14,64 +14,58 @@ and defaults), :func:`register`, :func:`build` (an instance with options).
 
 from __future__ import annotations
 
-import difflib
-import inspect
 from typing import Any
 
+from .._registry import Registry, signature_options
 from .base import ReferenceRemoval, Removal, SampledRemoval, target_rng
 from .reference import Baseline, Marginal
 
 __all__ = ["Removal", "ReferenceRemoval", "SampledRemoval", "Baseline", "Marginal",
-           "available", "get", "options_of", "register", "build", "resolve", "check_targets",
+           "available", "get", "options_of", "register", "unregister", "build", "resolve", "check_targets",
            "target_rng"]
 
-_REGISTRY: dict[str, type[Removal]] = {"baseline": Baseline, "marginal": Marginal}
+def _check_entry(name: str, cls) -> None:
+    if not (isinstance(cls, type) and issubclass(cls, Removal)):
+        raise TypeError(f"register: {cls!r} is not a Removal subclass.")
 
 
-def _load_builtins() -> None:
-    """The fitted removals, registered on first use (their modules compile numba kernels)."""
-    if "conditional_gaussian" in _REGISTRY:
-        return
-    try:
-        from . import gaussian, knn
-    except ImportError:  # pragma: no cover - only while a module is being added
-        return
+def _load_builtins(reg: Registry) -> None:
+    """The fitted removals (their modules compile numba kernels on first use)."""
+    from . import gaussian, knn
+
     for cls in (gaussian.ConditionalGaussian, gaussian.ConditionalMean, knn.ConditionalKNN):
-        _REGISTRY.setdefault(cls.name, cls)
+        reg.entries.setdefault(cls.name, cls)
+
+
+_BUILTINS = ("baseline", "marginal", "conditional_gaussian", "conditional_mean",
+             "conditional_knn")
+_REGISTRY = Registry("removal", {"baseline": Baseline, "marginal": Marginal},
+                     protected=_BUILTINS, check=_check_entry, loader=_load_builtins)
 
 
 def available() -> list[str]:
     """The registered removals' names, sorted."""
-    _load_builtins()
-    return sorted(_REGISTRY)
+    return _REGISTRY.available()
 
 
 def get(name: str) -> type[Removal]:
     """The class registered as ``name`` (nothing built)."""
-    _load_builtins()
-    if name not in _REGISTRY:
-        close = difflib.get_close_matches(str(name), list(_REGISTRY), n=3)
-        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
-        raise ValueError(f"removal: unknown removal {name!r}.{hint} Available: {available()}.")
-    return _REGISTRY[name]
+    return _REGISTRY.get(name)
 
 
 def options_of(name: str) -> dict[str, Any]:
-    """Options of removal ``name`` and their defaults (``inspect.Parameter.empty``: required)."""
-    sig = inspect.signature(get(name).__init__)
-    return {p.name: p.default for p in sig.parameters.values()
-            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    """Options of removal ``name`` and their defaults (:data:`insdel.REQUIRED`: required)."""
+    return signature_options(get(name).__init__)
 
 
 def register(name: str, cls: type[Removal], *, overwrite: bool = False) -> type[Removal]:
     """Register a :class:`Removal` subclass as ``name``."""
-    _load_builtins()
-    if not (isinstance(cls, type) and issubclass(cls, Removal)):
-        raise TypeError(f"register: {cls!r} is not a Removal subclass.")
-    if name in _REGISTRY and not overwrite:
-        raise ValueError(f"removal {name!r} is already registered; pass overwrite=True.")
-    _REGISTRY[name] = cls
-    return cls
+    return _REGISTRY.register(name, cls, overwrite=overwrite)
+
+
+def unregister(name: str) -> None:
+    """Remove the user removal ``name`` (built-ins cannot be removed)."""
+    _REGISTRY.unregister(name)
 
 
 def build(name: str, **options) -> Removal:

@@ -20,7 +20,7 @@ def load_dataset(cfg: dict):
     from ... import datasets
 
     d = cfg["data"]
-    return datasets.get(d["recipe"], seed=cfg["seed"], **dict(d["options"]))
+    return datasets.load(d["recipe"], seed=cfg["seed"], **dict(d["options"]))
 
 
 def dataset_info(cfg: dict, dataset) -> dict:

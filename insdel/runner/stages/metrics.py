@@ -36,7 +36,7 @@ def metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log, p
     if not names:
         return None
     t0 = time.perf_counter()
-    ms = [_metrics.get(n, **dict(cfg["metrics"]["options"].get(n, {}) or {})) for n in names]
+    ms = [_metrics.build(n, **dict(cfg["metrics"]["options"].get(n, {}) or {})) for n in names]
     seed = chunk_seed(cfg["seed"], label, "metrics")
     grp = groups_of(dataset)
     # the random control: one draw per unit (a per-column draw summed per group is not uniform)
