@@ -21,8 +21,9 @@ from .base import ReferenceRemoval, Removal, SampledRemoval, target_rng
 from .reference import Baseline, Marginal
 
 __all__ = ["Removal", "ReferenceRemoval", "SampledRemoval", "Baseline", "Marginal",
-           "available", "get", "options_of", "register", "unregister", "build", "resolve", "check_targets",
-           "target_rng"]
+           "available", "get", "options_of", "register", "unregister", "build", "resolve",
+           "check_targets", "target_rng"]
+
 
 def _check_entry(name: str, cls) -> None:
     if not (isinstance(cls, type) and issubclass(cls, Removal)):
