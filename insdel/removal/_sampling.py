@@ -53,16 +53,16 @@ class DrawCache:
         self._make = make
         self._size = size
         self._store: OrderedDict[int, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
+        self._mutex = threading.Lock()
 
     def get(self, t: int) -> np.ndarray:
-        with self._lock:
+        with self._mutex:
             hit = self._store.get(t)
             if hit is not None:
                 self._store.move_to_end(t)
                 return hit
         arr = self._make(t)
-        with self._lock:
+        with self._mutex:
             self._store[t] = arr
             while len(self._store) > self._size:
                 self._store.popitem(last=False)
