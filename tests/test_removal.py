@@ -322,3 +322,33 @@ def test_the_docs_removal_examples_run(doc):
     assert blocks
     for code in blocks:
         exec(compile(code, f"docs/{doc}", "exec"), {})
+
+
+def test_a_game_removal_is_read_off_directly(data):
+    """A GameRemoval's v reaches the curves, the decomposition and the metrics unchanged, and no
+    model row is evaluated for its coalitions."""
+    X, bg = data
+
+    class SumKept(RM.GameRemoval):
+        name = "sum_kept"
+
+        def values(self, X, keep, targets):
+            return (X * keep).sum(1) + 0.5 * keep[:, 0] * keep[:, 1]
+
+    calls = []
+
+    def model(Z):
+        calls.append(len(Z))
+        return f(Z)
+
+    orders = np.tile(np.arange(5), (len(X), 1))
+    res = trace(model, X, None, orders, removal=SumKept())
+    for b in range(len(X)):
+        want = brute_curve(lambda keep, b=b: SumKept().values(X[b:b + 1], keep[None], [b])[0],
+                           orders[b], "insertion")
+        np.testing.assert_allclose(res.curves["insertion"][b, 0], want, atol=1e-12)
+    assert sum(calls) == 0 and res.n_unique == 0
+    phi = shapley_values(model, X, None, removal=SumKept())
+    want = X.copy()
+    want[:, :2] += 0.25
+    np.testing.assert_allclose(phi, want, atol=1e-12)

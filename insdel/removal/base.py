@@ -7,6 +7,8 @@ kept from the target x. A *removal* says how ``v`` is computed from the model f:
   fixed for every coalition; ``v(u) = (1/K) sum_k f(hybrid(x, b_k, u))``. v is linear in the K
   single-reference games, so the engines trace the K pairs (x, b_k) with their exact
   deduplication and average (curves, Möbius terms, Shapley values: all linear in v).
+* :class:`GameRemoval`: ``v(u)`` read off the data directly (the observational cohort game),
+  no model row per coalition.
 * :class:`SampledRemoval` (``conditional_gaussian``, ``conditional_mean``, ``conditional_knn``,
   your own): the removed features are drawn given the kept ones; ``v(u)`` is the mean of f over
   the M rows :meth:`SampledRemoval.sample` returns for ``(x, u)``. The draws of one target are
@@ -27,7 +29,7 @@ import numpy as np
 
 from .._validation import as_float_array, check_positive_int, check_seed
 
-__all__ = ["Removal", "ReferenceRemoval", "SampledRemoval", "target_rng"]
+__all__ = ["Removal", "ReferenceRemoval", "SampledRemoval", "GameRemoval", "target_rng"]
 
 
 def target_rng(seed: int, target: int, salt: str) -> np.random.Generator:
@@ -125,6 +127,27 @@ class SampledRemoval(Removal):
 
     def params(self) -> dict[str, Any]:
         return {**super().params(), "n_draws": self.n_draws, "seed": self.seed}
+
+
+class GameRemoval(Removal):
+    """A value function read off the data, not off the model at new points: ``v(u)`` for a
+    target is computed directly (the observational cohort game: the mean outcome over the data
+    points similar to x on u). No model row is evaluated for a coalition; the model enters only
+    through the outcome the game was built with, if at all.
+
+    Subclasses implement :meth:`values`. Every feature is removable (D = all n features), as for
+    a sampled removal.
+    """
+
+    n_draws: int = 0  # model rows per coalition
+
+    def differing(self, X: np.ndarray, R: np.ndarray | None) -> np.ndarray:
+        return np.ones(np.shape(X), dtype=bool)
+
+    def values(self, X: np.ndarray, keep: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """``v(u)`` (N,) of each requested coalition (target ``X[i]``, kept features
+        ``keep[i]``; ``targets[i]`` its index among the run's targets)."""
+        raise NotImplementedError
 
 
 def check_draws(n_draws, seed) -> tuple[int, int]:

@@ -27,7 +27,7 @@ def coalition_values(model, removal: SampledRemoval, X: np.ndarray, targets: np.
     ----------
     model : insdel.adapter.Model
         The adapted model (:func:`insdel.as_model`).
-    removal : SampledRemoval
+    removal : SampledRemoval or GameRemoval
     X : ndarray (B, n)
         The targets.
     targets : ndarray of int (N,)
@@ -41,7 +41,15 @@ def coalition_values(model, removal: SampledRemoval, X: np.ndarray, targets: np.
     -------
     ndarray of float64 (N,)
     """
+    from .base import GameRemoval
+
     N, n = keep.shape
+    if isinstance(removal, GameRemoval):  # read off the data: no model rows
+        v = np.asarray(removal.values(X[targets], keep, targets), dtype=np.float64)
+        if v.shape != (N,):
+            raise ValueError(f"removal {removal.name!r}: values() returned shape {v.shape}; "
+                             f"expected ({N},).")
+        return v
     M = int(removal.n_draws)
     out = np.empty(N)
     step = max(1, ROW_BUDGET_BYTES // max(1, M * n * 8))
