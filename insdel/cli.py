@@ -1,5 +1,5 @@
-"""Command-line interface: ``insdel demo | run | reproduce | roar | configs | datasets | policies |
-functional | leaderboard``.
+"""Command-line interface: ``insdel demo | run | reproduce | roar | road | configs | datasets |
+policies | functional | leaderboard``.
 
 Every sub-command is registered here; the modules it drives expose plain functions (the runner's
 :func:`insdel.runner.run_experiment`, the text of :func:`insdel.datasets.format_list` and
@@ -27,6 +27,9 @@ REPRODUCES = {
                     "digits with a small CNN",
     "paper-roar-bangalore": "paper §6: Figure 13, remove and retrain (ROAR) on Bangalore housing",
     "paper-roar-cern": "paper §6: Figure 13, remove and retrain (ROAR) on CERN dielectron events",
+    "paper-road-bangalore": "beyond the paper: ROAD, remove and debias without retraining (a "
+                            "conditional imputation, SRG, leakage), on Bangalore housing beside "
+                            "§6's Figure 13",
     "metrics-cern": "beyond the paper: the faithfulness metrics of insdel.metrics and their "
                     "agreement (Kendall's tau) on dielectron_sim",
     "metrics-housing": "beyond the paper: the faithfulness metrics of insdel.metrics and their "
@@ -167,6 +170,11 @@ def _cmd_reproduce(args) -> int:
 
         return _finish_roar(run_roar(cfg, out, verbose=True, progress=_progress(args),
                                      wait=args.wait))
+    if "road" in cfg["sections"]:
+        from .runner import run_road
+
+        return _finish_road(run_road(cfg, out, verbose=True, progress=_progress(args),
+                                     wait=args.wait))
     res = run_experiment(cfg, out, verbose=True, progress=_progress(args), wait=args.wait)
     _print_result(res)
     return 0
@@ -185,6 +193,26 @@ def _cmd_roar(args) -> int:
 def _finish_roar(res) -> int:
     print(res.to_markdown())
     print(f"results: {res.out} (roar.csv, roar_summary.csv, summary.md, manifest.json)")
+    if res.figure is not None:
+        print(f"figure: {res.figure}")
+    return 0
+
+
+def _cmd_road(args) -> int:
+    from . import config
+    from .runner import run_road
+
+    _use_agg()
+    cfg = config.load(args.config, quick=args.quick, overrides=_device(args, {}) or None)
+    return _finish_road(run_road(cfg, args.out, verbose=True, progress=_progress(args),
+                                 wait=args.wait))
+
+
+def _finish_road(res) -> int:
+    print(res.to_markdown())
+    written = ["road.csv", "road_summary.csv", *(["leakage.csv"] if res.leakage is not None
+                                                 else []), "summary.md", "manifest.json"]
+    print(f"results: {res.out} ({', '.join(written)})")
     if res.figure is not None:
         print(f"figure: {res.figure}")
     return 0
@@ -390,6 +418,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="apply the config's [quick] sizes")
     _run_options(p)
     p.set_defaults(func=_cmd_roar)
+
+    p = sub.add_parser("road", help="remove and debias: ROAD without retraining (docs/road.md)",
+                       description="ROAD for regression (docs/road.md): removed features imputed "
+                       "by a conditional removal fitted on the training rows, MoRF / LeRF losses "
+                       "of the same model, SRG and the leakage diagnostic. CONFIG is a TOML file "
+                       "with a [road] table, or a shipped one: paper_road_bangalore.")
+    p.add_argument("config", metavar="CONFIG")
+    p.add_argument("--out", default=None, help="output folder (default: the config's, else "
+                   "runs/<name>)")
+    p.add_argument("--quick", action="store_true", help="apply the config's [quick] sizes")
+    _run_options(p)
+    p.set_defaults(func=_cmd_road)
 
     p = sub.add_parser("demo", help="the CERN experiment in miniature (a few minutes)",
                        description="dielectron_sim, the three paper policies, all seven methods at "

@@ -57,6 +57,7 @@ PAPER_CONFIGS = {"paper-cern": "paper_cern", "paper-bangalore": "paper_bangalore
                  "paper-bangalore-location": "paper_bangalore_location",
                  "paper-roar-bangalore": "paper_roar_bangalore",
                  "paper-roar-cern": "paper_roar_cern",
+                 "paper-road-bangalore": "paper_road_bangalore",
                  "metrics-cern": "metrics_cern", "metrics-housing": "metrics_housing"}
 
 #: ``insdel reproduce`` experiments that are not TOML runs (they take --quick, --out, --seed).
@@ -96,6 +97,70 @@ def _check_roar(cfg: dict, source: str) -> None:
     if cfg["model"]["path"] is not None:
         raise ConfigError(f"{source}: model.path: ROAR retrains the model from scratch, so it "
                           "needs the architecture: give model.preset or model.params instead.")
+
+
+def _check_choices(source: str, where: str, values, known) -> None:
+    for v in values:
+        if v not in known:
+            raise ConfigError(f"{source}: {where}: unknown value {v!r}{_suggest(str(v), known)} "
+                              f"(known: {', '.join(known)}).")
+
+
+def _check_road(cfg: dict, source: str) -> None:
+    """``[road]``: fractions, orders, ranking, loss, the reference of the attributions, the
+    removal (a registered :class:`~insdel.removal.SampledRemoval` and its options) and the leakage
+    diagnostic's classifier; the numbers' ranges are the schema's."""
+    from . import removal as _removal
+    from . import road as _road
+    from . import roar as _roar
+
+    r = cfg["road"]
+    try:
+        _roar._check_fractions(r["fractions"])
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{source}: road: {exc}") from None
+    if not r["orders"]:
+        raise ConfigError(f"{source}: road.orders must name at least one of "
+                          f"{', '.join(_road.ORDERS)}.")
+    _check_choices(source, "road.orders", r["orders"], _road.ORDERS)
+    if len(set(r["orders"])) != len(r["orders"]):
+        raise ConfigError(f"{source}: road.orders names an order twice: {list(r['orders'])}.")
+    _check_choices(source, "road.ranking", [r["ranking"]], _road.RANKINGS)
+    _check_choices(source, "road.loss", [r["loss"]], _road.LOSSES)
+    _check_choices(source, "road.leakage_options.classifier",
+                   [r["leakage_options"]["classifier"]], _road.CLASSIFIERS)
+    if r["random"] and "random" in cfg["methods"]["names"]:
+        raise ConfigError(f"{source}: methods.names lists 'random', and road.random = true adds "
+                          "ROAD's own seeded random control under that name: remove one.")
+    if r["reference"] != "training_mean":
+        from . import policies
+
+        try:
+            policies.load(r["reference"])
+        except Exception as exc:  # the policy loader's own message says what is wrong
+            raise ConfigError(f"{source}: road.reference must be 'training_mean' or a policy "
+                              f"spec; {r['reference']!r}: {exc}") from None
+    name, options = r["removal"], r["removal_options"]
+    known = _removal.available()
+    if name not in known:
+        raise ConfigError(f"{source}: road.removal: unknown removal {name!r}"
+                          f"{_suggest(name, known)} (known: {', '.join(known)}).")
+    if not issubclass(_removal.get(name), _removal.SampledRemoval):
+        raise ConfigError(f"{source}: road.removal = {name!r} sets removed features to fixed "
+                          "references; ROAD imputes them from the kept ones: name a sampled "
+                          "removal (conditional_gaussian, conditional_mean, conditional_knn or "
+                          "your own SampledRemoval).")
+    valid = {k: v for k, v in _removal.options_of(name).items() if k != "data"}
+    if "data" in options:
+        raise ConfigError(f"{source}: road.removal_options.data: the removal is fitted on the "
+                          "data set's training rows; remove the key.")
+    _check_free("road.removal_options", options, list(valid), source)
+    import inspect
+
+    missing = [k for k, v in valid.items() if v is inspect.Parameter.empty and k not in options]
+    if missing:
+        raise ConfigError(f"{source}: road.removal_options: removal {name!r} needs "
+                          f"{', '.join(missing)}.")
 
 
 def _check_device(source: str, device: str) -> None:
@@ -233,6 +298,31 @@ SCHEMA: dict[str, Any] = {
         "dpi": (_INT, 110, _at_least(10)),
     },
 }
+
+#: ``[road]``: ROAD (:mod:`insdel.road`, ``insdel road``, docs/road.md). The removal's options are
+#: free-form (checked against the registered removal's ``__init__``); the leakage diagnostic's are
+#: checked here.
+ROAD_SCHEMA: dict[str, Any] = {
+    "fractions": (_LIST, [0.1, 0.3, 0.5, 0.7, 0.9, 1.0]),
+    "orders": (_LIST, ["morf", "lerf"]),
+    "ranking": (_STR, "absolute"),
+    "loss": (_STR, "mse"),
+    "random": (_BOOL, True),
+    "reference": (_STR, "training_mean"),
+    "n_rows": (_INT + (type(None),), None, _at_least(1)),
+    "points_per_chunk": (_INT, 500, _at_least(1)),
+    "removal": (_STR, "conditional_gaussian"),
+    "removal_options": (ANY_TABLE, {}),
+    "leakage": (_BOOL, True),
+    "leakage_options": {
+        "fraction": (_NUM, 0.5, {"min_val": 0.0, "max_val": 1.0, "include_boundaries": "neither",
+                                 "finite": True}),
+        "n_rows": (_INT + (type(None),), 2000, _at_least(1)),
+        "classifier": (_STR, "forest"),
+        "folds": (_INT, 5, _at_least(2)),
+    },
+}
+SCHEMA["road"] = ROAD_SCHEMA
 
 #: Keys renamed since earlier versions: an old name is an error that names the new one.
 RENAMED = {"evaluation.chunk_size": "evaluation.targets_per_chunk",
@@ -566,6 +656,8 @@ def _resolve_inputs(cfg: dict, layers: list, folder: Path, source: str) -> None:
              for i, item in enumerate(cfg.get("policies") or []) if isinstance(item, Mapping)]
     if isinstance(cfg.get("roar"), Mapping):
         slots.append((cfg["roar"], "reference", "roar.reference", ("roar", "reference")))
+    if isinstance(cfg.get("road"), Mapping):
+        slots.append((cfg["road"], "reference", "road.reference", ("road", "reference")))
     for table, key, name, keys in slots:
         spec = table.get(key)
         prefix = _given_by(layers, keys)
@@ -624,21 +716,34 @@ def _resolve_input(key: str, value: str, folder: Path, source: str, *,
 ROAR_SECTIONS = ("name", "description", "seed", "out", "data", "model", "methods", "compute",
                  "roar")
 
+#: Top-level keys `insdel road` reads; `insdel run` refuses a ``[road]`` table.
+ROAD_SECTIONS = ("name", "description", "seed", "out", "data", "model", "methods", "compute",
+                 "road")
+
+#: The tables of the commands that read only some of a configuration: table -> what it reads.
+_COMMAND_SECTIONS = {"roar": ROAR_SECTIONS, "road": ROAD_SECTIONS}
+_COMMAND_NAMES = {"roar": "ROAR", "road": "ROAD"}
+
 
 def check_sections(cfg: Mapping, command: str) -> None:
-    """Refuse a configuration whose tables the command would not read (``"run"`` or ``"roar"``)."""
+    """Refuse a configuration whose tables the command would not read (``"run"``, ``"roar"`` or
+    ``"road"``)."""
     given = set(cfg.get("sections", ()))
-    if command == "roar":
-        if "roar" not in given:
-            raise ConfigError(f"{cfg['source']}: `insdel roar` needs a [roar] table (see "
-                              "docs/roar.md); this configuration has none.")
-        extra = sorted(given - set(ROAR_SECTIONS))
+    if command in _COMMAND_SECTIONS:
+        reads = _COMMAND_SECTIONS[command]
+        if command not in given:
+            raise ConfigError(f"{cfg['source']}: `insdel {command}` needs a [{command}] table "
+                              f"(see docs/{command}.md); this configuration has none.")
+        extra = sorted(given - set(reads))
         if extra:
-            raise ConfigError(f"{cfg['source']}: {', '.join(extra)}: not read by `insdel roar` "
-                              f"(it reads {', '.join(ROAR_SECTIONS)}); remove them.")
-    elif "roar" in given:
-        raise ConfigError(f"{cfg['source']}: this is a ROAR configuration ([roar] table): run it "
-                          "with `insdel roar`, not `insdel run`.")
+            raise ConfigError(f"{cfg['source']}: {', '.join(extra)}: not read by `insdel "
+                              f"{command}` (it reads {', '.join(reads)}); remove them.")
+        return
+    for table in _COMMAND_SECTIONS:
+        if table in given:
+            raise ConfigError(f"{cfg['source']}: this is a {_COMMAND_NAMES[table]} configuration "
+                              f"([{table}] table): run it with `insdel {table}`, not `insdel "
+                              "run`.")
 
 
 def policy_label(entry: Mapping) -> str:
@@ -663,6 +768,8 @@ def _check_values(cfg: dict, source: str) -> None:
                           f"{_suggest(str(cfg['evaluation']['order']), ORDERS)}")
     if "roar" in cfg.get("sections", ()):
         _check_roar(cfg, source)
+    if "road" in cfg.get("sections", ()):
+        _check_road(cfg, source)
     modes = cfg["evaluation"]["modes"]
     if not modes:
         raise ConfigError(f"{source}: evaluation.modes must name at least one mode.")

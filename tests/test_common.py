@@ -198,6 +198,7 @@ PROGRESS = {
     "run_experiment": (lambda v, d: runner.run_experiment({"name": "x"}, d / "out", progress=v),
                        False),
     "run_roar": (lambda v, d: runner.run_roar({"name": "x"}, d / "out", progress=v), False),
+    "run_road": (lambda v, d: runner.run_road({"name": "x"}, d / "out", progress=v), False),
     "run_paper_images": (lambda v, d: run_paper_images(d / "pi", quick=True, progress=v), False),
 }
 for _m in attribution.available():
@@ -220,7 +221,7 @@ def _folder(request, entry: str):
 
 
 #: Entry points that write an output folder: a refused value writes nothing there.
-WRITERS = {"run_experiment", "run_roar", "run_paper_images"}
+WRITERS = {"run_experiment", "run_roar", "run_road", "run_paper_images"}
 
 
 @pytest.mark.parametrize("bad", BAD_PROGRESS, ids=repr)

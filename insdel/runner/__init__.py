@@ -4,7 +4,8 @@
 per-pair ABCs (``abc.parquet``), the curves (``curves.npz``), the attributions, the summary in the
 layout of the paper's Tables 1-3 (``summary.csv`` / ``summary.md``), plus the Table 4 diagnostics,
 the figures and a ``manifest.json`` (configuration, versions, seed, data set and model fingerprints,
-seconds and model evaluations per stage, file hashes). :func:`run_roar` runs ROAR (paper §6).
+seconds and model evaluations per stage, file hashes). :func:`run_roar` runs ROAR (paper §6),
+:func:`run_road` ROAD (:mod:`insdel.road`).
 
 Long stages (attributions, exact decomposition) are checkpointed in chunks under
 ``OUT/checkpoints``. Each chunk file is named by a hash of everything that determines it (data,
@@ -22,7 +23,8 @@ One module per concern:
 - ``stages/``: one module per stage (``data``, ``model``, ``attribution``, ``decomposition``,
   ``curves``, ``metrics``, ``tables``, ``figures``);
 - ``experiment``: :func:`run_experiment`, its stage list (``POLICY_STAGES``);
-- ``roar``: :func:`run_roar`.
+- ``roar``: :func:`run_roar`;
+- ``road``: :func:`run_road` (ROAD: imputation without retraining, ``insdel road``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from .. import _checkpoint as ck  # noqa: F401  (tests replace ck's functions th
 from .chunks import chunk_seed as _chunk_seed  # noqa: F401  (one random stream per chunk)
 from .experiment import RunResult, load_results, run_experiment
 from .provenance import OutputFolderBusy, lock_folder, unfinish
+from .road import RoadRun, run_road
 from .roar import RoarRun, run_roar
 from .stages.attribution import method_options as _method_options  # noqa: F401
 from .stages.data import dataset_info as _dataset_info  # noqa: F401
@@ -38,4 +41,4 @@ from .stages.data import groups_text
 from .stages.data import load_dataset as _load_dataset  # noqa: F401
 
 __all__ = ["run_experiment", "load_results", "RunResult", "OutputFolderBusy", "lock_folder",
-           "unfinish", "run_roar", "RoarRun", "groups_text"]
+           "unfinish", "run_roar", "RoarRun", "run_road", "RoadRun", "groups_text"]

@@ -1,0 +1,254 @@
+"""``insdel road``: ROAD for regression from a configuration (:mod:`insdel.road`, docs/road.md).
+
+The data and model stages and the attribution stage are the experiment's and ROAR's
+(:mod:`insdel.runner.stages`); the removal is built from the registry by name and fitted on the
+training rows; the curves are :func:`insdel.road.road` on the test rows, the imputation's check
+:func:`insdel.road.leakage`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import _checkpoint as ck
+from .. import config as _config
+from .._checkpoint import to_jsonable
+from .._validation import check_progress
+from ..distributed import client_info, scatter
+from ..report import run_header
+from .chunks import shareable_model
+from .context import logger
+from .provenance import Stages, file_hashes, manifest_head, run_files, write_manifest
+from .session import loaded, opened
+from .stages.attribution import AttributionPlan, attribute_all
+from .stages.data import dataset_info, groups_of, groups_text, load_dataset, log_dataset
+from .stages.model import model_files, model_stage
+
+__all__ = ["RoadRun", "run_road", "build_removal", "removal_text"]
+
+
+@dataclass
+class RoadRun:
+    """A finished ROAD run: the curves (``road.csv``), the per-method summary
+    (``road_summary.csv``), the leakage table (``leakage.csv``, None when ``road.leakage`` is
+    false), the removal's parameters, the figure and the manifest."""
+
+    out: Path
+    config: dict
+    curves: pd.DataFrame
+    summary: pd.DataFrame
+    leakage: pd.DataFrame | None
+    removal: dict
+    manifest: dict
+    markdown: str = ""
+    figure: Path | None = None
+
+    def to_markdown(self) -> str:
+        """The tables of ``summary.md`` (below its header): the removal, SRG and the leakage."""
+        return self.markdown
+
+
+def road_plan(cfg: Mapping, out: Path) -> AttributionPlan:
+    """The attribution plan of ROAD: ``road.points_per_chunk`` test rows a chunk, checkpoints in
+    ``out/checkpoints/road_attributions/<method>``."""
+    return AttributionPlan(size=cfg["road"]["points_per_chunk"], size_key="points_per_chunk",
+                           key_stage="road_attributions",
+                           folder=out / "checkpoints" / "road_attributions", stream="road",
+                           rows="test rows", suffix="", record="attributions",
+                           bar="road attributions")
+
+
+def build_removal(name: str, options: Mapping, X_train: np.ndarray):
+    """The registered removal ``name`` with ``options``, fitted on ``X_train`` (given as
+    ``data=`` when the removal takes it); refused unless it is a
+    :class:`~insdel.removal.SampledRemoval`."""
+    from .. import removal as _removal
+
+    try:
+        cls = _removal.get(name)
+    except ValueError as exc:
+        raise ValueError(f"road.removal: {exc} (a removal of another insdel version, or your own "
+                         "not registered with insdel.removal.register before the run?)") from None
+    opts = dict(options)
+    if "data" in _removal.options_of(name):
+        opts["data"] = np.asarray(X_train, dtype=np.float64)
+    rem = _removal.build(name, **opts)
+    if not isinstance(rem, _removal.SampledRemoval):
+        raise TypeError(f"road.removal = {name!r} ({cls.__name__}) is not a SampledRemoval: ROAD "
+                        "imputes removed features from the kept ones.")
+    return rem
+
+
+def removal_text(params: Mapping) -> str:
+    """``name (key = value, ...)`` of a removal's ``params()`` (the summary's line)."""
+    rest = ", ".join(f"{k} = {v}" for k, v in params.items() if k != "name")
+    return f"{params.get('name', '?')}" + (f" ({rest})" if rest else "")
+
+
+def run_road(config: str | os.PathLike | Mapping, out: str | os.PathLike | None = None, *,
+             quick: bool = False, progress: bool | None = None, verbose: bool = False,
+             wait: bool = False, client=None,
+             _interrupt: Callable[[], None] | None = None) -> RoadRun:
+    """Run a ROAD experiment (:mod:`insdel.road`, ``docs/road.md``).
+
+    The configuration's ``[data]``, ``[model]``, ``[methods]``, ``[compute]`` and ``[road]`` are
+    read; any other table is an error. The model (trained, or loaded from the folder's cache or
+    ``model.path``) gives every method's attributions of the test rows (the first
+    ``road.n_rows``; against ``road.reference``: the training mean / mode, or a policy's
+    references), checkpointed in chunks. The removal ``road.removal`` (a registered
+    :class:`~insdel.removal.SampledRemoval`, with ``road.removal_options``) is fitted on the
+    training rows; :func:`insdel.road.road` gives the MoRF / LeRF loss curves and SRG, and
+    :func:`insdel.road.leakage` (``road.leakage``) whether the imputation reveals what it removed.
+
+    Outputs in ``out``: ``road.csv`` (method, order, q, k, loss, mse, rmse, mae),
+    ``road_summary.csv`` (areas, SRG, ranks), ``leakage.csv`` (per feature), ``summary.md`` (the
+    removal and its parameters, the tables), ``figures/road.png``, ``attributions.npz`` and
+    ``manifest.json``. Started again on the same folder it reuses the trained model and the
+    attribution chunks and writes identical data files.
+    """
+    check_progress(progress)
+    cfg = loaded(config, quick)
+    _config.check_sections(cfg, "road")
+    with opened(cfg, out, wait, client, verbose) as (folder, before, cl):
+        return _run_road(cfg, folder, progress, verbose, _interrupt, cl, before)
+
+
+def _reference(cfg, model, dataset, X: np.ndarray, progress, log) -> np.ndarray:
+    """The attributions' references of the rows X: the training mean / mode, or a policy's."""
+    from .. import roar as _roar
+
+    ref = cfg["road"]["reference"]
+    if ref == "training_mean":
+        log(f"reference: the training mean (mode of the {int(dataset.binary_mask.sum())} binary "
+            "features)")
+        return np.broadcast_to(_roar.removal_values(dataset), X.shape).copy()
+    from .. import policies
+
+    pol = policies.load(ref)
+    pairing = pol.pair(model, X, seed=cfg["seed"], progress=progress)
+    if len(pairing) != X.shape[0] or not np.array_equal(pairing.target_index,
+                                                        np.arange(X.shape[0])):
+        raise ValueError(f"road.reference = {ref!r}: the policy paired {len(pairing)} of the "
+                         f"{X.shape[0]} test rows (or reordered them); ROAD needs a reference "
+                         "for every evaluated row.")
+    log(f"reference: policy {pol!r}, mean |D| {pairing.mean_diff():.2f}")
+    return np.ascontiguousarray(pairing.R)
+
+
+def _markdown(res, removal: Mapping, lk, rows: int, data_name: str) -> str:
+    lines = [f"### Removal\n\n- removal: {removal_text(removal)}, fitted on the training rows",
+             f"- evaluated: {rows} test rows of {data_name}, against their true targets", "",
+             res.to_markdown()]
+    if lk is not None:
+        lines += [f"### Leakage of the removal ({lk.classifier} classifier, {lk.n_rows} rows, "
+                  f"each feature removed with probability {lk.fraction:g})\n",
+                  f"Mean accuracy of telling a removed feature from its imputed row: "
+                  f"{lk.accuracy:.3f} against chance {lk.chance:.3f} (excess {lk.excess:+.3f}; "
+                  "near 0: the imputation does not reveal what it removed).\n",
+                  "| Feature | Accuracy | Chance | Excess |", "|---|---:|---:|---:|"]
+        lines += [f"| {r.feature} | {r.accuracy:.3f} | {r.chance:.3f} | {r.excess:+.3f} |"
+                  for r in lk.table.itertuples()]
+    return "\n".join(lines) + "\n"
+
+
+def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
+              before: Mapping[Path, tuple] | None = None) -> RoadRun:
+    """ROAD in ``out`` (locked): data, model, references, attributions, removal, curves,
+    leakage, summary, figure, manifest."""
+    from .. import plotting
+    from .. import road as _road
+
+    log = logger(verbose)
+    stages = Stages()
+    t_all = time.perf_counter()
+    r = cfg["road"]
+    dataset = load_dataset(cfg)
+    if groups_of(dataset) is not None:
+        raise ValueError(f"data set {cfg['data']['recipe']!r} declares feature groups "
+                         f"({groups_text(groups_of(dataset))}); ROAD removes single features "
+                         "and does not support groups yet (use the recipe's default, e.g. "
+                         "location = 'drop').")
+    data_info = dataset_info(cfg, dataset)
+    log_dataset(data_info, log, file=False)
+    t0 = time.perf_counter()  # before the model: a removal that cannot be built fails at once
+    removal = build_removal(r["removal"], r["removal_options"], dataset.X_train)
+    params = to_jsonable(dict(removal.params()))
+    stages.add("road/removal", time.perf_counter() - t0)
+    log(f"removal: {removal_text(params)}, fitted on {len(dataset.X_train)} training rows")
+    model, metrics, model_info = model_stage(cfg, dataset, data_info, out, stages, log, progress)
+    device = cfg["compute"]["device"]
+    n_rows = len(dataset.X_test) if r["n_rows"] is None else min(r["n_rows"],
+                                                                  len(dataset.X_test))
+    X = np.ascontiguousarray(dataset.X_test[:n_rows], dtype=np.float64)
+    y = np.asarray(dataset.y_test[:n_rows], dtype=np.float64)
+    log(f"road: {n_rows} of {len(dataset.X_test)} test rows")
+    R = _reference(cfg, model, dataset, X, progress, log)
+    base_key = {"data": data_info["arrays_sha256"], "model": model_info["sha256"],
+                "seed": cfg["seed"], "reference": r["reference"], "pairs": ck.sha256_arrays(X, R),
+                "device": device}
+    remote = None if client is None else dict(zip(("model", "X", "R"), scatter(
+        client, [shareable_model(model, cfg, X.shape[1], None), X, R]), strict=True))
+    atts = attribute_all(cfg, model, dataset, X, R, road_plan(cfg, out), base_key, stages, log,
+                         progress, interrupt, client=client, remote=remote)
+    ck.save_npz(out / "attributions.npz", atts)
+
+    t0 = time.perf_counter()
+    res = _road.road(model, X, y, atts, removal, fractions=r["fractions"], orders=r["orders"],
+                     ranking=r["ranking"], loss=r["loss"], random=r["random"], seed=cfg["seed"],
+                     progress=progress)
+    stages.add("road/curves", time.perf_counter() - t0, units=int(len(res.curves)))
+    lk = None
+    if r["leakage"]:
+        t0 = time.perf_counter()
+        lo = r["leakage_options"]
+        lk = _road.leakage(X, removal, fraction=lo["fraction"], n_rows=lo["n_rows"],
+                           classifier=lo["classifier"], folds=lo["folds"], seed=cfg["seed"],
+                           feature_names=dataset.feature_names)
+        stages.add("road/leakage", time.perf_counter() - t0)
+        log(f"leakage: accuracy {lk.accuracy:.3f} against chance {lk.chance:.3f}")
+
+    ck.atomic_write_text(out / "road.csv", res.curves.to_csv(index=False))
+    ck.atomic_write_text(out / "road_summary.csv", res.summary.to_csv(index=False))
+    if lk is not None:
+        ck.atomic_write_text(out / "leakage.csv", lk.table.to_csv(index=False))
+    else:  # an earlier run's table would describe another removal
+        (out / "leakage.csv").unlink(missing_ok=True)
+    text = _markdown(res, params, lk, n_rows, data_info["name"])
+    header = run_header(data_info, model_info, {"reference": r["reference"]})
+    ck.atomic_write_text(out / "summary.md", header + "\n" + text)
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context({"figure.max_open_warning": 0}):
+        fig = plotting.plot_road(res, title=f"ROAD on {data_info['name']} "
+                                 f"({params.get('name', '?')} imputation)")
+        fig_path = plotting.save_figure(fig, out / "figures" / "road.png", 110)
+    files = run_files(out, {} if before is None else before, model_files(model_info))
+    leak_info = None if lk is None else {
+        "accuracy": lk.accuracy, "chance": lk.chance, "excess": lk.excess,
+        "fraction": lk.fraction, "classifier": lk.classifier, "n_rows": lk.n_rows,
+        "folds": r["leakage_options"]["folds"]}
+    manifest = {
+        **manifest_head(cfg),
+        "data": to_jsonable(data_info),
+        "model": {"metrics": to_jsonable(metrics), **to_jsonable(model_info)},
+        "road": to_jsonable({"fractions": list(r["fractions"]), "orders": list(r["orders"]),
+                             "ranking": res.ranking, "loss": res.loss, "random": r["random"],
+                             "reference": r["reference"], "rows": n_rows,
+                             "methods": list(cfg["methods"]["names"]),
+                             "removal": params, "leakage": leak_info}),
+        "compute": {"device": device, **client_info(client),
+                    "seconds_total": time.perf_counter() - t_all,
+                    "cpu_count": os.cpu_count(), "stages": to_jsonable(stages.stages)},
+        "files": file_hashes(out, files),
+    }
+    write_manifest(out, manifest)
+    return RoadRun(out=out, config=cfg, curves=res.curves, summary=res.summary,
+                   leakage=None if lk is None else lk.table, removal=params, manifest=manifest,
+                   markdown=text, figure=fig_path)
