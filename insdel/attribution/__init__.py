@@ -28,6 +28,12 @@ program no longer has. Each class says what it needs (``requires``: values, grad
 :func:`supported` lists the methods that run on a model and :func:`check_supported` refuses the
 others before any work.
 
+Every method takes ``removal=`` (:mod:`insdel.removal`; None is the baseline r, unchanged): the
+attributions then explain ``v(all) - v(∅)`` of the value function under the removal; what the
+reference means per method (coalition values for the Shapley methods and LIME, the
+averaged-baseline form for IG and DeepLIFT, nothing for the gradient-at-x methods and random) is
+in :mod:`insdel.attribution._removal` and docs/attribution.md (*Removal*).
+
 One functional entry point, :func:`attribute` (``insdel.attribute``); one class per method, as
 in captum: ``IntegratedGradients(f).attribute(X, R, n_steps=500)``, whose keyword arguments are
 typed and documented (``help(IntegratedGradients.attribute)``). Registry verbs (CONTRIBUTING.md):
@@ -219,7 +225,12 @@ def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str | Any, *,
         call up to the model's own rounding on other batch sizes.
     **options
         The method's keyword options (:func:`options_of`; its class's ``attribute`` documents
-        them).
+        them). Every method takes ``removal=`` (:mod:`insdel.removal`; None is the baseline r):
+        the attributions then explain ``v(all) - v(∅)`` of the value function under the
+        removal, each method stating what its reference means (docs/attribution.md, *Removal*);
+        R is then read as the removal reads it (``marginal`` without a background: (B, K, n);
+        a sampled removal: not at all, ``R=None``). ``info`` records the removal's ``params()``
+        as ``removal`` and ``v_all_minus_v_empty``; ``completeness_gap`` is taken against it.
 
     Returns
     -------
@@ -238,6 +249,16 @@ def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str | Any, *,
     if client is not None or pairs_per_chunk is not None:
         return _attribute_chunked(f, X, R, method, return_info, client, pairs_per_chunk, options)
     if not isinstance(method, str):
+        if "removal" in options:
+            from ._removal import active, refuse
+
+            rem = active(options.pop("removal"))
+            if rem is not None:
+                refuse(getattr(method, "__name__", None) or type(method).__name__, rem,
+                       "by an external method (it is called with one reference per target, "
+                       "(X, R) -> A)", f"use one of insdel's methods ({', '.join(available())}:"
+                       " each states what its reference means under a removal), or call it "
+                       "once per reference and average")
         obj = External(f, method)
         A = obj.attribute(X, R, **options)
         if not return_info:
@@ -267,21 +288,40 @@ def _check_options(cls: type[Attribution], options: dict) -> None:
                             f"{', '.join(valid)}.")
 
 
-def _attribute_task(lo: int, hi: int, method: str, options: dict, *, f, X, R, seed=None):
+_NO_REMOVAL = object()
+
+
+def _attribute_task(lo: int, hi: int, method: str, options: dict, *, f, X, R, seed=None,
+                    removal=_NO_REMOVAL):
     """One chunk of :func:`attribute` (pairs lo..hi - 1), on a Dask worker or here; ``seed`` (the
-    chunk's own, from :func:`insdel.distributed.run_chunked`) replaces the method's option."""
+    chunk's own, from :func:`insdel.distributed.run_chunked`) replaces the method's option.
+
+    ``removal`` (shared): a sampled removal sees the chunk's targets by their global indices
+    (:class:`insdel.attribution._removal.Reindexed`: the same draws as an unchunked call); a
+    reference removal comes resolved, its references of every target in R (B, K, n)."""
     if seed is not None:
         options = {**options, "seed": seed}
-    return attribute(f, X[lo:hi], R[lo:hi], method, return_info=True, **options)
+    if removal is not _NO_REMOVAL:
+        from ..removal import SampledRemoval
+        from ._removal import reindexed
+
+        if isinstance(removal, SampledRemoval):
+            removal = reindexed(removal, np.arange(lo, hi))
+        options = {**options, "removal": removal}
+    return attribute(f, X[lo:hi], None if R is None else R[lo:hi], method, return_info=True,
+                     **options)
 
 
 def _concat_attributions(parts: list) -> tuple[np.ndarray, dict]:
     """The chunks' ``(A, info)`` of :func:`attribute` joined along the pairs, in chunk order."""
-    return (np.concatenate([p[0] for p in parts], axis=0),
-            {"seconds": float(sum(p[1]["seconds"] for p in parts)),
-             "model_evaluations": int(sum(p[1]["model_evaluations"] for p in parts)),
-             "completeness_gap": np.concatenate([p[1]["completeness_gap"] for p in parts]),
-             "chunks": len(parts)})
+    info = {"seconds": float(sum(p[1]["seconds"] for p in parts)),
+            "model_evaluations": int(sum(p[1]["model_evaluations"] for p in parts)),
+            "completeness_gap": np.concatenate([p[1]["completeness_gap"] for p in parts]),
+            "chunks": len(parts)}
+    if "v_all_minus_v_empty" in parts[0][1]:
+        info["v_all_minus_v_empty"] = np.concatenate([p[1]["v_all_minus_v_empty"]
+                                                      for p in parts])
+    return np.concatenate([p[0] for p in parts], axis=0), info
 
 
 def resolve_std_scale(method: str, options: Mapping, X) -> dict:
@@ -306,7 +346,28 @@ def _attribute_chunked(f, X, R, method, return_info: bool, client, pairs_per_chu
                         f"{', '.join(available())}); got {type(method).__name__}.")
     cls = get(method)
     _check_options(cls, options)
-    X, R = check_pairs(X, R)
+    shared: dict[str, Any] = {}
+    removal = options.pop("removal", None)
+    rem = None
+    if removal is not None:
+        from ..removal import Baseline, Marginal, ReferenceRemoval, check_targets, resolve
+
+        rem = resolve(removal)
+        if isinstance(rem, Baseline):
+            shared["removal"] = rem
+            rem = None
+        else:
+            X, R = check_targets(X, R, rem)
+            if isinstance(rem, ReferenceRemoval):
+                # the references of every target, once (marginal's random draws are seeded by
+                # the target's index): each chunk reads its rows of R (B, K, n)
+                R = np.ascontiguousarray(rem.references(X, R), dtype=np.float64)
+                shared["removal"] = Marginal()
+            else:
+                R = None  # a sampled removal reads no reference
+                shared["removal"] = rem
+    if rem is None:
+        X, R = check_pairs(X, R)
     options = resolve_std_scale(cls.name, options, X)
     size = DEFAULT_PAIRS_PER_CHUNK if pairs_per_chunk is None else pairs_per_chunk
     bounds = chunk_bounds(X.shape[0], size)
@@ -316,12 +377,17 @@ def _attribute_chunked(f, X, R, method, return_info: bool, client, pairs_per_chu
         check_positive_int("seed", seed, minimum=0)
     A, info = run_chunked(
         _attribute_task, [(lo, hi, cls.name, options) for lo, hi in bounds],
-        shared={"f": f, "X": X, "R": R}, client=client, seed=seed, seed_names=(cls.name,),
+        shared={"f": f, "X": X, "R": R, **shared}, client=client, seed=seed,
+        seed_names=(cls.name,),
         concat=_concat_attributions, progress=options.get("progress"), desc=cls.name,
         name=f"insdel-{cls.name}",
         describe=lambda k: f"{cls.name} on pairs {bounds[k][0]}..{bounds[k][1] - 1}")
     if not return_info:
         return A
+    if removal is not None:
+        from ..removal import resolve
+
+        info["removal"] = (resolve(removal) if rem is None else rem).params()
     return A, {"method": cls.name, **info, "pairs_per_chunk": int(size)}
 
 

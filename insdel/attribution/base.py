@@ -60,12 +60,29 @@ class Attribution:
 
     def _run(self, X: ArrayLike, R: ArrayLike,
              compute: Callable[[Model, np.ndarray, np.ndarray], tuple[np.ndarray, dict]],
-             m: int | None = None) -> np.ndarray:
+             m: int | None = None, removal: Any = None) -> np.ndarray:
         """Validate, time and count one call of ``compute(model, X, R) -> (A, info)``; then the
         completeness gap (from ``info["fx_minus_fr"]`` when the method has f(x) - f(r), else from
         two extra evaluations that are not counted as the method's). ``m``: the result has one
-        column per group (m groups) instead of one per feature."""
-        X, R = check_pairs(X, R)
+        column per group (m groups) instead of one per feature.
+
+        ``removal`` (:mod:`insdel.removal`): None or the baseline run exactly as before; another
+        removal checks the targets as :func:`insdel.removal.check_targets` does (R may be None
+        when the removal does not read it), takes the gap against ``v(all) - v(∅)`` and records
+        ``info_["removal"]`` (its ``params()``) and ``info_["v_all_minus_v_empty"]``."""
+        from ._removal import value_ends
+
+        if removal is not None:
+            from ..removal import Baseline, resolve
+
+            removal = resolve(removal)
+        rem = None if removal is None or isinstance(removal, Baseline) else removal
+        if rem is None:
+            X, R = check_pairs(X, R)
+        else:
+            from ..removal import check_targets
+
+            X, R = check_targets(X, R, rem)
         model = self.model
         if self.requires not in model.capabilities:
             from . import check_supported
@@ -82,8 +99,15 @@ class Attribution:
             raise ValueError(f"{self.name} returned shape {A.shape}; expected {expected}.")
         check_finite(f"{self.name}'s attributions", A)  # NaN / inf: an error naming the rows
         dfx = info.pop("fx_minus_fr", None)
-        if dfx is None:
+        if rem is not None:
+            if dfx is None:
+                v_all, v_empty = value_ends(model, rem, X, R)
+                dfx = v_all - v_empty
+            info["v_all_minus_v_empty"] = dfx
+        elif dfx is None:
             dfx = model(X) - model(R)
+        if removal is not None:
+            info["removal"] = removal.params()
         gap = A.sum(axis=1) - dfx
         self.completeness_gap_ = gap
         self.info_ = {**info, "delta": gap, "max_abs_delta": float(np.abs(gap).max())}

@@ -170,7 +170,7 @@ class DeepLift(Attribution):
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, chunk_rows: int = 4096,
                   prelu_rescale: bool = True, eps: float = 1e-10,
-                  progress: bool | None = None) -> np.ndarray:
+                  progress: bool | None = None, removal=None) -> np.ndarray:
         """DeepLIFT attributions (B, n) of targets ``X`` against references ``R``.
 
         Parameters
@@ -186,16 +186,32 @@ class DeepLift(Attribution):
             captum's threshold below which Δx is treated as zero.
         progress : bool, optional
             Progress bar.
+        removal : str or insdel.removal.Removal, optional
+            What a removed feature becomes (:mod:`insdel.removal`). None or ``"baseline"``:
+            DeepLIFT against the reference r. Otherwise the averaged-baseline form: the mean of
+            the single-reference DeepLIFT attributions over the removal's reference rows -- for
+            ``marginal`` its K references per target (exact average); for a sampled removal the
+            M rows it draws for the empty coalition, ``sample(X, all-False, targets)`` (the rows
+            whose mean model value is v(∅); a choice of references, not a conditional method).
+            Completeness (rescale rule) then holds against ``v(all) - v(∅)``.
 
         Returns
         -------
         ndarray of float64, shape (B, n)
         """
+        from ._removal import active, averaged, reference_rows
+
+        rem = active(removal)
         cs = check_positive_int("chunk_rows", chunk_rows)
         prelu_rescale = check_bool("prelu_rescale", prelu_rescale)
         eps = check_scalar("eps", eps, float, min_val=0.0, finite=True)
 
         def compute(model, X, R):
+            if rem is None:
+                return single(model, X, R)
+            return averaged(single, model, X, reference_rows(rem, X, R))
+
+        def single(model, X, R):
             import torch
             from captum.attr import DeepLift as _DL
 
@@ -230,7 +246,7 @@ class DeepLift(Attribution):
                     bar.update(e - s)
             return A, {}
 
-        A = self._run(X, R, compute)
+        A = self._run(X, R, compute, removal=removal if rem is None else rem)
         if callable(self.model.output) and prelu_rescale:  # completeness expected
             gap = np.abs(self.completeness_gap_)
             dfx = np.abs(A.sum(axis=1) - self.completeness_gap_)

@@ -57,7 +57,7 @@ class VanillaGrad(Attribution):
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, scale: ArrayLike | str | None = None,
                   abs: bool = False, chunk_rows: int = _ig.DEFAULT_CHUNK_ROWS,
-                  progress: bool | None = None) -> np.ndarray:
+                  progress: bool | None = None, removal=None) -> np.ndarray:
         """``a_j = s_j * df/dx_j(x)``, shape (B, n).
 
         Parameters
@@ -76,6 +76,11 @@ class VanillaGrad(Attribution):
         progress : bool, optional
             Unused (one pass per chunk); kept for a uniform runner interface. Still checked:
             None, True or False (``progress="no"`` is a TypeError).
+        removal : str or insdel.removal.Removal, optional
+            Accepted under every removal (:mod:`insdel.removal`) and recorded in ``info_``: the
+            method reads no reference (the gradient is taken at x), so its attributions are the
+            same whatever the removal; only the completeness gap (``info_``) is taken against
+            the removal's ``v(all) - v(∅)``.
 
         Returns
         -------
@@ -89,7 +94,7 @@ class VanillaGrad(Attribution):
             A = model.grad(X, chunk_rows=cs) * _scale_vector(scale, X)
             return (np.abs(A) if abs else A), {}
 
-        return self._run(X, R, compute)
+        return self._run(X, R, compute, removal=removal)
 
 
 class InputXGradient(Attribution):
@@ -106,7 +111,7 @@ class InputXGradient(Attribution):
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, binary: ArrayLike | None = None,
                   binary_zero: float | None = None, chunk_rows: int = _ig.DEFAULT_CHUNK_ROWS,
-                  progress: bool | None = None) -> np.ndarray:
+                  progress: bool | None = None, removal=None) -> np.ndarray:
         """Input x gradient attributions, shape (B, n).
 
         Parameters
@@ -125,6 +130,11 @@ class InputXGradient(Attribution):
         progress : bool, optional
             Unused; kept for a uniform runner interface. Still checked: None, True or False
             (``progress="no"`` is a TypeError).
+        removal : str or insdel.removal.Removal, optional
+            Accepted under every removal (:mod:`insdel.removal`) and recorded in ``info_``: the
+            method reads no reference (``x * grad f(x)``: x, not x - r), so its attributions are the
+            same whatever the removal; only the completeness gap (``info_``) is taken against
+            the removal's ``v(all) - v(∅)``.
 
         Returns
         -------
@@ -148,4 +158,4 @@ class InputXGradient(Attribution):
                 Xm[:, cols] = sub
             return Xm * model.grad(Xm, chunk_rows=cs), {}
 
-        return self._run(X, R, compute)
+        return self._run(X, R, compute, removal=removal)

@@ -35,7 +35,7 @@ class IntegratedGradients(Attribution):
                   binary_levels: Any = None, binary_mode: str = "cast", max_interpolate: int = 12,
                   all_orders_max_m: int = 10, n_orders: int = 256, seed: int = 0,
                   chunk_rows: int = _ig.DEFAULT_CHUNK_ROWS, progress: bool | None = None,
-                  feature_names: Sequence[str] | None = None) -> np.ndarray:
+                  feature_names: Sequence[str] | None = None, removal: Any = None) -> np.ndarray:
         """Integrated-gradients attributions (B, n) of targets ``X`` against references ``R``.
 
         Parameters
@@ -74,6 +74,17 @@ class IntegratedGradients(Attribution):
             Progress bar.
         feature_names : sequence of str, optional
             Used in error messages about binary levels.
+        removal : str or insdel.removal.Removal, optional
+            What a removed feature becomes (:mod:`insdel.removal`). None or ``"baseline"``: IG
+            from the reference r, as above. Otherwise IG has no path to a distribution, so the
+            averaged-baseline form is taken: the mean of the single-reference IGs over the
+            removal's reference rows -- for ``marginal`` its K references per target (expected
+            gradients over those K references, an exact average, not sampled); for a sampled
+            removal the M rows it draws for the empty coalition, ``sample(X, all-False,
+            targets)`` (the rows whose mean model value is v(∅); expected gradients over the
+            removal's draws, not a conditional path method). Completeness then holds against
+            ``mean_k f(x) - f(b_k) = v(all) - v(∅)`` (the gap is in ``info_``). B K pairs are
+            integrated; binary modes apply to each (x, b_k) pair.
 
         Returns
         -------
@@ -94,7 +105,11 @@ class IntegratedGradients(Attribution):
                              "features; \"dataset\" in a configuration); without it every "
                              "feature is continuous and plain IG would be returned.")
 
-        def compute(model, X, R):
+        from ._removal import active, averaged, reference_rows
+
+        rem = active(removal)
+
+        def single(model, X, R):
             return _ig.integrated_gradients(
                 model, X, R, n_steps=n_steps, rule=rule, binary=binary,
                 binary_levels=binary_levels, binary_mode=binary_mode,
@@ -102,4 +117,9 @@ class IntegratedGradients(Attribution):
                 n_orders=n_orders, seed=seed, chunk_rows=chunk_rows, progress=progress,
                 feature_names=feature_names)
 
-        return self._run(X, R, compute)
+        def compute(model, X, R):
+            if rem is None:
+                return single(model, X, R)
+            return averaged(single, model, X, reference_rows(rem, X, R))
+
+        return self._run(X, R, compute, removal=removal if rem is None else rem)

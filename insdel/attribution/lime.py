@@ -40,7 +40,8 @@ class Lime(Attribution):
     def attribute(self, X: ArrayLike, R: ArrayLike, *, n_samples: int = DEFAULT_LIME_SAMPLES,
                   perturbations_per_eval: int = 4096, seed: int = 0, engine: str = "insdel",
                   alpha: float = DEFAULT_LIME_ALPHA, chunk_rows: int = 1 << 18,
-                  interpretable_model: Any = None, progress: bool | None = None) -> np.ndarray:
+                  interpretable_model: Any = None, progress: bool | None = None,
+                  removal: Any = None) -> np.ndarray:
         """LIME attributions (B, n) of targets ``X`` against references ``R``.
 
         Parameters
@@ -73,6 +74,15 @@ class Lime(Attribution):
             captum engine only. Default: ``SkLearnLasso(alpha=alpha)`` (captum's default model).
         progress : bool, optional
             Progress bar.
+        removal : str or insdel.removal.Removal, optional
+            What a removed feature becomes (:mod:`insdel.removal`). None or ``"baseline"``:
+            features "off" take r's value, as above. Otherwise each perturbation's model value
+            is replaced by v(z) under the removal (``marginal``: the mean of f over the hybrids
+            with the K references; a sampled removal: the mean of f over its M rows); the
+            perturbations and the Lasso are unchanged. The similarity weights are those of the
+            hybrid of x with the removal's mean reference row (the mean of the K references, or
+            of the M rows drawn for the empty coalition), so a removal with one fixed reference
+            gives baseline LIME with that reference. insdel's engine only.
 
         Returns
         -------
@@ -91,8 +101,25 @@ class Lime(Attribution):
         if interpretable_model is not None and alpha != DEFAULT_LIME_ALPHA:
             raise ValueError(f"lime: alpha={alpha} and interpretable_model were both given; "
                              "the interpretable model has its own penalty (give one of them).")
+        from ._removal import active, reference_rows, refuse
+
+        rem = active(removal)
+        if rem is not None and engine == "captum":
+            refuse("lime", rem, "by engine='captum' (captum's Lime takes one baseline per "
+                   "point)", "use engine='insdel' (the default), which evaluates every "
+                   "perturbation under the removal")
 
         def compute(model, X, R):
+            if rem is not None:
+                from ..removal import ReferenceRemoval
+                from .shapley import _removal_values_fn
+
+                rows = reference_rows(rem, X, R)
+                values = _removal_values_fn(model, X, rem,
+                                            rows if isinstance(rem, ReferenceRemoval) else None)
+                A, distinct = _lime_batched(model, X, rows.mean(axis=1), ns, seed, alpha,
+                                            chunk_rows, progress, values=values)
+                return A, {"n_samples": ns, "engine": engine, "distinct_rows": distinct}
             if engine == "insdel":
                 A, distinct = _lime_batched(model, X, R, ns, seed, alpha, chunk_rows, progress)
                 return A, {"n_samples": ns, "engine": engine, "distinct_rows": distinct}
@@ -107,13 +134,18 @@ class Lime(Attribution):
             A = captum_per_point(lime, X, R, ns, perturbations_per_eval, seed, progress, "lime")
             return A, {"n_samples": ns, "engine": engine}
 
-        return self._run(X, R, compute)
+        return self._run(X, R, compute, removal=removal if rem is None else rem)
 
 
 def _lime_batched(model: Model, X: np.ndarray, R: np.ndarray, n_samples: int, seed: int,
-                  alpha: float, chunk_rows: int, progress) -> tuple[np.ndarray, int]:
+                  alpha: float, chunk_rows: int, progress,
+                  values=None) -> tuple[np.ndarray, int]:
     """captum's default LIME vectorised over points (``engine="insdel"``); returns the
     attributions (B, n) and the number of distinct rows evaluated.
+
+    ``values(b0, masks) -> (y, distinct)``, when given, gives the perturbations' model values (a
+    removal's v, :func:`insdel.attribution.shapley._removal_values_fn`); R then only enters the
+    similarity weights.
 
     The cosine distance between x and the hybrid h = z x + (1 - z) r needs no rows:
     ``x . h = z . (x^2 - r x) + r . x`` and ``|h|^2 = z . (x^2 - r^2) + |r|^2``.
@@ -123,8 +155,12 @@ def _lime_batched(model: Model, X: np.ndarray, R: np.ndarray, n_samples: int, se
     B, n = X.shape
     rng = np.random.default_rng(seed)
     S = n_samples
-    Xd = np.ascontiguousarray(X, dtype=model.dtype)
-    Rd = np.ascontiguousarray(R, dtype=model.dtype)
+    if values is None:
+        Xd = np.ascontiguousarray(X, dtype=model.dtype)
+        Rd = np.ascontiguousarray(R, dtype=model.dtype)
+
+        def values(b0, masks):
+            return evaluate_coalitions(model, Xd, Rd, b0, masks)
     out = np.empty((B, n))
     step = max(1, int(chunk_rows) // S)
     distinct = 0
@@ -133,7 +169,7 @@ def _lime_batched(model: Model, X: np.ndarray, R: np.ndarray, n_samples: int, se
             b1 = min(B, b0 + step)
             P = b1 - b0
             masks = rng.random((P, S, n)) < 0.5
-            y, d = evaluate_coalitions(model, Xd, Rd, b0, masks)
+            y, d = values(b0, masks)
             distinct += d
             x, r = X[b0:b1], R[b0:b1]
             Z = masks.astype(np.float64)

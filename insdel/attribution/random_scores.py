@@ -20,7 +20,8 @@ class RandomAttribution(Attribution):
 
     name = "random"
 
-    def attribute(self, X: ArrayLike, R: ArrayLike, *, seed: int = 0, groups=None) -> np.ndarray:
+    def attribute(self, X: ArrayLike, R: ArrayLike, *, seed: int = 0, groups=None,
+                  removal=None) -> np.ndarray:
         """Uniform(0, 1) scores (B, n): their ordering is uniformly random.
 
         Parameters
@@ -32,6 +33,10 @@ class RandomAttribution(Attribution):
         groups : optional
             One score per group (:mod:`insdel.groups`), shape (B, m): a uniformly random order of
             the m groups (summing per-column scores would favour large groups).
+        removal : str or insdel.removal.Removal, optional
+            Accepted under every removal (:mod:`insdel.removal`) and recorded in ``info_``: the
+            scores read neither the model nor a reference, so they are the same whatever the
+            removal (the completeness gap in ``info_`` is taken against ``v(all) - v(∅)``).
 
         Returns
         -------
@@ -47,4 +52,4 @@ class RandomAttribution(Attribution):
             shape = X.shape if m is None else (X.shape[0], m)
             return np.random.default_rng(seed).random(shape), {}
 
-        return self._run(X, R, compute, m=m)
+        return self._run(X, R, compute, m=m, removal=removal)

@@ -47,7 +47,7 @@ class KernelShap(Attribution):
     def attribute(self, X: ArrayLike, R: ArrayLike, *, n_samples: int = DEFAULT_KS_SAMPLES,
                   perturbations_per_eval: int = 4096, seed: int = 0, engine: str = "insdel",
                   chunk_rows: int = 1 << 18, exact: str = "auto",
-                  progress: bool | None = None, groups=None) -> np.ndarray:
+                  progress: bool | None = None, groups=None, removal=None) -> np.ndarray:
         """Kernel SHAP attributions (B, n) of targets ``X`` against references ``R``.
 
         Parameters
@@ -88,6 +88,18 @@ class KernelShap(Attribution):
             together) and the fit has one coefficient per group; the exact road
             (``exact="auto"``) applies when 2^|D| <= ``n_samples`` with D the groups that differ.
             Both engines (captum's through its ``feature_mask``).
+        removal : str or insdel.removal.Removal, optional
+            What a removed feature becomes (:mod:`insdel.removal`). None or ``"baseline"``: the
+            hybrids with r, as above. Otherwise every coalition's value is v(u) under the
+            removal: ``marginal``, the mean of f over the hybrids with the K references
+            (shap's ``KernelExplainer`` with K background rows); a sampled removal, the mean of f
+            over its M rows (:func:`insdel.removal.values.coalition_values`, each distinct
+            coalition of a pair once). The intercept is v(∅) and efficiency holds exactly
+            against ``v(all) - v(∅)``. The exact road takes D as the removal's differing
+            units (the union over the K references; every unit for a sampled removal) and
+            computes the removal's exact Shapley values
+            (:func:`insdel.decomposition.shapley_values` with ``removal=``). insdel's engine
+            only: ``engine="captum"`` (one baseline per point) refuses another removal.
 
         Returns
         -------
@@ -109,9 +121,19 @@ class KernelShap(Attribution):
         if exact not in ("auto", "never"):
             raise ValueError(f"kernel_shap: exact must be 'auto' or 'never'; got {exact!r}.")
 
+        from ._removal import active, refuse
+
+        rem = active(removal)
+        if rem is not None and engine == "captum":
+            refuse("kernel_shap", rem, "by engine='captum' (captum's KernelShap takes one "
+                   "baseline per point)", "use engine='insdel' (the default), which evaluates "
+                   "every coalition under the removal")
         grp = _groups_of(groups, X)
 
         def compute(model, X, R):
+            if rem is not None:
+                return _kernel_shap_removal(model, X, R, rem, ns, seed, chunk_rows, exact,
+                                            progress, grp)
             from ..decomposition import subspace_shapley
 
             B = X.shape[0]
@@ -131,13 +153,7 @@ class KernelShap(Attribution):
                     A[rest], distinct, deficient = _kernel_shap_batched(
                         model, X[rest], R[rest], ns, seed, chunk_rows, progress, groups=grp)
                     underdetermined[rest] = deficient
-                    if deficient.any():
-                        warnings.warn(
-                            f"kernel_shap: for {int(deficient.sum())} of {B} pairs the "
-                            f"n_samples={ns} coalitions do not determine all {A.shape[1]} "
-                            "attributions (rank-deficient least squares); those pairs get the "
-                            "minimum-norm solution, which still adds up to f(x) - f(r). Raise "
-                            "n_samples (info_['underdetermined'] marks the pairs).", stacklevel=4)
+                    _warn_deficient(deficient, B, ns, A.shape[1], "f(x) - f(r)")
                 else:
                     from captum.attr import KernelShap as _KS
 
@@ -151,7 +167,95 @@ class KernelShap(Attribution):
                 info["groups"] = grp.m
             return A, info
 
-        return self._run(X, R, compute, m=None if grp is None else grp.m)
+        return self._run(X, R, compute, m=None if grp is None else grp.m,
+                         removal=removal if rem is None else rem)
+
+
+def _warn_deficient(deficient: np.ndarray, B: int, ns: int, m: int, total: str) -> None:
+    if deficient.any():
+        warnings.warn(
+            f"kernel_shap: for {int(deficient.sum())} of {B} pairs the "
+            f"n_samples={ns} coalitions do not determine all {m} "
+            "attributions (rank-deficient least squares); those pairs get the "
+            f"minimum-norm solution, which still adds up to {total}. Raise "
+            "n_samples (info_['underdetermined'] marks the pairs).", stacklevel=5)
+
+
+def _kernel_shap_removal(model: Model, X: np.ndarray, R, rem, ns: int, seed: int,
+                         chunk_rows: int, exact: str, progress, grp) -> tuple[np.ndarray, dict]:
+    """Kernel SHAP (insdel engine) of the value function under a removal other than the
+    baseline: the exact road by :func:`insdel.decomposition.shapley_values` with the removal,
+    the sampled one by :func:`_kernel_shap_batched` with v(u) from the removal."""
+    from ..decomposition import shapley_values
+    from ..removal import Marginal, ReferenceRemoval
+    from ._removal import reference_rows, reindexed
+
+    B, n = X.shape
+    refs = None
+    if isinstance(rem, ReferenceRemoval):  # the K references, resolved once for every subset
+        refs = reference_rows(rem, X, R)
+        diff = np.any(X[:, None, :] != refs, axis=1)
+    else:
+        diff = np.ones((B, n), bool)
+    d = diff.sum(axis=1) if grp is None else grp.reduce_any(diff).sum(axis=1)
+    is_exact = (d <= np.log2(ns)) if exact == "auto" else np.zeros(B, bool)
+    A = np.empty((B, n if grp is None else grp.m))
+
+    def on(idx):  # the removal and references of the targets idx (global draws' indices)
+        if refs is not None:
+            return Marginal(), refs[idx]
+        return reindexed(rem, idx), None
+
+    ex = np.flatnonzero(is_exact)
+    if ex.size:
+        r_ex, R_ex = on(ex)
+        A[ex] = shapley_values(model, X[ex], R_ex, max_d=int(np.log2(ns)), progress=progress,
+                               groups=grp, removal=r_ex)
+    rest = np.flatnonzero(~is_exact)
+    distinct = 0
+    underdetermined = np.zeros(B, bool)
+    if rest.size:
+        r_rest, R_rest = on(rest)
+        values = _removal_values_fn(model, X[rest], r_rest, R_rest)
+        A[rest], distinct, deficient = _kernel_shap_batched(
+            model, X[rest], None, ns, seed, chunk_rows, progress, groups=grp, values=values)
+        underdetermined[rest] = deficient
+        _warn_deficient(deficient, B, ns, A.shape[1], "v(all) - v(∅)")
+    info = {"n_samples": ns, "engine": "insdel", "exact": is_exact,
+            "exact_pairs": int(ex.size), "sampled_distinct_rows": int(distinct),
+            "underdetermined": underdetermined}
+    if grp is not None:
+        info["groups"] = grp.m
+    return A, info
+
+
+def _removal_values_fn(model: Model, X: np.ndarray, rem, refs):
+    """``values(b0, masks) -> (y, distinct)``: v of the coalitions ``masks`` (P, S, n) of targets
+    ``b0 .. b0 + P - 1`` under the removal. K references ``refs`` (B, K, n): the mean of the K
+    single-reference values (each pair's distinct hybrids once per reference); a sampled
+    removal: :func:`insdel.removal.values.coalition_values` on each pair's distinct coalitions."""
+    from ..removal.values import coalition_values, unique_coalitions
+    from ._sampling import evaluate_coalitions
+
+    if refs is not None:
+        Xd = np.ascontiguousarray(X, dtype=model.dtype)
+        Rk = [np.ascontiguousarray(refs[:, k], dtype=model.dtype) for k in range(refs.shape[1])]
+
+        def values(b0, masks):
+            y, distinct = 0.0, 0
+            for Rd in Rk:
+                yk, dk = evaluate_coalitions(model, Xd, Rd, b0, masks)
+                y, distinct = y + yk, distinct + dk
+            return y / len(Rk), distinct
+        return values
+
+    def values(b0, masks):
+        P, S, n = masks.shape
+        pairs = np.repeat(np.arange(b0, b0 + P), S)
+        up, uk, inv = unique_coalitions(pairs, masks.reshape(P * S, n))
+        v = coalition_values(model, rem, X, up, np.ascontiguousarray(uk))
+        return v[inv].reshape(P, S), len(up) * int(rem.n_draws)
+    return values
 
 
 @nb.njit(cache=True, nogil=True)
@@ -174,7 +278,7 @@ def _draw_members(sizes, u, masks):  # pragma: no cover - numba
 
 
 def _kernel_shap_batched(model: Model, X, R, n_samples: int, seed: int, chunk_rows: int,
-                         progress, groups=None) -> tuple[np.ndarray, int, np.ndarray]:
+                         progress, groups=None, values=None) -> tuple[np.ndarray, int, np.ndarray]:
     """Kernel SHAP vectorised over points (``engine="insdel"``): captum's sampling, efficiency
     as an exact constraint.
 
@@ -196,6 +300,10 @@ def _kernel_shap_batched(model: Model, X, R, n_samples: int, seed: int, chunk_ro
     coalitions are drawn over m players, expanded to their columns for the hybrids, and the fit
     has m coefficients (Kernel SHAP of the group game).
 
+    ``values(b0, cols) -> (y, distinct)`` (:func:`_removal_values_fn`), when given, replaces the
+    hybrids with r: v of the coalitions under a removal (R is then not read; the all-ones and
+    all-zeros coalitions give v(all) and v(∅)).
+
     Returns the attributions (B, n) (or (B, m)), the number of distinct rows evaluated and a
     boolean (B,) marking the pairs whose sampled coalitions did not determine every coefficient.
     """
@@ -203,15 +311,24 @@ def _kernel_shap_batched(model: Model, X, R, n_samples: int, seed: int, chunk_ro
 
     B = X.shape[0]
     n = X.shape[1] if groups is None else groups.m
+    if values is None:
+        Xd = np.ascontiguousarray(X, dtype=model.dtype)
+        Rd = np.ascontiguousarray(R, dtype=model.dtype)
+
+        def values(b0, cols):
+            return evaluate_coalitions(model, Xd, Rd, b0, cols)
     if n == 1:
-        return (model(X) - model(R))[:, None], 2 * B, np.zeros(B, bool)
+        if R is not None:
+            return (model(X) - model(R))[:, None], 2 * B, np.zeros(B, bool)
+        ends = np.zeros((B, 2, X.shape[1]), bool)
+        ends[:, 0] = True
+        y, d = values(0, ends)
+        return (y[:, 0] - y[:, 1])[:, None], d, np.zeros(B, bool)
     rng = np.random.default_rng(seed)
     k = np.arange(1, n)
     p = (n - 1) / (k * (n - k))
     p /= p.sum()
     S = n_samples
-    Xd = np.ascontiguousarray(X, dtype=model.dtype)
-    Rd = np.ascontiguousarray(R, dtype=model.dtype)
     w = np.ones(S - 2)  # the size distribution already carries the Shapley kernel
     out = np.empty((B, n))
     deficient = np.zeros(B, bool)
@@ -226,7 +343,7 @@ def _kernel_shap_batched(model: Model, X, R, n_samples: int, seed: int, chunk_ro
             masks[:, 0] = True
             _draw_members(sizes, rng.random((P, S - 2, n)), masks[:, 2:])
             cols = masks if groups is None else np.ascontiguousarray(groups.expand(masks))
-            y, d = evaluate_coalitions(model, Xd, Rd, b0, cols)
+            y, d = values(b0, cols)
             distinct += d
             out[b0:b1], rank = _kernel_shap_fit(masks[:, 2:], y[:, 2:], w, y[:, 0], y[:, 1])
             deficient[b0:b1] = rank < n - 1
@@ -319,7 +436,8 @@ class ExactShapley(Attribution):
     name = "exact_shapley"
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, batch_size: int | None = None,
-                  progress: bool | None = None, max_d: int = 20, groups=None) -> np.ndarray:
+                  progress: bool | None = None, max_d: int = 20, groups=None,
+                  removal=None) -> np.ndarray:
         """Exact baseline Shapley values (B, n): ``phi_j = sum_{u ∋ j} Delta_u / |u|``, computed in
         each pair's differing subspace D (2^|D| evaluations per pair, whatever n is).
 
@@ -336,21 +454,39 @@ class ExactShapley(Attribution):
         groups : optional
             Shapley values of the group game over m groups (:mod:`insdel.groups`): one player per
             group, shape (B, m).
+        removal : str or insdel.removal.Removal, optional
+            What a removed feature becomes (:mod:`insdel.removal`). None or ``"baseline"``: the
+            game ``f(hybrid(x, r, u))``, as above. Otherwise the exact Shapley values of v under
+            the removal (:func:`insdel.decomposition.shapley_values` with ``removal=``):
+            ``marginal`` gives the interventional SHAP values over the K references (the mean
+            of the K single-reference exact Shapley values: v is their mean and Shapley values
+            are linear in v), in D = the union of the K references' differing units; a sampled
+            removal the conditional ones, every unit removable (n <= ``max_d``). Rows sum to
+            ``v(all) - v(∅)``.
 
         Returns
         -------
         ndarray of float64, shape (B, n) (or (B, m) with groups)
         """
         from ..decomposition import subspace_shapley
+        from ._removal import active
 
+        rem = active(removal)
         grp = _groups_of(groups, X)
 
         def compute(model, X, R):
+            if rem is not None:
+                from ..decomposition import batch_decomposition
+
+                dec = batch_decomposition(model, X, R, batch_size=batch_size, progress=progress,
+                                          max_d=max_d, groups=grp, removal=rem)
+                return dec.shapley(), {"d": dec.d}
             phi, d = subspace_shapley(model, X, R, max_d=max_d, batch_size=batch_size,
                                       progress=progress, groups=grp)
             return phi, {"d": d}
 
-        return self._run(X, R, compute, m=None if grp is None else grp.m)
+        return self._run(X, R, compute, m=None if grp is None else grp.m,
+                         removal=removal if rem is None else rem)
 
 
 def _groups_of(groups, X):
