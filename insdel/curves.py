@@ -501,8 +501,11 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
 
 
 def _trace_removal(f, X, R, orders, rem, *, modes, groups, positions, batch_size, chunk_size,
-                   progress, client) -> TraceResult:
-    """:func:`trace` under a removal other than the baseline (conventions: *Removal*)."""
+                   progress, client, offset: int = 0) -> TraceResult:
+    """:func:`trace` under a removal other than the baseline (conventions: *Removal*).
+
+    ``offset``: X holds the run's targets from that index on (one chunk on a Dask worker); the
+    removal's draws are seeded by the run's index, so a chunk gives what the whole run gives."""
     from .removal import ReferenceRemoval
 
     B, n = X.shape
@@ -523,11 +526,8 @@ def _trace_removal(f, X, R, orders, rem, *, modes, groups, positions, batch_size
         res.fr = res.fr.reshape(B, Kr).mean(axis=1)
         res.n_points //= Kr
         return res
-    if client is not None:
-        raise ValueError(f"removal {rem.name!r}: client= (Dask) is not supported for sampled "
-                         "removals yet; run without a client.")
-    model = as_model(f, batch_size=batch_size)
     check_finite("X", X)
+    model = as_model(f, batch_size=batch_size)
     grp = check_groups(groups, n)
     if grp is not None and grp.singleton:
         grp = None
@@ -538,6 +538,18 @@ def _trace_removal(f, X, R, orders, rem, *, modes, groups, positions, batch_size
         raise ValueError(f"modes must name each of 'insertion', 'deletion' at most once and at "
                          f"least one; got {asked}.")
     orders = check_orders(orders, m, name="orders", B=B)
+    if client is not None:
+        from .distributed import chunk_bounds, run_chunked
+
+        bounds = chunk_bounds(B, max(1, chunk_size // (orders.shape[1] * len(asked) * pos.shape[0]
+                                                        + 2)))
+        return _in_order(run_chunked(
+            _trace_removal_chunk, [(lo, hi, asked, batch_size, chunk_size) for lo, hi in bounds],
+            shared={"f": f, "X": X, "orders": orders, "removal": rem, "groups": grp,
+                    "positions": positions},
+            client=client, concat=_concat_traces, progress=progress,
+            desc=f"curves ({rem.name})", name="insdel-curves-removal",
+            describe=lambda k: f"curves of pairs {bounds[k][0]}..{bounds[k][1] - 1}"), asked)
     K, S, Mm = orders.shape[1], pos.shape[0], len(asked)
     per_pair = K * Mm * S + 2
     chunk_pairs = max(1, chunk_size // per_pair)
@@ -561,11 +573,12 @@ def _trace_removal(f, X, R, orders, rem, *, modes, groups, positions, batch_size
                                     np.arange(b0, b1), np.arange(b0, b1)])
             up, uk, inv = unique_coalitions(pairs, keep)
             cols = uk if grp is None else grp.expand(uk)
-            v = coalition_values(model, rem, X, up, np.ascontiguousarray(cols), clock=clock)
+            v = coalition_values(model, rem, X, up, np.ascontiguousarray(cols), clock=clock,
+                                 offset=offset)
             if not np.all(np.isfinite(v)):
                 bad = int(up[~np.isfinite(v)][0])
                 raise ValueError(f"the model returned a non-finite value under removal "
-                                 f"{rem.name!r} for pair {bad}.")
+                                 f"{rem.name!r} for pair {bad + offset}.")
             vals = v[inv]
             N = Bc * K * Mm * S
             out[:, b0:b1] = vals[:N].reshape(Bc, K, Mm, S).transpose(2, 0, 1, 3)
@@ -579,6 +592,16 @@ def _trace_removal(f, X, R, orders, rem, *, modes, groups, positions, batch_size
     return TraceResult(curves={mo: out[i] for i, mo in enumerate(asked)}, fx=fx, fr=fr,
                        n_points=B * K * Mm * S, n_unique=n_unique, timings=timings,
                        positions=pos, m=m, groups=grp)
+
+
+def _trace_removal_chunk(b0: int, b1: int, modes: tuple, batch_size: int | None,
+                         chunk_size: int, *, f, X, orders, removal, groups=None,
+                         positions=None) -> TraceResult:
+    """One chunk of pairs of :func:`trace` under a sampled removal (a Dask task): its draws are
+    seeded by the pairs' indices in the whole run."""
+    return _trace_removal(f, X[b0:b1], None, orders[b0:b1], removal, modes=modes, groups=groups,
+                          positions=positions, batch_size=batch_size, chunk_size=chunk_size,
+                          progress=False, client=None, offset=b0)
 
 
 def _in_order(res: TraceResult, asked: tuple) -> TraceResult:

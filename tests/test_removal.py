@@ -352,3 +352,19 @@ def test_a_game_removal_is_read_off_directly(data):
     want = X.copy()
     want[:, :2] += 0.25
     np.testing.assert_allclose(phi, want, atol=1e-12)
+
+
+def test_a_sampled_removal_on_dask_gives_the_serial_curves(data):
+    """Chunks on workers draw what the whole run draws for their targets (seeds by the run's
+    target index): the same bytes as the serial call, whatever the chunking."""
+    distributed = pytest.importorskip("dask.distributed")
+    X, bg = data
+    rem = RM.build("conditional_gaussian", data=bg, n_draws=4, seed=2)
+    orders = np.stack([[np.random.default_rng(b).permutation(5)] for b in range(len(X))])
+    serial = trace(f, X, None, orders, removal=rem)
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=1,
+                            dashboard_address=None) as client:
+        got = trace(f, X, None, orders, removal=rem, client=client, chunk_size=30)
+    for mode in serial.curves:
+        np.testing.assert_array_equal(got.curves[mode], serial.curves[mode])
+    np.testing.assert_array_equal(got.fr, serial.fr)

@@ -20,7 +20,8 @@ ROW_BUDGET_BYTES = 64 * 2**20
 
 
 def coalition_values(model, removal: SampledRemoval, X: np.ndarray, targets: np.ndarray,
-                     keep: np.ndarray, *, clock: dict | None = None) -> np.ndarray:
+                     keep: np.ndarray, *, clock: dict | None = None,
+                     offset: int = 0) -> np.ndarray:
     """``v(u)`` for each requested coalition.
 
     Parameters
@@ -36,6 +37,10 @@ def coalition_values(model, removal: SampledRemoval, X: np.ndarray, targets: np.
         The kept features of each coalition.
     clock : dict, optional
         Adds ``model_s`` (seconds in the model) and ``sampling_s`` (drawing and writing rows).
+    offset : int, default 0
+        ``X`` holds the run's targets from index ``offset`` on (one chunk of them): target
+        ``targets[i]`` is row ``targets[i]`` of X and seeds its draws as ``offset + targets[i]``,
+        so a chunk draws what the whole run draws for its targets.
 
     Returns
     -------
@@ -45,7 +50,7 @@ def coalition_values(model, removal: SampledRemoval, X: np.ndarray, targets: np.
 
     N, n = keep.shape
     if isinstance(removal, GameRemoval):  # read off the data: no model rows
-        v = np.asarray(removal.values(X[targets], keep, targets), dtype=np.float64)
+        v = np.asarray(removal.values(X[targets], keep, targets + offset), dtype=np.float64)
         if v.shape != (N,):
             raise ValueError(f"removal {removal.name!r}: values() returned shape {v.shape}; "
                              f"expected ({N},).")
@@ -57,7 +62,7 @@ def coalition_values(model, removal: SampledRemoval, X: np.ndarray, targets: np.
     for s0 in range(0, N, step):
         s1 = min(N, s0 + step)
         t = time.perf_counter()
-        rows = removal.sample(X[targets[s0:s1]], keep[s0:s1], targets[s0:s1])
+        rows = removal.sample(X[targets[s0:s1]], keep[s0:s1], targets[s0:s1] + offset)
         if rows.shape != (s1 - s0, M, n):
             raise ValueError(f"removal {removal.name!r}: sample() returned shape {rows.shape}; "
                              f"expected (N, n_draws, n) = {(s1 - s0, M, n)}.")
