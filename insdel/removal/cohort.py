@@ -42,8 +42,8 @@ try:  # LLVM's cttz: the index of the lowest set bit of a word
     from numba.cpython.unsafe.numbers import trailing_zeros as _tz
 except ImportError:  # pragma: no cover - an older or newer numba without it
     @nb.njit(cache=True, nogil=True)
-    def _tz(w):
-        w = (w & (~w + np.uint64(1))) - np.uint64(1)  # the bits below the lowest set one
+    def _tz(w):  # the population count of the bits below the lowest set one
+        w = (w & (~w + np.uint64(1))) - np.uint64(1)
         w = w - ((w >> np.uint64(1)) & np.uint64(0x5555555555555555))
         w = (w & np.uint64(0x3333333333333333)) + ((w >> np.uint64(2))
                                                    & np.uint64(0x3333333333333333))
@@ -109,7 +109,7 @@ def _cohort_block(lo, hi, sel, masks, tix, keep, y, last, nearest, sums, counts)
                     break
             base = w * 64
             while acc != 0:
-                tot += y[base + _tz(acc)]
+                tot += y[base + np.int64(_tz(acc))]
                 cnt += 1
                 acc &= acc - np.uint64(1)
         if cnt == 0 and nearest:
