@@ -144,8 +144,13 @@ def main(argv=None) -> int:
 
     # ---- (b) every method, time per point
     slow = {"kernel_shap", "lime", "exact_shapley"}
+    # the cohort methods read the observed points and their outcome (here the model's values)
+    with torch.no_grad():
+        y_obs = net(torch.as_tensor(X, dtype=torch.float32))[:, 0].double().numpy()
+    cohort = {"data": X, "outcome": y_obs}
     opts = {"kernel_shap": ks_opts, "lime": lime_opts,
-            "integrated_gradients": {"n_steps": a.steps}}
+            "integrated_gradients": {"n_steps": a.steps}, "cohort_shapley": cohort,
+            "igcs": cohort}
     rows = []
     ig_jump_labels = {"kernel_shap (engine='insdel')": {
         "method": "kernel_shap", "engine": "insdel", **ks_opts},

@@ -49,6 +49,8 @@ SCRIPTS: list[tuple[str, str, list[str], bool, str]] = [
      "counterfactual reference selection on pools of 2,000 and 10,000"),
     ("removal_sampling", "removal_sampling.py", [], False,
      "sampled removals at n = 16, M = 32: sample() vs the model's forward pass over its rows"),
+    ("cohort", "cohort.py", [], False,
+     "observational (cohort) curves on the Bangalore simulator, IGCS, IGCS against cohort Shapley"),
     ("dask_scaling", "dask_scaling.py", [], False,
      "exact Shapley on the CERN MLP: serial vs Dask LocalCluster(1) vs LocalCluster(2)"),
     ("paper_cost", "paper_cost.py", [], False,

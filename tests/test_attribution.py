@@ -338,6 +338,8 @@ def test_every_method_runs_on_prelu_dropout_mlp_in_eval_mode():
     X, R = pairs(4, n, [0, 1])
     opts = {"kernel_shap": {"n_samples": 200}, "lime": {"n_samples": 200},
             "integrated_gradients": {"n_steps": 50}}
+    cohort = {"data": np.vstack([X, R]), "y": np.arange(8.0)}  # the model-free methods' game
+    opts.update({"cohort_shapley": cohort, "igcs": cohort})
     res, info = {}, {}
     for k in METHODS:
         res[k], info[k] = attribute(net, X, R, k, return_info=True, **opts.get(k, {}))

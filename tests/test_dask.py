@@ -237,8 +237,10 @@ def test_python_api_client_equals_serial(serial, client):
 
 
 #: Small options for every registered attribution method (the defaults of the rest).
+_COHORT = {"data": np.random.default_rng(1).uniform(-4, 4, (60, 5)),
+           "y": np.arange(60.0), "tolerance": 0.5}  # the model-free methods' cohort game
 _SMALL = {"kernel_shap": {"n_samples": 24}, "lime": {"n_samples": 24},
-          "integrated_gradients": {"n_steps": 8}}
+          "integrated_gradients": {"n_steps": 8}, "cohort_shapley": _COHORT, "igcs": _COHORT}
 
 
 def test_every_attribution_method_runs_on_dask_and_equals_serial(client):

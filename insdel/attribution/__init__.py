@@ -19,6 +19,10 @@ name                      model kinds           what it computes
 ``deeplift``              eager nn.Module       captum ``DeepLift``, baseline r, PReLU rescaled
 ``vanilla_grad``          torch module          gradient at x times a per-feature scale
 ``input_x_gradient``      torch module          x * gradient at x (binary zeros -> -1e-4 opt.)
+``cohort_shapley``        none (data, outcome)  cohort Shapley: Shapley values of the
+                                                observational cohort game (R ignored)
+``igcs``                  none (data, outcome)  integrated gradients in the space of cohort
+                                                indicators (R ignored)
 ========================  ====================  ==============================================
 
 "torch module": an eager ``torch.nn.Module``, a TorchScript module or the module of a
@@ -42,7 +46,8 @@ and :func:`build` (an instance for a model).
 
 Modules: ``base`` (the base class, captum drivers), ``shapley`` (Kernel SHAP, exact Shapley),
 ``lime``, ``integrated_gradients``, ``deeplift``, ``gradients`` (vanilla, input x gradient),
-``random_scores``.
+``random_scores``, ``cohort`` (cohort Shapley and IGCS, model-free: they explain the data's outcome
+through :class:`insdel.removal.Cohort` and accept ``f=None`` and ``R=None``).
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ from ..adapter import (
     torch_kind,
 )
 from .base import MODEL_AGNOSTIC, Attribution
+from .cohort import IGCS, CohortShapley, _CohortAttribution
 from .deeplift import DeepLift
 from .gradients import InputXGradient, VanillaGrad
 from .integrated_gradients import IntegratedGradients
@@ -75,14 +81,14 @@ __all__ = [
     "attribute", "available", "get", "options_of", "build", "supported", "check_supported", "Attribution",
     "External", "KernelShap", "ExactShapley",
     "IntegratedGradients", "DeepLift", "VanillaGrad", "InputXGradient", "Lime",
-    "RandomAttribution", "METHODS", "MODEL_AGNOSTIC", "GRADIENT_METHODS", "DEFAULT_KS_SAMPLES",
+    "RandomAttribution", "CohortShapley", "IGCS", "METHODS", "MODEL_AGNOSTIC", "GRADIENT_METHODS", "DEFAULT_KS_SAMPLES",
     "DEFAULT_LIME_SAMPLES", "PAPER_KS_SAMPLES", "DEFAULT_PAIRS_PER_CHUNK",
 ]
 
 #: name -> class.
 METHODS: dict[str, type[Attribution]] = {cls.name: cls for cls in (
     KernelShap, ExactShapley, IntegratedGradients, DeepLift, VanillaGrad, InputXGradient, Lime,
-    RandomAttribution)}
+    RandomAttribution, CohortShapley, IGCS)}
 
 ALIASES = {
     "ks": "kernel_shap", "kernelshap": "kernel_shap", "shap": "kernel_shap",
@@ -90,6 +96,7 @@ ALIASES = {
     "ig": "integrated_gradients", "integratedgradients": "integrated_gradients",
     "deep_lift": "deeplift", "saliency": "vanilla_grad", "vanilla": "vanilla_grad",
     "ixg": "input_x_gradient", "inputxgradient": "input_x_gradient",
+    "cohortshapley": "cohort_shapley", "cohort_ig": "igcs",
 }
 
 
@@ -204,7 +211,8 @@ def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str | Any, *,
     X : array_like (B, n) or (n,)
         Targets.
     R : array_like (B, n) or (n,)
-        References (the policy's choice; a 1-D R is used for every pair).
+        References (the policy's choice; a 1-D R is used for every pair). Ignored by the cohort
+        methods (``cohort_shapley``, ``igcs``), which accept None, as they accept ``f=None``.
     method : str, captum attribution object or callable
         One of :func:`available` (or an alias such as ``"ig"``, ``"ks"``); or a captum attribution
         object (``captum.attr.IntegratedGradients(net)``: called with ``inputs=X, baselines=R``),
@@ -367,6 +375,8 @@ def _attribute_chunked(f, X, R, method, return_info: bool, client, pairs_per_chu
                 R = None  # a sampled removal reads no reference
                 shared["removal"] = rem
     if rem is None:
+        if R is None and issubclass(cls, _CohortAttribution):  # R is ignored: any stand-in
+            R = X
         X, R = check_pairs(X, R)
     options = resolve_std_scale(cls.name, options, X)
     size = DEFAULT_PAIRS_PER_CHUNK if pairs_per_chunk is None else pairs_per_chunk

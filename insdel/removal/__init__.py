@@ -5,7 +5,8 @@ the metrics, ROAR, the runner) takes ``removal=``: a name, a :class:`Removal` or
 paper's ``baseline``: one reference per target, exactly as fast as before).
 
 Built in: ``baseline`` and ``marginal`` (:mod:`.reference`); ``conditional_gaussian``,
-``conditional_mean`` and ``conditional_knn`` (fitted on training rows). Your own: a
+``conditional_mean`` and ``conditional_knn`` (fitted on training rows); ``cohort`` (:mod:`.cohort`,
+a :class:`GameRemoval`: the observational cohort game, read off the data). Your own: a
 :class:`SampledRemoval` subclass, registered with :func:`register` or passed as an instance.
 
 Registry verbs: :func:`available` (names), :func:`get` (the class), :func:`options_of` (its options
@@ -32,14 +33,29 @@ def _check_entry(name: str, cls) -> None:
 
 def _load_builtins(reg: Registry) -> None:
     """The fitted removals (their modules compile numba kernels on first use)."""
-    from . import gaussian, knn
+    from . import cohort, gaussian, knn
 
-    for cls in (gaussian.ConditionalGaussian, gaussian.ConditionalMean, knn.ConditionalKNN):
+    for cls in (gaussian.ConditionalGaussian, gaussian.ConditionalMean, knn.ConditionalKNN,
+                cohort.Cohort):
         reg.entries.setdefault(cls.name, cls)
 
 
+#: The fitted removals' classes, imported on first access (``insdel.removal.Cohort``): their
+#: modules compile numba kernels.
+_LAZY = {"Cohort": "cohort", "ConditionalGaussian": "gaussian", "ConditionalMean": "gaussian",
+         "ConditionalKNN": "knn"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 _BUILTINS = ("baseline", "marginal", "conditional_gaussian", "conditional_mean",
-             "conditional_knn")
+             "conditional_knn", "cohort")
 _REGISTRY = Registry("removal", {"baseline": Baseline, "marginal": Marginal},
                      protected=_BUILTINS, check=_check_entry, loader=_load_builtins)
 
