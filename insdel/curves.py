@@ -527,7 +527,11 @@ def _trace_removal(f, X, R, orders, rem, *, modes, groups, positions, batch_size
         res.n_points //= Kr
         return res
     check_finite("X", X)
-    model = as_model(f, batch_size=batch_size)
+    from .removal import GameRemoval
+
+    # a game read off the data evaluates no model row: f may be None
+    model = None if f is None and isinstance(rem, GameRemoval) else as_model(
+        f, batch_size=batch_size)
     grp = check_groups(groups, n)
     if grp is not None and grp.singleton:
         grp = None

@@ -371,3 +371,26 @@ def test_the_bench_runs_on_tiny_sizes():
                         "--repeats", "1"], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "(o) observational curves" in p.stdout and "| authors |" in p.stdout
+
+
+def test_the_observational_test_needs_no_model():
+    """Under the cohort game no model row is evaluated, so f may be None in trace, evaluate and
+    the decomposition."""
+    import insdel
+    from insdel.curves import trace
+    from insdel.decomposition import shapley_values
+    from insdel.removal import Cohort
+
+    rng = np.random.default_rng(0)
+    data = rng.integers(0, 3, size=(40, 4)).astype(float)
+    y = data @ np.array([1.0, -2.0, 0.5, 0.0]) + rng.normal(size=40)
+    game = Cohort(data, y, tolerance=0.0)
+    X = data[:5]
+    orders = np.tile(np.arange(4), (5, 1))
+    with_f = trace(lambda Z: Z.sum(1), X, None, orders, removal=game)
+    without = trace(None, X, None, orders, removal=game)
+    np.testing.assert_array_equal(with_f.curves["insertion"], without.curves["insertion"])
+    ev = insdel.evaluate(None, X, None, {"a": X}, removal=game, n_random=2)
+    assert np.isfinite(ev.abc["abc"]).all()
+    phi = shapley_values(None, X, None, removal=game)
+    np.testing.assert_allclose(phi.sum(1), without.fx - without.fr, atol=1e-12)

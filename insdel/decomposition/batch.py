@@ -657,9 +657,11 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
 def _decompose_removal(f, X, R, rem, *, batch_size, progress, max_d, feature_names, groups,
                        columns, t0) -> BatchDecomposition:
     """:func:`batch_decomposition` under a removal other than the baseline."""
-    from ..removal import check_targets
+    from ..removal import GameRemoval, check_targets
 
-    model = as_model(f, batch_size=batch_size)
+    # a game read off the data evaluates no model row: f may be None
+    model = None if f is None and isinstance(rem, GameRemoval) else as_model(
+        f, batch_size=batch_size)
     X, R = check_targets(X, R, rem)
     grp = check_groups(groups, X.shape[1])
     gnames = None if grp is None else list(grp.names)
@@ -674,7 +676,8 @@ def _decompose_removal(f, X, R, rem, *, batch_size, progress, max_d, feature_nam
                             auto=total > 4_000_000)
 
     dsz, Dflat, doff, vals, t_model, evals = _removal_values(
-        model, X, R, rem, grp, max_d, bar, probe=lambda: _seconds_per_row(model, X[:1]))
+        model, X, R, rem, grp, max_d, bar,
+        probe=None if model is None else (lambda: _seconds_per_row(model, X[:1])))
     delta = vals.copy()
     K.mobius_ragged(delta, _value_offsets(dsz), dsz)
     elapsed = time.perf_counter() - t0
