@@ -53,6 +53,8 @@ SCRIPTS: list[tuple[str, str, list[str], bool, str]] = [
      "observational (cohort) curves on the Bangalore simulator, IGCS, IGCS against cohort Shapley"),
     ("dask_scaling", "dask_scaling.py", [], False,
      "exact Shapley on the CERN MLP: serial vs Dask LocalCluster(1) vs LocalCluster(2)"),
+    ("sanity", "sanity.py", [], True,
+     "cascading parameter randomisation of the CERN MLP: 7 layers, 7 methods, 200 targets"),
     ("paper_cost", "paper_cost.py", [], False,
      "the full paper-bangalore run measured whole; paper-cern from per-unit costs and its bound"),
 ]

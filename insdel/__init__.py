@@ -45,6 +45,7 @@ _LAZY = {
     "road": "insdel.road",
     "model_files": "insdel.model_files",
     "digits": "insdel.digits",
+    "sanity": "insdel.sanity",
 }
 
 
