@@ -43,6 +43,7 @@ _LAZY = {
     "roar": "insdel.roar",
     "model_files": "insdel.model_files",
     "digits": "insdel.digits",
+    "robustness": "insdel.robustness",
 }
 
 

@@ -92,7 +92,7 @@ def test_marginal_curves_are_the_mean_of_the_single_reference_curves(data):
         np.testing.assert_allclose(got.curves[mode], np.mean(single, axis=0), rtol=0, atol=1e-12)
         for b in range(len(X)):
             for k in range(3):
-                want = brute_curve(lambda keep: v_marginal(X[b], bg, keep), orders[b, k], mode)
+                want = brute_curve(lambda keep, b=b: v_marginal(X[b], bg, keep), orders[b, k], mode)
                 np.testing.assert_allclose(got.curves[mode][b, k], want, rtol=0, atol=1e-12)
     np.testing.assert_allclose(got.fr, [f(bg).mean()] * len(X), atol=1e-12)
     np.testing.assert_allclose(got.fx, f(X), atol=1e-12)

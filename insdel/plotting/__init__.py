@@ -21,7 +21,8 @@ deletion), reported per feature (divided by n) when the evaluation was normalise
 
 Modules: ``_common`` (labels, colours, standard-error notes, :func:`compare_pair`), ``pairs`` (one
 pair), ``distributions`` (many pairs), ``runs`` (a run's figures, predictions, ROAR,
-:func:`save_figure`); every public name is importable from ``insdel.plotting``.
+:func:`save_figure`, the removals' :func:`removal_robustness`); every public name is importable
+from ``insdel.plotting``.
 """
 
 from __future__ import annotations
@@ -38,11 +39,12 @@ from .distributions import (
     random_abc_histogram,
 )
 from .pairs import figure1, plot_curves, plot_image_curves, plot_pair
-from .runs import plot_predictions, policy_figures, roar_figure, save_figure
+from .runs import plot_predictions, policy_figures, removal_robustness, roar_figure, save_figure
 
 __all__ = [
     "plot_curves", "plot_pair", "plot_image_curves", "abc_histogram", "abc_scatter",
     "random_abc_histogram", "insertion_deletion_scatter", "abc_bars", "figure4",
     "insertion_deletion_figure", "METHOD_LABELS", "plot_predictions", "policy_figures",
     "save_figure", "compare_pair", "decomposition_figure", "roar_figure", "figure1",
+    "removal_robustness",
 ]
