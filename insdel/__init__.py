@@ -46,6 +46,7 @@ _LAZY = {
     "model_files": "insdel.model_files",
     "digits": "insdel.digits",
     "sanity": "insdel.sanity",
+    "robustness": "insdel.robustness",
 }
 
 

@@ -23,6 +23,12 @@ REPRODUCES = {
                                 "(beyond the paper, which drops it)",
     "paper-cern": "paper §5.2: Tables 2-4 and Figures 7-12, CERN dielectron events "
                   "(dielectron_sim, or --data dielectron.csv)",
+    "paper-bangalore-removals": "paper §5.1 under three removals (baseline, marginal, "
+                                "conditional_gaussian) and how alike they rank the methods "
+                                "(beyond the paper; --removal NAME,... for a subset)",
+    "paper-cern-removals": "paper §5.2 under three removals (baseline, marginal, "
+                           "conditional_gaussian) and how alike they rank the methods (beyond "
+                           "the paper; --removal NAME,... for a subset)",
     "paper-images": "paper Figure 1 and Table 5's layout (Appendix A.1) on scikit-learn's 8 x 8 "
                     "digits with a small CNN",
     "paper-roar-bangalore": "paper §6: Figure 13, remove and retrain (ROAR) on Bangalore housing",
@@ -63,6 +69,11 @@ def _print_result(res) -> None:
     print(f"compute: {c['seconds_total']:.1f} s ({where}), {c['model_evaluations_total']:,} model "
           f"evaluations (per stage: {res.out / 'manifest.json'})")
     print(f"results: {res.out}")
+    kinds = list(res.config["removal"]["kinds"])
+    if kinds != ["baseline"]:
+        others = ", ".join(f"{k} in <policy>/removal-{k}/" for k in kinds[1:])
+        print(f"removals: {kinds[0]} (primary)" + (f"; {others}" if others else "")
+              + ("; robustness report: removal_robustness.md" if len(kinds) > 1 else ""))
     if res.figures:
         print(f"figures: {len(res.figures)} PNG files in {res.out / 'figures'}")
 
@@ -89,7 +100,9 @@ def _scheduler(value: str) -> dict:
 
 
 def _device(args, overrides: dict) -> dict:
-    """Add ``--device`` and ``--scheduler`` to the configuration overrides."""
+    """Add ``--device``, ``--scheduler`` and ``--removal`` to the configuration overrides."""
+    if getattr(args, "removal", None):
+        overrides = {**overrides, "removal": {"kinds": list(args.removal)}}
     compute: dict = {}
     if getattr(args, "device", None):
         compute["device"] = args.device
@@ -129,7 +142,7 @@ def _cmd_reproduce(args) -> int:
 
         if args.data is not None:
             raise ValueError("paper-images uses scikit-learn's digits; it takes no --data.")
-        for opt in ("scheduler", "device"):
+        for opt in ("scheduler", "device", "removal"):
             if getattr(args, opt, None):
                 raise ValueError(f"paper-images runs serially on the CPU; it takes no --{opt}.")
         from .runner.provenance import lock_folder, unfinish
@@ -361,6 +374,15 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                         "\".[dask]\" in the insdel clone; results are identical to a serial run)")
 
 
+def _removal_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--removal", type=_split, default=None, metavar="NAME[,NAME...]",
+                   help="what a removed feature becomes (overrides [removal] kinds; "
+                        "docs/experiments.md): baseline (the paper's), marginal, "
+                        "conditional_gaussian, ...; the first is the primary one, each other is "
+                        "evaluated on the same pairs into <policy>/removal-NAME/ and compared "
+                        "(removal_robustness.md)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__, config
 
@@ -382,6 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trust-model", action="store_true",
                    help="allow a pickle-based model file ([model] path): loading it runs code "
                         "(an error when the model has no path)")
+    _removal_option(p)
     _run_options(p)
     p.set_defaults(func=_cmd_run)
 
@@ -406,6 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the real CSV (otherwise the matching simulator is used)")
     p.add_argument("--quick", action="store_true", help="small version (a few minutes on 2 cores)")
     p.add_argument("--out", default=None, help="output folder (default: runs/<experiment>)")
+    _removal_option(p)
     _run_options(p)
     p.set_defaults(func=_cmd_reproduce)
 

@@ -16,6 +16,8 @@ An experiment is a TOML file (the shipped ones are in ``insdel/configs/``: ``pap
     [evaluation]  modes, n_random = 20, normalize = true, targets_per_chunk = 50
     [decomposition] n_pairs = 0, pairs_per_chunk = 8, max_d = 16
     [figures]     enabled = true, compare = [...], n_random = 20, dpi = 110
+    [removal]     kinds = ["baseline", "marginal"]  # what a removed feature becomes; the first is
+                  [removal.marginal] n_references = 20   # the primary, the others are compared
     [quick]       ...                            # overrides applied with --quick
 
 Every key at every level is checked against one schema (:data:`SCHEMA`): an unknown key is an
@@ -45,7 +47,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as _toml  # type: ignore[no-redef]
 
 __all__ = ["ALL_METHODS", "PAPER_CONFIGS", "SCHEMA", "DEFAULTS", "ConfigError", "available", "get",
-           "options_of", "format_list", "load", "policy_label", "PATH_OPTIONS"]
+           "options_of", "format_list", "load", "policy_label", "PATH_OPTIONS", "removal_options"]
 
 #: The seven methods of the paper's tables (Kernel SHAP, its exact form, and the captum methods);
 #: ``random`` is added by :func:`insdel.evaluate`.
@@ -55,6 +57,8 @@ ALL_METHODS = ("kernel_shap", "integrated_gradients", "deeplift", "vanilla_grad"
 #: ``insdel reproduce`` names -> shipped configuration names.
 PAPER_CONFIGS = {"paper-cern": "paper_cern", "paper-bangalore": "paper_bangalore",
                  "paper-bangalore-location": "paper_bangalore_location",
+                 "paper-bangalore-removals": "paper_bangalore_removals",
+                 "paper-cern-removals": "paper_cern_removals",
                  "paper-roar-bangalore": "paper_roar_bangalore",
                  "paper-roar-cern": "paper_roar_cern",
                  "paper-road-bangalore": "paper_road_bangalore",
@@ -221,6 +225,9 @@ def _check_compute(source: str, c: Mapping) -> None:
 # an error naming the key and the bound. A dict is a table; ``ANY_TABLE`` is a free-form table
 # checked by its consumer (recipe options, method options, policy parameters).
 ANY_TABLE = "any-table"
+#: A table's key for "any other key, whose value is a table": ``[removal.<name>]``, the options of
+#: the removal ``name`` (checked by :func:`_check_removal`).
+NAMED_TABLES = "<name>"
 _REQUIRED = object()
 _INT, _NUM, _STR, _BOOL, _LIST = (int,), (int, float), (str,), (bool,), (list,)
 
@@ -291,6 +298,10 @@ SCHEMA: dict[str, Any] = {
         "names": (_LIST, []),
         "options": (ANY_TABLE, {}),
     },
+    "removal": {
+        "kinds": (_LIST, ["baseline"]),
+        NAMED_TABLES: (ANY_TABLE, {}),
+    },
     "figures": {
         "enabled": (_BOOL, True),
         "compare": (_LIST, ["kernel_shap", "integrated_gradients"]),
@@ -332,6 +343,8 @@ RENAMED = {"evaluation.chunk_size": "evaluation.targets_per_chunk",
 def _defaults(schema: Mapping) -> dict:
     out = {}
     for k, spec in schema.items():
+        if k == NAMED_TABLES:
+            continue
         if isinstance(spec, dict):
             out[k] = _defaults(spec)
         else:
@@ -383,6 +396,8 @@ def _check_table(raw: Mapping, schema: Mapping, prefix: str, source: str, *,
                  partial: bool) -> None:
     for key, value in raw.items():
         where = f"{prefix}{key}"
+        if key not in schema and NAMED_TABLES in schema and isinstance(value, Mapping):
+            continue  # a named table ([removal.<name>]): its consumer checks name and keys
         if key not in schema:
             if where in RENAMED:
                 raise ConfigError(f"{source}: {where} was renamed to {RENAMED[where]!r}.")
@@ -392,8 +407,10 @@ def _check_table(raw: Mapping, schema: Mapping, prefix: str, source: str, *,
                     f'recipe = "table" (your own CSV or parquet) and put path under '
                     f"[data.options] (docs/your_own_data.md), or name the recipe of the data set.")
             kind = "top-level key" if not prefix else "key"
-            raise ConfigError(f"{source}: unknown {kind} {where!r}{_suggest(key, schema)} "
-                              f"(valid keys here: {', '.join(schema)}).")
+            valid = [k for k in schema if k != NAMED_TABLES]
+            named = (f", or a table [{prefix}<name>]" if NAMED_TABLES in schema else "")
+            raise ConfigError(f"{source}: unknown {kind} {where!r}{_suggest(key, valid)} "
+                              f"(valid keys here: {', '.join(valid)}{named}).")
         spec = schema[key]
         if isinstance(spec, dict):
             if not isinstance(value, Mapping):
@@ -786,6 +803,7 @@ def _check_values(cfg: dict, source: str) -> None:
         raise ConfigError(f"{source}: methods.names lists a method twice: {names}.")
     _check_methods(cfg, source)
     _check_metrics(cfg, source)
+    _check_removal(cfg, source)
     if not cfg["policies"]:
         raise ConfigError(f"{source}: policies must name at least one policy ([[policies]]).")
     for i, p in enumerate(cfg["policies"]):
@@ -975,3 +993,69 @@ def _check_methods(cfg: dict, source: str) -> None:
     _check_known(source, "figures", "method", known, cfg, key="compare")
     if len(set(compare)) != len(compare):  # a method against itself: every difference is 0
         raise ConfigError(f"{source}: figures.compare names a method twice: {compare}.")
+
+
+#: Options of a removal that the run gives itself: the training rows of the run's data set
+#: (``background``, ``data``); for a game read off the data (``cohort``) the data set's rows,
+#: training and test, as ``data`` and their outcome y as ``outcome``.
+RUN_GIVEN_REMOVAL_OPTIONS = ("background", "data", "outcome")
+
+
+def removal_options(name: str) -> dict:
+    """The options removal ``name`` takes from a configuration (``[removal.<name>]``): those of
+    :func:`insdel.removal.options_of` less the training rows the run gives
+    (:data:`RUN_GIVEN_REMOVAL_OPTIONS`)."""
+    from . import removal
+
+    return {k: v for k, v in removal.options_of(name).items()
+            if k not in RUN_GIVEN_REMOVAL_OPTIONS}
+
+
+def _check_removal(cfg: dict, source: str) -> None:
+    """``[removal]``: ``kinds`` is a non-empty list of distinct registered removals (the first is
+    the primary one); each ``[removal.<name>]`` table names a registered removal and holds only
+    options it takes (the training rows excepted: the run gives them). Option values are checked
+    by building the removal where it needs no training rows (else when the run builds it)."""
+    from . import removal
+
+    r = cfg["removal"]
+    kinds = r["kinds"]
+    if not kinds:
+        raise ConfigError(f"{source}: removal.kinds must name at least one removal (default "
+                          '["baseline"]).')
+    known = removal.available()
+    for k in kinds:
+        if not isinstance(k, str):
+            raise ConfigError(f"{source}: removal.kinds must be a list of removal names; got "
+                              f"{k!r} in {kinds!r}.")
+        if k not in known:
+            raise ConfigError(f"{source}: removal.kinds: unknown removal {k!r}"
+                              f"{_suggest(k, known)} (known: {', '.join(known)}).")
+        from ._checkpoint import is_plain_folder_name
+
+        if not is_plain_folder_name(k):  # it names the folder removal-<name>
+            raise ConfigError(f"{source}: removal.kinds: {k!r} names the folder removal-{k}: "
+                              "it must be a plain folder name (no '/', '\\').")
+    if len(set(kinds)) != len(kinds):
+        raise ConfigError(f"{source}: removal.kinds names a removal twice: {list(kinds)}.")
+    for name, opts in r.items():
+        if name == "kinds":
+            continue
+        if name not in known:
+            raise ConfigError(f"{source}: [removal.{name}]: unknown removal {name!r}"
+                              f"{_suggest(name, known)} (known: {', '.join(known)}).")
+        valid = removal_options(name)
+        for k in opts:
+            if k in RUN_GIVEN_REMOVAL_OPTIONS:
+                raise ConfigError(f"{source}: removal.{name}.{k}: the run gives {name} its "
+                                  "training rows (the data set's X_train); remove the key.")
+            if k not in valid:
+                raise ConfigError(f"{source}: unknown key 'removal.{name}.{k}'"
+                                  f"{_suggest(k, valid)} (options of {name}: "
+                                  f"{', '.join(valid) or 'none'}).")
+        try:
+            removal.build(name, **dict(opts))
+        except removal.MissingDataError:
+            pass  # fitted on the run's rows: its other options are checked when the run builds it
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{source}: removal.{name}: {exc}") from None

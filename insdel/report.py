@@ -19,7 +19,8 @@ __all__ = ["run_header", "missing_rows_text", "policy_table", "diagnostics_table
            "decomposition_table", "sampled_vs_exact", "sampled_vs_exact_table", "run_tables"]
 
 
-def run_header(data: Mapping, model: Mapping, policies: Mapping[str, str]) -> str:
+def run_header(data: Mapping, model: Mapping, policies: Mapping[str, str], *,
+               removals: list[str] | None = None) -> str:
     """What the run used: the data set (name, recipe, file and its SHA-256, rows, features), the
     model (where it came from, SHA-256 of its parameters or file) and each policy.
 
@@ -34,6 +35,9 @@ def run_header(data: Mapping, model: Mapping, policies: Mapping[str, str]) -> st
         The manifest's ``model`` entry (``sha256`` and ``path`` + ``format``, or ``preset``).
     policies : mapping
         Policy label -> description (the policy's ``repr``).
+    removals : list of str, optional
+        One line per removal of the run (``[removal]``); None: the paper's baseline alone, not
+        mentioned.
     """
     file = (f", file `{data['file']}` (sha256 {data.get('file_sha256')})"
             if data.get("file") else "")
@@ -55,6 +59,7 @@ def run_header(data: Mapping, model: Mapping, policies: Mapping[str, str]) -> st
         origin = "custom MLP ([model] params), trained by the run"
     lines.append(f"- model: {origin}, sha256 {model.get('sha256')}")
     lines += [f"- policy {label}: {desc}" for label, desc in policies.items()]
+    lines += [f"- {line}" for line in removals or ()]
     return "\n".join(lines) + "\n"
 
 
@@ -193,10 +198,11 @@ def run_tables(summary: pd.DataFrame, diagnostics: pd.DataFrame,
                decomps: Mapping[str, pd.DataFrame] | None = None,
                methods: list[str] | None = None, digits: int = 3, *,
                header: str | None = None, sampled: pd.DataFrame | None = None,
-               metrics: pd.DataFrame | None = None) -> str:
+               metrics: pd.DataFrame | None = None, robustness: str | None = None) -> str:
     """The run's inputs (``header``, see :func:`run_header`), every policy's table, the Table 4
-    diagnostics and (when computed) the sampled-vs-exact Kernel SHAP table and the decomposition
-    table."""
+    diagnostics and (when computed) the sampled-vs-exact Kernel SHAP table, the decomposition
+    table, the metrics and, with several removals, the robustness report (``robustness``: its
+    Markdown, :func:`insdel.robustness.robustness_markdown`)."""
     parts = [header] if header else []
     for label in dict.fromkeys(summary["policy"]):
         sub = summary[summary["policy"] == label].drop(columns="policy")
@@ -208,6 +214,8 @@ def run_tables(summary: pd.DataFrame, diagnostics: pd.DataFrame,
         parts.append(decomposition_table(decomps, list(methods or []), digits))
     if metrics is not None and len(metrics):
         parts.append(metrics_table(metrics, digits))
+    if robustness:
+        parts.append(robustness)
     return "\n".join(parts)
 
 

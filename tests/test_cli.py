@@ -251,3 +251,53 @@ def test_cli_trust_model_without_a_path_is_an_error_naming_the_flag(csv, tmp_pat
                       "--device", "cpu"])
         assert seen[-1]["model"]["trust"] is trusted
         assert seen[-1]["compute"]["device"] == "cpu"
+
+
+# -- --removal -------------------------------------------------------------------------------------
+def test_cli_removal_overrides_the_kinds_and_says_what_was_used(csv, tmp_path, capsys):
+    path = _toml(tmp_path, csv)
+    path.write_text(path.read_text() + "\n[removal.marginal]\nn_references = 3\n")
+    out = tmp_path / "out"
+    assert cli.main(["run", str(path), "--removal", "baseline,marginal", "--out", str(out),
+                     "--no-progress"]) == 0
+    cap = capsys.readouterr()
+    assert "removal marginal: revision=1, how=random, n_references=3, seed=0" in cap.err
+    assert "removals: baseline (primary); marginal in <policy>/removal-marginal/; robustness " \
+           "report: removal_robustness.md" in cap.out
+    assert "### Robustness to the removal" in cap.out
+    assert (out / "median" / "removal-marginal" / "curves.npz").is_file()
+    assert (out / "removal_robustness.md").is_file()
+    # a typo is an error naming the closest removal, before anything runs
+    assert cli.main(["run", str(path), "--removal", "baseline,marginl", "--out",
+                     str(tmp_path / "typo"), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "removal.kinds: unknown removal 'marginl'; did you mean 'marginal'?" in err
+    assert not (tmp_path / "typo").exists()
+    with pytest.raises(SystemExit) as exc:  # names nothing
+        cli.main(["run", str(path), "--removal", ",", "--no-progress"])
+    assert exc.value.code == 2 and "',' names nothing" in capsys.readouterr().err
+
+
+def test_cli_removal_on_reproduce(monkeypatch, capsys, tmp_path):
+    seen = []
+
+    def fake_run(cfg, *a, **k):
+        seen.append(cfg)
+        raise _Stop
+
+    monkeypatch.setattr(runner, "run_experiment", fake_run)
+    with pytest.raises(_Stop):
+        cli.main(["reproduce", "paper-cern-removals", "--quick", "--removal",
+                  "baseline,marginal", "--out", str(tmp_path / "o"), "--no-progress"])
+    assert seen[-1]["removal"]["kinds"] == ["baseline", "marginal"]
+    assert seen[-1]["removal"]["marginal"]["n_references"] == 20
+    with pytest.raises(_Stop):
+        cli.main(["reproduce", "paper-cern", "--quick", "--out", str(tmp_path / "o"),
+                  "--no-progress"])
+    assert seen[-1]["removal"]["kinds"] == ["baseline"]
+    assert cli.main(["reproduce", "paper-images", "--removal", "marginal"]) == 1
+    assert "takes no --removal" in capsys.readouterr().err
+    for command in ("run", "reproduce"):
+        text = _flat(cli.build_parser()._subparsers._group_actions[0].choices[command]
+                     .format_help())
+        assert "--removal NAME[,NAME...]" in text and "overrides [removal] kinds" in text

@@ -397,3 +397,83 @@ def test_policy_names_stay_names(tmp_path, monkeypatch, spec):
     small_csv(exp / "t.csv")
     monkeypatch.chdir(tmp_path)
     assert C.load(cfg_path)["policies"][0]["spec"] == spec
+
+
+# -- [removal] -------------------------------------------------------------------------------------
+def test_removal_defaults_to_the_baseline_alone(csv):
+    assert C.load(_cfg(csv))["removal"] == {"kinds": ["baseline"]}
+    cfg = C.load(_cfg(csv, removal={"kinds": ["baseline", "marginal"],
+                                    "marginal": {"n_references": 5, "how": "nearest"}}))
+    assert cfg["removal"]["kinds"] == ["baseline", "marginal"]
+    assert cfg["removal"]["marginal"] == {"n_references": 5, "how": "nearest"}
+
+
+@pytest.mark.parametrize("removal,match", [
+    ({"kinds": ["baseline", "marginl"]},
+     r"removal\.kinds: unknown removal 'marginl'; did you mean 'marginal'\?"),
+    ({"kinds": "marginal"}, r"removal\.kinds must be a list; got 'marginal'"),
+    ({"kinds": []}, r"removal\.kinds must name at least one removal"),
+    ({"kinds": ["marginal", "marginal"]}, r"removal\.kinds names a removal twice"),
+    ({"kinds": [3]}, r"removal\.kinds must be a list of removal names; got 3"),
+    ({"kinds": ["marginal"], "marginal": {"n_refs": 3}},
+     r"unknown key 'removal\.marginal\.n_refs'; did you mean 'n_references'\?"),
+    ({"kinds": ["baseline"], "marginal": {"n_refs": 3}},  # checked even when not used
+     r"unknown key 'removal\.marginal\.n_refs'"),
+    ({"kinds": ["marginal"], "marginal": {"background": [[0.0]]}},
+     r"removal\.marginal\.background: the run gives marginal its training rows"),
+    ({"kinds": ["marginal"], "marginal": {"how": "rand"}}, r"removal\.marginal: .*how"),
+    ({"kinds": ["marginal"], "marginal": {"n_references": 0}},
+     r"removal\.marginal: .*n_references"),
+    ({"kinds": ["marginal"], "marginl": {"n_references": 3}},
+     r"\[removal\.marginl\]: unknown removal 'marginl'; did you mean 'marginal'\?"),
+    ({"kinds": ["baseline"], "kind": 3}, r"unknown key 'removal\.kind'; did you mean 'kinds'\?"),
+    ({"kinds": ["baseline"], "baseline": {"x": 1}},
+     r"unknown key 'removal\.baseline\.x' \(options of baseline: none\)"),
+])
+def test_removal_errors_name_the_key(csv, removal, match):
+    with pytest.raises(C.ConfigError, match=match):
+        C.load(_cfg(csv, removal=removal))
+
+
+def test_removal_in_a_toml_file_and_its_quick_table(tmp_path, csv):
+    path = _toml(tmp_path, csv, quick='[quick.removal.marginal]\nn_references = 2\n')
+    path.write_text(path.read_text() + '\n[removal]\nkinds = ["baseline", "marginal"]\n'
+                    '[removal.marginal]\nn_references = 4\nhow = "random"\n')
+    assert C.load(path)["removal"]["marginal"] == {"n_references": 4, "how": "random"}
+    assert C.load(path, quick=True)["removal"]["marginal"] == {"n_references": 2,
+                                                                "how": "random"}
+    bad = tmp_path / "bad.toml"
+    bad.write_text(path.read_text().replace("how = ", "hw = "))
+    with pytest.raises(C.ConfigError, match=r"bad\.toml: unknown key 'removal\.marginal\.hw'; "
+                                            r"did you mean 'how'\?"):
+        C.load(bad)
+    # `insdel roar` reads no [removal]
+    with pytest.raises(C.ConfigError, match="removal"):
+        C.check_sections(C.load(path), "roar")
+
+
+def test_the_shipped_removal_variants_load_and_take_a_subset(csv):
+    for name in ("paper_cern_removals", "paper_bangalore_removals"):
+        cfg = C.load(name, quick=True)
+        assert cfg["removal"]["kinds"] == ["baseline", "marginal", "conditional_gaussian"]
+        assert cfg["removal"]["marginal"]["n_references"] == 20
+        sub = C.load(name, quick=True, overrides={"removal": {"kinds": ["baseline", "marginal"]}})
+        assert sub["removal"]["kinds"] == ["baseline", "marginal"]
+        plain = C.load(name.replace("_removals", ""), quick=True)
+        strip = ("name", "description", "removal", "source", "sections")
+        assert {k: v for k, v in cfg.items() if k not in strip} == \
+            {k: v for k, v in plain.items() if k not in strip}, name
+    assert C.PAPER_CONFIGS["paper-cern-removals"] == "paper_cern_removals"
+    assert C.PAPER_CONFIGS["paper-bangalore-removals"] == "paper_bangalore_removals"
+
+
+def test_a_fitted_removal_not_installed_is_named_before_the_run_starts(csv, tmp_path):
+    from insdel import removal
+
+    if "conditional_gaussian" in removal.available():
+        pytest.skip("conditional_gaussian is installed")
+    cfg = C.load(_cfg(csv, removal={"kinds": ["baseline", "conditional_gaussian"]}))
+    with pytest.raises(C.ConfigError, match="'conditional_gaussian' is not available.*"
+                                            "--removal baseline"):
+        runner.run_experiment(cfg, tmp_path / "out")
+    assert not (tmp_path / "out" / "model.pt").exists()

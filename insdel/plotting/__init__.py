@@ -21,9 +21,9 @@ deletion), reported per feature (divided by n) when the evaluation was normalise
 
 Modules: ``_common`` (labels, colours, standard-error notes, :func:`compare_pair`), ``pairs`` (one
 pair), ``distributions`` (many pairs), ``runs`` (a run's figures, predictions, ROAR, ROAD,
-:func:`save_figure`), ``sanity`` (:func:`plot_sanity`: similarity against the randomised layer;
-:func:`plot_reliability`: metrics by resilience and reactivity); every public name is
-importable from ``insdel.plotting``.
+:func:`save_figure`, the removals' :func:`removal_robustness`), ``sanity`` (:func:`plot_sanity`:
+similarity against the randomised layer; :func:`plot_reliability`: metrics by resilience and
+reactivity); every public name is importable from ``insdel.plotting``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,14 @@ from .distributions import (
     random_abc_histogram,
 )
 from .pairs import figure1, plot_curves, plot_image_curves, plot_pair
-from .runs import plot_predictions, plot_road, policy_figures, roar_figure, save_figure
+from .runs import (
+    plot_predictions,
+    plot_road,
+    policy_figures,
+    removal_robustness,
+    roar_figure,
+    save_figure,
+)
 from .sanity import plot_reliability, plot_sanity
 
 __all__ = [
@@ -48,5 +55,5 @@ __all__ = [
     "random_abc_histogram", "insertion_deletion_scatter", "abc_bars", "figure4",
     "insertion_deletion_figure", "METHOD_LABELS", "plot_predictions", "policy_figures",
     "save_figure", "compare_pair", "decomposition_figure", "roar_figure", "plot_road", "figure1",
-    "plot_sanity", "plot_reliability",
+    "plot_sanity", "plot_reliability", "removal_robustness",
 ]

@@ -13,6 +13,7 @@ import pandas as pd
 from ._common import (
     _label,
     _new_axes,
+    _new_figure,
     _no_se_note,
     _why_no_se,
     compare_pair,
@@ -256,3 +257,69 @@ def policy_figures(ev, label: str, folder, *, compare: Sequence[str] = ("kernel_
     ax.set_title(f"{label}: {ax.get_ylabel()}")  # "mean ABC ± s.e.", or "mean ABC" (one pair)
     out.append(save_figure(ax.figure, folder / f"{label}_mean_abc.png", dpi))
     return out
+
+
+def removal_robustness(table: pd.DataFrame, kendall: pd.DataFrame | None = None, *,
+                       title: str | None = None):
+    """Robustness of the method ranking to the removal: a heat map of each method's mean ABC
+    (rows) under each removal (columns), annotated with the mean and the method's rank under that
+    removal, one panel per mode (and per policy when the table has a ``policy`` column); each
+    panel's title gives the Kendall τ-b between every two removals' rankings.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`insdel.robustness.robustness_table` (optionally with a ``policy`` column).
+    kendall : pandas.DataFrame, optional
+        :func:`insdel.robustness.kendall_between` of the table (computed when None).
+    title : str, optional
+        The figure's title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from ..robustness import _rank, kendall_between
+
+    if kendall is None:
+        kendall = kendall_between(table)
+    has_policy = "policy" in table.columns
+    policies = list(dict.fromkeys(table["policy"])) if has_policy else [None]
+    modes = [m for m in ("insertion", "deletion") if m in set(table["mode"])]
+    methods = list(dict.fromkeys(table["method"]))
+    removals = list(dict.fromkeys(table["removal"]))
+    fig, axes = _new_figure(len(policies), len(modes),
+                            (max(3.2, 1.4 * len(removals) + 2.2) * len(modes),
+                             (0.45 * len(methods) + 1.6) * len(policies)))
+    for i, policy in enumerate(policies):
+        sub = table[table["policy"] == policy] if has_policy else table
+        ksub = kendall[kendall["policy"] == policy] if has_policy else kendall
+        for j, mode in enumerate(modes):
+            ax = axes[i, j]
+            ms = sub[sub["mode"] == mode]
+            M = ms.pivot(index="method", columns="removal", values="mean").loc[methods, removals]
+            Rk = ms.pivot(index="method", columns="removal", values="rank").loc[methods,
+                                                                                 removals]
+            vals = M.to_numpy(dtype=float)
+            im = ax.imshow(vals, cmap="viridis", aspect="auto")
+            lo, hi = np.nanmin(vals), np.nanmax(vals)
+            for a in range(len(methods)):
+                for b in range(len(removals)):
+                    v = vals[a, b]
+                    if not np.isfinite(v):
+                        continue
+                    dark = hi > lo and (v - lo) / (hi - lo) < 0.5
+                    ax.text(b, a, f"{v:.3g}\n{_rank(Rk.iloc[a, b])}", ha="center",
+                            va="center", fontsize="x-small", color="white" if dark else "black")
+            ax.set_xticks(range(len(removals)), removals, fontsize="small")
+            ax.set_yticks(range(len(methods)), [_label(m) for m in methods], fontsize="small")
+            taus = ksub[ksub["mode"] == mode]
+            tau_text = "; ".join(f"τ({r.removal_a}, {r.removal_b}) = "
+                                 + ("n/a" if not np.isfinite(r.tau) else f"{r.tau:.2f}")
+                                 for r in taus.itertuples(index=False))
+            head = f"{policy}: {mode}" if has_policy else mode.capitalize()
+            ax.set_title(head + ("\n" + tau_text if tau_text else ""), fontsize="small")
+            fig.colorbar(im, ax=ax, fraction=0.05, label="mean ABC")
+    fig.suptitle(title or "Mean ABC and rank of each method under each removal "
+                 "(Kendall τ-b between rankings)", fontsize="medium")
+    return fig

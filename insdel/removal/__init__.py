@@ -18,12 +18,19 @@ from __future__ import annotations
 from typing import Any
 
 from .._registry import Registry, signature_options
-from .base import GameRemoval, ReferenceRemoval, Removal, SampledRemoval, target_rng
+from .base import (
+    GameRemoval,
+    MissingDataError,
+    ReferenceRemoval,
+    Removal,
+    SampledRemoval,
+    target_rng,
+)
 from .reference import Baseline, Marginal
 
 __all__ = ["Removal", "ReferenceRemoval", "SampledRemoval", "GameRemoval", "Baseline", "Marginal",
            "available", "get", "options_of", "register", "unregister", "build", "resolve",
-           "check_targets", "target_rng"]
+           "check_targets", "target_rng", "MissingDataError"]
 
 
 def _check_entry(name: str, cls) -> None:

@@ -29,7 +29,8 @@ import numpy as np
 
 from .._validation import as_float_array, check_positive_int, check_seed
 
-__all__ = ["Removal", "ReferenceRemoval", "SampledRemoval", "GameRemoval", "target_rng"]
+__all__ = ["Removal", "ReferenceRemoval", "SampledRemoval", "GameRemoval", "MissingDataError",
+           "target_rng"]
 
 
 def target_rng(seed: int, target: int, salt: str) -> np.random.Generator:
@@ -155,11 +156,15 @@ def check_draws(n_draws, seed) -> tuple[int, int]:
     return check_positive_int("n_draws", n_draws), check_seed(seed)
 
 
+class MissingDataError(ValueError):
+    """A removal fitted on data was built without it (``data=None``)."""
+
+
 def check_background(name: str, data, n: int | None = None) -> np.ndarray:
     """Training rows (N, n) a removal is fitted on: 2-D, finite, at least one row, n columns when
     the targets' width is known."""
     if data is None:
-        raise ValueError(f"{name} needs training data: give data= (the training rows, shape "
+        raise MissingDataError(f"{name} needs training data: give data= (the training rows, shape "
                          "(N, n)), e.g. dataset.X_train.")
     arr = as_float_array("data", data, ndim=(2,))
     if arr.shape[0] < 1:

@@ -27,7 +27,7 @@ from .._checkpoint import sha256_arrays
 from .._threads import numba_threads
 from .._validation import as_float_array, check_finite, check_scalar
 from ._sampling import check_request
-from .base import GameRemoval
+from .base import GameRemoval, MissingDataError
 
 __all__ = ["Cohort", "EMPTY_RULES"]
 
@@ -261,10 +261,10 @@ class Cohort(GameRemoval):
             raise ValueError(f"cohort: empty must be one of {list(EMPTY_RULES)}; got {empty!r}.")
         self.empty = empty
         if data is None:
-            raise ValueError("cohort needs the observed points: give data= (shape (N, n)) and "
+            raise MissingDataError("cohort needs the observed points: give data= (shape (N, n)) and "
                              "outcome= (shape (N,): y, or the model's predictions f(data)).")
         if outcome is None:
-            raise ValueError("cohort needs outcome= (shape (N,)): the observed y of the data "
+            raise MissingDataError("cohort needs outcome= (shape (N,)): the observed y of the data "
                              "points, or the model's predictions f(data).")
         self.data = np.ascontiguousarray(_numeric_data(data))
         N, n = self.data.shape

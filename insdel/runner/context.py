@@ -54,11 +54,13 @@ class PolicyRun:
     interrupt: Callable[[], None] | None
     client: Any = None              # a dask.distributed.Client, or None: serial
     remote: Mapping | None = None   # model, X, R scattered to the workers (with a client)
+    removals: list = field(default_factory=list)  # RunRemoval of removal.kinds; [0] the primary
     # filled in by the stages
     decomposition: pd.DataFrame | None = None
     given: dict = field(default_factory=dict)  # methods' attributions another stage computed
     attributions: dict = field(default_factory=dict)
-    evaluation: Evaluation | None = None
+    evaluation: Evaluation | None = None       # under the primary removal
+    removal_evaluations: dict = field(default_factory=dict)  # removal name -> Evaluation
     summary: pd.DataFrame | None = None
     sampled_vs_exact: pd.DataFrame | None = None
     metrics: pd.DataFrame | None = None

@@ -28,6 +28,7 @@ from ..report import run_header, run_tables
 from .chunks import shareable_model
 from .context import PolicyRun, logger
 from .provenance import Stages, file_hashes, manifest_head, run_files, write_manifest
+from .removals import build_removals, check_available, params_text, removals_text
 from .session import loaded, opened
 from .stages import attribution, curves, decomposition, metrics, tables
 from .stages.data import dataset_info, groups_of, load_dataset, log_dataset, select_pool
@@ -73,6 +74,16 @@ class RunResult:
         Sampled Kernel SHAP against exact Shapley, paired per pair (when both methods ran).
     metrics : pandas.DataFrame or None
         ``[metrics]`` summaries of every policy (``metrics_summary.csv``), when metrics ran.
+    removal_evaluations : dict
+        Policy label -> {removal name -> :class:`insdel.Evaluation`}, every removal of
+        ``[removal] kinds`` (the first, the primary one, is ``evaluations[label]``).
+    robustness : pandas.DataFrame or None
+        With several removals: each method's mean ABC and rank under each removal, per policy
+        (:func:`insdel.robustness.robustness_table` with a ``policy`` column;
+        ``removal_robustness.csv``).
+    robustness_kendall : pandas.DataFrame or None
+        With several removals: the Kendall τ-b between their method rankings
+        (:func:`insdel.robustness.kendall_between`; ``removal_kendall.csv``).
     """
 
     out: Path
@@ -88,15 +99,21 @@ class RunResult:
     decompositions: dict = field(default_factory=dict)
     sampled_vs_exact: pd.DataFrame | None = None
     metrics: pd.DataFrame | None = None
+    removal_evaluations: dict = field(default_factory=dict)
+    robustness: pd.DataFrame | None = None
+    robustness_kendall: pd.DataFrame | None = None
 
     def to_markdown(self, digits: int = 3) -> str:
         """Every policy's table (paper layout), the Table 4 diagnostics and, when computed, the
         decomposition table: the same text as ``summary.md``."""
         methods = next(iter(self.evaluations.values())).methods if self.evaluations else []
         m = self.manifest
-        header = run_header(m["data"], m["model"], m["policy_specs"]) if m else None
+        header = run_header(m["data"], m["model"], m["policy_specs"],
+                            removals=_removal_lines(m.get("removals"))) if m else None
         return run_tables(self.summary, self.diagnostics, self.decompositions, methods, digits,
-                          header=header, sampled=self.sampled_vs_exact, metrics=self.metrics)
+                          header=header, sampled=self.sampled_vs_exact, metrics=self.metrics,
+                          robustness=_robustness_text(self.robustness, self.robustness_kendall,
+                                                      digits))
 
 
 def load_results(out: str | os.PathLike) -> dict[str, Evaluation]:
@@ -168,12 +185,16 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     manifest."""
     log = logger(verbose)
     stages = Stages()
+    check_available(cfg)  # a removal this installation lacks is named before anything runs
     t_all = time.perf_counter()
     t0 = time.perf_counter()
     dataset = load_dataset(cfg)
     data_info = dataset_info(cfg, dataset)
     stages.add("data", time.perf_counter() - t0)
     log_dataset(data_info, log)
+    removals = build_removals(cfg, dataset)  # fitted on the training rows, before the model
+    for line in removals_text(removals):
+        log(line)
     grp = groups_of(dataset)
     if grp is not None:
         log(f"groups: {data_info['groups_text']} (each group moves as one unit in the curves, "
@@ -216,7 +237,7 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
         p = PolicyRun(cfg=cfg, out=out, label=label, model=model, dataset=dataset, groups=grp,
                       pairing=pairing, pool_idx=pool_idx, X=X, R=R, base_key=base_key,
                       stages=stages, log=log, progress=progress, interrupt=interrupt,
-                      client=client, remote=remote)
+                      client=client, remote=remote, removals=removals)
         for stage in POLICY_STAGES:
             stage.run(p)
         runs.append(p)
@@ -231,7 +252,11 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     ck.atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
     ck.atomic_write_text(out / "diagnostics.csv", diag.to_csv())
     methods = next(iter(evaluations.values())).methods
-    header = run_header(data_info, model_info, policy_specs)
+    removal_info = [{"name": r.name, "primary": r.primary, "folder": r.folder or None,
+                     "params": r.params()} for r in removals]
+    header = run_header(data_info, model_info, policy_specs,
+                        removals=_removal_lines(removal_info))
+    robust, kendall = _robustness(runs, out)
     sampled = [p.sampled_vs_exact for p in runs if p.sampled_vs_exact is not None]
     sampled_df = pd.concat(sampled, ignore_index=True) if sampled else None
     if sampled_df is not None:
@@ -242,9 +267,12 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
         ck.atomic_write_text(out / "metrics_summary.csv", metrics_df.to_csv(index=False))
     ck.atomic_write_text(out / "summary.md", run_tables(summary, diag, decomps, methods,
                                                         header=header, sampled=sampled_df,
-                                                        metrics=metrics_df))
+                                                        metrics=metrics_df,
+                                                        robustness=_robustness_text(robust,
+                                                                                    kendall)))
 
-    fig_paths = figures_stage(cfg, evaluations, model, dataset, out, stages, log, decomps)
+    fig_paths = figures_stage(cfg, evaluations, model, dataset, out, stages, log, decomps,
+                              robustness=None if robust is None else (robust, kendall))
 
     total = time.perf_counter() - t_all
     files = run_files(out, {} if before is None else before, model_files(model_info))
@@ -254,6 +282,7 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
         "data": to_jsonable(data_info),
         "policies": list(evaluations),
         "policy_specs": policy_specs,
+        "removals": removal_info,
         "model": {"metrics": to_jsonable(model_metrics), **to_jsonable(model_info)},
         "compute": {"device": cfg["compute"]["device"], **client_info(client),
                     "seconds_total": total, "model_evaluations_total": evals_total,
@@ -264,7 +293,9 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     return RunResult(out=out, config=cfg, evaluations=evaluations, pairings=pairings,
                      summary=summary, diagnostics=diag, manifest=manifest, figures=fig_paths,
                      model=model, dataset=dataset, decompositions=decomps,
-                     sampled_vs_exact=sampled_df, metrics=metrics_df)
+                     sampled_vs_exact=sampled_df, metrics=metrics_df,
+                     removal_evaluations={p.label: dict(p.removal_evaluations) for p in runs},
+                     robustness=robust, robustness_kendall=kendall)
 
 
 def _make_policy(entry: Mapping):
@@ -272,3 +303,43 @@ def _make_policy(entry: Mapping):
     from .. import policies
 
     return policies.load(entry["spec"], params=dict(entry.get("params", {}) or {}))
+
+
+def _removal_lines(removals) -> list[str] | None:
+    """The header's removal lines (``- removal NAME: options``), only when the run is not the
+    paper's baseline alone (whose summary.md is as before)."""
+    if not removals or (len(removals) == 1 and removals[0]["name"] == "baseline"):
+        return None
+    lines = []
+    for r in removals:
+        opts = params_text(r["params"], " = ")
+        where = "primary: the tables above" if r["primary"] else f"<policy>/{r['folder']}/"
+        lines.append(f"removal {r['name']} ({where}): {opts}")
+    return lines
+
+
+def _robustness(runs: list[PolicyRun], out: Path):
+    """With several removals: the robustness table and Kendall τ of every policy, written as
+    ``removal_robustness.csv`` / ``removal_kendall.csv`` / ``removal_robustness.md``; else
+    (None, None)."""
+    from ..robustness import kendall_between, robustness_markdown, robustness_table
+
+    if not runs or len(runs[0].removal_evaluations) < 2:
+        return None, None
+    parts = []
+    for p in runs:
+        t = robustness_table(p.removal_evaluations)
+        t.insert(0, "policy", p.label)
+        parts.append(t)
+    table = pd.concat(parts, ignore_index=True)
+    kendall = kendall_between(table)
+    ck.atomic_write_text(out / "removal_robustness.csv", table.to_csv(index=False))
+    ck.atomic_write_text(out / "removal_kendall.csv", kendall.to_csv(index=False))
+    ck.atomic_write_text(out / "removal_robustness.md", robustness_markdown(table, kendall))
+    return table, kendall
+
+
+def _robustness_text(table, kendall, digits: int = 3) -> str | None:
+    from ..robustness import robustness_markdown
+
+    return None if table is None else robustness_markdown(table, kendall, digits)

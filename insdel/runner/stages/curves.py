@@ -1,5 +1,13 @@
 """The curves stage: every method's insertion and deletion curves and ABCs of a policy's pairs
-(:func:`insdel.evaluate`), saved with the pairing and the attributions."""
+(:func:`insdel.evaluate`) under each removal of the run, saved with the pairing and the
+attributions.
+
+The primary removal's evaluation goes to the policy's folder (as it always did); every other
+removal's to ``<policy>/removal-<name>/``. Each removal's curves are one checkpoint chunk keyed by
+everything that determines them, the removal's ``params()`` included (its options, seed and the
+hash of its training rows): a resumed run loads a finished removal's curves, and a chunk is never
+read by another removal.
+"""
 
 from __future__ import annotations
 
@@ -8,28 +16,128 @@ import time
 import numpy as np
 
 from ... import _checkpoint as ck
-from ...evaluation import evaluate
-from ..chunks import chunk_seed
+from ..._progress import progress_bar
+from ...evaluation import Evaluation, evaluate
+from ..chunks import chunk_seed, run_chunks
 from ..context import PolicyRun
+from ..removals import RunRemoval
 
-__all__ = ["run"]
+__all__ = ["run", "evaluate_removal", "curves_key"]
+
+
+def _pack(ev: Evaluation) -> np.ndarray:
+    """One float64 array (B, W) of what an evaluation is rebuilt from: f(x), f(r), each method's
+    ordering and, per mode, the methods' and the random orderings' curves."""
+    B = ev.n_pairs
+    parts = [ev.fx[:, None], ev.fr[:, None], ev.orders.reshape(B, -1).astype(np.float64)]
+    for m in ev.modes:
+        parts += [ev.curves[m].reshape(B, -1), ev.random_curves[m].reshape(B, -1)]
+    return np.concatenate(parts, axis=1)
+
+
+def _unpack(arr: np.ndarray, p: PolicyRun, methods: list[str], rem: RunRemoval,
+            stats: dict) -> Evaluation:
+    """The :class:`Evaluation` :func:`_pack` stored (the same arrays, bit for bit)."""
+    ev_cfg = p.cfg["evaluation"]
+    modes = tuple(dict.fromkeys(ev_cfg["modes"]))
+    B = p.X.shape[0]
+    m = p.X.shape[1] if p.groups is None else p.groups.m
+    Km, S = len(methods), m + 1
+    K_rand = int(ev_cfg["n_random"])
+    col = 2
+    orders = arr[:, col:col + Km * m].reshape(B, Km, m).astype(np.int64)
+    col += Km * m
+    curves, rand = {}, {}
+    for mode in modes:
+        curves[mode] = np.ascontiguousarray(arr[:, col:col + Km * S].reshape(B, Km, S))
+        col += Km * S
+        rand[mode] = np.ascontiguousarray(arr[:, col:col + K_rand * S].reshape(B, K_rand, S))
+        col += K_rand * S
+    if col != arr.shape[1]:
+        raise ValueError(f"the curves checkpoint of removal {rem.name!r} of policy {p.label!r} "
+                         f"has {arr.shape[1]} columns; expected {col}.")
+    return Evaluation.from_curves(
+        methods=methods, modes=modes, curves=curves, random_curves=rand,
+        fx=np.ascontiguousarray(arr[:, 0]), fr=np.ascontiguousarray(arr[:, 1]),
+        normalize=ev_cfg["normalize"], orders=orders, stats=stats,
+        feature_names=_feature_names(p), order=ev_cfg["order"], groups=p.groups,
+        clusters=p.pairing.cluster, removal=None if rem.is_baseline else rem.params())
+
+
+def _feature_names(p: PolicyRun):
+    return list(getattr(p.dataset, "feature_names", None) or []) or None
+
+
+def curves_key(p: PolicyRun, rem: RunRemoval) -> str:
+    """The checkpoint key of one removal's curves: the policy's key, the evaluation's options, the
+    attributions' hashes and the removal's ``params()``."""
+    ev_cfg = p.cfg["evaluation"]
+    return ck.config_hash({
+        **p.base_key, "stage": "curves", "removal": rem.params(),
+        "attributions": [[name, ck.sha256_arrays(np.asarray(a))]
+                         for name, a in p.attributions.items()],
+        "modes": list(ev_cfg["modes"]), "n_random": ev_cfg["n_random"],
+        "normalize": ev_cfg["normalize"], "order": ev_cfg["order"],
+        "orders_seed": chunk_seed(p.cfg["seed"], p.label, "orders")})
+
+
+def evaluate_removal(p: PolicyRun, rem: RunRemoval) -> Evaluation:
+    """The evaluation of the policy's pairs and attributions under one removal (checkpointed in
+    ``checkpoints/<policy>/removal-<name>``; loaded when a run with the same key finished it)."""
+    methods = list(p.attributions)
+    if "random" not in methods:
+        methods.append("random")
+    store = ck.ChunkStore(p.out / "checkpoints" / p.label / f"removal-{rem.name}",
+                          curves_key(p, rem))
+    ev_cfg = p.cfg["evaluation"]
+    stats: dict = {}
+
+    def curves_task(i: int):
+        """The evaluation under the removal, packed: (array, model evaluations, seconds)."""
+        t0 = time.perf_counter()
+        try:
+            ev = evaluate(p.model, p.X, p.R, p.attributions, modes=ev_cfg["modes"],
+                          n_random=ev_cfg["n_random"],
+                          seed=chunk_seed(p.cfg["seed"], p.label, "orders"),
+                          normalize=ev_cfg["normalize"], order=ev_cfg["order"],
+                          progress=p.progress, feature_names=_feature_names(p), groups=p.groups,
+                          clusters=p.pairing.cluster,
+                          # the paper's removal runs the engines' unchanged one-reference path
+                          removal=None if rem.is_baseline else rem.removal)
+        except Exception as exc:
+            if rem.is_baseline:
+                raise
+            raise type(exc)(f"curves of policy {p.label!r} under removal {rem.name!r}: "
+                            f"{exc}") from exc
+        stats.update(ev.stats)
+        return _pack(ev), int(ev.stats.get("model_evaluations", 0)), time.perf_counter() - t0
+
+    with progress_bar(1, f"curves [{p.label}, {rem.name}]", unit="removal",
+                      enable=False) as bar:  # evaluate's own bar shows the progress
+        chunks, secs, evals, resumed = run_chunks(store, 1, curves_task, lambda i: (i,), {},
+                                                  bar, p.interrupt, None)
+    ev = _unpack(chunks[0], p, methods, rem, stats)
+    name = "curves" if rem.primary else f"curves/{rem.folder}"
+    p.stages.add(f"{p.label}/{name}", secs, model_evaluations=evals,
+                 curve_points=int(stats.get("curve_points", 0)), chunks_resumed=resumed)
+    what = "" if rem.primary and rem.is_baseline and len(p.removals) == 1 else \
+        f" (removal {rem.name})"
+    p.log(f"  curves{what}: " + ("resumed from the checkpoint" if resumed else
+                                 f"{evals:,} model evaluations, {secs:.1f} s"))
+    return ev
 
 
 def run(p: PolicyRun) -> None:
-    """Evaluate the attributions (``p.evaluation``), then save the evaluation (``abc.parquet``,
-    ``curves.npz``, the pairing) and ``attributions.npz`` in the policy's folder."""
-    cfg, ev_cfg, pairing = p.cfg, p.cfg["evaluation"], p.pairing
-    t0 = time.perf_counter()
-    ev = evaluate(p.model, p.X, p.R, p.attributions, modes=ev_cfg["modes"],
-                  n_random=ev_cfg["n_random"], seed=chunk_seed(cfg["seed"], p.label, "orders"),
-                  normalize=ev_cfg["normalize"], order=ev_cfg["order"], progress=p.progress,
-                  feature_names=list(getattr(p.dataset, "feature_names", None) or []) or None,
-                  groups=p.groups, clusters=pairing.cluster)
-    p.stages.add(f"{p.label}/curves", time.perf_counter() - t0,
-                 model_evaluations=int(ev.stats.get("model_evaluations", 0)),
-                 curve_points=int(ev.stats.get("curve_points", 0)))
-    p.log(f"  curves: {ev.stats.get('model_evaluations', 0):,} model evaluations, "
-          f"{time.perf_counter() - t0:.1f} s")
+    """Evaluate the attributions under each removal (``p.evaluation``: the primary one's;
+    ``p.removal_evaluations``: every removal's, by name), then save each evaluation
+    (``abc.parquet``, ``curves.npz``, the pairing) in its folder, and ``attributions.npz`` in the
+    policy's folder."""
+    pairing = p.pairing
+    if not p.removals:  # a PolicyRun built without removals: the paper's baseline alone
+        from ...removal import Baseline
+
+        p.removals = [RunRemoval(name="baseline", removal=Baseline(), primary=True)]
+    evs = {rem.name: evaluate_removal(p, rem) for rem in p.removals}
     # the pairs are explained from the pool; indices are into the pool sample: translate them
     # to rows of the data set's test split.
     pool_idx = p.pool_idx
@@ -37,6 +145,12 @@ def run(p: PolicyRun) -> None:
                                     pool_idx[np.maximum(pairing.target_index, 0)], -1)
     pairing.reference_index = np.where(pairing.reference_index >= 0,
                                        pool_idx[np.maximum(pairing.reference_index, 0)], -1)
-    ev.save(p.folder, pairing=pairing)
+    for rem in p.removals:
+        ev = evs[rem.name]
+        folder = p.folder / rem.folder if rem.folder else p.folder
+        ev.save(folder, pairing=pairing)
+        if not rem.primary:
+            ck.atomic_write_text(folder / "summary.csv", ev.summary().to_csv(index=False))
     ck.save_npz(p.folder / "attributions.npz", p.attributions)
-    p.evaluation = ev
+    p.evaluation = evs[p.removals[0].name]
+    p.removal_evaluations = evs

@@ -53,12 +53,14 @@ def shapley_from_decomposition(cfg, B: int) -> bool:
 
 
 def decompose(cfg, model, X, R, label, out, base_key, stages, log, progress, interrupt,
-              client=None, remote: Mapping | None = None, groups: Groups | None = None
-              ) -> pd.DataFrame | None:
+              client=None, remote: Mapping | None = None, groups: Groups | None = None,
+              removal=None) -> pd.DataFrame | None:
     """The exact anchored decomposition of the first ``decomposition.n_pairs`` pairs (in each
     pair's differing subspace, checkpointed in chunks): a table with the best achievable and
     expected random-order ABC per mode and the exact Shapley values (one per unit: the groups'
-    when the data set has groups, the group game), or None. ``groups`` is in ``base_key``."""
+    when the data set has groups, the group game), or None. ``groups`` is in ``base_key``.
+    ``removal``: the run's primary removal when it is not the paper's baseline (its value
+    function is decomposed; its ``params()`` enter the chunks' key)."""
     import inspect
 
     from ... import decomposition
@@ -72,9 +74,14 @@ def decompose(cfg, model, X, R, label, out, base_key, stages, log, progress, int
     kw: dict = {"progress": False}
     if "max_d" in inspect.signature(decomposition.batch_decomposition).parameters:
         kw["max_d"] = cfg["decomposition"]["max_d"]
-    key = ck.config_hash({**base_key, "stage": "decomposition", "K": K, "pairs_per_chunk": cs,
-                          "normalize": normalize, **{k: v for k, v in kw.items()
-                                                     if k != "progress"}})
+    key_of = {**base_key, "stage": "decomposition", "K": K, "pairs_per_chunk": cs,
+              "normalize": normalize, **{k: v for k, v in kw.items() if k != "progress"}}
+    if removal is not None:  # absent: keys as before
+        from ..removals import removal_record
+
+        key_of["removal"] = removal_record(removal)
+        kw["removal"] = removal
+    key = ck.config_hash(key_of)
     if groups is not None:
         if "groups" not in base_key:
             raise ValueError("the chunk key must hold the groups (base_key['groups']).")
@@ -107,9 +114,14 @@ def run(p: PolicyRun) -> None:
     """A policy's exact decomposition (``p.decomposition``; None when ``n_pairs = 0``), and its
     exact Shapley values in ``p.given`` when they are the ``exact_shapley`` method's
     (:func:`shapley_from_decomposition`): the attribution stage does not compute them again."""
+    primary = p.removals[0] if p.removals else None
+    other = primary is not None and not primary.is_baseline
     dec = decompose(p.cfg, p.model, p.X, p.R, p.label, p.out, p.base_key, p.stages, p.log,
-                    p.progress, p.interrupt, p.client, p.remote, groups=p.groups)
+                    p.progress, p.interrupt, p.client, p.remote, groups=p.groups,
+                    removal=primary.removal if other else None)
     p.decomposition = dec
-    if dec is not None and shapley_from_decomposition(p.cfg, p.X.shape[0]):
+    # exact_shapley (the method) explains the baseline game: taken from the decomposition only
+    # when that is the game decomposed
+    if dec is not None and not other and shapley_from_decomposition(p.cfg, p.X.shape[0]):
         units = p.X.shape[1] if p.groups is None else p.groups.m
         p.given["exact_shapley"] = dec[[f"shapley_{j}" for j in range(units)]].to_numpy()

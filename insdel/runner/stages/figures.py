@@ -22,9 +22,11 @@ def target_label(dataset) -> str | None:
 
 
 def figures(cfg, evaluations, model, dataset, out: Path, stages: Stages, log,
-            decomps: Mapping[str, pd.DataFrame] | None = None) -> list[Path]:
+            decomps: Mapping[str, pd.DataFrame] | None = None,
+            robustness: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> list[Path]:
     """Write the run's figures to ``out/figures`` (none when ``figures.enabled`` is false);
-    returns their paths."""
+    returns their paths. ``robustness``: the removals' table and Kendall τ
+    (``removal_robustness.png``)."""
     if not cfg["figures"]["enabled"]:
         return []
     import matplotlib.pyplot as plt
@@ -50,6 +52,9 @@ def figures(cfg, evaluations, model, dataset, out: Path, stages: Stages, log,
             paths.append(plotting.save_figure(fig, fdir / f"{label}_decomposition.png", f["dpi"]))
         ax = plotting.plot_predictions(model, dataset)
         paths.append(plotting.save_figure(ax.figure, fdir / "model_predictions.png", f["dpi"]))
+        if robustness is not None:
+            fig = plotting.removal_robustness(*robustness)
+            paths.append(plotting.save_figure(fig, fdir / "removal_robustness.png", f["dpi"]))
     stages.add("figures", time.perf_counter() - t0, count=len(paths))
     log(f"figures: {len(paths)} written to {fdir}")
     return paths

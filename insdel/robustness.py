@@ -1,0 +1,209 @@
+"""Robustness of a method ranking to the removal: the same pairs and attributions evaluated under
+several removals (:mod:`insdel.removal`), and how alike the removals rank the methods.
+
+:func:`robustness_table` gives each method's mean ABC (± standard error, from
+:meth:`insdel.Evaluation.summary`) and rank under each removal; :func:`kendall_between` the
+Kendall τ-b between the method rankings of every two removals, per mode;
+:func:`robustness_markdown` renders both. ``insdel run`` with several ``[removal] kinds`` writes
+them as ``removal_robustness.csv`` / ``.md`` and ``figures/removal_robustness.png``
+(:func:`insdel.plotting.removal_robustness`); they are plain functions of evaluations, usable
+without the runner::
+
+    evs = {name: insdel.evaluate(f, X, R, A, removal=name_or_removal) for name in ...}
+    table = robustness_table(evs)
+    tau = kendall_between(table)
+
+A larger ABC is better in both modes (conventions: *ABC*), so rank 1 is the largest mean ABC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["TABLE_COLUMNS", "KENDALL_COLUMNS", "robustness_table", "kendall_between",
+           "robustness_markdown"]
+
+#: Columns of :func:`robustness_table`.
+TABLE_COLUMNS = ["mode", "method", "removal", "mean", "std_error", "n", "n_units", "rank"]
+
+#: Columns of :func:`kendall_between`.
+KENDALL_COLUMNS = ["mode", "removal_a", "removal_b", "tau", "p_value", "n_methods"]
+
+_MODES = ("insertion", "deletion")
+
+
+def robustness_table(evaluations: Mapping[str, object], *, methods=None) -> pd.DataFrame:
+    """Each method's mean ABC, its standard error and its rank under each removal.
+
+    Parameters
+    ----------
+    evaluations : mapping of str to insdel.Evaluation
+        Removal name -> the evaluation of the same pairs and attributions under that removal, in
+        the order the columns are wanted (the first is the primary one).
+    methods : sequence of str, optional
+        Methods to compare (default: the first evaluation's, in its order). Each must be in
+        every evaluation.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`TABLE_COLUMNS`: ``mode``, ``method``, ``removal``, ``mean`` and
+        ``std_error`` (over the independent units, :meth:`insdel.Evaluation.summary`), ``n``
+        (pairs), ``n_units`` and ``rank`` (1 = the largest mean ABC among the methods under that
+        removal and mode; ties share their average rank). One row per mode, method and removal,
+        in that order of nesting; the modes are those every evaluation has.
+
+    Raises
+    ------
+    ValueError
+        Fewer than one evaluation, or a method missing from one of them.
+    """
+    from scipy.stats import rankdata
+
+    if not isinstance(evaluations, Mapping) or not evaluations:
+        raise ValueError("robustness_table: evaluations must be a non-empty mapping removal name "
+                         "-> Evaluation.")
+    names = list(evaluations)
+    first = evaluations[names[0]]
+    methods = list(first.methods if methods is None else methods)
+    for name, ev in evaluations.items():
+        missing = [m for m in methods if m not in ev.methods]
+        if missing:
+            raise ValueError(f"robustness_table: removal {name!r} has no evaluation of "
+                             f"{missing} (its methods: {list(ev.methods)}).")
+    modes = [m for m in _MODES if all(m in ev.modes for ev in evaluations.values())]
+    if not modes:
+        raise ValueError("robustness_table: the evaluations share no mode.")
+    summaries = {}
+    for name, ev in evaluations.items():
+        s = ev.summary(differences=None)
+        summaries[name] = s[s["kind"] == "method"].set_index(["mode", "method"])
+    rows = []
+    for mode in modes:
+        ranks = {name: dict(zip(methods, rankdata(
+            -s.loc[mode].loc[methods, "mean"].to_numpy(dtype=float), method="average",
+            nan_policy="omit"), strict=True)) for name, s in summaries.items()}
+        for m in methods:
+            for name, s in summaries.items():
+                row = s.loc[(mode, m)]
+                rows.append({"mode": mode, "method": m, "removal": name,
+                             "mean": float(row["mean"]), "std_error": float(row["std_error"]),
+                             "n": int(row["n"]), "n_units": int(row["n_units"]),
+                             "rank": float(ranks[name][m])})
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def kendall_between(table, *, methods=None) -> pd.DataFrame:
+    """Kendall's τ-b between the method rankings of every two removals, per mode.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame or mapping of str to insdel.Evaluation
+        A :func:`robustness_table` (with a ``policy`` column: one set of rows per policy), or the
+        evaluations it is made from.
+    methods : sequence of str, optional
+        With evaluations: passed to :func:`robustness_table`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`KENDALL_COLUMNS` (and ``policy`` first when the table has one): for each
+        mode and each two removals a, b (in the table's order, a before b), ``tau``
+        (:func:`scipy.stats.kendalltau`, variant ``"b"``, of the methods' mean ABCs: the same as
+        of their ranks; 1 = the same ranking, -1 = reversed; NaN when a ranking is constant),
+        its two-sided ``p_value`` and the number of methods compared (those with a finite mean
+        under both).
+    """
+    from scipy.stats import kendalltau
+
+    if not isinstance(table, pd.DataFrame):
+        table = robustness_table(table, methods=methods)
+    has_policy = "policy" in table.columns
+    groups = (table.groupby("policy", sort=False) if has_policy
+              else [(None, table)])
+    rows = []
+    for policy, sub in groups:
+        removals = list(dict.fromkeys(sub["removal"]))
+        for mode in [m for m in _MODES if m in set(sub["mode"])]:
+            wide = sub[sub["mode"] == mode].pivot(index="method", columns="removal",
+                                                  values="mean")
+            wide = wide.loc[list(dict.fromkeys(sub.loc[sub["mode"] == mode, "method"]))]
+            for a, b in combinations(removals, 2):
+                x, y = wide[a].to_numpy(dtype=float), wide[b].to_numpy(dtype=float)
+                ok = np.isfinite(x) & np.isfinite(y)
+                if ok.sum() >= 2 and np.ptp(x[ok]) > 0 and np.ptp(y[ok]) > 0:
+                    res = kendalltau(x[ok], y[ok])
+                    tau, p = float(res.statistic), float(res.pvalue)
+                else:
+                    tau = p = float("nan")
+                row = {"mode": mode, "removal_a": a, "removal_b": b, "tau": tau, "p_value": p,
+                       "n_methods": int(ok.sum())}
+                rows.append(({"policy": policy} if has_policy else {}) | row)
+    cols = (["policy"] if has_policy else []) + KENDALL_COLUMNS
+    return pd.DataFrame(rows, columns=cols)
+
+
+def robustness_markdown(table: pd.DataFrame, kendall: pd.DataFrame | None = None,
+                        digits: int = 3) -> str:
+    """The robustness report as Markdown: per policy (when the table has a ``policy`` column) and
+    mode, one row per method with its mean ABC ± standard error and rank under each removal, then
+    the Kendall τ-b between every two removals' rankings.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A :func:`robustness_table` (optionally with a ``policy`` column).
+    kendall : pandas.DataFrame, optional
+        Its :func:`kendall_between` (computed when None).
+    digits : int
+        Decimals of the means and standard errors.
+    """
+    if kendall is None:
+        kendall = kendall_between(table)
+    has_policy = "policy" in table.columns
+    policies = list(dict.fromkeys(table["policy"])) if has_policy else [None]
+    lines = ["### Robustness to the removal: mean ABC ± s.e. (rank) under each removal\n"]
+    for policy in policies:
+        sub = table[table["policy"] == policy] if has_policy else table
+        ksub = kendall[kendall["policy"] == policy] if has_policy else kendall
+        removals = list(dict.fromkeys(sub["removal"]))
+        n = int(sub["n"].iloc[0]) if len(sub) else 0
+        head = f"Policy {policy}, {n} pairs" if has_policy else f"{n} pairs"
+        lines.append(f"#### {head}; primary removal: {removals[0]}\n")
+        lines.append("| Test mode | Method | " + " | ".join(removals) + " |")
+        lines.append("|---|---|" + "---:|" * len(removals))
+        for mode in [m for m in _MODES if m in set(sub["mode"])]:
+            ms = sub[sub["mode"] == mode]
+            label = mode.capitalize()
+            for method in dict.fromkeys(ms["method"]):
+                cells = []
+                for r in removals:
+                    row = ms[(ms["method"] == method) & (ms["removal"] == r)].iloc[0]
+                    se = "" if not np.isfinite(row["std_error"]) else \
+                        f" ± {row['std_error']:.{digits}f}"
+                    cells.append(f"{row['mean']:.{digits}f}{se} ({_rank(row['rank'])})")
+                lines.append(f"| {label} | {method} | " + " | ".join(cells) + " |")
+                label = ""
+        if len(ksub):
+            lines.append("\nKendall τ-b between the removals' method rankings (1: the same "
+                         "ranking, -1: reversed):\n")
+            lines.append("| Test mode | Removals | τ | p-value | Methods |")
+            lines.append("|---|---|---:|---:|---:|")
+            for r in ksub.itertuples(index=False):
+                tau = "" if not np.isfinite(r.tau) else f"{r.tau:.3f}"
+                p = "" if not np.isfinite(r.p_value) else f"{r.p_value:.3g}"
+                lines.append(f"| {r.mode} | {r.removal_a} / {r.removal_b} | {tau} | {p} | "
+                             f"{r.n_methods} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _rank(r: float) -> str:
+    """``"#2"``, or ``"#2.5"`` for a tie."""
+    if not np.isfinite(r):
+        return "–"
+    return f"#{int(r)}" if float(r).is_integer() else f"#{r:g}"

@@ -1,0 +1,146 @@
+"""The removals of a run (``[removal]``, docs/experiments.md): what a removed feature becomes.
+
+``removal.kinds`` lists them; the first is the *primary* removal, whose curves, tables and figures
+go where they always went (a configuration without ``[removal]`` runs the paper's ``baseline``
+alone, byte for byte as before). Every other removal evaluates the same pairs and attributions;
+its evaluation goes to ``<policy>/removal-<name>/`` and the run compares the removals' method
+rankings (:mod:`insdel.robustness`).
+
+A removal fitted on data (``marginal``'s background, ``conditional_*``'s training rows) gets the
+training rows of the run's data set, ``dataset.X_train``: the space the model and the pairs are in.
+The observational ``cohort`` game gets every row of the data set (training and test, so a target
+is in its own cohort) and their outcome y.
+A removal's ``seed`` is the run's seed unless ``[removal.<name>]`` gives one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import config as _config
+from .._checkpoint import to_jsonable
+
+__all__ = ["RunRemoval", "RUN_DEFAULTS", "check_available", "build_removals", "removal_record",
+           "removals_text", "params_text", "folder_name"]
+
+#: Options a run gives a removal when its ``[removal.<name>]`` table does not (the library's
+#: ``Marginal`` has no default K: a run draws 20 training rows per target).
+RUN_DEFAULTS: dict[str, dict[str, Any]] = {"marginal": {"n_references": 20}}
+
+
+@dataclass(frozen=True)
+class RunRemoval:
+    """One removal of a run.
+
+    Attributes
+    ----------
+    name : str
+        Its registry name (``removal.kinds``).
+    removal : insdel.removal.Removal
+        Built with the run's options and training rows.
+    primary : bool
+        The first of ``removal.kinds``: its results are the run's main ones.
+    """
+
+    name: str
+    removal: Any
+    primary: bool
+
+    @property
+    def is_baseline(self) -> bool:
+        """The paper's removal (one reference per target): the engines' unchanged path."""
+        return self.removal.name == "baseline"
+
+    @property
+    def folder(self) -> str:
+        """The policy's sub-folder of its evaluation ("" for the primary removal)."""
+        return "" if self.primary else folder_name(self.name)
+
+    def params(self) -> dict:
+        """Its ``params()`` as plain JSON (large arrays as their SHA-256)."""
+        return removal_record(self.removal)
+
+
+def folder_name(name: str) -> str:
+    """``removal-<name>``: the sub-folder of a policy's folder a non-primary removal writes."""
+    return f"removal-{name}"
+
+
+def check_available(cfg: Mapping) -> None:
+    """Every removal of ``removal.kinds`` is registered here (a built-in whose module is not
+    installed is named before the run starts)."""
+    from .. import removal
+
+    known = removal.available()
+    for name in cfg["removal"]["kinds"]:
+        if name not in known:
+            raise _config.ConfigError(
+                f"{cfg['source']}: removal.kinds: removal {name!r} is not available in this "
+                f"installation of insdel (available: {', '.join(known)}); run the others with "
+                f"--removal {','.join(k for k in cfg['removal']['kinds'] if k in known) or 'baseline'}.")
+
+
+def build_removals(cfg: Mapping, dataset) -> list[RunRemoval]:
+    """The run's removals, built in the order of ``removal.kinds``: options from
+    ``[removal.<name>]`` (then :data:`RUN_DEFAULTS`), the run's seed where the removal takes a
+    seed, and ``dataset.X_train`` where it takes training rows (``background`` or ``data``)."""
+    from .. import removal
+
+    check_available(cfg)
+    X_train = None
+    out = []
+    for i, name in enumerate(cfg["removal"]["kinds"]):
+        accepted = removal.options_of(name)
+        opts = dict(cfg["removal"].get(name, {}) or {})
+        if not (name == "marginal" and opts.get("how") == "all"):  # K = every row: none to give
+            for k, v in RUN_DEFAULTS.get(name, {}).items():
+                if k in accepted:
+                    opts.setdefault(k, v)
+        if "seed" in accepted:
+            opts.setdefault("seed", int(cfg["seed"]))
+        if issubclass(removal.get(name), removal.GameRemoval) and "outcome" in accepted:
+            # the observational game: every observed row (the targets among them, so no cohort
+            # is empty) and its outcome y
+            opts["data"] = np.ascontiguousarray(np.vstack([dataset.X_train, dataset.X_test]),
+                                                dtype=np.float64)
+            opts["outcome"] = np.concatenate([np.asarray(dataset.y_train, np.float64),
+                                              np.asarray(dataset.y_test, np.float64)])
+        for k in ("background", "data"):
+            if k in accepted and k not in opts:
+                if X_train is None:
+                    X_train = np.ascontiguousarray(np.asarray(dataset.X_train, dtype=np.float64))
+                opts[k] = X_train
+        try:
+            rem = removal.build(name, **opts)
+        except (TypeError, ValueError) as exc:
+            raise _config.ConfigError(f"{cfg['source']}: removal.{name}: {exc}") from None
+        out.append(RunRemoval(name=name, removal=rem, primary=i == 0))
+    return out
+
+
+def removal_record(rem) -> dict:
+    """A removal's ``params()`` as plain JSON for the log and the manifest: arrays enter as their
+    SHA-256 (:func:`insdel._checkpoint.to_jsonable`), never their values."""
+    return to_jsonable(rem.params())
+
+
+def params_text(params: Mapping, sep: str = "=") -> str:
+    """``"how=random, n_references=20, seed=0, background_sha256=aa86fd8e8ba4, ..."``: a
+    removal's params without its name, hashes cut to 12 characters (the manifest has them
+    whole)."""
+    return ", ".join(f"{k}{sep}{str(v)[:12] if k.endswith('sha256') else v}"
+                     for k, v in params.items() if k != "name")
+
+
+def removals_text(removals: list[RunRemoval]) -> list[str]:
+    """One line per removal: what it is and where its results go."""
+    lines = []
+    for r in removals:
+        opts = params_text(r.params())
+        where = "the policy folders (primary)" if r.primary else f"<policy>/{r.folder}/"
+        lines.append(f"removal {r.name}: {opts} -> {where}")
+    return lines
