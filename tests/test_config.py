@@ -465,15 +465,3 @@ def test_the_shipped_removal_variants_load_and_take_a_subset(csv):
             {k: v for k, v in plain.items() if k not in strip}, name
     assert C.PAPER_CONFIGS["paper-cern-removals"] == "paper_cern_removals"
     assert C.PAPER_CONFIGS["paper-bangalore-removals"] == "paper_bangalore_removals"
-
-
-def test_a_fitted_removal_not_installed_is_named_before_the_run_starts(csv, tmp_path):
-    from insdel import removal
-
-    if "conditional_gaussian" in removal.available():
-        pytest.skip("conditional_gaussian is installed")
-    cfg = C.load(_cfg(csv, removal={"kinds": ["baseline", "conditional_gaussian"]}))
-    with pytest.raises(C.ConfigError, match="'conditional_gaussian' is not available.*"
-                                            "--removal baseline"):
-        runner.run_experiment(cfg, tmp_path / "out")
-    assert not (tmp_path / "out" / "model.pt").exists()
