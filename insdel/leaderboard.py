@@ -7,7 +7,11 @@ configuration, seed, data and model fingerprints) and one folder per policy with
 ABC, the deletion ABC' and their sum ABC + ABC' (App. B.1), per pair; higher is better for all
 three. A run with a ``[metrics]`` table also holds ``metrics.parquet`` per policy (every metric of
 :mod:`insdel.metrics` it ran, per pair, with the metric's direction): those metrics join the
-table, ranked by their own direction (1 = best, also where lower is better).
+table, ranked by their own direction (1 = best, also where lower is better). A run with several
+removals (``[removal] kinds``) holds each further removal's ``abc.parquet`` in
+``<policy>/removal-<name>/``: its ABCs join as the metrics ``insertion@<name>``,
+``deletion@<name>`` and ``total@<name>`` (the primary removal's are the plain ones), so one table
+shows how each method ranks under every removal.
 
 Runs are grouped by a **configuration fingerprint**: the hash of everything in the configuration
 that changes the numbers (data recipe and options, model, targets, policies, methods and their
@@ -171,16 +175,16 @@ def read_run(path: str | os.PathLike) -> RunInfo:
         # the pairs' independent units (a pair and its mirror share one); absent: the pair
         unit = (df.groupby("pair")["cluster"].first() if "cluster" in df.columns
                 else pd.Series(df["pair"].unique(), index=df["pair"].unique()))
-        wide = df.pivot_table(index=["pair", "method"], columns="mode", values="abc",
-                              aggfunc="first")
-        long = []
-        for mode in ("insertion", "deletion"):
-            if mode in wide.columns:
-                long.append(wide[mode].rename("score").reset_index().assign(metric=mode))
-        if {"insertion", "deletion"} <= set(wide.columns):
-            tot = (wide["insertion"] + wide["deletion"]).rename("score").reset_index()
-            long.append(tot.assign(metric="total"))
-        frames.append(pd.concat(long, ignore_index=True).assign(policy=pol))
+        frames.append(_abc_scores(df).assign(policy=pol))
+        # the run's other removals ([removal] kinds): the same pairs and methods, their ABCs as
+        # metrics "insertion@<removal>", ... (the primary removal's are the plain ones)
+        for sub in sorted((path / pol).glob("removal-*/abc.parquet")):
+            name = sub.parent.name[len("removal-"):]
+            scores = _abc_scores(pd.read_parquet(sub))
+            scores["metric"] = scores["metric"] + f"@{name}"
+            for m in scores["metric"].unique():
+                directions[str(m)] = True
+            frames.append(scores.assign(policy=pol))
         mf = path / pol / "metrics.parquet"
         if mf.is_file():  # the run's [metrics] (insdel.metrics), with their directions
             md = pd.read_parquet(mf)
@@ -200,6 +204,21 @@ def read_run(path: str | os.PathLike) -> RunInfo:
                    seed=None if seed is None else int(seed),
                    fingerprint=config_fingerprint(manifest), dataset=dataset,
                    policies=list(policies), abc=abc, directions=directions)
+
+
+def _abc_scores(df: pd.DataFrame) -> pd.DataFrame:
+    """Long scores (pair, method, metric, score) of an ``abc.parquet``: the insertion ABC, the
+    deletion ABC' and, with both, their sum ("total")."""
+    wide = df.pivot_table(index=["pair", "method"], columns="mode", values="abc",
+                          aggfunc="first")
+    long = []
+    for mode in ("insertion", "deletion"):
+        if mode in wide.columns:
+            long.append(wide[mode].rename("score").reset_index().assign(metric=mode))
+    if {"insertion", "deletion"} <= set(wide.columns):
+        tot = (wide["insertion"] + wide["deletion"]).rename("score").reset_index()
+        long.append(tot.assign(metric="total"))
+    return pd.concat(long, ignore_index=True)
 
 
 def rank_means(means: np.ndarray) -> np.ndarray:

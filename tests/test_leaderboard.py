@@ -302,3 +302,21 @@ def test_leaderboard_pair_without_any_score_does_not_drop_methods(tmp_path):
     b = board.blocks.set_index("method")
     assert set(b.index) == {"a", "b"} and (b["n_pairs"] == 2).all()
     assert not board.notes
+
+
+def test_a_run_s_further_removals_join_as_their_own_metrics(tmp_path):
+    """<policy>/removal-<name>/abc.parquet (a run with several removals): its ABCs join as
+    insertion@<name>, deletion@<name>, total@<name>, ranked like the primary ones."""
+    ins = {"a": [3.0, 3.0], "b": [1.0, 2.0]}
+    run = fake_run(tmp_path / "r", {m: {"insertion": ins[m], "deletion": [0.0, 0.0]} for m in "ab"})
+    rows = [{"pair": i, "method": m, "mode": mode, "abc": v}
+            for m, vals in {"a": [0.0, 1.0], "b": [2.0, 2.0]}.items()
+            for mode in ("insertion", "deletion") for i, v in enumerate(vals)]
+    (run / "average" / "removal-marginal").mkdir()
+    pd.DataFrame(rows).to_parquet(run / "average" / "removal-marginal" / "abc.parquet",
+                                  index=False)
+    b = L.leaderboard([run], n_boot=20).blocks.set_index(["metric", "method"])
+    assert b.loc[("insertion", "a"), "rank"] == 1 and b.loc[("insertion", "b"), "rank"] == 2
+    assert b.loc[("insertion@marginal", "a"), "mean"] == 0.5
+    assert b.loc[("insertion@marginal", "b"), "rank"] == 1
+    assert b.loc[("total@marginal", "b"), "mean"] == 4.0
