@@ -24,10 +24,11 @@ def _explainer(X, R, *, model, method: str, kw: dict) -> np.ndarray:
 
 
 def metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log, progress,
-                  clusters=None) -> pd.DataFrame | None:
+                  clusters=None, removal=None) -> pd.DataFrame | None:
     """``[metrics]``: every configured metric on every method's attributions (and a seeded random
-    attribution, the control), on one shared hybrid cache. Writes ``metrics.parquet`` (pair,
-    method, metric, value) and ``metrics_summary.csv``; returns the summary."""
+    attribution, the control), on one shared hybrid cache, under the run's primary removal
+    (``removal``; None: the baseline). Writes ``metrics.parquet`` (pair, method, metric, value)
+    and ``metrics_summary.csv``; returns the summary."""
     from functools import partial
 
     from ... import metrics as _metrics
@@ -52,7 +53,10 @@ def metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log, p
         explainers["random"] = lambda X_, R_: np.random.default_rng(seed).normal(
             size=shape_of(X_))
     res = _metrics.evaluate_metrics(model, X, R, A, metrics=ms, seed=seed, groups=grp,
-                                    explainers=explainers, progress=progress)
+                                    explainers=explainers, progress=progress, removal=removal)
+    if res.stats.get("ignores_removal"):
+        log(f"  metrics {res.stats['ignores_removal']} build their own points: they do not "
+            f"read removal {removal.name!r}")
     with ck.atomic_write(folder / "metrics.parquet", suffix=".parquet") as tmp:
         res.scores.assign(higher_is_better=res.scores["metric"].map(res.directions)).to_parquet(
             tmp, index=False)
@@ -89,5 +93,7 @@ def metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log, p
 
 def run(p: PolicyRun) -> None:
     """A policy's metrics (``p.metrics``: their summary, None when none are configured)."""
+    primary = p.removals[0].removal if p.removals and not p.removals[0].is_baseline else None
     p.metrics = metrics_stage(p.cfg, p.model, p.dataset, p.X, p.R, p.attributions, p.label,
-                              p.folder, p.stages, p.log, p.progress, p.pairing.cluster)
+                              p.folder, p.stages, p.log, p.progress, p.pairing.cluster,
+                              removal=primary)
