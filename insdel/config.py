@@ -300,6 +300,8 @@ SCHEMA: dict[str, Any] = {
     },
     "removal": {
         "kinds": (_LIST, ["baseline"]),
+        # random orderings traced under the further removals (None: evaluation.n_random)
+        "n_random": (_INT + (type(None),), None, _at_least(0)),
         NAMED_TABLES: (ANY_TABLE, {}),
     },
     "figures": {
@@ -1039,7 +1041,7 @@ def _check_removal(cfg: dict, source: str) -> None:
     if len(set(kinds)) != len(kinds):
         raise ConfigError(f"{source}: removal.kinds names a removal twice: {list(kinds)}.")
     for name, opts in r.items():
-        if name == "kinds":
+        if name in ("kinds", "n_random"):
             continue
         if name not in known:
             raise ConfigError(f"{source}: [removal.{name}]: unknown removal {name!r}"

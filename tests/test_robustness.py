@@ -323,3 +323,19 @@ def test_a_registered_sampled_removal_gets_the_training_rows_and_a_primary_one_d
                                         removal=column_mean(X_train))
     np.testing.assert_allclose(res.decompositions["median"]["best_abc_insertion"],
                                direct.best_abc(mode="insertion", normalize=True), rtol=1e-12)
+
+
+def test_removal_n_random_sets_the_further_removals_random_orderings():
+    """``[removal] n_random``: the further removals trace that many random orderings (the primary
+    keeps evaluation.n_random), and it is part of their curves' checkpoint key."""
+    from types import SimpleNamespace
+
+    from insdel.runner.stages import curves as stage
+
+    cfg = {"evaluation": {"n_random": 20}, "removal": {"kinds": ["baseline", "marginal"],
+                                                       "n_random": 0}}
+    p = SimpleNamespace(cfg=cfg)
+    primary, other = SimpleNamespace(primary=True), SimpleNamespace(primary=False)
+    assert stage.n_random(p, primary) == 20 and stage.n_random(p, other) == 0
+    cfg["removal"]["n_random"] = None
+    assert stage.n_random(p, other) == 20

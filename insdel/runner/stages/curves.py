@@ -43,7 +43,7 @@ def _unpack(arr: np.ndarray, p: PolicyRun, methods: list[str], rem: RunRemoval,
     B = p.X.shape[0]
     m = p.X.shape[1] if p.groups is None else p.groups.m
     Km, S = len(methods), m + 1
-    K_rand = int(ev_cfg["n_random"])
+    K_rand = n_random(p, rem)
     col = 2
     orders = arr[:, col:col + Km * m].reshape(B, Km, m).astype(np.int64)
     col += Km * m
@@ -68,6 +68,14 @@ def _feature_names(p: PolicyRun):
     return list(getattr(p.dataset, "feature_names", None) or []) or None
 
 
+def n_random(p: PolicyRun, rem: RunRemoval) -> int:
+    """Random orderings traced under a removal: ``evaluation.n_random`` for the primary one,
+    ``removal.n_random`` (when set) for the others (the report reads the methods' means and the
+    ``random`` method; the further random orderings only serve the primary's plots)."""
+    own = p.cfg["removal"].get("n_random")
+    return int(p.cfg["evaluation"]["n_random"] if rem.primary or own is None else own)
+
+
 def curves_key(p: PolicyRun, rem: RunRemoval) -> str:
     """The checkpoint key of one removal's curves: the policy's key, the evaluation's options, the
     attributions' hashes and the removal's ``params()``."""
@@ -76,7 +84,7 @@ def curves_key(p: PolicyRun, rem: RunRemoval) -> str:
         **p.base_key, "stage": "curves", "removal": rem.params(),
         "attributions": [[name, ck.sha256_arrays(np.asarray(a))]
                          for name, a in p.attributions.items()],
-        "modes": list(ev_cfg["modes"]), "n_random": ev_cfg["n_random"],
+        "modes": list(ev_cfg["modes"]), "n_random": n_random(p, rem),
         "normalize": ev_cfg["normalize"], "order": ev_cfg["order"],
         "orders_seed": chunk_seed(p.cfg["seed"], p.label, "orders")})
 
@@ -89,7 +97,7 @@ def evaluate_removal(p: PolicyRun, rem: RunRemoval) -> Evaluation:
         methods.append("random")
     store = ck.ChunkStore(p.out / "checkpoints" / p.label / f"removal-{rem.name}",
                           curves_key(p, rem))
-    ev_cfg = p.cfg["evaluation"]
+    ev_cfg = {**p.cfg["evaluation"], "n_random": n_random(p, rem)}
     stats: dict = {}
 
     def curves_task(i: int):
