@@ -36,12 +36,18 @@ from insdel import (
     leaderboard,
     models,
     policies,
+    removal,
     road,
     roar,
     runner,
 )
 from insdel import metrics as M
-from insdel.decomposition import anchored_decomposition, batch_decomposition, shapley_values
+from insdel.decomposition import (
+    anchored_decomposition,
+    batch_decomposition,
+    sampled_shapley,
+    shapley_values,
+)
 from insdel.groups import positions
 from insdel.hybrid import hybrid
 from insdel.model_files import load_any
@@ -277,6 +283,13 @@ for _p in policies.available():
     SEED[f"policy[{_p}].pair"] = functools.partial(lambda p, v, d: _pair(p, seed=v), _p)
 for _d in datasets.available():
     SEED[f"datasets.get[{_d}]"] = functools.partial(lambda n, v, d: datasets.load(n, seed=v), _d)
+#: the removals that draw: seeded like everything else (the background is the pool)
+SEED["removal.build[marginal]"] = lambda v, d: removal.build("marginal", background=POOL,
+                                                             n_references=2, seed=v)
+for _r in ("conditional_gaussian", "conditional_knn"):
+    SEED[f"removal.build[{_r}]"] = functools.partial(
+        lambda r, v, d: removal.build(r, data=POOL, seed=v), _r)
+SEED["sampled_shapley"] = lambda v, d: sampled_shapley(f, X, R, n_orderings=4, seed=v)
 
 #: Boolean options: (entry point, option) -> call with a value.
 BOOL = {
@@ -329,6 +342,13 @@ INT = {
     ("curves", "chunk_size"): lambda v: insdel.curves(f, X, R, A, chunk_size=v),
     ("trace", "batch_size"): lambda v: insdel.trace(f, X, R, ORDERS, batch_size=v),
     ("random_orderings", "K"): lambda v: insdel.random_orderings(4, v, 3),
+    ("removal.build[marginal]", "n_references"): lambda v: removal.build(
+        "marginal", background=POOL, n_references=v),
+    ("removal.build[conditional_gaussian]", "n_draws"): lambda v: removal.build(
+        "conditional_gaussian", data=POOL, n_draws=v),
+    ("removal.build[conditional_knn]", "n_neighbors"): lambda v: removal.build(
+        "conditional_knn", data=POOL, n_neighbors=v),
+    ("sampled_shapley", "n_orderings"): lambda v: sampled_shapley(f, X, R, n_orderings=v),
     ("positions", "m"): lambda v: positions(v),
     ("positions", "step"): lambda v: positions(6, step=v),
     ("abc", "m"): lambda v: insdel.abc(np.arange(4.0), positions=[0, 1, 2, 3], m=v),
@@ -471,7 +491,7 @@ def test_an_unknown_name_in_a_configuration_names_the_closest(key, name, over):
 # -- the registries: one meaning per verb (CONTRIBUTING.md, "Registry verbs") ---------------------
 REGISTRIES = {"attribution": attribution, "metrics": M, "policies": policies,
               "datasets": datasets, "models": models, "digits": digits, "config": config,
-              "functional": functional, "grading": functional.grading}
+              "functional": functional, "grading": functional.grading, "removal": removal}
 
 
 def _is_entry(registry: str, entry) -> bool:
@@ -491,6 +511,8 @@ def _is_entry(registry: str, entry) -> bool:
         return isinstance(entry, str) and "[" in entry  # the TOML text as shipped
     if registry == "functional":
         return isinstance(entry, functional.Case)
+    if registry == "removal":
+        return isinstance(entry, type) and issubclass(entry, removal.Removal)
     return callable(entry)  # grading: a scoring callable (f, X, R, A) -> (B,)
 
 
@@ -527,13 +549,20 @@ def _round_trip_entries():
     def extra_recipe(*, seed=0, size=3):
         raise AssertionError("get and options_of never run a recipe")
 
-    return {"metrics": ("zz_registry_metric", Extra, {}),
+    class ExtraRemoval(removal.SampledRemoval):
+        name = "zz_registry_removal"
+
+        def __init__(self, *, fill=0.0):
+            self.fill = fill
+
+    return {"removal": ("zz_registry_removal", ExtraRemoval, {"fill": 0.0}),
+            "metrics": ("zz_registry_metric", Extra, {}),
             "policies": ("zz_registry_policy", extra_policy, {"shift": 1.0}),
             "datasets": ("zz_registry_recipe", extra_recipe, {"size": 3}),
             "grading": ("zz_registry_grade", lambda f, X, R, A: np.zeros(len(X)), {})}
 
 
-@pytest.mark.parametrize("registry", ["metrics", "policies", "datasets", "grading"])
+@pytest.mark.parametrize("registry", ["metrics", "policies", "datasets", "grading", "removal"])
 def test_register_get_unregister_round_trip(registry):
     mod = REGISTRIES[registry]
     name, entry, options = _round_trip_entries()[registry]
@@ -554,7 +583,7 @@ def test_register_get_unregister_round_trip(registry):
         mod.unregister(name)
 
 
-@pytest.mark.parametrize("registry", ["policies", "datasets"])
+@pytest.mark.parametrize("registry", ["policies", "datasets", "removal"])
 def test_a_built_in_cannot_be_replaced_or_removed(registry):
     mod = REGISTRIES[registry]
     name = mod.available()[0]
@@ -566,7 +595,8 @@ def test_a_built_in_cannot_be_replaced_or_removed(registry):
 
 #: The verb that builds or loads an entry, per registry that has one.
 MAKE = {"attribution": lambda n: attribution.build(n, f), "metrics": M.build,
-        "policies": policies.build, "datasets": datasets.load, "config": config.load}
+        "policies": policies.build, "datasets": datasets.load, "config": config.load,
+        "removal": removal.build}
 
 
 @pytest.mark.parametrize("registry, name", REGISTRY_NAMES,
