@@ -1,5 +1,5 @@
-"""Command-line interface: ``insdel demo | run | reproduce | roar | road | configs | datasets |
-policies | functional | leaderboard``.
+"""Command-line interface: ``insdel demo | run | reproduce | roar | road | sanity | configs |
+datasets | policies | functional | leaderboard``.
 
 Every sub-command is registered here; the modules it drives expose plain functions (the runner's
 :func:`insdel.runner.run_experiment`, the text of :func:`insdel.datasets.format_list` and
@@ -41,6 +41,10 @@ REPRODUCES = {
     "metrics-housing": "beyond the paper: the faithfulness metrics of insdel.metrics and their "
                        "agreement (Kendall's tau) on housing_sim",
 }
+
+REPRODUCES["sanity-cern"] = ("beyond the paper: sanity checks of the methods (model parameter "
+                             "and data randomisation) and the reliability of the metrics "
+                             "(MetaQuantus) on dielectron_sim")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -188,6 +192,8 @@ def _cmd_reproduce(args) -> int:
 
         return _finish_road(run_road(cfg, out, verbose=True, progress=_progress(args),
                                      wait=args.wait))
+    if "sanity" in cfg["sections"]:
+        return _sanity(cfg, out, args)
     res = run_experiment(cfg, out, verbose=True, progress=_progress(args), wait=args.wait)
     _print_result(res)
     return 0
@@ -228,6 +234,35 @@ def _finish_road(res) -> int:
     print(f"results: {res.out} ({', '.join(written)})")
     if res.figure is not None:
         print(f"figure: {res.figure}")
+    return 0
+
+
+def _cmd_sanity(args) -> int:
+    from . import config
+
+    _use_agg()
+    cfg = config.load(args.config, quick=args.quick, overrides=_device(args, {}) or None)
+    return _sanity(cfg, args.out, args)
+
+
+def _sanity(cfg, out, args) -> int:
+    """``insdel sanity`` and ``insdel reproduce sanity-cern``: run, print the tables and the
+    files."""
+    from .runner import run_sanity
+
+    if getattr(args, "removal", None):
+        raise ValueError("--removal applies to insertion/deletion runs; the sanity checks take "
+                         "none.")
+    res = run_sanity(cfg, out, verbose=True, progress=_progress(args), wait=args.wait)
+    print(res.to_markdown())
+    written = [n for n in ("sanity.csv", "sanity_flags.csv", "reliability.csv",
+                           "reliability_tests.csv", "summary.md", "manifest.json")
+               if (res.out / n).is_file()]
+    print(f"methods failing a randomisation check: {', '.join(res.flagged) or 'none'}")
+    print(f"compute: {res.manifest['compute']['seconds_total']:.1f} s")
+    print(f"results: {res.out} ({', '.join(written)})")
+    for fig in res.figures or ():
+        print(f"figure: {fig}")
     return 0
 
 
@@ -345,7 +380,8 @@ def _cmd_leaderboard(args) -> int:
     from .leaderboard import leaderboard
 
     _use_agg()
-    board = leaderboard(args.run_dirs, n_boot=args.n_boot, seed=args.seed, level=args.level)
+    board = leaderboard(args.run_dirs, n_boot=args.n_boot, seed=args.seed, level=args.level,
+                        min_reliability=args.min_reliability)
     print(board.to_markdown())
     paths = board.save(args.out)
     print("written: " + ", ".join(str(p) for p in paths))
@@ -455,6 +491,19 @@ def build_parser() -> argparse.ArgumentParser:
     _run_options(p)
     p.set_defaults(func=_cmd_road)
 
+    p = sub.add_parser("sanity", help="sanity checks of the methods and the reliability of the "
+                       "metrics (docs/sanity.md)",
+                       description="Model parameter randomisation (MPRT / eMPRT), optionally data "
+                       "randomisation, and MetaQuantus-style reliability of the metrics "
+                       "(docs/sanity.md). CONFIG is a TOML file with a [sanity] table (and "
+                       "optionally [meta]), or a shipped one: sanity_cern.")
+    p.add_argument("config", metavar="CONFIG")
+    p.add_argument("--out", default=None, help="output folder (default: the config's, else "
+                   "runs/<name>)")
+    p.add_argument("--quick", action="store_true", help="apply the config's [quick] sizes")
+    _run_options(p)
+    p.set_defaults(func=_cmd_sanity)
+
     p = sub.add_parser("demo", help="the CERN experiment in miniature (a few minutes)",
                        description="dielectron_sim, the three paper policies, all seven methods at "
                        "quick sizes; tables printed, figures written.")
@@ -546,6 +595,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--min-reliability", type=float, default=0.6, metavar="MC",
+                   help="metrics of an insdel sanity run's reliability.csv with meta-consistency "
+                        "below MC are marked unreliable (default 0.6; docs/leaderboard.md)")
     p.set_defaults(func=_cmd_leaderboard)
     return parser
 

@@ -167,6 +167,73 @@ def _check_road(cfg: dict, source: str) -> None:
                           f"{', '.join(missing)}.")
 
 
+def _check_distinct(source: str, where: str, values, known) -> None:
+    """A list of distinct names among ``known`` (did-you-mean on a typo)."""
+    if not all(isinstance(v, str) for v in values):
+        raise ConfigError(f"{source}: {where} must be a list of names; got {list(values)!r}.")
+    _check_choices(source, where, values, known)
+    if len(set(values)) != len(values):
+        raise ConfigError(f"{source}: {where} names a value twice: {list(values)}.")
+
+
+def check_sanity(cfg: dict, source: str) -> None:
+    """``[sanity]`` and ``[meta]`` of ``insdel sanity``: the orders, similarity measures and
+    reliability tests are known names, the reference is ``training_mean`` or a policy spec, the
+    layers are names (checked against the model when it is built), data randomisation retrains
+    (it needs the model's preset or params), the metrics are registered ones that need no ground
+    truth and the reliability compares at least two methods; the numbers' ranges are the
+    schema's."""
+    from . import metrics as _metrics
+    from .sanity import ADVERSARIAL_TESTS, RESILIENCE_TESTS, SIMILARITIES
+    from .sanity.randomisation import ORDERS
+
+    s, m = cfg["sanity"], cfg["meta"]
+    if not s["orders"]:
+        raise ConfigError(f"{source}: sanity.orders must name at least one of "
+                          f"{', '.join(ORDERS)}.")
+    _check_distinct(source, "sanity.orders", s["orders"], ORDERS)
+    if not s["similarity"]:
+        raise ConfigError(f"{source}: sanity.similarity must name at least one of "
+                          f"{', '.join(SIMILARITIES)}.")
+    _check_distinct(source, "sanity.similarity", s["similarity"], SIMILARITIES)
+    if not all(isinstance(v, str) for v in s["layers"]) or len(set(s["layers"])) != len(
+            s["layers"]):
+        raise ConfigError(f"{source}: sanity.layers must be distinct layer names (empty: every "
+                          f"randomisable layer); got {list(s['layers'])!r}.")
+    if s["reference"] != "training_mean":
+        from . import policies
+
+        try:
+            policies.load(s["reference"])
+        except Exception as exc:  # the policy loader's own message says what is wrong
+            raise ConfigError(f"{source}: sanity.reference must be 'training_mean' or a policy "
+                              f"spec; {s['reference']!r}: {exc}") from None
+    if s["data_randomisation"] and cfg["model"]["path"] is not None:
+        raise ConfigError(f"{source}: sanity.data_randomisation retrains the model on permuted "
+                          "labels, so it needs the architecture: give model.preset or "
+                          "model.params instead of model.path (or set it to false).")
+    if s["data_max_epochs"] is not None and not s["data_randomisation"]:
+        raise ConfigError(f"{source}: sanity.data_max_epochs caps the retraining of "
+                          "sanity.data_randomisation, which is false: it would not be read.")
+    if "meta" not in cfg.get("sections", ()):
+        return
+    if not m["metrics"]:
+        raise ConfigError(f"{source}: meta.metrics must name at least one metric (or leave out "
+                          "the [meta] table).")
+    known = _metrics.available()
+    _check_distinct(source, "meta.metrics", m["metrics"], known)
+    for name in m["metrics"]:
+        if _metrics.get(name).needs_ground_truth:
+            raise ConfigError(f"{source}: meta.metrics: {name!r} compares with a known "
+                              "ground-truth attribution, which a run does not have.")
+    if not m["tests"]:
+        raise ConfigError(f"{source}: meta.tests must name at least one test.")
+    _check_distinct(source, "meta.tests", m["tests"], RESILIENCE_TESTS + ADVERSARIAL_TESTS)
+    if len(cfg["methods"]["names"]) < 2:
+        raise ConfigError(f"{source}: [meta] compares the rankings of the methods: "
+                          f"methods.names needs at least two (got {cfg['methods']['names']}).")
+
+
 def _check_device(source: str, device: str) -> None:
     """``compute.device`` must be a torch device this machine has (a silent CPU fallback would
     report CPU timings as GPU ones)."""
@@ -336,6 +403,34 @@ ROAD_SCHEMA: dict[str, Any] = {
     },
 }
 SCHEMA["road"] = ROAD_SCHEMA
+
+#: ``[sanity]``: the randomisation sanity checks of ``insdel sanity`` (:mod:`insdel.sanity`,
+#: docs/sanity.md); read with ``[meta]`` (the metrics' reliability) by that command only.
+SANITY_SCHEMA: dict[str, Any] = {
+    "orders": (_LIST, ["cascading"]),
+    "layers": (_LIST, []),
+    "similarity": (_LIST, ["spearman", "sign_agreement"]),
+    "threshold": (_NUM, 0.5, {"min_val": -1.0, "max_val": 1.0, "finite": True}),
+    "abc_tolerance": (_NUM, 0.1, {"min_val": 0.0, "finite": True}),
+    "abc": (_BOOL, True),
+    "n_targets": (_INT, 100, _at_least(2)),
+    "reference": (_STR, "training_mean"),
+    "data_randomisation": (_BOOL, False),
+    "data_max_epochs": (_INT + (type(None),), None, _at_least(1)),
+}
+#: ``[meta]``: MetaQuantus-style reliability of faithfulness metrics
+#: (:func:`insdel.sanity.metric_reliability`), on the attributions of ``insdel sanity``'s pairs.
+META_SCHEMA: dict[str, Any] = {
+    "metrics": (_LIST, ["insertion_abc", "deletion_abc", "faithfulness_correlation"]),
+    "n_perturbations": (_INT, 5, _at_least(1)),
+    "noise": (_NUM, 0.01, {"min_val": 0.0, "include_boundaries": "neither", "finite": True}),
+    "tolerance": (_NUM, 0.05, {"min_val": 0.0, "finite": True}),
+    "tests": (_LIST, ["model_noise", "input_noise", "model_randomisation",
+                      "attribution_shuffle"]),
+}
+SCHEMA["sanity"] = SANITY_SCHEMA
+SCHEMA["meta"] = META_SCHEMA
+PAPER_CONFIGS["sanity-cern"] = "sanity_cern"
 
 #: Keys renamed since earlier versions: an old name is an error that names the new one.
 RENAMED = {"evaluation.chunk_size": "evaluation.targets_per_chunk",
@@ -743,6 +838,15 @@ ROAD_SECTIONS = ("name", "description", "seed", "out", "data", "model", "methods
 _COMMAND_SECTIONS = {"roar": ROAR_SECTIONS, "road": ROAD_SECTIONS}
 _COMMAND_NAMES = {"roar": "ROAR", "road": "ROAD"}
 
+#: Top-level keys `insdel sanity` reads; `insdel run`, `roar` and `road` refuse ``[sanity]`` and
+#: ``[meta]``.
+SANITY_SECTIONS = ("name", "description", "seed", "out", "data", "model", "methods", "compute",
+                   "sanity", "meta")
+_COMMAND_SECTIONS["sanity"] = SANITY_SECTIONS
+_COMMAND_NAMES["sanity"] = "sanity-check"
+#: Tables only a command reads besides its own: table -> that command.
+_COMMAND_TABLES = {"meta": "sanity"}
+
 
 def check_sections(cfg: Mapping, command: str) -> None:
     """Refuse a configuration whose tables the command would not read (``"run"``, ``"roar"`` or
@@ -758,11 +862,11 @@ def check_sections(cfg: Mapping, command: str) -> None:
             raise ConfigError(f"{cfg['source']}: {', '.join(extra)}: not read by `insdel "
                               f"{command}` (it reads {', '.join(reads)}); remove them.")
         return
-    for table in _COMMAND_SECTIONS:
+    for table, command in [*((t, t) for t in _COMMAND_SECTIONS), *_COMMAND_TABLES.items()]:
         if table in given:
-            raise ConfigError(f"{cfg['source']}: this is a {_COMMAND_NAMES[table]} configuration "
-                              f"([{table}] table): run it with `insdel {table}`, not `insdel "
-                              "run`.")
+            raise ConfigError(f"{cfg['source']}: this is a {_COMMAND_NAMES[command]} "
+                              f"configuration ([{table}] table): run it with `insdel {command}`, "
+                              "not `insdel run`.")
 
 
 def policy_label(entry: Mapping) -> str:
@@ -789,6 +893,8 @@ def _check_values(cfg: dict, source: str) -> None:
         _check_roar(cfg, source)
     if "road" in cfg.get("sections", ()):
         _check_road(cfg, source)
+    if {"sanity", "meta"} & set(cfg.get("sections", ())):
+        check_sanity(cfg, source)
     modes = cfg["evaluation"]["modes"]
     if not modes:
         raise ConfigError(f"{source}: evaluation.modes must name at least one mode.")

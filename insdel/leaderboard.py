@@ -29,6 +29,14 @@ every method, so the comparison stays paired), recomputes the block means and ra
 percentiles of the mean rank. A unit is a pair, or the pairs of one ``cluster`` when the run's
 ``abc.parquet`` has that column (a pair and its mirror: a ``one_to_one`` couple's two
 directions); standard errors are over the same units, means over the pairs.
+
+Sanity checks (``insdel sanity``, :mod:`insdel.sanity`): a folder among the runs that holds
+``sanity_flags.csv`` marks the methods failing a randomisation check (a ``randomisation`` column
+in the overall table), and one that holds ``reliability.csv`` marks the metrics whose
+meta-consistency MC (MetaQuantus: the mean of resilience's and reactivity's four criteria, in
+[0, 1]) is below ``min_reliability`` (default :data:`MIN_RELIABILITY`). An ``insdel sanity`` run
+folder is read for these only; an evaluation run folder may hold them too. Without them the
+leaderboard is as before.
 """
 
 from __future__ import annotations
@@ -48,10 +56,21 @@ from ._stats import mean_se, unit_ids
 from ._validation import check_positive_int, check_scalar
 
 __all__ = ["METRICS", "RunInfo", "Leaderboard", "find_runs", "read_run", "config_fingerprint",
-           "leaderboard", "rank_means", "bootstrap_mean_ranks"]
+           "leaderboard", "rank_means", "bootstrap_mean_ranks", "read_checks", "is_checks_run",
+           "MIN_RELIABILITY",
+           "RELIABILITY_METRICS"]
 
 #: metric name -> label in the tables.
 METRICS = {"insertion": "insertion ABC", "deletion": "deletion ABC'", "total": "ABC + ABC'"}
+
+#: A metric whose meta-consistency MC (``reliability.csv``) is below this is marked unreliable:
+#: a constant metric sits at MC = 0.5 (resilience 1, reactivity 0) and one that moves at random
+#: below it; a metric that is both resilient and reactive well above.
+MIN_RELIABILITY = 0.6
+#: The leaderboard's metrics read under another name in ``reliability.csv``
+#: (:mod:`insdel.metrics`); ``total`` is unreliable when either of its two parts is.
+RELIABILITY_METRICS = {"insertion": ("insertion_abc",), "deletion": ("deletion_abc",),
+                       "total": ("insertion_abc", "deletion_abc")}
 
 # Configuration keys that do not change the numbers (left out of the fingerprint).
 _IGNORED_TOP = ("name", "description", "seed", "out", "figures", "compute", "roar",
@@ -293,10 +312,38 @@ class Leaderboard:
     level: float
     labels: dict = field(default_factory=lambda: dict(METRICS))
     directions: dict = field(default_factory=dict)
+    #: Per method: ``method, randomisation`` ("fails" / "passes"), ``failed`` (the failed checks,
+    #: ``kind/order: check``), ``runs``; empty without ``sanity_flags.csv``.
+    sanity: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: Per metric of ``reliability.csv``: ``metric, resilience, reactivity, mc, reliable, run``;
+    #: empty without one.
+    reliability: pd.DataFrame = field(default_factory=pd.DataFrame)
+    min_reliability: float = MIN_RELIABILITY
+
+    def unreliable(self, m: str) -> float | None:
+        """The lowest MC of the reliability metrics behind leaderboard metric ``m`` when it is
+        below ``min_reliability``; None when reliable or not meta-evaluated."""
+        if self.reliability.empty:
+            return None
+        rel = self.reliability[~self.reliability["reliable"]]
+        names = RELIABILITY_METRICS.get(m, (m,))
+        low = rel.loc[rel["metric"].isin(names), "mc"]
+        return float(low.min()) if len(low) else None
 
     def _label(self, m: str) -> str:
         lab = self.labels.get(m, m)
-        return lab if self.directions.get(m, True) else f"{lab} (lower is better)"
+        lab = lab if self.directions.get(m, True) else f"{lab} (lower is better)"
+        mc = self.unreliable(m)
+        return lab if mc is None else f"{lab} [unreliable: MC {mc:.2f} < {self.min_reliability:g}]"
+
+    def _randomisation(self, method: str) -> str:
+        if self.sanity.empty:
+            return ""
+        row = self.sanity[self.sanity["method"] == method]
+        if row.empty:
+            return "not checked"
+        r = row.iloc[0]
+        return f"**fails** ({r['failed']})" if r["randomisation"] == "fails" else "passes"
 
     def to_markdown(self, digits: int = 3) -> str:
         """Groups, overall ranks and the per-block tables as Markdown."""
@@ -321,9 +368,11 @@ class Leaderboard:
                 "(the same two points the other way round, e.g. a one_to_one couple): standard "
                 "errors and the bootstrap are over units, means over pairs.", ""]
         metrics = [m for m in self.labels if m in set(self.overall["metric"])]
+        checked = not self.sanity.empty
         if metrics:
-            out += ["| method | " + " | ".join(self._label(m) for m in metrics) + " |",
-                    "|---|" + "---:|" * len(metrics)]
+            out += ["| method | " + " | ".join(self._label(m) for m in metrics)
+                    + (" | randomisation" if checked else "") + " |",
+                    "|---|" + "---:|" * len(metrics) + ("---|" if checked else "")]
             ov = self.overall.set_index(["metric", "method"])
             for meth in _method_order(self.overall, metrics, "mean_rank"):
                 cells = []
@@ -334,7 +383,10 @@ class Leaderboard:
                                      f"{r['ci_high']:.2f}]")
                     else:
                         cells.append("n/a")
+                if checked:
+                    cells.append(self._randomisation(meth))
                 out.append(f"| {meth} | " + " | ".join(cells) + " |")
+        out += self._checks_markdown()
         for note in self.notes:
             out.append(f"\n- {note}")
         for (g, pol), blk in self.blocks.groupby(["group", "policy"], sort=False):
@@ -362,6 +414,28 @@ class Leaderboard:
                                  f"({r['rank']:g})")
                 out.append(f"| {meth} | " + " | ".join(cells) + " |")
         return "\n".join(out) + "\n"
+
+    def _checks_markdown(self) -> list[str]:
+        """The sanity checks' and the metrics' reliability sections (none without them)."""
+        out = []
+        if not self.sanity.empty:
+            bad = list(self.sanity.loc[self.sanity["randomisation"] == "fails", "method"])
+            out += ["", "Randomisation (insdel sanity, docs/sanity.md): a method **fails** when "
+                    "its attributions barely change once the model's parameters (or the labels "
+                    "it was trained on) are randomised, or its ABC does not react; such a "
+                    "method's rank says nothing about the model. Failing: "
+                    + (", ".join(bad) if bad else "none") + " (from "
+                    + ", ".join(sorted(set(", ".join(self.sanity["runs"]).split(", "))))
+                    + ")."]
+        if not self.reliability.empty:
+            out += ["", f"Metric reliability (MetaQuantus; MC below {self.min_reliability:g} is "
+                    "marked unreliable in the column headers):", "",
+                    "| metric | resilience | reactivity | MC | reliable | run |",
+                    "|---|---:|---:|---:|---|---|"]
+            for r in self.reliability.itertuples(index=False):
+                out.append(f"| {r.metric} | {r.resilience:.3f} | {r.reactivity:.3f} | "
+                           f"{r.mc:.3f} | {'yes' if r.reliable else '**no**'} | {r.run} |")
+        return out
 
     def figure(self):
         """Mean-rank dot plot with CI bars, one panel per metric (matplotlib Figure)."""
@@ -398,8 +472,12 @@ class Leaderboard:
         paths = []
         ck.atomic_write_text(out / "leaderboard.md", self.to_markdown())
         paths.append(out / "leaderboard.md")
-        for name, df in (("blocks", self.blocks), ("overall", self.overall),
-                         ("runs", self.groups)):
+        tables = [("blocks", self.blocks), ("overall", self.overall), ("runs", self.groups)]
+        if not self.sanity.empty:
+            tables.append(("sanity", self.sanity))
+        if not self.reliability.empty:
+            tables.append(("reliability", self.reliability))
+        for name, df in tables:
             p = out / f"leaderboard_{name}.csv"
             ck.atomic_write_text(p, df.to_csv(index=False))
             paths.append(p)
@@ -445,8 +523,72 @@ def _group_runs(runs: list[RunInfo]) -> tuple[pd.DataFrame, dict[str, list[RunIn
     return pd.DataFrame(rows), used
 
 
+def is_checks_run(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is an ``insdel sanity`` run (its manifest has a ``sanity`` entry and no
+    policies): read for its checks only."""
+    mpath = Path(path) / "manifest.json"
+    try:
+        manifest = json.loads(mpath.read_text())
+    except (OSError, ValueError):
+        return False
+    return "sanity" in manifest and not manifest.get("policies")
+
+
+def read_checks(path: str | os.PathLike) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """The sanity flags (``sanity_flags.csv``) and the metrics' reliability
+    (``reliability.csv``) a run folder holds, each None when absent."""
+    path = Path(path)
+    flags = rel = None
+    if (path / "sanity_flags.csv").is_file():
+        flags = pd.read_csv(path / "sanity_flags.csv")
+        missing = {"method", "check", "flagged"} - set(flags.columns)
+        if missing:
+            raise ValueError(f"{path / 'sanity_flags.csv'}: no column(s) {sorted(missing)} (not "
+                             "written by insdel sanity).")
+        for col in ("kind", "order"):
+            if col not in flags.columns:
+                flags[col] = ""
+    if (path / "reliability.csv").is_file():
+        rel = pd.read_csv(path / "reliability.csv")
+        missing = {"metric", "resilience", "reactivity", "mc"} - set(rel.columns)
+        if missing:
+            raise ValueError(f"{path / 'reliability.csv'}: no column(s) {sorted(missing)} (not "
+                             "written by insdel sanity).")
+    return flags, rel
+
+
+def _checks(paths: list[Path], min_reliability: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per method: fails / passes and the failed checks; per (metric, run): MC and reliable."""
+    srows: dict[str, dict] = {}
+    rrows = []
+    for p in paths:
+        flags, rel = read_checks(p)
+        if flags is not None:
+            for r in flags.itertuples(index=False):
+                d = srows.setdefault(str(r.method), {"method": str(r.method), "failed": [],
+                                                     "runs": []})
+                if str(p) not in d["runs"]:
+                    d["runs"].append(str(p))
+                if str(r.flagged).lower() in ("true", "1"):
+                    where = "/".join(str(x) for x in (r.kind, r.order) if str(x) and str(x)
+                                     != "nan")
+                    d["failed"].append(f"{where}: {r.check}" if where else str(r.check))
+        if rel is not None:
+            for r in rel.itertuples(index=False):
+                mc = float(r.mc)
+                rrows.append({"metric": str(r.metric), "resilience": float(r.resilience),
+                              "reactivity": float(r.reactivity), "mc": mc,
+                              "reliable": bool(np.isfinite(mc) and mc >= min_reliability),
+                              "run": str(p)})
+    sanity = pd.DataFrame([{"method": d["method"],
+                            "randomisation": "fails" if d["failed"] else "passes",
+                            "failed": "; ".join(dict.fromkeys(d["failed"])),
+                            "runs": ", ".join(d["runs"])} for d in srows.values()])
+    return sanity, pd.DataFrame(rrows)
+
+
 def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, seed: int = 0,
-                level: float = 0.95) -> Leaderboard:
+                level: float = 0.95, min_reliability: float = MIN_RELIABILITY) -> Leaderboard:
     """Aggregate finished runs into a method x metric leaderboard.
 
     Parameters
@@ -459,6 +601,12 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
         Seed of the bootstrap.
     level : float, default 0.95
         Confidence level of the intervals (percentile bootstrap).
+    min_reliability : float, default 0.6
+        A metric of a ``reliability.csv`` among the folders (``insdel sanity``'s ``[meta]``)
+        whose meta-consistency MC is below it is marked unreliable in the tables
+        (:data:`MIN_RELIABILITY`); methods of a ``sanity_flags.csv`` that fail a randomisation
+        check are marked in a ``randomisation`` column. ``insdel sanity`` run folders are read
+        for these only.
 
     Returns
     -------
@@ -475,7 +623,16 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
     seed = check_positive_int("seed", seed, minimum=0)
     level = check_scalar("level", level, float, min_val=0.0, max_val=1.0,
                          include_boundaries="neither", finite=True)
-    runs = [read_run(p) for p in find_runs(run_dirs)]
+    min_reliability = check_scalar("min_reliability", min_reliability, float, min_val=0.0,
+                                   max_val=1.0, finite=True)
+    found = find_runs(run_dirs)
+    sanity, reliability = _checks(found, min_reliability)
+    evaluations = [p for p in found if not is_checks_run(p)]
+    if not evaluations:
+        raise ValueError("run_dirs holds only sanity-check runs (insdel sanity); give at least "
+                         "one insertion/deletion run to rank (the checks mark its methods and "
+                         "metrics).")
+    runs = [read_run(p) for p in evaluations]
     groups, used = _group_runs(runs)
     rng_seed = seed
     blocks_rows: list[dict] = []
@@ -556,4 +713,5 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
         notes.append(f"run {r.path} skipped: {r.note}.")
     return Leaderboard(blocks=pd.DataFrame(blocks_rows), overall=pd.DataFrame(overall_rows),
                        groups=groups, notes=notes, n_boot=n_boot, seed=seed, level=level,
-                       labels=labels, directions=directions)
+                       labels=labels, directions=directions, sanity=sanity,
+                       reliability=reliability, min_reliability=min_reliability)

@@ -52,6 +52,7 @@ from insdel.groups import positions
 from insdel.hybrid import hybrid
 from insdel.model_files import load_any
 from insdel.paper_images import run_paper_images
+from insdel.sanity import data_randomisation, metric_reliability, parameter_randomisation
 
 _rng = np.random.default_rng(0)
 X, R = _rng.normal(size=(4, 3)), _rng.normal(size=(4, 3))
@@ -176,6 +177,20 @@ def _attribute(method: str, **kw):
     return attribution.attribute(net(), X, R, method, **kw)
 
 
+def _mprt(**kw):
+    return parameter_randomisation(net(), X, R, ["vanilla_grad"], **{"abc": False, **kw})
+
+
+def _data_rand(**kw):
+    return data_randomisation(tiny_data(), ["vanilla_grad"], params=MLP, max_epochs=1,
+                              **{"abc": False, "n_pairs": 3, **kw})
+
+
+def _reliability(**kw):
+    return metric_reliability(net(), X, R, {"a": A, "b": -A}, metrics=["insertion_abc"],
+                              **{"n_perturbations": 1, **kw})
+
+
 # -- progress= -------------------------------------------------------------------------------------
 #: Entry points that take ``progress=``: (call with a value and a folder, cheap enough to run).
 PROGRESS = {
@@ -206,6 +221,10 @@ PROGRESS = {
     "run_roar": (lambda v, d: runner.run_roar({"name": "x"}, d / "out", progress=v), False),
     "run_road": (lambda v, d: runner.run_road({"name": "x"}, d / "out", progress=v), False),
     "run_paper_images": (lambda v, d: run_paper_images(d / "pi", quick=True, progress=v), False),
+    "run_sanity": (lambda v, d: runner.run_sanity({"name": "x"}, d / "out", progress=v), False),
+    "sanity.parameter_randomisation": (lambda v, d: _mprt(progress=v), True),
+    "sanity.data_randomisation": (lambda v, d: _data_rand(progress=v), False),
+    "sanity.metric_reliability": (lambda v, d: _reliability(progress=v), True),
 }
 for _m in attribution.available():
     if "progress" in attribution.options_of(_m):
@@ -227,7 +246,7 @@ def _folder(request, entry: str):
 
 
 #: Entry points that write an output folder: a refused value writes nothing there.
-WRITERS = {"run_experiment", "run_roar", "run_road", "run_paper_images"}
+WRITERS = {"run_experiment", "run_roar", "run_road", "run_paper_images", "run_sanity"}
 
 
 @pytest.mark.parametrize("bad", BAD_PROGRESS, ids=repr)
@@ -275,6 +294,9 @@ SEED = {
     "Case.truth": lambda v, d: functional.get("additive").truth(seed=v),
     "run_paper_images": lambda v, d: run_paper_images(d / "pi", quick=True, seed=v,
                                                       progress=False),
+    "sanity.parameter_randomisation": lambda v, d: _mprt(seed=v),
+    "sanity.data_randomisation": lambda v, d: _data_rand(seed=v, progress=False),
+    "sanity.metric_reliability": lambda v, d: _reliability(seed=v),
 }
 for _m in attribution.available():
     if "seed" in attribution.options_of(_m):
@@ -317,6 +339,7 @@ BOOL = {
     ("run_paper_images", "quick"): lambda v: run_paper_images("pi", quick=v, progress=False),
     ("functional.exit_code", "strict"): lambda v: functional.exit_code(_results(), strict=v),
     ("road.road", "random"): lambda v: _road(random=v),
+    ("sanity.parameter_randomisation", "abc"): lambda v: _mprt(abc=v),
 }
 for _m, _opts in ATTRIBUTION_OPTIONS.items():
     for _o in (o for o, kind in _opts.items() if kind == "bool"):
@@ -374,6 +397,8 @@ INT = {
     ("road.road", "batch_size"): lambda v: _road(batch_size=v),
     ("road.leakage", "folds"): lambda v: road.leakage(X, road.constant_removal(0.0), folds=v),
     ("road.leakage", "n_rows"): lambda v: road.leakage(X, road.constant_removal(0.0), n_rows=v),
+    ("sanity.metric_reliability", "n_perturbations"): lambda v: _reliability(n_perturbations=v),
+    ("sanity.data_randomisation", "n_pairs"): lambda v: _data_rand(n_pairs=v, progress=False),
     ("load_any", "n_features"): lambda v: load_any(_FILES["state_dict"], preset="quick_cern",
                                                    n_features=v),
 }

@@ -51,7 +51,8 @@ def plot_sanity(result, measure: str | None = None, *, ax=None, threshold: bool 
             "labels": "model"}.get(result.order, "step")
     ax.set_xlabel(what)
     ax.set_ylabel(f"{measure} with the trained model's")
-    ax.set_title(f"{result.kind.capitalize()} randomisation ({result.order})")
+    kind = {"parameters": "Parameter", "data": "Data"}.get(result.kind, result.kind)
+    ax.set_title(f"{kind} randomisation ({result.order})")
     if missing:
         _no_se_note(ax, "NaN standard error")
     ax.legend(fontsize="small", frameon=False)

@@ -5,7 +5,8 @@ per-pair ABCs (``abc.parquet``), the curves (``curves.npz``), the attributions, 
 layout of the paper's Tables 1-3 (``summary.csv`` / ``summary.md``), plus the Table 4 diagnostics,
 the figures and a ``manifest.json`` (configuration, versions, seed, data set and model fingerprints,
 seconds and model evaluations per stage, file hashes). :func:`run_roar` runs ROAR (paper §6),
-:func:`run_road` ROAD (:mod:`insdel.road`).
+:func:`run_road` ROAD (:mod:`insdel.road`), :func:`run_sanity` the sanity checks
+(:mod:`insdel.sanity`).
 
 Long stages (attributions, exact decomposition) are checkpointed in chunks under
 ``OUT/checkpoints``. Each chunk file is named by a hash of everything that determines it (data,
@@ -24,7 +25,9 @@ One module per concern:
   ``curves``, ``metrics``, ``tables``, ``figures``);
 - ``experiment``: :func:`run_experiment`, its stage list (``POLICY_STAGES``);
 - ``roar``: :func:`run_roar`;
-- ``road``: :func:`run_road` (ROAD: imputation without retraining, ``insdel road``).
+- ``road``: :func:`run_road` (ROAD: imputation without retraining, ``insdel road``);
+- ``sanity``: :func:`run_sanity` (randomisation sanity checks and metric reliability,
+  ``insdel sanity``).
 """
 
 from __future__ import annotations
@@ -35,10 +38,12 @@ from .experiment import RunResult, load_results, run_experiment
 from .provenance import OutputFolderBusy, lock_folder, unfinish
 from .road import RoadRun, run_road
 from .roar import RoarRun, run_roar
+from .sanity import SanityRun, run_sanity
 from .stages.attribution import method_options as _method_options  # noqa: F401
 from .stages.data import dataset_info as _dataset_info  # noqa: F401
 from .stages.data import groups_text
 from .stages.data import load_dataset as _load_dataset  # noqa: F401
 
 __all__ = ["run_experiment", "load_results", "RunResult", "OutputFolderBusy", "lock_folder",
-           "unfinish", "run_roar", "RoarRun", "run_road", "RoadRun", "groups_text"]
+           "unfinish", "run_roar", "RoarRun", "run_road", "RoadRun", "groups_text",
+           "run_sanity", "SanityRun"]

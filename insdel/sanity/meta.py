@@ -53,7 +53,13 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from .._progress import progress_bar
-from .._validation import check_pairs, check_positive_int, check_scalar, check_seed
+from .._validation import (
+    check_pairs,
+    check_positive_int,
+    check_progress,
+    check_scalar,
+    check_seed,
+)
 from ..adapter import Model, ModelLike, as_model, torch_kind
 from .randomisation import _check_layers, randomised_models
 
@@ -181,6 +187,7 @@ def metric_reliability(f: ModelLike, X: ArrayLike, R: ArrayLike,
     from ..attribution import attribute
     from ..metrics import build, evaluate_metrics
 
+    check_progress(progress)
     X, R = check_pairs(X, R)
     if not isinstance(attributions, Mapping) or len(attributions) < 2:
         raise ValueError("attributions must be a mapping method -> (B, n) array with at least "

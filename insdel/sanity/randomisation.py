@@ -56,6 +56,7 @@ from .._validation import (
     check_choice,
     check_clusters,
     check_pairs,
+    check_progress,
     check_scalar,
     check_seed,
     repeated,
@@ -523,6 +524,7 @@ def parameter_randomisation(f: ModelLike, X: ArrayLike, R: ArrayLike, methods, *
         A model without parameters, a layer that does not exist (with the closest name), an
         unknown order or measure.
     """
+    check_progress(progress)
     module = _module_of(f, "parameter_randomisation")
     order = check_choice("order", order, ORDERS)
     names = _check_layers(module, layers)
@@ -591,6 +593,7 @@ def data_randomisation(dataset, methods, *, params: str | Mapping | None = None,
     """
     from ..models import train_mlp
 
+    check_progress(progress)
     seed = check_seed(seed)
     if train is None:
         def train(ds, p, s):

@@ -1,0 +1,298 @@
+"""``insdel sanity``: the sanity checks of attribution methods and the reliability of the metrics
+that grade them, from a configuration (:mod:`insdel.sanity`, docs/sanity.md).
+
+The data and model stages are the experiment's, ROAR's and ROAD's (:mod:`insdel.runner.stages`):
+the model is trained once and cached in the output folder. The pairs are the first
+``sanity.n_targets`` test rows against the training mean / mode, or a policy's pairs of them
+(``sanity.reference``, as ``road.reference``). Then :func:`insdel.sanity.parameter_randomisation`
+in each of ``sanity.orders``, :func:`insdel.sanity.data_randomisation` when
+``sanity.data_randomisation`` is on, and :func:`insdel.sanity.metric_reliability` of
+``meta.metrics`` on the trained model's attributions when the configuration has a ``[meta]``
+table.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import _checkpoint as ck
+from .. import config as _config
+from .._checkpoint import to_jsonable
+from .._validation import check_progress
+from ..report import run_header
+from .context import logger
+from .provenance import Stages, file_hashes, manifest_head, run_files, write_manifest
+from .session import loaded, opened
+from .stages.attribution import method_options
+from .stages.data import dataset_info, groups_of, groups_text, load_dataset, log_dataset
+from .stages.model import model_files, model_stage
+
+__all__ = ["SanityRun", "run_sanity", "SANITY_FILES"]
+
+#: The data files of a run (besides ``summary.md``, the figures and ``manifest.json``).
+SANITY_FILES = ("sanity.csv", "sanity_flags.csv", "reliability.csv", "reliability_tests.csv")
+
+
+@dataclass
+class SanityRun:
+    """A finished ``insdel sanity`` run.
+
+    Attributes
+    ----------
+    out : Path
+    config : dict
+    results : dict
+        ``"parameters/<order>"`` (and ``"data/labels"``) -> :class:`insdel.sanity.SanityResult`.
+    table, flags : pandas.DataFrame
+        ``sanity.csv`` and ``sanity_flags.csv``: every result's table and flags, with their
+        ``kind`` and ``order``.
+    reliability : insdel.sanity.ReliabilityResult or None
+        None without a ``[meta]`` table.
+    flagged : list of str
+        Methods that fail at least one check of at least one test.
+    manifest : dict
+    markdown : str
+    figures : list of Path
+    """
+
+    out: Path
+    config: dict
+    results: dict
+    table: pd.DataFrame
+    flags: pd.DataFrame
+    reliability: object | None
+    flagged: list
+    manifest: dict
+    markdown: str = ""
+    figures: list | None = None
+
+    def to_markdown(self) -> str:
+        """The tables of ``summary.md`` (below its header)."""
+        return self.markdown
+
+
+def run_sanity(config: str | os.PathLike | Mapping, out: str | os.PathLike | None = None, *,
+               quick: bool = False, progress: bool | None = None, verbose: bool = False,
+               wait: bool = False) -> SanityRun:
+    """Run the sanity checks of a configuration (``insdel sanity``, docs/sanity.md).
+
+    The configuration's ``[data]``, ``[model]``, ``[methods]``, ``[compute]``, ``[sanity]`` and
+    ``[meta]`` are read; any other table is an error. The model (trained, or loaded from the
+    folder's cache or ``model.path``) is randomised layer by layer
+    (:func:`insdel.sanity.parameter_randomisation`, each of ``sanity.orders``) and, with
+    ``sanity.data_randomisation``, retrained on permuted labels
+    (:func:`insdel.sanity.data_randomisation`, ``sanity.data_max_epochs``); every method's
+    attributions of the pairs are compared with the trained model's. With a ``[meta]`` table the
+    metrics ``meta.metrics`` are meta-evaluated on the trained model's attributions
+    (:func:`insdel.sanity.metric_reliability`).
+
+    Outputs in ``out``: ``sanity.csv`` (kind, order, method, step, layer, measure, mean,
+    std_error, n, n_units), ``sanity_flags.csv`` (kind, order, method, check, value, reference,
+    threshold, flagged), ``reliability.csv`` (one row per metric: resilience, reactivity, mc and
+    the four criteria) and ``reliability_tests.csv`` (per metric and test), ``summary.md``,
+    ``figures/sanity.png``, ``figures/reliability.png``, ``attributions.npz`` and
+    ``manifest.json``. Started again on the same folder it reuses the trained model and writes
+    identical data files.
+    """
+    check_progress(progress)
+    cfg = loaded(config, quick)
+    _config.check_sections(cfg, "sanity")
+    if cfg["compute"]["backend"] != "serial":
+        raise ValueError(f"{cfg['source']}: compute.backend = {cfg['compute']['backend']!r}: "
+                         "`insdel sanity` runs serially (its randomised models are deep copies "
+                         "on the driver); remove the Dask settings.")
+    with opened(cfg, out, wait, None, verbose) as (folder, before, _):
+        return _run_sanity(cfg, folder, progress, verbose, before)
+
+
+def _pairs(cfg, model, dataset, progress, log):
+    """(X, R, clusters): the first ``n_targets`` test rows against the training mean / mode, or
+    a policy's pairs of them."""
+    from .. import roar as _roar
+
+    s = cfg["sanity"]
+    n = min(s["n_targets"], len(dataset.X_test))
+    X = np.ascontiguousarray(dataset.X_test[:n], dtype=np.float64)
+    if s["reference"] == "training_mean":
+        log(f"pairs: {n} test rows against the training mean (mode of the "
+            f"{int(dataset.binary_mask.sum())} binary features)")
+        return X, np.broadcast_to(_roar.removal_values(dataset), X.shape).copy(), None
+    from .. import policies
+
+    pol = policies.load(s["reference"])
+    pairing = pol.pair(model, X, seed=cfg["seed"], progress=progress)
+    if len(pairing) < 2:
+        raise ValueError(f"sanity.reference = {s['reference']!r}: the policy paired "
+                         f"{len(pairing)} of the {n} test rows; the checks need at least two "
+                         "pairs (raise sanity.n_targets).")
+    log(f"pairs: policy {pol!r} on {n} test rows: {len(pairing)} pairs, mean |D| "
+        f"{pairing.mean_diff():.2f}")
+    return (np.ascontiguousarray(pairing.X, dtype=np.float64),
+            np.ascontiguousarray(pairing.R, dtype=np.float64), pairing.cluster)
+
+
+def _tidy(results: Mapping) -> tuple[pd.DataFrame, pd.DataFrame]:
+    tables, flags = [], []
+    for res in results.values():
+        tables.append(res.table.assign(kind=res.kind, order=res.order))
+        flags.append(res.flags.assign(kind=res.kind, order=res.order))
+    table = pd.concat(tables, ignore_index=True)
+    flag = pd.concat(flags, ignore_index=True)
+    first = ["kind", "order"]
+    return (table[first + [c for c in table.columns if c not in first]],
+            flag[first + [c for c in flag.columns if c not in first]])
+
+
+def _flagged(flags: pd.DataFrame, methods) -> list:
+    bad = set(flags.loc[flags["flagged"].astype(bool), "method"])
+    return [m for m in methods if m in bad]
+
+
+def _markdown(results, flagged, rel, meta: Mapping | None, pairs_text: str) -> str:
+    lines = [f"### Sanity checks ({pairs_text})", ""]
+    for res in results.values():
+        what = {"parameters": "Parameter", "data": "Data"}.get(res.kind, res.kind)
+        lines += [f"#### {what} randomisation ({res.order})", "",
+                  res.to_markdown(), ""]
+    lines.append("Methods failing a randomisation check: "
+                 + (", ".join(flagged) if flagged else "none") + ".")
+    if rel is not None:
+        lines += ["", f"### Metric reliability (MetaQuantus; {meta['n_perturbations']} "
+                  f"perturbations per test, noise {meta['noise']:g}, tolerance "
+                  f"{meta['tolerance']:g})", "", rel.to_markdown()]
+    return "\n".join(lines) + "\n"
+
+
+def _figures(results, rel, out: Path, title: str) -> list[Path]:
+    import matplotlib.pyplot as plt
+
+    from .. import plotting
+
+    paths = []
+    with plt.rc_context({"figure.max_open_warning": 0}):
+        k = len(results)
+        fig, axes = plt.subplots(1, k, figsize=(6.0 * k, 4.2), squeeze=False)
+        for ax, res in zip(axes[0], results.values(), strict=True):
+            plotting.plot_sanity(res, ax=ax)
+        fig.suptitle(title, fontsize=10)
+        fig.tight_layout()
+        paths.append(plotting.save_figure(fig, out / "figures" / "sanity.png", 110))
+        if rel is not None:
+            ax = plotting.plot_reliability(rel)
+            paths.append(plotting.save_figure(ax.figure, out / "figures" / "reliability.png",
+                                              110))
+        else:
+            (out / "figures" / "reliability.png").unlink(missing_ok=True)
+    return paths
+
+
+def _run_sanity(cfg, out: Path, progress, verbose: bool,
+                before: Mapping[Path, tuple] | None = None) -> SanityRun:
+    """The checks in ``out`` (locked): data, model, pairs, randomisations, reliability, files."""
+    from ..attribution import attribute
+    from ..sanity import data_randomisation, metric_reliability, parameter_randomisation
+
+    log = logger(verbose)
+    stages = Stages()
+    t_all = time.perf_counter()
+    s = cfg["sanity"]
+    dataset = load_dataset(cfg)
+    if groups_of(dataset) is not None:
+        raise ValueError(f"data set {cfg['data']['recipe']!r} declares feature groups "
+                         f"({groups_text(groups_of(dataset))}); the sanity checks compare "
+                         "per-feature attributions and do not support groups yet (use the "
+                         "recipe's default, e.g. location = 'drop').")
+    data_info = dataset_info(cfg, dataset)
+    log_dataset(data_info, log, file=False)
+    model, metrics, model_info = model_stage(cfg, dataset, data_info, out, stages, log, progress)
+    t0 = time.perf_counter()
+    X, R, clusters = _pairs(cfg, model, dataset, progress, log)
+    stages.add("sanity/pairs", time.perf_counter() - t0, units=int(X.shape[0]))
+    names = list(cfg["methods"]["names"])
+    opts = {m: method_options(m, cfg["methods"]["options"].get(m, {}), cfg["seed"], dataset)
+            for m in names}
+    methods = {m: m for m in names}
+    common = {"similarity": list(s["similarity"]), "seed": cfg["seed"], "abc": s["abc"],
+              "method_options": opts, "threshold": float(s["threshold"]),
+              "abc_tolerance": float(s["abc_tolerance"]), "clusters": clusters,
+              "progress": progress}
+    results = {}
+    for order in s["orders"]:
+        t0 = time.perf_counter()
+        res = parameter_randomisation(model, X, R, methods, order=order,
+                                      layers=list(s["layers"]) or None, **common)
+        stages.add(f"sanity/parameters/{order}", time.perf_counter() - t0,
+                   model_rows=res.stats["model_rows"])
+        log(f"parameter randomisation ({order}, {len(res.layers)} layers): flagged "
+            f"{', '.join(res.flagged) or 'none'}")
+        results[f"parameters/{order}"] = res
+    if s["data_randomisation"]:
+        t0 = time.perf_counter()
+        spec = cfg["model"]["preset"] if cfg["model"]["preset"] is not None else dict(
+            cfg["model"]["params"])
+        res = data_randomisation(dataset, methods, params=spec, model=model, X=X, R=R,
+                                 max_epochs=s["data_max_epochs"], **common)
+        stages.add("sanity/data", time.perf_counter() - t0, model_rows=res.stats["model_rows"])
+        log(f"data randomisation: flagged {', '.join(res.flagged) or 'none'}")
+        results["data/labels"] = res
+    table, flags = _tidy(results)
+    flagged = _flagged(flags, names)
+
+    rel = None
+    meta = cfg["meta"] if "meta" in cfg.get("sections", ()) else None
+    t0 = time.perf_counter()
+    atts = {m: attribute(model, X, R, m, **opts[m]) for m in names}
+    ck.save_npz(out / "attributions.npz", atts)
+    stages.add("sanity/attributions", time.perf_counter() - t0)
+    if meta is not None:
+        t0 = time.perf_counter()
+        rel = metric_reliability(model, X, R, atts, metrics=list(meta["metrics"]),
+                                 n_perturbations=meta["n_perturbations"], noise=meta["noise"],
+                                 tolerance=meta["tolerance"], tests=list(meta["tests"]),
+                                 seed=cfg["seed"], progress=progress)
+        stages.add("sanity/reliability", time.perf_counter() - t0,
+                   model_rows=rel.stats["model_rows"])
+
+    ck.atomic_write_text(out / "sanity.csv", table.to_csv(index=False))
+    ck.atomic_write_text(out / "sanity_flags.csv", flags.to_csv(index=False))
+    if rel is not None:
+        ck.atomic_write_text(out / "reliability.csv", rel.table.to_csv(index=False))
+        ck.atomic_write_text(out / "reliability_tests.csv", rel.tests.to_csv(index=False))
+    else:  # an earlier run's tables would describe other metrics
+        for name in ("reliability.csv", "reliability_tests.csv"):
+            (out / name).unlink(missing_ok=True)
+    ref = s["reference"]
+    pairs_text = (f"{X.shape[0]} pairs of {data_info['name']} test rows against "
+                  + ("the training mean" if ref == "training_mean" else f"policy {ref}"))
+    text = _markdown(results, flagged, rel, meta, pairs_text)
+    header = run_header(data_info, model_info, {"reference": ref})
+    ck.atomic_write_text(out / "summary.md", header + "\n" + text)
+    figs = _figures(results, rel, out, f"Sanity checks on {data_info['name']}")
+    files = run_files(out, {} if before is None else before, model_files(model_info))
+    manifest = {
+        **manifest_head(cfg),
+        "data": to_jsonable(data_info),
+        "model": {"metrics": to_jsonable(metrics), **to_jsonable(model_info)},
+        "sanity": to_jsonable({
+            "pairs": int(X.shape[0]), "reference": ref, "methods": names,
+            "flagged": flagged,
+            "tests": {k: {"kind": r.kind, "order": r.order, "layers": list(r.layers),
+                          "flagged": r.flagged} for k, r in results.items()},
+            "reliability": None if rel is None else {
+                "metrics": list(rel.table["metric"]), "skipped": rel.stats.get("skipped", {})}}),
+        "compute": {"device": cfg["compute"]["device"], "backend": "serial",
+                    "seconds_total": time.perf_counter() - t_all,
+                    "cpu_count": os.cpu_count(), "stages": to_jsonable(stages.stages)},
+        "files": file_hashes(out, files),
+    }
+    write_manifest(out, manifest)
+    return SanityRun(out=out, config=cfg, results=results, table=table, flags=flags,
+                     reliability=rel, flagged=flagged, manifest=manifest, markdown=text,
+                     figures=figs)
