@@ -29,6 +29,10 @@ REPRODUCES = {
     "paper-cern-removals": "paper §5.2 under three removals (baseline, marginal, "
                            "conditional_gaussian) and how alike they rank the methods (beyond "
                            "the paper; --removal NAME,... for a subset)",
+    "observational-bangalore": "beyond the paper: §5.1's methods plus cohort Shapley and IGCS on "
+                               "Bangalore housing, ABC under the paper's baseline removal beside "
+                               "the observational (cohort game) ABC and the Kendall tau between "
+                               "the two rankings",
     "paper-images": "paper Figure 1 and Table 5's layout (Appendix A.1) on scikit-learn's 8 x 8 "
                     "digits with a small CNN",
     "paper-roar-bangalore": "paper §6: Figure 13, remove and retrain (ROAR) on Bangalore housing",

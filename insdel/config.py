@@ -47,7 +47,8 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as _toml  # type: ignore[no-redef]
 
 __all__ = ["ALL_METHODS", "PAPER_CONFIGS", "SCHEMA", "DEFAULTS", "ConfigError", "available", "get",
-           "options_of", "format_list", "load", "policy_label", "PATH_OPTIONS", "removal_options"]
+           "options_of", "format_list", "load", "policy_label", "PATH_OPTIONS", "removal_options",
+           "RUN_GIVEN_METHOD_OPTIONS", "observational_method"]
 
 #: The seven methods of the paper's tables (Kernel SHAP, its exact form, and the captum methods);
 #: ``random`` is added by :func:`insdel.evaluate`.
@@ -58,6 +59,7 @@ ALL_METHODS = ("kernel_shap", "integrated_gradients", "deeplift", "vanilla_grad"
 PAPER_CONFIGS = {"paper-cern": "paper_cern", "paper-bangalore": "paper_bangalore",
                  "paper-bangalore-location": "paper_bangalore_location",
                  "paper-bangalore-removals": "paper_bangalore_removals",
+                 "observational-bangalore": "observational_bangalore",
                  "paper-cern-removals": "paper_cern_removals",
                  "paper-roar-bangalore": "paper_roar_bangalore",
                  "paper-roar-cern": "paper_roar_cern",
@@ -1080,13 +1082,50 @@ def _check_metrics(cfg: dict, source: str) -> None:
             raise ConfigError(f"{source}: metrics.options.{m}: {exc}") from None
 
 
+#: Options of a method read off the data (:func:`observational_method`: ``cohort_shapley``,
+#: ``igcs``) that the run gives itself: every row of the data set, training and test, as ``data``
+#: and their y as ``outcome`` (``y`` is its other name), as it gives the ``cohort`` removal.
+RUN_GIVEN_METHOD_OPTIONS = ("data", "outcome", "y")
+
+
+def observational_method(name: str) -> bool:
+    """Whether attribution method ``name`` reads the observational cohort game (it takes ``data``
+    and ``outcome``): the run gives it the data set's rows and y, and its ``tolerance``,
+    ``categorical`` and ``empty`` default to ``[removal.cohort]``'s."""
+    from . import attribution
+
+    accepted = attribution.options_of(name)
+    return "data" in accepted and "outcome" in accepted
+
+
+def _method_options(name: str) -> dict:
+    """The options method ``name`` takes from a configuration (the run-given ones excepted)."""
+    from . import attribution
+
+    opts = attribution.options_of(name)
+    if observational_method(name):
+        opts = {k: v for k, v in opts.items() if k not in RUN_GIVEN_METHOD_OPTIONS}
+    return opts
+
+
 def _check_methods(cfg: dict, source: str) -> None:
-    """Method names exist; ``methods.options.<name>.<key>`` are options that method takes."""
+    """Method names exist; ``methods.options.<name>.<key>`` are options that method takes (not
+    the data and outcome the run gives the cohort methods)."""
     from . import attribution
     from ._validation import check_scalar
 
-    _check_known(source, "methods", "attribution method", attribution.available(), cfg)
-    for m, opts in _checked_options(cfg, "methods", attribution.options_of, source):
+    known = attribution.available()
+    _check_known(source, "methods", "attribution method", known, cfg)
+    for m, opts in cfg["methods"]["options"].items():
+        if m in known and isinstance(opts, Mapping) and observational_method(m):
+            for k in RUN_GIVEN_METHOD_OPTIONS:
+                if k in opts:
+                    raise ConfigError(
+                        f"{source}: methods.options.{m}.{k}: the run gives {m} every row of the "
+                        "data set (training and test) as data and their y as outcome, as it "
+                        "gives the cohort removal; remove the key (set tolerance, categorical "
+                        "here or in [removal.cohort]).")
+    for m, opts in _checked_options(cfg, "methods", _method_options, source):
         if "seed" in opts:  # the runner derives each chunk's seed from it: 2.7 is not 2
             try:
                 check_scalar(f"methods.options.{m}.seed", opts["seed"], int, min_val=0)

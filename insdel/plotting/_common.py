@@ -17,6 +17,8 @@ METHOD_LABELS = {
     "vanilla_grad": "Vanilla Grad",
     "input_x_gradient": "Input×Gradient",
     "lime": "LIME",
+    "cohort_shapley": "Cohort Shapley",
+    "igcs": "IGCS",
     "random": "Random",
 }
 

@@ -24,8 +24,8 @@ import numpy as np
 from .. import config as _config
 from .._checkpoint import to_jsonable
 
-__all__ = ["RunRemoval", "RUN_DEFAULTS", "check_available", "build_removals", "removal_record",
-           "removals_text", "params_text", "folder_name"]
+__all__ = ["RunRemoval", "RUN_DEFAULTS", "check_available", "build_removals", "observed_rows",
+           "removal_record", "removals_text", "params_text", "folder_name"]
 
 #: Options a run gives a removal when its ``[removal.<name>]`` table does not (the library's
 #: ``Marginal`` has no default K: a run draws 20 training rows per target).
@@ -84,6 +84,16 @@ def check_available(cfg: Mapping) -> None:
                 f"--removal {','.join(k for k in cfg['removal']['kinds'] if k in known) or 'baseline'}.")
 
 
+def observed_rows(dataset) -> tuple[np.ndarray, np.ndarray]:
+    """(data, outcome) of a game read off the data (the ``cohort`` removal, the ``cohort_shapley``
+    and ``igcs`` methods): every row of the data set, training then test (the targets among them,
+    so no cohort is empty), and its outcome y."""
+    data = np.ascontiguousarray(np.vstack([dataset.X_train, dataset.X_test]), dtype=np.float64)
+    outcome = np.concatenate([np.asarray(dataset.y_train, np.float64),
+                              np.asarray(dataset.y_test, np.float64)])
+    return data, outcome
+
+
 def build_removals(cfg: Mapping, dataset) -> list[RunRemoval]:
     """The run's removals, built in the order of ``removal.kinds``: options from
     ``[removal.<name>]`` (then :data:`RUN_DEFAULTS`), the run's seed where the removal takes a
@@ -105,10 +115,7 @@ def build_removals(cfg: Mapping, dataset) -> list[RunRemoval]:
         if issubclass(removal.get(name), removal.GameRemoval) and "outcome" in accepted:
             # the observational game: every observed row (the targets among them, so no cohort
             # is empty) and its outcome y
-            opts["data"] = np.ascontiguousarray(np.vstack([dataset.X_train, dataset.X_test]),
-                                                dtype=np.float64)
-            opts["outcome"] = np.concatenate([np.asarray(dataset.y_train, np.float64),
-                                              np.asarray(dataset.y_test, np.float64)])
+            opts["data"], opts["outcome"] = observed_rows(dataset)
         for k in ("background", "data"):
             if k in accepted and k not in opts:
                 if X_train is None:

@@ -18,16 +18,45 @@ import numpy as np
 from ... import _checkpoint as ck
 from ..._progress import progress_bar
 from ..._validation import check_scalar
+from ...config import RUN_GIVEN_METHOD_OPTIONS, observational_method
 from ..chunks import chunk_seed, resolve_model, rows_text, run_chunks
 from ..context import PolicyRun
 from ..provenance import Stages
+from ..removals import observed_rows
 from .data import groups_of
 
 __all__ = ["AttributionPlan", "experiment_plan", "roar_plan", "attribute_all", "method_options",
-           "options_key", "attribute_chunk", "attribution_task", "run"]
+           "options_key", "observed_options", "attribute_chunk", "attribution_task", "run"]
 
 #: Method options whose value ``"dataset"`` stands for an attribute of the data set.
 _DATASET_VALUED = (("binary", "binary_mask"), ("binary_levels", "binary_levels"))
+
+
+def observed_options(method: str, options: Mapping, cfg: Mapping) -> dict:
+    """The options of a method read off the data (``cohort_shapley``, ``igcs``: it takes
+    ``outcome``) as the run completes them: each option it shares with the ``cohort`` removal
+    (``tolerance``, ``categorical``, ``empty``) that ``[methods.options.<method>]`` does not give
+    is ``[removal.cohort]``'s when that table gives it (else the method's default), so the
+    methods and the observational ABC read the same game. ``data`` and ``outcome`` are not
+    among them: the run gives every row of the data set and its y
+    (:func:`insdel.runner.removals.observed_rows`). Other methods' options are returned as they
+    are."""
+    from ... import attribution, removal
+
+    opts = dict(options)
+    if not observational_method(method):
+        return opts
+    given = [k for k in RUN_GIVEN_METHOD_OPTIONS if k in opts]
+    if given:
+        raise ValueError(f"methods.options.{method}.{given[0]}: the run gives {method} every row "
+                         "of the data set (training and test) as data and their y as outcome; "
+                         "remove the key.")
+    game = dict((cfg.get("removal") or {}).get("cohort") or {})
+    shared = set(attribution.options_of(method)) & set(removal.options_of("cohort"))
+    for k in sorted(shared - set(RUN_GIVEN_METHOD_OPTIONS)):
+        if k not in opts and k in game:
+            opts[k] = game[k]
+    return opts
 
 
 def options_key(options: Mapping, dataset) -> dict:
@@ -93,7 +122,8 @@ def attribution_task(lo: int, hi: int, method: str, kw: dict, where: str, *, mod
     the method and the rows (``where`` formats them)."""
     t0 = time.perf_counter()
     try:
-        A, info = attribute_chunk(resolve_model(model), X[lo:hi], R[lo:hi], method, kw)
+        A, info = attribute_chunk(resolve_model(model), X[lo:hi],
+                                  None if R is None else R[lo:hi], method, kw)
     except Exception as exc:
         raise type(exc)(f"{method} on {rows_text(where, lo, hi)}: {exc}") from exc
     return A, info["model_evaluations"], time.perf_counter() - t0
@@ -191,6 +221,7 @@ def attribute_all(cfg, model, dataset, X, R, plan: AttributionPlan, base_key: Ma
     names = cfg["methods"]["names"]
     where = plan.rows + " {lo}..{hi}" + plan.suffix
     result = {}
+    observed = None  # (data, outcome) of the methods read off the data, built once
     with progress_bar((len(names) - len(given)) * n_chunks, plan.bar, unit="chunk",
                       enable=progress, auto=True) as bar:
         for method in names:
@@ -199,18 +230,31 @@ def attribute_all(cfg, model, dataset, X, R, plan: AttributionPlan, base_key: Ma
                 log(f"  {method}: from the exact decomposition (same values, no extra model "
                     f"evaluations)")
                 continue
-            opts = dict(cfg["methods"]["options"].get(method, {}) or {})
-            key = ck.config_hash({**base_key, "stage": plan.key_stage, "method": method,
-                                  "revision": attribution.get(method).revision,
-                                  "options": options_key(opts, dataset), plan.size_key: cs})
+            opts = observed_options(method, cfg["methods"]["options"].get(method, {}) or {}, cfg)
+            key_of = {**base_key, "stage": plan.key_stage, "method": method,
+                      "revision": attribution.get(method).revision,
+                      "options": options_key(opts, dataset), plan.size_key: cs}
+            game: dict = {}
+            if observational_method(method):
+                if observed is None:
+                    observed = observed_rows(dataset)
+                game = {"data": observed[0], "outcome": observed[1]}
+                # what the run gives it (absent for the other methods: their keys as before)
+                defaults = attribution.options_of(method)
+                key_of["observed"] = {"rows": "X_train + X_test", "outcome": "y_train + y_test",
+                                      "sha256": ck.sha256_arrays(*observed),
+                                      "game": {k: opts.get(k, defaults[k]) for k in
+                                               ("tolerance", "categorical", "empty")
+                                               if k in defaults}}
+            key = ck.config_hash(key_of)
             store = ck.ChunkStore(plan.folder / method, key)
             opts = attribution.resolve_std_scale(method, opts, X)  # over all rows, not a chunk
 
-            def args_of(i, method=method, opts=opts):
+            def args_of(i, method=method, opts=opts, game=game):
                 lo, hi = i * cs, min(B, (i + 1) * cs)
                 kw = method_options(method, opts, chunk_seed(cfg["seed"], plan.stream, method, i),
                                     dataset)
-                return lo, hi, method, kw, where
+                return lo, hi, method, {**kw, **game}, where
 
             shared = {"model": model, "X": X, "R": R} if client is None else remote
             chunks, secs, evals, resumed = run_chunks(
