@@ -1,0 +1,615 @@
+"""The configuration's section checks (docs/experiments.md): the values of each table against
+the registries they name (data recipes, models, policies, methods, metrics, removals) and the
+commands' own tables (``[roar]``, ``[road]``, ``[sanity]``, ``[meta]``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from .schema import ConfigError, _suggest
+
+
+def policy_label(entry: Mapping) -> str:
+    """The label of a ``[[policies]]`` entry: its ``label``, else the spec's name."""
+    if entry.get("label"):
+        return str(entry["label"])
+    spec = entry["spec"]
+    if isinstance(spec, Mapping):
+        return str(spec.get("name") or spec.get("policy"))
+    return Path(str(spec)).stem
+
+
+def _check_roar(cfg: dict, source: str) -> None:
+    from .. import roar as _roar
+
+    r = cfg["roar"]
+    if not r["orderings"]:
+        raise ConfigError(f"{source}: roar.orderings must name at least one ordering.")
+    if len(set(map(str, r["orderings"]))) != len(r["orderings"]):
+        raise ConfigError(f"{source}: roar.orderings names an ordering twice: "
+                          f"{list(r['orderings'])} (each would be retrained and listed twice).")
+    for o in r["orderings"]:
+        if o not in _roar.ORDERINGS:
+            raise ConfigError(f"{source}: roar.orderings: unknown ordering {o!r}"
+                              f"{_suggest(str(o), _roar.ORDERINGS)} (known: "
+                              f"{', '.join(_roar.ORDERINGS)}).")
+    try:  # replicates, points_per_chunk and max_epochs: ranges in the schema
+        _roar._check_fractions(r["fractions"])
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{source}: roar: {exc}") from None
+    if r["reference"] != "removal":
+        from .. import policies
+
+        try:
+            policies.load(r["reference"])
+        except Exception as exc:  # the policy loader's own message says what is wrong
+            raise ConfigError(f"{source}: roar.reference must be 'removal' or a policy spec; "
+                              f"{r['reference']!r}: {exc}") from None
+    if cfg["model"]["path"] is not None:
+        raise ConfigError(f"{source}: model.path: ROAR retrains the model from scratch, so it "
+                          "needs the architecture: give model.preset or model.params instead.")
+
+
+def _check_choices(source: str, where: str, values, known) -> None:
+    for v in values:
+        if v not in known:
+            raise ConfigError(f"{source}: {where}: unknown value {v!r}{_suggest(str(v), known)} "
+                              f"(known: {', '.join(known)}).")
+
+
+def _check_road(cfg: dict, source: str) -> None:
+    """``[road]``: fractions, orders, ranking, loss, the reference of the attributions, the
+    removal (a registered :class:`~insdel.removal.SampledRemoval` and its options) and the leakage
+    diagnostic's classifier; the numbers' ranges are the schema's."""
+    from .. import removal as _removal
+    from .. import road as _road
+    from .. import roar as _roar
+
+    r = cfg["road"]
+    try:
+        _roar._check_fractions(r["fractions"])
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{source}: road: {exc}") from None
+    if not r["orders"]:
+        raise ConfigError(f"{source}: road.orders must name at least one of "
+                          f"{', '.join(_road.ORDERS)}.")
+    _check_choices(source, "road.orders", r["orders"], _road.ORDERS)
+    if len(set(r["orders"])) != len(r["orders"]):
+        raise ConfigError(f"{source}: road.orders names an order twice: {list(r['orders'])}.")
+    _check_choices(source, "road.ranking", [r["ranking"]], _road.RANKINGS)
+    _check_choices(source, "road.loss", [r["loss"]], _road.LOSSES)
+    _check_choices(source, "road.leakage_options.classifier",
+                   [r["leakage_options"]["classifier"]], _road.CLASSIFIERS)
+    if r["random"] and "random" in cfg["methods"]["names"]:
+        raise ConfigError(f"{source}: methods.names lists 'random', and road.random = true adds "
+                          "ROAD's own seeded random control under that name: remove one.")
+    if r["reference"] != "training_mean":
+        from .. import policies
+
+        try:
+            policies.load(r["reference"])
+        except Exception as exc:  # the policy loader's own message says what is wrong
+            raise ConfigError(f"{source}: road.reference must be 'training_mean' or a policy "
+                              f"spec; {r['reference']!r}: {exc}") from None
+    name, options = r["removal"], r["removal_options"]
+    known = _removal.available()
+    if name not in known:
+        raise ConfigError(f"{source}: road.removal: unknown removal {name!r}"
+                          f"{_suggest(name, known)} (known: {', '.join(known)}).")
+    if not issubclass(_removal.get(name), _removal.SampledRemoval):
+        raise ConfigError(f"{source}: road.removal = {name!r} sets removed features to fixed "
+                          "references; ROAD imputes them from the kept ones: name a sampled "
+                          "removal (conditional_gaussian, conditional_mean, conditional_knn or "
+                          "your own SampledRemoval).")
+    valid = {k: v for k, v in _removal.options_of(name).items() if k != "data"}
+    if "data" in options:
+        raise ConfigError(f"{source}: road.removal_options.data: the removal is fitted on the "
+                          "data set's training rows; remove the key.")
+    _check_free("road.removal_options", options, list(valid), source)
+    import inspect
+
+    missing = [k for k, v in valid.items() if v is inspect.Parameter.empty and k not in options]
+    if missing:
+        raise ConfigError(f"{source}: road.removal_options: removal {name!r} needs "
+                          f"{', '.join(missing)}.")
+
+
+def _check_distinct(source: str, where: str, values, known) -> None:
+    """A list of distinct names among ``known`` (did-you-mean on a typo)."""
+    if not all(isinstance(v, str) for v in values):
+        raise ConfigError(f"{source}: {where} must be a list of names; got {list(values)!r}.")
+    _check_choices(source, where, values, known)
+    if len(set(values)) != len(values):
+        raise ConfigError(f"{source}: {where} names a value twice: {list(values)}.")
+
+
+def check_sanity(cfg: dict, source: str) -> None:
+    """``[sanity]`` and ``[meta]`` of ``insdel sanity``: the orders, similarity measures and
+    reliability tests are known names, the reference is ``training_mean`` or a policy spec, the
+    layers are names (checked against the model when it is built), data randomisation retrains
+    (it needs the model's preset or params), the metrics are registered ones that need no ground
+    truth and the reliability compares at least two methods; the numbers' ranges are the
+    schema's."""
+    from .. import metrics as _metrics
+    from ..sanity import ADVERSARIAL_TESTS, RESILIENCE_TESTS, SIMILARITIES
+    from ..sanity.randomisation import ORDERS
+
+    s, m = cfg["sanity"], cfg["meta"]
+    if not s["orders"]:
+        raise ConfigError(f"{source}: sanity.orders must name at least one of "
+                          f"{', '.join(ORDERS)}.")
+    _check_distinct(source, "sanity.orders", s["orders"], ORDERS)
+    if not s["similarity"]:
+        raise ConfigError(f"{source}: sanity.similarity must name at least one of "
+                          f"{', '.join(SIMILARITIES)}.")
+    _check_distinct(source, "sanity.similarity", s["similarity"], SIMILARITIES)
+    if not all(isinstance(v, str) for v in s["layers"]) or len(set(s["layers"])) != len(
+            s["layers"]):
+        raise ConfigError(f"{source}: sanity.layers must be distinct layer names (empty: every "
+                          f"randomisable layer); got {list(s['layers'])!r}.")
+    if s["reference"] != "training_mean":
+        from .. import policies
+
+        try:
+            policies.load(s["reference"])
+        except Exception as exc:  # the policy loader's own message says what is wrong
+            raise ConfigError(f"{source}: sanity.reference must be 'training_mean' or a policy "
+                              f"spec; {s['reference']!r}: {exc}") from None
+    if s["data_randomisation"] and cfg["model"]["path"] is not None:
+        raise ConfigError(f"{source}: sanity.data_randomisation retrains the model on permuted "
+                          "labels, so it needs the architecture: give model.preset or "
+                          "model.params instead of model.path (or set it to false).")
+    if s["data_max_epochs"] is not None and not s["data_randomisation"]:
+        raise ConfigError(f"{source}: sanity.data_max_epochs caps the retraining of "
+                          "sanity.data_randomisation, which is false: it would not be read.")
+    if "meta" not in cfg.get("sections", ()):
+        return
+    if not m["metrics"]:
+        raise ConfigError(f"{source}: meta.metrics must name at least one metric (or leave out "
+                          "the [meta] table).")
+    known = _metrics.available()
+    _check_distinct(source, "meta.metrics", m["metrics"], known)
+    for name in m["metrics"]:
+        if _metrics.get(name).needs_ground_truth:
+            raise ConfigError(f"{source}: meta.metrics: {name!r} compares with a known "
+                              "ground-truth attribution, which a run does not have.")
+    if not m["tests"]:
+        raise ConfigError(f"{source}: meta.tests must name at least one test.")
+    _check_distinct(source, "meta.tests", m["tests"], RESILIENCE_TESTS + ADVERSARIAL_TESTS)
+    if len(cfg["methods"]["names"]) < 2:
+        raise ConfigError(f"{source}: [meta] compares the rankings of the methods: "
+                          f"methods.names needs at least two (got {cfg['methods']['names']}).")
+
+
+def _check_device(source: str, device: str) -> None:
+    """``compute.device`` must be a torch device this machine has (a silent CPU fallback would
+    report CPU timings as GPU ones)."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError) as exc:
+        raise ConfigError(f"{source}: compute.device: {device!r} is not a torch device "
+                          f"({exc}); use 'cpu', 'cuda', 'cuda:1', 'mps', ...") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"{source}: compute.device = {device!r}, but torch sees no CUDA device "
+                          f"on this machine (torch {torch.__version__}).")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ConfigError(f"{source}: compute.device = {device!r}, but this machine has "
+                          f"{torch.cuda.device_count()} CUDA device(s).")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError(f"{source}: compute.device = {device!r}, but MPS is not available.")
+
+
+#: Schemes of ``compute.address`` (a Dask scheduler).
+SCHEDULER_SCHEMES = ("tcp://", "tls://", "ucx://", "inproc://", "ws://", "wss://")
+
+
+def _check_compute(source: str, c: Mapping) -> None:
+    """``compute.backend`` and the keys of its Dask cluster: an existing scheduler (``address``) or
+    a LocalCluster (``n_workers``, ``threads_per_worker``), never both; none with the serial
+    backend (they would be silently ignored)."""
+    from ..distributed import BACKENDS
+
+    backend = c["backend"]
+    if backend not in BACKENDS:
+        raise ConfigError(f"{source}: compute.backend must be one of {BACKENDS}; got {backend!r}"
+                          f"{_suggest(str(backend), BACKENDS)}")
+    given = [k for k in ("address", "n_workers", "threads_per_worker", "connect_timeout")
+             if c[k] is not None]
+    if backend == "serial" and given:
+        raise ConfigError(f"{source}: compute.{given[0]} is only read with compute.backend = "
+                          "'dask' (the backend is 'serial').")
+    address = c["address"]
+    if address is not None:
+        if not address.startswith(SCHEDULER_SCHEMES) or "://" not in address \
+                or not address.split("://", 1)[1]:
+            raise ConfigError(f"{source}: compute.address must be a Dask scheduler address such "
+                              f"as 'tcp://host:8786'; got {address!r}.")
+        extra = [k for k in ("n_workers", "threads_per_worker") if c[k] is not None]
+        if extra:
+            raise ConfigError(f"{source}: compute.{extra[0]} configures a LocalCluster started by "
+                              "insdel; with compute.address (an existing cluster) the cluster's "
+                              "own workers are used: remove one of the two.")
+
+
+#: Top-level keys `insdel roar` reads; `insdel run` reads every other one and not ``roar``.
+ROAR_SECTIONS = ("name", "description", "seed", "out", "data", "model", "methods", "compute",
+                 "roar")
+
+
+#: Top-level keys `insdel road` reads; `insdel run` refuses a ``[road]`` table.
+ROAD_SECTIONS = ("name", "description", "seed", "out", "data", "model", "methods", "compute",
+                 "road")
+
+
+#: The tables of the commands that read only some of a configuration: table -> what it reads.
+_COMMAND_SECTIONS = {"roar": ROAR_SECTIONS, "road": ROAD_SECTIONS}
+
+
+_COMMAND_NAMES = {"roar": "ROAR", "road": "ROAD"}
+
+
+#: Top-level keys `insdel sanity` reads; `insdel run`, `roar` and `road` refuse ``[sanity]`` and
+#: ``[meta]``.
+SANITY_SECTIONS = ("name", "description", "seed", "out", "data", "model", "methods", "compute",
+                   "sanity", "meta")
+
+
+_COMMAND_SECTIONS["sanity"] = SANITY_SECTIONS
+
+
+_COMMAND_NAMES["sanity"] = "sanity-check"
+
+
+#: Tables only a command reads besides its own: table -> that command.
+_COMMAND_TABLES = {"meta": "sanity"}
+
+
+def check_sections(cfg: Mapping, command: str) -> None:
+    """Refuse a configuration whose tables the command would not read (``"run"``, ``"roar"`` or
+    ``"road"``)."""
+    given = set(cfg.get("sections", ()))
+    if command in _COMMAND_SECTIONS:
+        reads = _COMMAND_SECTIONS[command]
+        if command not in given:
+            raise ConfigError(f"{cfg['source']}: `insdel {command}` needs a [{command}] table "
+                              f"(see docs/{command}.md); this configuration has none.")
+        extra = sorted(given - set(reads))
+        if extra:
+            raise ConfigError(f"{cfg['source']}: {', '.join(extra)}: not read by `insdel "
+                              f"{command}` (it reads {', '.join(reads)}); remove them.")
+        return
+    for table, command in [*((t, t) for t in _COMMAND_SECTIONS), *_COMMAND_TABLES.items()]:
+        if table in given:
+            raise ConfigError(f"{cfg['source']}: this is a {_COMMAND_NAMES[command]} "
+                              f"configuration ([{table}] table): run it with `insdel {command}`, "
+                              "not `insdel run`.")
+
+
+def _check_values(cfg: dict, source: str) -> None:
+    # numbers were checked against their leaf's range when read (_check_leaf)
+    _check_device(source, cfg["compute"]["device"])
+    _check_compute(source, cfg["compute"])
+    from ..curves import ORDERS
+
+    if cfg["evaluation"]["order"] not in ORDERS:
+        raise ConfigError(f"{source}: evaluation.order must be one of {ORDERS}; got "
+                          f"{cfg['evaluation']['order']!r}"
+                          f"{_suggest(str(cfg['evaluation']['order']), ORDERS)}")
+    if "roar" in cfg.get("sections", ()):
+        _check_roar(cfg, source)
+    if "road" in cfg.get("sections", ()):
+        _check_road(cfg, source)
+    if {"sanity", "meta"} & set(cfg.get("sections", ())):
+        check_sanity(cfg, source)
+    modes = cfg["evaluation"]["modes"]
+    if not modes:
+        raise ConfigError(f"{source}: evaluation.modes must name at least one mode.")
+    for m in modes:
+        if m not in ("insertion", "deletion"):
+            raise ConfigError(f"{source}: evaluation.modes: unknown mode {m!r}"
+                              f"{_suggest(str(m), ('insertion', 'deletion'))}")
+    if len(set(modes)) != len(modes):
+        raise ConfigError(f"{source}: evaluation.modes names a mode twice: {list(modes)}.")
+    names = cfg["methods"]["names"]
+    if not names or not all(isinstance(m, str) for m in names):
+        raise ConfigError(f"{source}: methods.names must be a non-empty list of method names.")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{source}: methods.names lists a method twice: {names}.")
+    _check_methods(cfg, source)
+    _check_metrics(cfg, source)
+    _check_removal(cfg, source)
+    if not cfg["policies"]:
+        raise ConfigError(f"{source}: policies must name at least one policy ([[policies]]).")
+    for i, p in enumerate(cfg["policies"]):
+        _check_label(source, i, p)
+    labels = [policy_label(p) for p in cfg["policies"]]
+    if len(set(labels)) != len(labels):
+        raise ConfigError(f"{source}: two policies share the label; give each a distinct 'label' "
+                          f"({labels}).")
+    m = cfg["model"]
+    if sum(x is not None for x in (m["preset"], m["path"], m["params"])) != 1:
+        raise ConfigError(f"{source}: [model] needs exactly one of 'preset', 'path', 'params'.")
+    if m["max_epochs"] is not None and m["path"] is not None:
+        raise ConfigError(f"{source}: model.max_epochs caps the training of a preset or params "
+                          "model; model.path loads a trained model, so it would not be read.")
+    if m["architecture"] is not None and m["path"] is None:
+        raise ConfigError(f"{source}: model.architecture names the preset of a bare state_dict "
+                          "given by model.path; there is no path.")
+    if m["trust"] and m["path"] is None:
+        given = "model.preset" if m["preset"] is not None else "model.params"
+        raise ConfigError(f"{source}: model.trust = true allows loading a pickle-based model file "
+                          f"given by model.path; the model comes from {given} (no path), so it "
+                          "would not be read: remove model.trust.")
+    if cfg["data"]["recipe"] is None:
+        raise ConfigError(f"{source}: data.recipe is required (e.g. \"dielectron_sim\", or "
+                          f"\"table\" for your own CSV); insdel never picks a data set for you.")
+    _check_data(cfg, source)
+    _check_model(cfg, source)
+    _check_policies(cfg, source)
+
+
+#: Reserved folders of a run's output (a policy folder there would be deleted with them or lose
+#: its files to the run's own).
+_RESERVED_LABELS = ("checkpoints",)
+
+
+def _check_label(source: str, i: int, entry: Mapping) -> None:
+    """A policy's label names its output folder: a plain folder name, never a path."""
+    from .._checkpoint import is_plain_folder_name
+
+    label = policy_label(entry)
+    if "label" in entry and entry["label"] is not None and not entry["label"]:
+        raise ConfigError(f"{source}: policies[{i}].label is empty; give a name or remove it.")
+    if not is_plain_folder_name(label) or label in _RESERVED_LABELS:
+        raise ConfigError(f"{source}: policies[{i}].label: {label!r} names the policy's output "
+                          "folder: it must be a plain folder name (no '/', '\\', not '.', "
+                          f"'..' or {', '.join(map(repr, _RESERVED_LABELS))}).")
+
+
+def _check_free(where: str, given: Mapping, valid, source: str) -> None:
+    """Keys of a free-form table (recipe options, policy or model parameters) against ``valid``."""
+    for k in given:
+        if k not in valid:
+            raise ConfigError(f"{source}: unknown key '{where}.{k}'{_suggest(str(k), valid)} "
+                              f"(valid keys here: {', '.join(valid) or 'none'}).")
+
+
+def _check_data(cfg: dict, source: str) -> None:
+    """``data.recipe`` / ``data.real_recipe`` exist; their options are options the recipe takes."""
+    from .. import datasets
+
+    known = datasets.available()
+    for rkey, okey in (("recipe", "options"), ("real_recipe", "real_options")):
+        recipe, options = cfg["data"][rkey], cfg["data"][okey]
+        if recipe is None:
+            if options:
+                raise ConfigError(f"{source}: data.{okey} is given but data.{rkey} is not.")
+            continue
+        if recipe not in known:
+            raise ConfigError(f"{source}: data.{rkey}: unknown data set {recipe!r}"
+                              f"{_suggest(recipe, known)} (known: {', '.join(known)}).")
+        if "seed" in options:
+            raise ConfigError(f"{source}: data.{okey}.seed: the seed is the top-level key 'seed'.")
+        if not datasets._takes_any_option(recipe):
+            _check_free(f"data.{okey}", options, list(datasets.options_of(recipe)), source)
+
+
+def _check_model(cfg: dict, source: str) -> None:
+    """``model.preset`` / ``model.architecture`` are presets; ``model.params`` resolves."""
+    from .. import models
+
+    m = cfg["model"]
+    presets = models.available()
+    for key in ("preset", "architecture"):
+        if m[key] is not None and m[key] not in presets:
+            raise ConfigError(f"{source}: model.{key}: unknown preset {m[key]!r}"
+                              f"{_suggest(m[key], presets)} (presets: {', '.join(presets)}).")
+    if m["params"] is not None:
+        valid = ["preset", *models.get(presets[0])]
+        _check_free("model.params", m["params"], valid, source)
+        try:
+            models._resolve_params(dict(m["params"]), None)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise ConfigError(f"{source}: model.params: {exc}") from None
+
+
+def _check_policies(cfg: dict, source: str) -> None:
+    """Each ``[[policies]]`` spec exists and its ``params`` are parameters of its policy."""
+    from .. import policies
+
+    for i, entry in enumerate(cfg["policies"]):
+        where = f"policies[{i}]"
+        try:
+            base = policies.load(entry["spec"])
+        except (TypeError, ValueError, KeyError, FileNotFoundError) as exc:
+            raise ConfigError(f"{source}: {where}.spec: {exc}") from None
+        params = dict(entry.get("params") or {})
+        if not params:
+            continue
+        try:
+            policies.load(entry["spec"], params=params)
+        except (TypeError, ValueError, KeyError) as exc:
+            valid = list(policies.options_of(base.name)) if base.name in policies.available() \
+                else []
+            if valid and any(k not in valid for k in params):
+                _check_free(f"{where}.params", params, valid, source)
+            raise ConfigError(f"{source}: {where}.params: {exc}") from None
+
+
+def _checked_options(cfg: dict, table: str, options_of, source: str):
+    """``<table>.options.<name>.<key>``: each name is in ``<table>.names``, each value a table
+    of options that name takes (``options_of(name)``). Yields (name, options)."""
+    names = cfg[table]["names"]
+    for m, opts in cfg[table]["options"].items():
+        if m not in names:
+            raise ConfigError(f"{source}: {table}.options.{m} is given but {m!r} is not in "
+                              f"{table}.names {names}{_suggest(m, names)}")
+        if not isinstance(opts, Mapping):
+            raise ConfigError(f"{source}: {table}.options.{m} must be a table; got {opts!r}.")
+        valid = options_of(m)
+        for k in opts:
+            if k not in valid:
+                raise ConfigError(f"{source}: unknown key '{table}.options.{m}.{k}'"
+                                  f"{_suggest(k, valid)} (options of {m}: {', '.join(valid)}).")
+        yield m, opts
+
+
+def _check_known(source: str, table: str, what: str, known: list[str], cfg: dict,
+                 key: str = "names") -> list[str]:
+    """Every name in ``<table>.<key>`` is one of ``known`` (the error names the key and suggests
+    the closest); returns the names."""
+    names = cfg[table][key]
+    for m in names:
+        if m not in known:
+            raise ConfigError(f"{source}: {table}.{key}: unknown {what} {m!r}"
+                              f"{_suggest(m, known)} (known: {', '.join(known)}).")
+    return names
+
+
+def _check_metrics(cfg: dict, source: str) -> None:
+    """Metric names exist and can run in a run (no ground truth there); ``metrics.options.<name>``
+    are options that metric takes (built once here, so a bad value fails when the file is read)."""
+    from .. import metrics
+
+    names = _check_known(source, "metrics", "metric", metrics.available(), cfg)
+    for m in names:
+        if metrics.get(m).needs_ground_truth:
+            raise ConfigError(f"{source}: metrics.names: {m!r} compares with a known ground-truth "
+                              "attribution, which a run does not have; use it from Python "
+                              "(insdel.metrics.evaluate_metrics(..., ground_truth=)).")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{source}: metrics.names lists a metric twice: {names}.")
+    for m, opts in _checked_options(cfg, "metrics", metrics.options_of, source):
+        try:
+            metrics.build(m, **opts)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{source}: metrics.options.{m}: {exc}") from None
+
+
+#: Options of a method read off the data (:func:`observational_method`: ``cohort_shapley``,
+#: ``igcs``) that the run gives itself: every row of the data set, training and test, as ``data``
+#: and their y as ``outcome`` (``y`` is its other name), as it gives the ``cohort`` removal.
+RUN_GIVEN_METHOD_OPTIONS = ("data", "outcome", "y")
+
+
+def observational_method(name: str) -> bool:
+    """Whether attribution method ``name`` reads the observational cohort game (it takes ``data``
+    and ``outcome``): the run gives it the data set's rows and y, and its ``tolerance``,
+    ``categorical`` and ``empty`` default to ``[removal.cohort]``'s."""
+    from .. import attribution
+
+    accepted = attribution.options_of(name)
+    return "data" in accepted and "outcome" in accepted
+
+
+def _method_options(name: str) -> dict:
+    """The options method ``name`` takes from a configuration (the run-given ones excepted)."""
+    from .. import attribution
+
+    opts = attribution.options_of(name)
+    if observational_method(name):
+        opts = {k: v for k, v in opts.items() if k not in RUN_GIVEN_METHOD_OPTIONS}
+    return opts
+
+
+def _check_methods(cfg: dict, source: str) -> None:
+    """Method names exist; ``methods.options.<name>.<key>`` are options that method takes (not
+    the data and outcome the run gives the cohort methods)."""
+    from .. import attribution
+    from .._validation import check_scalar
+
+    known = attribution.available()
+    _check_known(source, "methods", "attribution method", known, cfg)
+    for m, opts in cfg["methods"]["options"].items():
+        if m in known and isinstance(opts, Mapping) and observational_method(m):
+            for k in RUN_GIVEN_METHOD_OPTIONS:
+                if k in opts:
+                    raise ConfigError(
+                        f"{source}: methods.options.{m}.{k}: the run gives {m} every row of the "
+                        "data set (training and test) as data and their y as outcome, as it "
+                        "gives the cohort removal; remove the key (set tolerance, categorical "
+                        "here or in [removal.cohort]).")
+    for m, opts in _checked_options(cfg, "methods", _method_options, source):
+        if "seed" in opts:  # the runner derives each chunk's seed from it: 2.7 is not 2
+            try:
+                check_scalar(f"methods.options.{m}.seed", opts["seed"], int, min_val=0)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{source}: {exc}") from None
+    compare = cfg["figures"]["compare"]
+    known = list(dict.fromkeys([*attribution.available(), "random"]))
+    if not isinstance(compare, list) or not all(isinstance(m, str) for m in compare):
+        raise ConfigError(f"{source}: figures.compare must be a list of method names; got "
+                          f"{compare!r}.")
+    # a typo would silently compare other methods (the figures fill up from those run)
+    _check_known(source, "figures", "method", known, cfg, key="compare")
+    if len(set(compare)) != len(compare):  # a method against itself: every difference is 0
+        raise ConfigError(f"{source}: figures.compare names a method twice: {compare}.")
+
+
+#: Options of a removal that the run gives itself: the training rows of the run's data set
+#: (``background``, ``data``); for a game read off the data (``cohort``) the data set's rows,
+#: training and test, as ``data`` and their outcome y as ``outcome``.
+RUN_GIVEN_REMOVAL_OPTIONS = ("background", "data", "outcome")
+
+
+def removal_options(name: str) -> dict:
+    """The options removal ``name`` takes from a configuration (``[removal.<name>]``): those of
+    :func:`insdel.removal.options_of` less the training rows the run gives
+    (:data:`RUN_GIVEN_REMOVAL_OPTIONS`)."""
+    from .. import removal
+
+    return {k: v for k, v in removal.options_of(name).items()
+            if k not in RUN_GIVEN_REMOVAL_OPTIONS}
+
+
+def _check_removal(cfg: dict, source: str) -> None:
+    """``[removal]``: ``kinds`` is a non-empty list of distinct registered removals (the first is
+    the primary one); each ``[removal.<name>]`` table names a registered removal and holds only
+    options it takes (the training rows excepted: the run gives them). Option values are checked
+    by building the removal where it needs no training rows (else when the run builds it)."""
+    from .. import removal
+
+    r = cfg["removal"]
+    kinds = r["kinds"]
+    if not kinds:
+        raise ConfigError(f"{source}: removal.kinds must name at least one removal (default "
+                          '["baseline"]).')
+    known = removal.available()
+    for k in kinds:
+        if not isinstance(k, str):
+            raise ConfigError(f"{source}: removal.kinds must be a list of removal names; got "
+                              f"{k!r} in {kinds!r}.")
+        if k not in known:
+            raise ConfigError(f"{source}: removal.kinds: unknown removal {k!r}"
+                              f"{_suggest(k, known)} (known: {', '.join(known)}).")
+        from .._checkpoint import is_plain_folder_name
+
+        if not is_plain_folder_name(k):  # it names the folder removal-<name>
+            raise ConfigError(f"{source}: removal.kinds: {k!r} names the folder removal-{k}: "
+                              "it must be a plain folder name (no '/', '\\').")
+    if len(set(kinds)) != len(kinds):
+        raise ConfigError(f"{source}: removal.kinds names a removal twice: {list(kinds)}.")
+    for name, opts in r.items():
+        if name in ("kinds", "n_random"):
+            continue
+        if name not in known:
+            raise ConfigError(f"{source}: [removal.{name}]: unknown removal {name!r}"
+                              f"{_suggest(name, known)} (known: {', '.join(known)}).")
+        valid = removal_options(name)
+        for k in opts:
+            if k in RUN_GIVEN_REMOVAL_OPTIONS:
+                raise ConfigError(f"{source}: removal.{name}.{k}: the run gives {name} its "
+                                  "training rows (the data set's X_train); remove the key.")
+            if k not in valid:
+                raise ConfigError(f"{source}: unknown key 'removal.{name}.{k}'"
+                                  f"{_suggest(k, valid)} (options of {name}: "
+                                  f"{', '.join(valid) or 'none'}).")
+        try:
+            removal.build(name, **dict(opts))
+        except removal.MissingDataError:
+            pass  # fitted on the run's rows: its other options are checked when the run builds it
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{source}: removal.{name}: {exc}") from None
