@@ -9,7 +9,9 @@ Run records that carry wall times, thread counts or paths (``manifest.json``, th
 progress logs) differ between any two runs and are compared with those fields removed. A torch file
 (``model.pt``) holds the random ``serialization_id`` that ``torch.save`` writes into every archive,
 and insdel's model file its training's wall time: it is compared by its tensors and the rest of
-its metadata. Every other file must be identical. Exit status 0 when every file agrees.
+its metadata. A manifest that only gains keys (a new version records more about a run) counts as
+agreeing, and the keys it gains are printed. Every other file must be identical. Exit status 0
+when every file agrees.
 
 Usage::
 
@@ -100,6 +102,25 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _paths(obj, prefix: str = "") -> dict[str, str]:
+    """Dotted key -> JSON of every leaf of a (stripped) manifest."""
+    if isinstance(obj, dict):
+        out: dict[str, str] = {}
+        for k, v in obj.items():
+            out.update(_paths(v, f"{prefix}{k}."))
+        return out or {prefix.rstrip("."): "{}"}
+    return {prefix.rstrip("."): json.dumps(obj, sort_keys=True)}
+
+
+def manifest_changes(old: Path, new: Path) -> tuple[list[str], list[str], list[str]]:
+    """Keys of two manifests (their run fields stripped) only in the new one, only in the old one,
+    and with different values."""
+    a = _paths(_strip(json.loads(old.read_text())))
+    b = _paths(_strip(json.loads(new.read_text())))
+    return (sorted(set(b) - set(a)), sorted(set(a) - set(b)),
+            sorted(k for k in set(a) & set(b) if a[k] != b[k]))
+
+
 def _files(root: Path) -> dict[str, str]:
     skip = {".lock", "KEY"}
     return {str(p.relative_to(root)): _digest(p) for p in sorted(root.rglob("*"))
@@ -122,8 +143,20 @@ def compare(old: Path, new: Path, experiments: list[str], work: Path) -> int:
         differ = sorted(k for k in set(a) & set(b) if a[k] != b[k])
         for k in only:
             print(f"  only in {'old' if k in a else 'new'}: {k}")
+        added_only = []
         for k in differ:
-            print(f"  differs: {k}")
+            if Path(k).name == "manifest.json":
+                added, removed, changed = manifest_changes(work / "old" / exp / k,
+                                                           work / "new" / exp / k)
+                if not removed and not changed:  # the new version records more, nothing else
+                    added_only.append(k)
+                    print(f"  {k}: the same record plus {len(added)} new key(s): "
+                          f"{', '.join(added[:8])}{' ...' if len(added) > 8 else ''}")
+                    continue
+                print(f"  differs: {k} (removed {removed[:5]}, changed {changed[:5]})")
+            else:
+                print(f"  differs: {k}")
+        differ = [k for k in differ if k not in added_only]
         ok = not only and not differ
         bad += not ok
         print(f"{exp:26s} {'identical' if ok else 'DIFFERENT'} ({len(set(a) & set(b))} files "
