@@ -7,6 +7,9 @@ targets, with the insertion / deletion ABCs at every step.
 (b) the baseline: the same attributions and ABCs on the trained model alone, measured in the same
     run; (s) / (8 x b) is the overhead of the randomisation itself (deep copies,
     re-initialisation, similarities, the tables). Target (s) <= 3 minutes on 2 cores.
+(m) ``insdel.sanity.metric_reliability`` on 6 metrics (insertion / deletion ABC, faithfulness
+    correlation and estimate, monotonicity (Arya), PGI) and the 7 methods' attributions of the same
+    targets, the default perturbations. Target (m) <= 5 minutes on 2 cores.
 
 Usage: ``python bench/sanity.py [--pairs 200] [--threads N] [--tiny]``
 """
@@ -26,10 +29,12 @@ from _common import cern_mlp, markdown_table, pairs  # noqa: E402
 
 from insdel.attribution import attribute  # noqa: E402
 from insdel.evaluation import evaluate  # noqa: E402
-from insdel.sanity import parameter_randomisation  # noqa: E402
+from insdel.sanity import metric_reliability, parameter_randomisation  # noqa: E402
 
 METHODS = ("kernel_shap", "lime", "random", "integrated_gradients", "deeplift", "vanilla_grad",
            "input_x_gradient")
+METRICS = ("insertion_abc", "deletion_abc", "faithfulness_correlation", "faithfulness_estimate",
+           "monotonicity_arya", "pgi")
 
 
 def main(argv=None) -> int:
@@ -58,6 +63,9 @@ def main(argv=None) -> int:
     res = parameter_randomisation(net, X, R, list(METHODS), layers=linear)
     total = time.perf_counter() - t0
     steps = len(res.layers) + 1
+    t0 = time.perf_counter()
+    rel = metric_reliability(net, X, R, As, metrics=list(METRICS), seed=0, progress=False)
+    t_rel = time.perf_counter() - t0
     print(f"## bench/sanity.py: cascading randomisation, CERN-shaped MLP, {len(linear)} Linear "
           f"layers, {len(METHODS)} methods, {B} targets, torch threads {torch.get_num_threads()}")
     print()
@@ -65,7 +73,9 @@ def main(argv=None) -> int:
         ["what", "seconds", "model rows", "ratio"],
         [["(b) trained model only", f"{base:.1f}", "", ""],
          ["(s) parameter_randomisation", f"{total:.1f}", f"{res.stats['model_rows']:,}",
-          f"(s)/({steps} x b) = {total / (steps * base):.2f}"]]))
+          f"(s)/({steps} x b) = {total / (steps * base):.2f}"],
+         [f"(m) metric_reliability, {len(METRICS)} metrics", f"{t_rel:.1f}",
+          f"{rel.stats.get('model_rows', 0):,}", ""]]))
     print()
     print(res.to_markdown(digits=2))
     return 0
