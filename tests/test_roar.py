@@ -383,3 +383,33 @@ def test_roar_under_a_removal_keys_its_trainings_apart(tmp_path):
     t1 = roar.roar(ds, atts, removal=Marginal(mean, how="all"), **kw)
     assert len(list(tmp_path.glob("unit.*.json"))) > n0  # the binary feature's fill differs
     assert t1.shape == t0.shape
+
+
+def test_roar_removal_in_a_config(tmp_path):
+    """[roar] removal: the retrainings' removed features take the removal's value per row; named
+    in the summary and the manifest; a removal with nothing to impute and stray options are
+    refused when the file is read."""
+    import json
+
+    p = tmp_path / "r.toml"
+    p.write_text(TINY_ROAR + 'removal = "conditional_mean"\n')
+    for over, match in (({"removal": "baseline"}, "gives no value to put"),
+                        ({"removal": "cohort"}, "gives no value to put"),
+                        ({"removal": "conditional_man"}, "did you mean 'conditional_mean'"),
+                        ({"removal_options": {"data": 1}}, "the run gives conditional_mean"),
+                        ({"removal_options": {"ridg": 1.0}}, "did you mean 'ridge'"),
+                        ({"removal": None, "removal_options": {"ridge": 1.0}},
+                         "roar.removal is not set")):
+        with pytest.raises(C.ConfigError, match=match):
+            C.load(p, overrides={"roar": over})
+    out = tmp_path / "out"
+    assert cli.main(["roar", str(p), "--out", str(out), "--no-progress"]) == 0
+    assert "removal conditional_mean" in (out / "summary.md").read_text()
+    record = json.loads((out / "manifest.json").read_text())["roar"]["removal"]
+    assert record["name"] == "conditional_mean" and record["data_rows"] > 0
+    plain = tmp_path / "plain"
+    q = tmp_path / "q.toml"
+    q.write_text(TINY_ROAR)
+    assert cli.main(["roar", str(q), "--out", str(plain), "--no-progress"]) == 0
+    a, b = pd.read_csv(out / "roar.csv"), pd.read_csv(plain / "roar.csv")
+    assert len(a) == len(b) and not a["loss"].equals(b["loss"])  # other data, other trainings

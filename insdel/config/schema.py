@@ -98,6 +98,9 @@ SCHEMA: dict[str, Any] = {
         "reference": (_STR, "removal"),
         "max_epochs": (_INT + (type(None),), None, _at_least(1)),
         "points_per_chunk": (_INT, 500, _at_least(1)),
+        # what a removed feature becomes in the retrainings (None: the training mean / mode)
+        "removal": (_STR + (type(None),), None),
+        "removal_options": (ANY_TABLE, {}),
     },
     "policies": ([{"spec": ((str, dict), _REQUIRED), "label": (_STR, None),
                    "params": (ANY_TABLE, {})}], [{"spec": "cern_counterfactual"}]),

@@ -49,6 +49,32 @@ def _check_roar(cfg: dict, source: str) -> None:
     if cfg["model"]["path"] is not None:
         raise ConfigError(f"{source}: model.path: ROAR retrains the model from scratch, so it "
                           "needs the architecture: give model.preset or model.params instead.")
+    name = r["removal"]
+    if name is None:
+        if r["removal_options"]:
+            raise ConfigError(f"{source}: roar.removal_options is given but roar.removal is not "
+                              "set: name the removal they are for.")
+        return
+    from .. import removal
+
+    known = removal.available()
+    if name not in known:
+        raise ConfigError(f"{source}: roar.removal: unknown removal {name!r}"
+                          f"{_suggest(str(name), known)} (known: {', '.join(known)}).")
+    cls = removal.get(name)
+    if cls is removal.Baseline or issubclass(cls, removal.GameRemoval):
+        raise ConfigError(f"{source}: roar.removal = {name!r} gives no value to put in a removed "
+                          "feature of a training row; name marginal, a conditional removal or "
+                          "your own SampledRemoval (or leave it out: the training mean / mode).")
+    valid = removal_options(name)
+    for k in r["removal_options"]:
+        if k in RUN_GIVEN_REMOVAL_OPTIONS:
+            raise ConfigError(f"{source}: roar.removal_options.{k}: the run gives {name} its "
+                              "training rows; remove the key.")
+        if k not in valid:
+            raise ConfigError(f"{source}: unknown key 'roar.removal_options.{k}'"
+                              f"{_suggest(k, valid)} (options of {name}: "
+                              f"{', '.join(valid) or 'none'}).")
 
 
 def _check_choices(source: str, where: str, values, known) -> None:

@@ -24,7 +24,7 @@ import numpy as np
 from .. import config as _config
 from .._checkpoint import to_jsonable
 
-__all__ = ["RunRemoval", "RUN_DEFAULTS", "check_available", "build_removals", "observed_rows",
+__all__ = ["RunRemoval", "RUN_DEFAULTS", "check_available", "build_removal", "build_removals", "observed_rows",
            "removal_record", "removals_text", "params_text", "folder_name"]
 
 #: Options a run gives a removal when its ``[removal.<name>]`` table does not (the library's
@@ -94,39 +94,42 @@ def observed_rows(dataset) -> tuple[np.ndarray, np.ndarray]:
     return data, outcome
 
 
-def build_removals(cfg: Mapping, dataset) -> list[RunRemoval]:
-    """The run's removals, built in the order of ``removal.kinds``: options from
-    ``[removal.<name>]`` (then :data:`RUN_DEFAULTS`), the run's seed where the removal takes a
-    seed, and ``dataset.X_train`` where it takes training rows (``background`` or ``data``)."""
+def build_removal(cfg: Mapping, name: str, options: Mapping, dataset, *,
+                  where: str | None = None):
+    """One removal of a run: ``options`` (then :data:`RUN_DEFAULTS`), the run's seed where the
+    removal takes a seed, ``dataset.X_train`` where it takes training rows (``background`` or
+    ``data``), and for a game read off the data every observed row and its y. ``where`` names
+    the options' table in an error (default ``removal.<name>``)."""
     from .. import removal
 
+    accepted = removal.options_of(name)
+    opts = dict(options or {})
+    if not (name == "marginal" and opts.get("how") == "all"):  # K = every row: none to give
+        for k, v in RUN_DEFAULTS.get(name, {}).items():
+            if k in accepted:
+                opts.setdefault(k, v)
+    if "seed" in accepted:
+        opts.setdefault("seed", int(cfg["seed"]))
+    if issubclass(removal.get(name), removal.GameRemoval) and "outcome" in accepted:
+        # the observational game: every observed row (the targets among them, so no cohort is
+        # empty) and its outcome y
+        opts["data"], opts["outcome"] = observed_rows(dataset)
+    for k in ("background", "data"):
+        if k in accepted and k not in opts:
+            opts[k] = np.ascontiguousarray(np.asarray(dataset.X_train, dtype=np.float64))
+    try:
+        return removal.build(name, **opts)
+    except (TypeError, ValueError) as exc:
+        raise _config.ConfigError(f"{cfg['source']}: {where or f'removal.{name}'}: {exc}") \
+            from None
+
+
+def build_removals(cfg: Mapping, dataset) -> list[RunRemoval]:
+    """The run's removals, built in the order of ``removal.kinds`` (:func:`build_removal`)."""
     check_available(cfg)
-    X_train = None
-    out = []
-    for i, name in enumerate(cfg["removal"]["kinds"]):
-        accepted = removal.options_of(name)
-        opts = dict(cfg["removal"].get(name, {}) or {})
-        if not (name == "marginal" and opts.get("how") == "all"):  # K = every row: none to give
-            for k, v in RUN_DEFAULTS.get(name, {}).items():
-                if k in accepted:
-                    opts.setdefault(k, v)
-        if "seed" in accepted:
-            opts.setdefault("seed", int(cfg["seed"]))
-        if issubclass(removal.get(name), removal.GameRemoval) and "outcome" in accepted:
-            # the observational game: every observed row (the targets among them, so no cohort
-            # is empty) and its outcome y
-            opts["data"], opts["outcome"] = observed_rows(dataset)
-        for k in ("background", "data"):
-            if k in accepted and k not in opts:
-                if X_train is None:
-                    X_train = np.ascontiguousarray(np.asarray(dataset.X_train, dtype=np.float64))
-                opts[k] = X_train
-        try:
-            rem = removal.build(name, **opts)
-        except (TypeError, ValueError) as exc:
-            raise _config.ConfigError(f"{cfg['source']}: removal.{name}: {exc}") from None
-        out.append(RunRemoval(name=name, removal=rem, primary=i == 0))
-    return out
+    return [RunRemoval(name=name, primary=i == 0, removal=build_removal(
+        cfg, name, cfg["removal"].get(name, {}) or {}, dataset))
+        for i, name in enumerate(cfg["removal"]["kinds"])]
 
 
 def removal_record(rem) -> dict:

@@ -24,6 +24,7 @@ from ..report import run_header
 from .chunks import shareable_model
 from .context import logger
 from .provenance import Stages, file_hashes, manifest_head, run_files, write_manifest
+from .removals import build_removal, params_text, removal_record
 from .session import loaded, opened
 from .stages.attribution import attribute_all, roar_plan
 from .stages.data import dataset_info, groups_of, groups_text, load_dataset, log_dataset
@@ -129,17 +130,25 @@ def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     r = cfg["roar"]
     max_epochs = r["max_epochs"] if r["max_epochs"] is not None else cfg["model"]["max_epochs"]
     t0 = time.perf_counter()
+    rem = None
+    if r["removal"] is not None:
+        rem = build_removal(cfg, r["removal"], r["removal_options"], dataset,
+                            where="roar.removal_options")
+        log(f"removal {r['removal']}: {params_text(removal_record(rem))} (each removed feature "
+            "takes the removal's value for its row)")
     table = _roar.roar(dataset, atts, params=spec, orderings=r["orderings"],
                        fractions=r["fractions"], replicates=r["replicates"], seed=cfg["seed"],
                        max_epochs=max_epochs, device=device,
                        store=out / "checkpoints" / "roar", progress=progress, log=log,
-                       _interrupt=interrupt)
+                       removal=rem, _interrupt=interrupt)
     stages.add("roar/trainings", time.perf_counter() - t0, units=len(table),
                epochs=int(table["epochs"].sum()))
     summary = _roar.summarize(table)
     ck.atomic_write_text(out / "roar.csv", table.to_csv(index=False))
     ck.atomic_write_text(out / "roar_summary.csv", summary.to_csv(index=False))
-    header = run_header(data_info, model_info, {"reference": ref})
+    header = run_header(data_info, model_info, {"reference": ref}, removals=None if rem is None
+                        else [f"removal {r['removal']}: {params_text(removal_record(rem))} "
+                              "(the value of each removed feature in the retrainings)"])
     ck.atomic_write_text(out / "summary.md", header + "\n" + _roar.to_markdown(summary))
     import matplotlib.pyplot as plt
 
@@ -151,7 +160,8 @@ def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
         **manifest_head(cfg),
         "data": to_jsonable(data_info),
         "model": {"metrics": to_jsonable(metrics), **to_jsonable(model_info)},
-        "roar": to_jsonable(_roar.run_info(cfg, dataset, values)),
+        "roar": to_jsonable({**_roar.run_info(cfg, dataset, values),
+                             **({} if rem is None else {"removal": removal_record(rem)})}),
         "compute": {"device": device, **client_info(client),
                     "seconds_total": time.perf_counter() - t_all,
                     "trainings": int(len(table)), "epochs_total": int(table["epochs"].sum()),
