@@ -119,7 +119,7 @@ def test_a_run_refuses_deeplift_on_the_file_before_any_work_and_runs_ig(tmp_path
     err = capsys.readouterr().err
     kind = "a torch.export program" if fmt == "pt2" else "a TorchScript module"
     assert "methods ['deeplift'] need an eager torch.nn.Module" in err and kind in err
-    assert "Methods that work with it: exact_shapley, input_x_gradient, integrated_gradients" in err
+    assert "Methods that work with it: cohort_shapley, exact_shapley, igcs, input_x_gradient, integrated_gradients" in err
     assert "(of yours: ['integrated_gradients'])" in err
     assert not (out / "checkpoints").exists()  # refused when the model was loaded
     cfg = _config(tmp_path, model, ["integrated_gradients"])
