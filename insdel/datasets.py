@@ -194,6 +194,7 @@ class Dataset:
 
     @property
     def binary_indices(self) -> np.ndarray:
+        """The indices of the binary features (``binary_mask``'s columns)."""
         return np.flatnonzero(self.binary_mask)
 
     def raw_features(self, split: str = "test") -> np.ndarray:

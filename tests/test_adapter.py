@@ -174,3 +174,10 @@ def test_torch_module_complex_output_refused(pairs):
         m(pairs[0])
     with pytest.raises(TypeError, match="dtype"):
         as_model(Cplx().double(), output=lambda y: y)(pairs[0])
+
+
+def test_has_gradients_is_whether_the_model_is_a_torch_module():
+    import torch
+
+    assert insdel.as_model(torch.nn.Linear(2, 1)).has_gradients
+    assert not insdel.as_model(lambda Z: Z.sum(1)).has_gradients

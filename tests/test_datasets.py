@@ -386,3 +386,9 @@ def test_prepare_drops_old_metadata_first(tmp_path, monkeypatch):
     monkeypatch.undo()
     with pytest.raises(FileNotFoundError, match="metadata.json"):
         datasets.load_prepared(out)
+
+
+def test_binary_indices_are_the_binary_mask_s_columns():
+    ds = datasets.load("housing_sim", n_samples=200)
+    np.testing.assert_array_equal(ds.binary_indices, np.flatnonzero(ds.binary_mask))
+    assert len(ds.binary_indices) > 0

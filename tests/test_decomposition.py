@@ -476,3 +476,18 @@ def test_batch_decomposition_names_features_from_dataframe_columns():
     d = batch_decomposition(f, X, R)
     assert d.feature_names == ["a", "b", "c"]
     assert batch_decomposition(f, X.to_numpy(), R.to_numpy()).feature_names is None
+
+
+def test_the_full_layouts_of_one_pair_and_the_sizes():
+    """AnchoredDecomposition's full 2^n layouts are its batch's first row; ``sizes`` is |u| of
+    every bitmask."""
+    from insdel.decomposition import anchored_decomposition, batch_decomposition
+
+    f = lambda Z: Z[:, 0] * Z[:, 1] + Z[:, 2]  # noqa: E731
+    x, r = np.array([1.0, 2.0, 3.0]), np.array([0.0, 2.0, 1.0])
+    d = anchored_decomposition(f, x, r)
+    b = batch_decomposition(f, x[None], r[None])
+    np.testing.assert_array_equal(d.full_values(), b.full_values()[0])
+    np.testing.assert_array_equal(d.full_delta(), b.full_delta()[0])
+    np.testing.assert_array_equal(b.sizes, [bin(u).count("1") for u in range(8)])
+    np.testing.assert_allclose(d.full_values()[7], f(x[None])[0])

@@ -193,3 +193,8 @@ def test_image_evaluate_class_index_in_range():
             images.evaluate(net, X, np.zeros_like(X), A, shape=(1, 2, 2), output=out)
     res = images.evaluate(net, X, np.zeros_like(X), A, shape=(1, 2, 2), output=2)
     assert (res.classes == 2).all()
+
+
+def test_unflatten_is_the_inverse_of_flattening_channel_row_column():
+    imgs = np.arange(2 * 3 * 4 * 5, dtype=float).reshape(2, 3, 4, 5)
+    np.testing.assert_array_equal(images.unflatten(imgs.reshape(2, -1), (3, 4, 5)), imgs)

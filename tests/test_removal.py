@@ -368,3 +368,32 @@ def test_a_sampled_removal_on_dask_gives_the_serial_curves(data):
     for mode in serial.curves:
         np.testing.assert_array_equal(got.curves[mode], serial.curves[mode])
     np.testing.assert_array_equal(got.fr, serial.fr)
+
+
+def test_what_each_kind_of_removal_can_remove(data):
+    """D per target: the baseline's differing features, marginal's union over its references,
+    every feature for a sampled removal or a game; the metrics' context reads the same D."""
+    from insdel.metrics.base import MetricContext
+
+    X, bg = data
+    R = X.copy()
+    R[:, :2] += 1.0
+    base = RM.Baseline()
+    np.testing.assert_array_equal(base.references(X, R), R[:, None, :])
+    np.testing.assert_array_equal(base.differing(X, R), X != R)
+    marg = RM.Marginal(bg, how="all")
+    np.testing.assert_array_equal(marg.differing(X, None),
+                                  np.any(X[:, None, :] != bg[None], axis=1))
+    assert MeanImpute(bg.mean(0)).differing(X, None).all()
+
+    class Game(RM.GameRemoval):
+        name = "zero_game"
+
+        def values(self, X, keep, targets):
+            return np.zeros(len(X))
+
+    assert Game().differing(X, None).all()
+    np.testing.assert_array_equal(MetricContext(f, X, R).diff, X != R)
+    np.testing.assert_array_equal(MetricContext(f, X, None, removal=marg).diff,
+                                  marg.differing(X, None))
+    assert MetricContext(f, X, None, removal=MeanImpute(bg.mean(0))).diff.all()
