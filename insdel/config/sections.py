@@ -57,24 +57,13 @@ def _check_roar(cfg: dict, source: str) -> None:
         return
     from .. import removal
 
-    known = removal.available()
-    if name not in known:
-        raise ConfigError(f"{source}: roar.removal: unknown removal {name!r}"
-                          f"{_suggest(str(name), known)} (known: {', '.join(known)}).")
+    _check_removal_name(source, "roar.removal", name)
     cls = removal.get(name)
     if cls is removal.Baseline or issubclass(cls, removal.GameRemoval):
         raise ConfigError(f"{source}: roar.removal = {name!r} gives no value to put in a removed "
                           "feature of a training row; name marginal, a conditional removal or "
                           "your own SampledRemoval (or leave it out: the training mean / mode).")
-    valid = removal_options(name)
-    for k in r["removal_options"]:
-        if k in RUN_GIVEN_REMOVAL_OPTIONS:
-            raise ConfigError(f"{source}: roar.removal_options.{k}: the run gives {name} its "
-                              "training rows; remove the key.")
-        if k not in valid:
-            raise ConfigError(f"{source}: unknown key 'roar.removal_options.{k}'"
-                              f"{_suggest(k, valid)} (options of {name}: "
-                              f"{', '.join(valid) or 'none'}).")
+    _check_removal_options(source, "roar.removal_options", name, r["removal_options"])
 
 
 def _check_choices(source: str, where: str, values, known) -> None:
@@ -119,10 +108,7 @@ def _check_road(cfg: dict, source: str) -> None:
             raise ConfigError(f"{source}: road.reference must be 'training_mean' or a policy "
                               f"spec; {r['reference']!r}: {exc}") from None
     name, options = r["removal"], r["removal_options"]
-    known = _removal.available()
-    if name not in known:
-        raise ConfigError(f"{source}: road.removal: unknown removal {name!r}"
-                          f"{_suggest(name, known)} (known: {', '.join(known)}).")
+    _check_removal_name(source, "road.removal", name)
     if not issubclass(_removal.get(name), _removal.SampledRemoval):
         raise ConfigError(f"{source}: road.removal = {name!r} sets removed features to fixed "
                           "references; ROAD imputes them from the kept ones: name a sampled "
@@ -591,6 +577,29 @@ def removal_options(name: str) -> dict:
             if k not in RUN_GIVEN_REMOVAL_OPTIONS}
 
 
+def _check_removal_name(source: str, where: str, name) -> None:
+    """``name`` (read at ``where``) is a registered removal; the error names the closest."""
+    from .. import removal
+
+    known = removal.available()
+    if name not in known:
+        raise ConfigError(f"{source}: {where}: unknown removal {name!r}"
+                          f"{_suggest(str(name), known)} (known: {', '.join(known)}).")
+
+
+def _check_removal_options(source: str, where: str, name: str, opts: Mapping) -> None:
+    """The options table ``where`` of removal ``name``: only options it takes, and none of the
+    rows the run gives it (:data:`RUN_GIVEN_REMOVAL_OPTIONS`)."""
+    valid = removal_options(name)
+    for k in opts:
+        if k in RUN_GIVEN_REMOVAL_OPTIONS:
+            raise ConfigError(f"{source}: {where}.{k}: the run gives {name} its training rows "
+                              "(the data set's X_train); remove the key.")
+        if k not in valid:
+            raise ConfigError(f"{source}: unknown key '{where}.{k}'{_suggest(k, valid)} "
+                              f"(options of {name}: {', '.join(valid) or 'none'}).")
+
+
 def _check_removal(cfg: dict, source: str) -> None:
     """``[removal]``: ``kinds`` is a non-empty list of distinct registered removals (the first is
     the primary one); each ``[removal.<name>]`` table names a registered removal and holds only
@@ -603,14 +612,11 @@ def _check_removal(cfg: dict, source: str) -> None:
     if not kinds:
         raise ConfigError(f"{source}: removal.kinds must name at least one removal (default "
                           '["baseline"]).')
-    known = removal.available()
     for k in kinds:
         if not isinstance(k, str):
             raise ConfigError(f"{source}: removal.kinds must be a list of removal names; got "
                               f"{k!r} in {kinds!r}.")
-        if k not in known:
-            raise ConfigError(f"{source}: removal.kinds: unknown removal {k!r}"
-                              f"{_suggest(k, known)} (known: {', '.join(known)}).")
+        _check_removal_name(source, "removal.kinds", k)
         from .._checkpoint import is_plain_folder_name
 
         if not is_plain_folder_name(k):  # it names the folder removal-<name>
@@ -621,18 +627,8 @@ def _check_removal(cfg: dict, source: str) -> None:
     for name, opts in r.items():
         if name in ("kinds", "n_random"):
             continue
-        if name not in known:
-            raise ConfigError(f"{source}: [removal.{name}]: unknown removal {name!r}"
-                              f"{_suggest(name, known)} (known: {', '.join(known)}).")
-        valid = removal_options(name)
-        for k in opts:
-            if k in RUN_GIVEN_REMOVAL_OPTIONS:
-                raise ConfigError(f"{source}: removal.{name}.{k}: the run gives {name} its "
-                                  "training rows (the data set's X_train); remove the key.")
-            if k not in valid:
-                raise ConfigError(f"{source}: unknown key 'removal.{name}.{k}'"
-                                  f"{_suggest(k, valid)} (options of {name}: "
-                                  f"{', '.join(valid) or 'none'}).")
+        _check_removal_name(source, f"[removal.{name}]", name)
+        _check_removal_options(source, f"removal.{name}", name, opts)
         try:
             removal.build(name, **dict(opts))
         except removal.MissingDataError:
