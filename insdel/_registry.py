@@ -16,7 +16,7 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["UnknownNameError", "Registry", "REQUIRED", "signature_options"]
+__all__ = ["UnknownNameError", "Registry", "REQUIRED", "signature_options", "check_options"]
 
 #: The default :func:`options_of` gives an option that has none (a required option, or one the
 #: entry resolves itself): ``inspect.Parameter.empty``.
@@ -47,6 +47,18 @@ class UnknownNameError(ValueError):
         err = cls(msg)
         err.kind, err.name, err.available = kind, name, names
         return err
+
+
+def check_options(kind: str, name: str, options, valid) -> None:
+    """Refuse an option ``name`` of registry ``kind`` does not take: a ``ValueError`` naming the
+    unknown options, the valid ones and the closest ("Did you mean ...?")."""
+    valid = list(valid)
+    unknown = [k for k in options if k not in valid]
+    if unknown:
+        close = [c for k in unknown for c in difflib.get_close_matches(str(k), valid, n=1)]
+        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise ValueError(f"{kind} {name!r}: unknown option(s) {unknown}; its options are "
+                         f"{valid}.{hint}")
 
 
 def signature_options(fn: Callable, *, skip: Iterable[str] = ("self",),

@@ -29,7 +29,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from .._progress import progress_bar
-from .._registry import Registry, signature_options
+from .._registry import Registry, check_options, signature_options
 from .._stats import mean_se
 from .._validation import repeated
 from ..adapter import ModelLike
@@ -129,14 +129,7 @@ def build(name: str | Metric, **options) -> Metric:
         return name
     cls = get(name)
     valid = list(options_of(name))
-    unknown = [k for k in options if k not in valid]
-    if unknown:
-        import difflib
-
-        close = [c for k in unknown for c in difflib.get_close_matches(k, valid, n=1)]
-        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
-        raise ValueError(f"metric {name!r}: unknown option(s) {unknown}; its options are "
-                         f"{valid}.{hint}")
+    check_options("metric", name, options, valid)
     try:
         return cls(**options)
     except (TypeError, ValueError) as e:  # the same type, naming the metric and its options

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._registry import Registry, signature_options
+from .._registry import Registry, check_options, signature_options
 from .base import (
     GameRemoval,
     MissingDataError,
@@ -95,11 +95,7 @@ def unregister(name: str) -> None:
 def build(name: str, **options) -> Removal:
     """An instance of removal ``name`` with ``options``; an unknown option is named."""
     cls = get(name)
-    valid = options_of(name)
-    unknown = [k for k in options if k not in valid]
-    if unknown:
-        raise ValueError(f"removal {name!r}: unknown option(s) {unknown}; its options are "
-                         f"{list(valid)}.")
+    check_options("removal", name, options, options_of(name))
     return cls(**options)
 
 
