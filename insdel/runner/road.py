@@ -28,7 +28,13 @@ from .context import logger
 from .provenance import Stages, file_hashes, manifest_head, run_files, write_manifest
 from .session import loaded, opened
 from .stages.attribution import AttributionPlan, attribute_all
-from .stages.data import dataset_info, groups_of, groups_text, load_dataset, log_dataset
+from .stages.data import (
+    dataset_info,
+    load_dataset,
+    log_dataset,
+    policy_references,
+    refuse_groups,
+)
 from .stages.model import model_files, model_stage
 
 __all__ = ["RoadRun", "run_road", "build_removal", "removal_text"]
@@ -129,17 +135,9 @@ def _reference(cfg, model, dataset, X: np.ndarray, progress, log) -> np.ndarray:
         log(f"reference: the training mean (mode of the {int(dataset.binary_mask.sum())} binary "
             "features)")
         return np.broadcast_to(_roar.removal_values(dataset), X.shape).copy()
-    from .. import policies
-
-    pol = policies.load(ref)
-    pairing = pol.pair(model, X, seed=cfg["seed"], progress=progress)
-    if len(pairing) != X.shape[0] or not np.array_equal(pairing.target_index,
-                                                        np.arange(X.shape[0])):
-        raise ValueError(f"road.reference = {ref!r}: the policy paired {len(pairing)} of the "
-                         f"{X.shape[0]} test rows (or reordered them); ROAD needs a reference "
-                         "for every evaluated row.")
-    log(f"reference: policy {pol!r}, mean |D| {pairing.mean_diff():.2f}")
-    return np.ascontiguousarray(pairing.R)
+    return policy_references(cfg, model, X, ref, progress, log, key="road.reference",
+                             rows="test rows", need="ROAD needs a reference for every evaluated "
+                             "row")
 
 
 def _markdown(res, removal: Mapping, lk, rows: int, data_name: str) -> str:
@@ -170,11 +168,7 @@ def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     t_all = time.perf_counter()
     r = cfg["road"]
     dataset = load_dataset(cfg)
-    if groups_of(dataset) is not None:
-        raise ValueError(f"data set {cfg['data']['recipe']!r} declares feature groups "
-                         f"({groups_text(groups_of(dataset))}); ROAD removes single features "
-                         "and does not support groups yet (use the recipe's default, e.g. "
-                         "location = 'drop').")
+    refuse_groups(cfg, dataset, "ROAD removes single features")
     data_info = dataset_info(cfg, dataset)
     log_dataset(data_info, log, file=False)
     t0 = time.perf_counter()  # before the model: a removal that cannot be built fails at once

@@ -27,7 +27,13 @@ from .provenance import Stages, file_hashes, manifest_head, run_files, write_man
 from .removals import build_removal, params_text, removal_record
 from .session import loaded, opened
 from .stages.attribution import attribute_all, roar_plan
-from .stages.data import dataset_info, groups_of, groups_text, load_dataset, log_dataset
+from .stages.data import (
+    dataset_info,
+    load_dataset,
+    log_dataset,
+    policy_references,
+    refuse_groups,
+)
 from .stages.model import model_files, model_stage
 
 __all__ = ["RoarRun", "run_roar"]
@@ -89,11 +95,7 @@ def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     stages = Stages()
     t_all = time.perf_counter()
     dataset = load_dataset(cfg)
-    if groups_of(dataset) is not None:
-        raise ValueError(f"data set {cfg['data']['recipe']!r} declares feature groups "
-                         f"({groups_text(groups_of(dataset))}); ROAR removes single features "
-                         "and does not support groups yet (use the recipe's default, e.g. "
-                         "location = 'drop').")
+    refuse_groups(cfg, dataset, "ROAR removes single features")
     data_info = dataset_info(cfg, dataset)
     log_dataset(data_info, log, file=False)
     model, metrics, model_info = model_stage(cfg, dataset, data_info, out, stages, log, progress)
@@ -106,17 +108,9 @@ def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
         log(f"reference: the removal point (training mean, mode of the "
             f"{int(dataset.binary_mask.sum())} binary features)")
     else:
-        from .. import policies
-
-        pol = policies.load(ref)
-        pairing = pol.pair(model, Xall, seed=cfg["seed"], progress=progress)
-        if len(pairing) != Xall.shape[0] or not np.array_equal(pairing.target_index,
-                                                                np.arange(Xall.shape[0])):
-            raise ValueError(f"roar.reference = {ref!r}: the policy paired {len(pairing)} of the "
-                             f"{Xall.shape[0]} points (or reordered them); ROAR needs a reference "
-                             "for every training and test point.")
-        R = np.ascontiguousarray(pairing.R)
-        log(f"reference: policy {pol!r}, mean |D| {pairing.mean_diff():.2f}")
+        R = policy_references(cfg, model, Xall, ref, progress, log, key="roar.reference",
+                              rows="points", need="ROAR needs a reference for every training "
+                              "and test point")
     base_key = {"data": data_info["arrays_sha256"], "model": model_info["sha256"],
                 "seed": cfg["seed"], "reference": ref, "pairs": ck.sha256_arrays(Xall, R),
                 "device": device}

@@ -31,7 +31,7 @@ from .context import logger
 from .provenance import Stages, file_hashes, manifest_head, run_files, write_manifest
 from .session import loaded, opened
 from .stages.attribution import method_options
-from .stages.data import dataset_info, groups_of, groups_text, load_dataset, log_dataset
+from .stages.data import dataset_info, load_dataset, log_dataset, refuse_groups
 from .stages.model import model_files, model_stage
 
 __all__ = ["SanityRun", "run_sanity", "SANITY_FILES"]
@@ -204,11 +204,7 @@ def _run_sanity(cfg, out: Path, progress, verbose: bool,
     t_all = time.perf_counter()
     s = cfg["sanity"]
     dataset = load_dataset(cfg)
-    if groups_of(dataset) is not None:
-        raise ValueError(f"data set {cfg['data']['recipe']!r} declares feature groups "
-                         f"({groups_text(groups_of(dataset))}); the sanity checks compare "
-                         "per-feature attributions and do not support groups yet (use the "
-                         "recipe's default, e.g. location = 'drop').")
+    refuse_groups(cfg, dataset, "insdel sanity compares per-feature attributions")
     data_info = dataset_info(cfg, dataset)
     log_dataset(data_info, log, file=False)
     model, metrics, model_info = model_stage(cfg, dataset, data_info, out, stages, log, progress)

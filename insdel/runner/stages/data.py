@@ -73,6 +73,32 @@ def groups_text(grp: Groups) -> str:
     return f"{grp.m} units: " + ", ".join(big + rest)
 
 
+def refuse_groups(cfg: dict, dataset, why: str) -> None:
+    """A command that works on single features refuses a data set with feature groups; ``why``
+    says what it does ("ROAR removes single features")."""
+    grp = groups_of(dataset)
+    if grp is not None:
+        raise ValueError(f"data set {cfg['data']['recipe']!r} declares feature groups "
+                         f"({groups_text(grp)}); {why} and does not support groups yet (use the "
+                         "recipe's default, e.g. location = 'drop').")
+
+
+def policy_references(cfg: dict, model, X: np.ndarray, spec, progress, log, *, key: str,
+                      rows: str, need: str) -> np.ndarray:
+    """The references a policy (``spec``, read at ``key``) pairs with every row of X, in order:
+    refused when it pairs fewer rows or reorders them (``need`` says why every row needs one)."""
+    from ... import policies
+
+    pol = policies.load(spec)
+    pairing = pol.pair(model, X, seed=cfg["seed"], progress=progress)
+    if len(pairing) != X.shape[0] or not np.array_equal(pairing.target_index,
+                                                        np.arange(X.shape[0])):
+        raise ValueError(f"{key} = {spec!r}: the policy paired {len(pairing)} of the "
+                         f"{X.shape[0]} {rows} (or reordered them); {need}.")
+    log(f"reference: policy {pol!r}, mean |D| {pairing.mean_diff():.2f}")
+    return np.ascontiguousarray(pairing.R)
+
+
 def log_dataset(data_info: dict, log, *, file: bool = True) -> None:
     """Say what data the run uses: name, recipe, the user's file (``file``) and its hash, rows,
     features, and the rows dropped for missing values."""
