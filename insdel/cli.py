@@ -203,12 +203,19 @@ def _cmd_reproduce(args) -> int:
     return 0
 
 
-def _cmd_roar(args) -> int:
+def _command_config(args):
+    """The configuration of ``insdel roar / road / sanity CONFIG`` (``--quick``, ``--device``),
+    figures drawn off-screen."""
     from . import config
-    from .runner import run_roar
 
     _use_agg()
-    cfg = config.load(args.config, quick=args.quick, overrides=_device(args, {}) or None)
+    return config.load(args.config, quick=args.quick, overrides=_device(args, {}) or None)
+
+
+def _cmd_roar(args) -> int:
+    from .runner import run_roar
+
+    cfg = _command_config(args)
     return _finish_roar(run_roar(cfg, args.out, verbose=True, progress=_progress(args),
                                  wait=args.wait))
 
@@ -222,11 +229,9 @@ def _finish_roar(res) -> int:
 
 
 def _cmd_road(args) -> int:
-    from . import config
     from .runner import run_road
 
-    _use_agg()
-    cfg = config.load(args.config, quick=args.quick, overrides=_device(args, {}) or None)
+    cfg = _command_config(args)
     return _finish_road(run_road(cfg, args.out, verbose=True, progress=_progress(args),
                                  wait=args.wait))
 
@@ -242,11 +247,7 @@ def _finish_road(res) -> int:
 
 
 def _cmd_sanity(args) -> int:
-    from . import config
-
-    _use_agg()
-    cfg = config.load(args.config, quick=args.quick, overrides=_device(args, {}) or None)
-    return _sanity(cfg, args.out, args)
+    return _sanity(_command_config(args), args.out, args)
 
 
 def _sanity(cfg, out, args) -> int:
