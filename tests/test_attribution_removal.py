@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _removals import MeanImpute, Shuffled
 
 from insdel import removal as RM
 from insdel.attribution import attribute, available
@@ -20,35 +21,6 @@ torch = pytest.importorskip("torch")
 def f(Z):
     Z = np.asarray(Z, dtype=np.float64)
     return np.sin(Z).sum(1) + Z[:, 0] * Z[:, 1] * Z[:, 2] - 0.5 * Z[:, 1] * Z[:, 3]
-
-
-class MeanImpute(RM.SampledRemoval):
-    """Removed features set to a constant (a deterministic sampled removal, M = 1)."""
-
-    name = "mean_impute"
-
-    def __init__(self, mu):
-        self.mu = np.asarray(mu, dtype=np.float64)
-
-    def sample(self, X, keep, targets):
-        return np.where(keep, X, self.mu)[:, None, :]
-
-
-class Shuffled(RM.SampledRemoval):
-    """Removed features from M pool rows drawn per target (common random numbers)."""
-
-    name = "shuffled"
-
-    def __init__(self, pool, n_draws=3, seed=0):
-        self.pool, self.n_draws, self.seed = np.asarray(pool, float), n_draws, seed
-
-    def sample(self, X, keep, targets):
-        out = np.empty((len(X), self.n_draws, X.shape[1]))
-        for i, t in enumerate(targets):
-            rows = self.pool[RM.target_rng(self.seed, int(t), "shuffled").integers(
-                len(self.pool), size=self.n_draws)]
-            out[i] = np.where(keep[i], X[i], rows)
-        return out
 
 
 def net(act=torch.nn.Tanh, n=5, seed=0):
