@@ -421,7 +421,8 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
 
         rem = resolve(removal)
         if not isinstance(rem, Baseline):
-            X, R = check_targets(X, R, rem)
+            if validate:  # evaluate and curves have checked them already
+                X, R = check_targets(X, R, rem)
             return _trace_removal(f, X, R, orders, rem, modes=modes, groups=groups,
                                   positions=positions, batch_size=batch_size,
                                   chunk_size=chunk_size, progress=progress, client=client)
