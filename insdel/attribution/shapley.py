@@ -188,13 +188,14 @@ def _kernel_shap_removal(model: Model, X: np.ndarray, R, rem, ns: int, seed: int
     the sampled one by :func:`_kernel_shap_batched` with v(u) from the removal."""
     from ..decomposition import shapley_values
     from ..removal import Marginal, ReferenceRemoval
+    from ..removal.base import differing_from
     from ._removal import reference_rows, reindexed
 
     B, n = X.shape
     refs = None
     if isinstance(rem, ReferenceRemoval):  # the K references, resolved once for every subset
         refs = reference_rows(rem, X, R)
-        diff = np.any(X[:, None, :] != refs, axis=1)
+        diff = differing_from(X, refs)
     else:
         diff = np.ones((B, n), bool)
     d = diff.sum(axis=1) if grp is None else grp.reduce_any(diff).sum(axis=1)

@@ -188,6 +188,7 @@ def _removal_values(model: Model, X: np.ndarray, R, rem, grp: Groups | None, max
     Returns ``dsz, Dflat, doff, values, model seconds, evaluations``.
     """
     from ..removal import ReferenceRemoval
+    from ..removal.base import differing_from
     from ..removal.values import coalition_values
 
     B, n = X.shape
@@ -195,7 +196,7 @@ def _removal_values(model: Model, X: np.ndarray, R, rem, grp: Groups | None, max
     if isinstance(rem, ReferenceRemoval):
         refs = np.asarray(rem.references(X, R), dtype=np.float64)
         Kr = refs.shape[1]
-        diff = np.any(X[:, None, :] != refs, axis=1)
+        diff = differing_from(X, refs)
         if grp is not None:
             diff = grp.reduce_any(diff)
         dsz = diff.sum(axis=1).astype(np.int64)

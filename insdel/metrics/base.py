@@ -61,23 +61,27 @@ class HybridCache:
     def __init__(self, model, X: np.ndarray, R: np.ndarray | None, groups: Groups | None,
                  removal=None):
         from ..removal import Baseline, ReferenceRemoval
+        from ..removal.base import differing_from
 
         self.model = model
         self.removal = None if removal is None or isinstance(removal, Baseline) else removal
         self._refs = None
-        if isinstance(self.removal, ReferenceRemoval):
+        if isinstance(self.removal, ReferenceRemoval):  # the K references, resolved once
             refs = np.asarray(self.removal.references(X, R), dtype=np.float64)
             B, Kr, n = refs.shape
             self._refs = Kr
             X_rows, R_rows = np.repeat(X, Kr, axis=0), refs.reshape(B * Kr, n)
-        else:
+            diff = differing_from(X, refs)
+        elif self.removal is not None:  # drawn or read off the data: every unit is removable
             X_rows, R_rows = X, (X if R is None else R)
+            diff = self.removal.differing(X, R)
+        else:
+            X_rows, R_rows = X, R
+            diff = X != R
         self.X = np.ascontiguousarray(X_rows, dtype=model.dtype)
         self.R = np.ascontiguousarray(R_rows, dtype=model.dtype)
         self._X64 = np.asarray(X, dtype=np.float64)
         self.groups = groups
-        diff = (np.ones(X.shape, bool) if self.removal is not None and self._refs is None
-                else self.removal.differing(X, R) if self.removal is not None else X != R)
         self.diff = diff if groups is None else groups.reduce_any(diff)
         self.m = self.diff.shape[1]
         self.W = n_words(self.m)

@@ -30,7 +30,7 @@ import numpy as np
 from .._validation import as_float_array, check_positive_int, check_seed
 
 __all__ = ["Removal", "ReferenceRemoval", "SampledRemoval", "GameRemoval", "MissingDataError",
-           "target_rng"]
+           "target_rng", "differing_from"]
 
 
 def target_rng(seed: int, target: int, salt: str) -> np.random.Generator:
@@ -75,6 +75,13 @@ class Removal:
         return f"{type(self).__name__}({opts})"
 
 
+def differing_from(X: np.ndarray, refs: np.ndarray) -> np.ndarray:
+    """(B, n) bool: the features where each target differs from at least one of its references
+    ``refs`` (B, K, n): D under a :class:`ReferenceRemoval`, for callers that hold the references
+    already."""
+    return np.any(np.asarray(X)[:, None, :] != refs, axis=1)
+
+
 class ReferenceRemoval(Removal):
     """K references per target, the same for every coalition:
     ``v(u) = (1/K) sum_k f(hybrid(x, b_k, u))``.
@@ -87,7 +94,7 @@ class ReferenceRemoval(Removal):
 
     def differing(self, X: np.ndarray, R: np.ndarray | None) -> np.ndarray:
         """A feature is in D when it differs from at least one reference."""
-        return np.any(X[:, None, :] != self.references(X, R), axis=1)
+        return differing_from(X, self.references(X, R))
 
 
 class SampledRemoval(Removal):
