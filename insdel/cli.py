@@ -157,7 +157,7 @@ def _cmd_reproduce(args) -> int:
 
         out = Path(args.out or f"runs/paper-images{'-quick' if args.quick else ''}")
         out.mkdir(parents=True, exist_ok=True)
-        lock = lock_folder(out, args.wait)  # two runs (other --seed) must not mix their files
+        lock = lock_folder(out, args.wait, kind="paper-images")  # two runs (other --seed) must not mix their files
         try:
             unfinish(out)  # a run stopped half-way leaves no earlier run's manifest
             res = run_paper_images(out, quick=args.quick,

@@ -836,6 +836,37 @@ def test_roar_manifest_leaves_out_an_earlier_run(csv, tmp_path, capsys):
 
 
 # -- lock_folder and unfinish ----------------------------------------------------------------------
+def test_lock_folder_refuses_a_folder_of_another_kind_and_names_both(tmp_path):
+    """Every command's kind is read from a finished folder's manifest (or a started run's mark);
+    a folder of another kind is refused with the lock released and nothing in it changed."""
+    from insdel.runner import provenance
+
+    manifests = {"run": {"policies": ["median"]}, "roar": {"roar": {}}, "road": {"road": {}},
+                 "sanity": {"sanity": {}}, "paper-images": {"experiment": "paper-images"}}
+    assert set(manifests) == set(provenance.KINDS)
+    for kind, manifest in manifests.items():
+        out = tmp_path / kind
+        out.mkdir()
+        (out / "manifest.json").write_text(json.dumps(manifest))
+        assert runner.folder_kind(out) == kind
+        runner.lock_folder(out, kind=kind).release()  # its own kind: accepted
+        other = "road" if kind != "road" else "run"
+        before = {p.name: p.read_bytes() for p in out.iterdir()}
+        with pytest.raises(runner.OutputFolderOfAnotherKind,
+                           match=rf"holds an `{re.escape(provenance.KINDS[kind])}` run.*"
+                                 rf"`{re.escape(provenance.KINDS[other])}` writes"):
+            runner.lock_folder(out, kind=other)
+        assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+        runner.lock_folder(out).release()  # the refused call released the lock
+    # a run stopped before its manifest still marks the folder
+    out = tmp_path / "started"
+    out.mkdir()
+    runner.lock_folder(out, kind="roar").release()
+    assert runner.folder_kind(out) == "roar" and runner.folder_kind(tmp_path / "none") is None
+    with pytest.raises(runner.OutputFolderOfAnotherKind, match="`insdel roar` run"):
+        runner.lock_folder(out, kind="sanity")
+
+
 def test_lock_folder_and_unfinish_are_public(tmp_path):
     assert not hasattr(runner, "_lock") and not hasattr(runner, "_unfinish")
     assert {"lock_folder", "unfinish"} <= set(runner.__all__)

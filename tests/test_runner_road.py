@@ -283,3 +283,19 @@ def test_the_docs_example_loads_for_insdel_road(tmp_path):
     cfg = C.load(p)
     C.check_sections(cfg, "road")
     assert cfg["road"]["n_rows"] == 200 and cfg["road"]["removal_options"]["n_draws"] == 32
+
+
+def test_road_into_a_finished_run_folder_is_refused_and_nothing_changes(tiny, tmp_path, capsys):
+    """`insdel road --wait` into an `insdel run` folder would replace its summary.md and
+    manifest.json: refused, naming both kinds, before anything there is written."""
+    from _runs import small_cfg, small_csv
+
+    out = tmp_path / "run"
+    runner.run_experiment(small_cfg(small_csv(tmp_path / "d.csv"), "small"), out, progress=False)
+    before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    assert cli.main(["road", str(tiny), "--out", str(out), "--wait", "--no-progress"]) != 0
+    err = capsys.readouterr().err
+    assert "holds an `insdel run` run" in err and "`insdel road` writes a road run" in err
+    assert {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == before
+    with pytest.raises(runner.OutputFolderOfAnotherKind):
+        runner.run_road(str(tiny), out)

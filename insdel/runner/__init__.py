@@ -35,7 +35,13 @@ from __future__ import annotations
 from .. import _checkpoint as ck  # noqa: F401  (tests replace ck's functions through runner.ck)
 from .chunks import chunk_seed as _chunk_seed  # noqa: F401  (one random stream per chunk)
 from .experiment import RunResult, load_results, run_experiment
-from .provenance import OutputFolderBusy, lock_folder, unfinish
+from .provenance import (
+           OutputFolderBusy,
+           OutputFolderOfAnotherKind,
+           folder_kind,
+           lock_folder,
+           unfinish,
+)
 from .road import RoadRun, run_road
 from .roar import RoarRun, run_roar
 from .sanity import SanityRun, run_sanity
@@ -44,6 +50,6 @@ from .stages.data import dataset_info as _dataset_info  # noqa: F401
 from .stages.data import groups_text
 from .stages.data import load_dataset as _load_dataset  # noqa: F401
 
-__all__ = ["run_experiment", "load_results", "RunResult", "OutputFolderBusy", "lock_folder",
-           "unfinish", "run_roar", "RoarRun", "run_road", "RoadRun", "groups_text",
+__all__ = ["run_experiment", "load_results", "RunResult", "OutputFolderBusy",
+           "OutputFolderOfAnotherKind", "folder_kind", "lock_folder", "unfinish", "run_roar", "RoarRun", "run_road", "RoadRun", "groups_text",
            "run_sanity", "SanityRun"]

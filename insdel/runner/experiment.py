@@ -175,7 +175,7 @@ def run_experiment(config: str | os.PathLike | Mapping, out: str | os.PathLike |
     _config.check_sections(cfg, "run")
     if figures is not None:
         cfg = {**cfg, "figures": {**cfg["figures"], "enabled": bool(figures)}}
-    with opened(cfg, out, wait, client, verbose) as (folder, before, cl):
+    with opened(cfg, out, wait, client, verbose, kind="run") as (folder, before, cl):
         return _run(cfg, folder, progress, verbose, _interrupt, cl, before)
 
 

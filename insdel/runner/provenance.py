@@ -1,7 +1,8 @@
 """Provenance of a run folder: its lock, its manifest, and the fingerprints the checkpoints use.
 
-Every command that writes an output folder (``insdel run``, ``insdel roar``, ``insdel reproduce
-paper-images``) holds the folder's lock (:func:`lock_folder`), first removes an earlier run's
+Every command that writes an output folder (``insdel run``, ``roar``, ``road``, ``sanity``,
+``insdel reproduce paper-images``) holds the folder's lock (:func:`lock_folder`), which refuses a
+folder holding another kind of run (:func:`folder_kind`), first removes an earlier run's
 manifest (:func:`unfinish`) and writes its own manifest last (:func:`write_manifest`), listing only
 the files it wrote (:func:`snapshot` before, :func:`run_files` after) with their SHA-256.
 """
@@ -19,7 +20,8 @@ from pathlib import Path
 from .. import _checkpoint as ck
 from .._checkpoint import is_plain_folder_name, to_jsonable
 
-__all__ = ["OutputFolderBusy", "lock_folder", "unfinish", "default_out", "snapshot", "run_files",
+__all__ = ["OutputFolderBusy", "OutputFolderOfAnotherKind", "KINDS", "folder_kind", "lock_folder",
+           "unfinish", "default_out", "snapshot", "run_files",
            "versions", "model_hash", "Stages", "manifest_head", "file_hashes",
            "write_manifest"]
 
@@ -28,11 +30,72 @@ class OutputFolderBusy(RuntimeError):
     """Another insdel run holds the output folder's lock."""
 
 
-def lock_folder(out: str | os.PathLike, wait: bool = False):
+class OutputFolderOfAnotherKind(ValueError):
+    """The output folder holds another kind of run (``insdel run`` output given to ``insdel road``,
+    ...): writing there would replace that run's ``summary.md`` and ``manifest.json``."""
+
+
+#: The kinds of run folder and the command that writes each.
+KINDS = {"run": "insdel run", "roar": "insdel roar", "road": "insdel road",
+         "sanity": "insdel sanity", "paper-images": "insdel reproduce paper-images"}
+
+#: The hidden file naming the kind of run a folder holds, written when the folder is locked: it
+#: outlives :func:`unfinish`, so a run stopped half-way still marks its folder.
+KIND_FILE = ".insdel.kind"
+
+
+def _manifest_kind(manifest: Mapping) -> str | None:
+    """The kind of run a manifest describes (its ``kind``, else the command's own entry)."""
+    if manifest.get("kind") in KINDS:
+        return str(manifest["kind"])
+    if manifest.get("experiment") == "paper-images":
+        return "paper-images"
+    for kind in ("roar", "road", "sanity"):
+        if kind in manifest and not manifest.get("policies"):
+            return kind
+    return "run" if "policies" in manifest else None
+
+
+def folder_kind(out: str | os.PathLike) -> str | None:
+    """The kind of run an output folder holds (a key of :data:`KINDS`): from its
+    ``manifest.json`` when finished, else from the mark a started run left (:data:`KIND_FILE`);
+    None for a folder no insdel run has written."""
+    out = Path(out)
+    try:
+        manifest = json.loads((out / "manifest.json").read_text())
+    except (OSError, ValueError):
+        manifest = None
+    if isinstance(manifest, dict):
+        kind = _manifest_kind(manifest)
+        if kind is not None:
+            return kind
+    try:
+        kind = (out / KIND_FILE).read_text().strip()
+    except OSError:
+        return None
+    return kind if kind in KINDS else None
+
+
+def _claim(out: Path, kind: str) -> None:
+    """Refuse a folder holding another kind of run; mark it as ``kind``'s."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {sorted(KINDS)}; got {kind!r}.")
+    held = folder_kind(out)
+    if held is not None and held != kind:
+        raise OutputFolderOfAnotherKind(
+            f"output folder {out} holds an `{KINDS[held]}` run ({held}); `{KINDS[kind]}` writes "
+            f"a {kind} run and would replace its summary.md and manifest.json: choose another "
+            "--out (or out = PATH), or remove the folder.")
+    if held is None:
+        ck.atomic_write_text(out / KIND_FILE, kind + "\n")
+
+
+def lock_folder(out: str | os.PathLike, wait: bool = False, *, kind: str | None = None):
     """Take the exclusive lock of an output folder (``OUT/.insdel.lock``, a ``filelock.FileLock``).
 
     Every command that writes an output folder holds it for the whole run, so that two runs never
-    mix their files in one folder.
+    mix their files in one folder; with ``kind``, a folder holding another kind of run is refused
+    before anything in it changes.
 
     Parameters
     ----------
@@ -40,6 +103,9 @@ def lock_folder(out: str | os.PathLike, wait: bool = False):
         The output folder; it must exist.
     wait : bool
         If another run holds the lock, wait for it to be released instead of refusing.
+    kind : str, optional
+        The kind of run about to write (a key of :data:`KINDS`: ``"run"``, ``"roar"``,
+        ``"road"``, ``"sanity"``, ``"paper-images"``); the folder is then marked as that kind's.
 
     Returns
     -------
@@ -50,6 +116,8 @@ def lock_folder(out: str | os.PathLike, wait: bool = False):
     ------
     OutputFolderBusy
         Another insdel run holds the lock and ``wait`` is False.
+    OutputFolderOfAnotherKind
+        The folder holds another kind of run (:func:`folder_kind`); the message names both.
     """
     from filelock import FileLock, Timeout
 
@@ -61,6 +129,12 @@ def lock_folder(out: str | os.PathLike, wait: bool = False):
         raise OutputFolderBusy(
             f"output folder {out} is in use by another insdel run (lock {out / '.insdel.lock'}); "
             "wait for it to finish, or choose another --out.") from None
+    if kind is not None:
+        try:
+            _claim(out, kind)
+        except BaseException:
+            lock.release()
+            raise
     return lock
 
 

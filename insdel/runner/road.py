@@ -122,7 +122,7 @@ def run_road(config: str | os.PathLike | Mapping, out: str | os.PathLike | None 
     check_progress(progress)
     cfg = loaded(config, quick)
     _config.check_sections(cfg, "road")
-    with opened(cfg, out, wait, client, verbose) as (folder, before, cl):
+    with opened(cfg, out, wait, client, verbose, kind="road") as (folder, before, cl):
         return _run_road(cfg, folder, progress, verbose, _interrupt, cl, before)
 
 

@@ -80,7 +80,7 @@ def run_roar(config: str | os.PathLike | Mapping, out: str | os.PathLike | None 
     check_progress(progress)
     cfg = loaded(config, quick)
     _config.check_sections(cfg, "roar")
-    with opened(cfg, out, wait, client, verbose) as (folder, before, cl):
+    with opened(cfg, out, wait, client, verbose, kind="roar") as (folder, before, cl):
         return _run_roar(cfg, folder, progress, verbose, _interrupt, cl, before)
 
 

@@ -108,7 +108,7 @@ def run_sanity(config: str | os.PathLike | Mapping, out: str | os.PathLike | Non
         raise ValueError(f"{cfg['source']}: compute.backend = {cfg['compute']['backend']!r}: "
                          "`insdel sanity` runs serially (its randomised models are deep copies "
                          "on the driver); remove the Dask settings.")
-    with opened(cfg, out, wait, None, verbose) as (folder, before, _):
+    with opened(cfg, out, wait, None, verbose, kind="sanity") as (folder, before, _):
         return _run_sanity(cfg, folder, progress, verbose, before)
 
 

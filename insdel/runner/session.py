@@ -42,9 +42,10 @@ def client_of(cfg: Mapping, client, verbose: bool):
 
 
 @contextlib.contextmanager
-def opened(cfg: Mapping, out: str | os.PathLike | None, wait: bool, client, verbose: bool
-           ) -> Iterator[tuple[Path, dict, object]]:
-    """The run's output folder, made, locked (:func:`lock_folder`) and marked unfinished
+def opened(cfg: Mapping, out: str | os.PathLike | None, wait: bool, client, verbose: bool, *,
+           kind: str) -> Iterator[tuple[Path, dict, object]]:
+    """The run's output folder, made, locked (:func:`lock_folder`: refused when it holds another
+    ``kind`` of run) and marked unfinished
     (:func:`unfinish`) for the run's whole length, with a snapshot of the files already there
     (:func:`snapshot`: the manifest lists only what the run writes) and the client.
 
@@ -55,7 +56,7 @@ def opened(cfg: Mapping, out: str | os.PathLike | None, wait: bool, client, verb
     """
     out = Path(out if out is not None else (cfg["out"] or default_out(cfg["name"])))
     out.mkdir(parents=True, exist_ok=True)
-    lock = lock_folder(out, wait)
+    lock = lock_folder(out, wait, kind=kind)
     try:
         unfinish(out)
         before = snapshot(out)
