@@ -236,8 +236,13 @@ def test_plot_road():
     X, y = rng.normal(size=(40, 3)), rng.normal(size=40)
     res = road.road(_lin([1.0, 0.0, 2.0]), X, y, {"a": X}, road.constant_removal(0.0),
                     fractions=(0.5,))
-    fig = plotting.plot_road(res)
-    ax = fig.axes[0]
+    ax = plotting.plot_road(res)
+    from matplotlib.axes import Axes
+    from matplotlib.pyplot import subplots
+
+    assert isinstance(ax, Axes)  # a single panel, as every other one
+    _, given = subplots()
+    assert plotting.plot_road(res, ax=given) is given
     lines = {ln.get_label(): ln for ln in ax.get_lines()}
     assert len(lines) == 4  # a and random, MoRF and LeRF each
     morf = next(ln for lab, ln in lines.items() if lab.startswith("a, MoRF"))
@@ -245,7 +250,7 @@ def test_plot_road():
     assert next(ln for lab, ln in lines.items() if lab.startswith("a, LeRF")).get_linestyle() \
         == "--"
     assert list(morf.get_xdata()) == [0.0, 0.5, 1.0]
-    assert plotting.plot_road(res.curves).axes  # the table alone
+    assert plotting.plot_road(res.curves).get_lines()  # the table alone
     with pytest.raises(ValueError, match="curves table"):
         plotting.plot_road(pd.DataFrame({"x": [1]}))
     matplotlib.pyplot.close("all")

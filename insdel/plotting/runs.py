@@ -139,7 +139,7 @@ def roar_figure(summary: pd.DataFrame, *, title: str | None = None, ax=None):
     ax.set_ylabel("test Huber loss after retraining" + ("" if all_missing else " (± s.e.)"))
     ax.set_title(title or "ROAR (paper Figure 13)")
     ax.legend(fontsize="x-small")
-    return ax.figure
+    return ax
 
 
 
@@ -154,10 +154,15 @@ def plot_road(result, *, title: str | None = None, ax=None):
     ----------
     result : insdel.road.RoadResult or pandas.DataFrame
         The result, or its ``curves`` table (columns ``method, order, q, loss``).
+    title : str, optional
+        The panel's title.
+    ax : matplotlib.axes.Axes, optional
+        Draw into this panel (default: a new figure), as every single-panel figure.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    matplotlib.axes.Axes
+        The panel (``.figure`` is its figure).
     """
     if isinstance(result, pd.DataFrame):
         curves, summary, loss = result, None, "loss"
@@ -186,7 +191,7 @@ def plot_road(result, *, title: str | None = None, ax=None):
     ax.set_ylabel(f"{loss.upper() if loss != 'loss' else 'loss'} under imputation (no retraining)")
     ax.set_title(title or "ROAD: MoRF (solid) and LeRF (dashed)")
     ax.legend(fontsize="x-small")
-    return ax.figure
+    return ax
 
 
 def save_figure(fig, path, dpi: int = 110) -> Path:

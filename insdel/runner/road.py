@@ -221,7 +221,7 @@ def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
 
     with plt.rc_context({"figure.max_open_warning": 0}):
         fig = plotting.plot_road(res, title=f"ROAD on {data_info['name']} "
-                                 f"({params.get('name', '?')} imputation)")
+                                 f"({params.get('name', '?')} imputation)").figure
         fig_path = plotting.save_figure(fig, out / "figures" / "road.png", 110)
     files = run_files(out, {} if before is None else before, model_files(model_info))
     leak_info = None if lk is None else {
