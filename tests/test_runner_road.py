@@ -148,7 +148,10 @@ def tiny(tmp_path, registered):
                                                  r"'test_road_gausian'; did you mean "
                                                  r"'test_road_gaussian'"),
     ({"road": {"removal": "marginal"}}, r"road\.removal = 'marginal' sets removed features to "
-                                        r"fixed references"),
+                                        r"reference rows' values; ROAD imputes"),
+    ({"road": {"removal": "cohort"}}, r"road\.removal = 'cohort' reads a coalition's value off "
+                                      r"the data's cohort \(a game, no imputed row\); ROAD "
+                                      r"imputes"),
     ({"road": {"removal_options": {"n_draw": 4}}},
      r"unknown key 'road\.removal_options\.n_draw'; did you mean 'n_draws'"),
     ({"road": {"removal_options": {"data": [[0.0]]}}}, r"road\.removal_options\.data: the "

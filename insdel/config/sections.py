@@ -109,11 +109,15 @@ def _check_road(cfg: dict, source: str) -> None:
                               f"spec; {r['reference']!r}: {exc}") from None
     name, options = r["removal"], r["removal_options"]
     _check_removal_name(source, "road.removal", name)
-    if not issubclass(_removal.get(name), _removal.SampledRemoval):
-        raise ConfigError(f"{source}: road.removal = {name!r} sets removed features to fixed "
-                          "references; ROAD imputes them from the kept ones: name a sampled "
-                          "removal (conditional_gaussian, conditional_mean, conditional_knn or "
-                          "your own SampledRemoval).")
+    cls = _removal.get(name)
+    if not issubclass(cls, _removal.SampledRemoval):
+        what = ("reads a coalition's value off the data's cohort (a game, no imputed row)"
+                if issubclass(cls, _removal.GameRemoval) else
+                "sets removed features to reference rows' values")
+        raise ConfigError(f"{source}: road.removal = {name!r} {what}; ROAD imputes removed "
+                          "features from the kept ones: name a sampled removal "
+                          "(conditional_gaussian, conditional_mean, conditional_knn or your own "
+                          "SampledRemoval).")
     valid = {k: v for k, v in _removal.options_of(name).items() if k != "data"}
     if "data" in options:
         raise ConfigError(f"{source}: road.removal_options.data: the removal is fitted on the "

@@ -79,8 +79,9 @@ def refuse_groups(cfg: dict, dataset, why: str) -> None:
     grp = groups_of(dataset)
     if grp is not None:
         raise ValueError(f"data set {cfg['data']['recipe']!r} declares feature groups "
-                         f"({groups_text(grp)}); {why} and does not support groups yet (use the "
-                         "recipe's default, e.g. location = 'drop').")
+                         f"({groups_text(grp)}); {why} and does not support groups yet (use "
+                         "the data without the grouped columns, or a recipe option that gives "
+                         "single columns).")
 
 
 def policy_references(cfg: dict, model, X: np.ndarray, spec, progress, log, *, key: str,
