@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["mean_se", "unit_ids"]
+__all__ = ["mean_se", "unit_ids", "wilson_interval", "normal_quantile"]
 
 
 def unit_ids(clusters: ArrayLike | None, n: int) -> np.ndarray:
@@ -69,3 +69,23 @@ def mean_se(v: ArrayLike, clusters: ArrayLike | None = None) -> tuple[np.ndarray
     if v.ndim == 1:
         return float(mean), float(se), G
     return mean, se, G
+
+
+def normal_quantile(level: float) -> float:
+    """z with P(|Z| <= z) = ``level`` for a standard normal Z (1.96 at 0.95)."""
+    from statistics import NormalDist
+
+    return float(NormalDist().inv_cdf(0.5 + level / 2.0))
+
+
+def wilson_interval(p: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson's score interval of a binomial proportion: ``p`` observed in ``n`` trials, at
+    ``level`` (Wilson, 1927). Unlike p ± z s.e. it stays in [0, 1] and keeps its coverage near 0
+    and 1 and for small n. (NaN, NaN) when n < 1."""
+    if n < 1:
+        return float("nan"), float("nan")
+    z = normal_quantile(level)
+    z2n = z * z / n
+    centre = (p + z2n / 2.0) / (1.0 + z2n)
+    half = z * np.sqrt(p * (1.0 - p) / n + z2n / (4.0 * n)) / (1.0 + z2n)
+    return float(max(0.0, centre - half)), float(min(1.0, centre + half))

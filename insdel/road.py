@@ -49,20 +49,30 @@ import numpy as np
 import pandas as pd
 
 from ._progress import progress_bar
+from ._stats import mean_se, normal_quantile, wilson_interval
 from ._validation import as_float_array, check_choice, check_scalar, check_seed
 from .adapter import as_model
+from .groups import Groups, check_groups, group_attributions
 from .removal.base import SampledRemoval
 from .roar import PAPER_FRACTIONS, _check_fractions, n_removed, removal_orders
 
 __all__ = ["ORDERS", "LOSSES", "RANKINGS", "RoadResult", "LeakageResult", "road", "leakage",
-           "constant_removal", "ConstantRemoval", "srg_table"]
+           "constant_removal", "ConstantRemoval", "srg_table", "LEAK_MARGIN"]
 
 ORDERS = ("morf", "lerf")
 LOSSES = ("mse", "rmse", "mae")
 RANKINGS = ("absolute", "signed")
 CLASSIFIERS = ("forest", "logistic")
 CURVE_COLUMNS = ["method", "order", "q", "k", "loss", "mse", "rmse", "mae"]
-SUMMARY_COLUMNS = ["method", "morf_area", "lerf_area", "srg", "rank", "rank_morf", "rank_lerf"]
+AREA_COLUMNS = ["method", "morf_area", "lerf_area", "srg", "rank", "rank_morf", "rank_lerf"]
+#: :func:`srg_table`'s columns, then the spread :func:`road` adds: the standard error of SRG over
+#: the rows, its s.d. over the removal's seeds (NaN with one seed), the seeds, and the methods whose
+#: SRG is within noise of this one's.
+SUMMARY_COLUMNS = [*AREA_COLUMNS, "srg_se", "srg_sd_seeds", "n_seeds", "tied_with"]
+LEAKAGE_COLUMNS = ["feature", "accuracy", "chance", "excess", "ci_low", "ci_high"]
+#: Mean accuracy above chance that counts as clear leakage: a verdict of "does not reveal what it
+#: removed" needs the interval's upper end below chance + LEAK_MARGIN.
+LEAK_MARGIN = 0.05
 
 # rows of one sample() call: block * M * n float64 values of at most about 32 MiB
 _BLOCK_VALUES = 1 << 22
@@ -110,16 +120,28 @@ class RoadResult:
     Attributes
     ----------
     curves : pandas.DataFrame
-        One row per (method, order, q): ``k`` features removed, ``loss`` (the chosen ``loss``) and
-        every loss (``mse``, ``rmse``, ``mae``). q = 0 and q = 1 are in every curve.
+        One row per (method, order, q): ``k`` units removed (features, or groups with
+        ``groups=``), ``loss`` (the chosen ``loss``) and every loss (``mse``, ``rmse``, ``mae``),
+        each the mean over the ``n_seeds`` repeats. q = 0 and q = 1 are in every curve.
     summary : pandas.DataFrame
         One row per method: ``morf_area``, ``lerf_area`` (trapezoid areas of the chosen loss over
         q in [0, 1]), ``srg`` = morf_area - lerf_area (higher is better) and ranks (1 = best): by
-        ``srg``, by ``morf_area`` (larger is better) and by ``lerf_area`` (smaller is better).
+        ``srg``, by ``morf_area`` (larger is better) and by ``lerf_area`` (smaller is better);
+        then ``srg_se`` (standard error over the rows, the removal's draws included),
+        ``srg_sd_seeds`` (s.d. over the repeats; NaN with one), ``n_seeds`` and ``tied_with``
+        (the methods whose SRG differs from this one's by less than the noise, ``;``-separated).
     loss, ranking : str
         The loss the areas use and how features were ranked.
     removal : dict
         The removal's ``params()``.
+    n_seeds : int
+        Repeats of the removal's draws.
+    level : float
+        Confidence level of the ties.
+    repeats : pandas.DataFrame or None
+        With ``n_seeds`` > 1: the curves of every repeat (a ``seed`` column first); else None.
+    units : list of str or None
+        With ``groups=``: the units' names (k counts them); None: one unit per feature.
     """
 
     curves: pd.DataFrame
@@ -127,18 +149,38 @@ class RoadResult:
     loss: str
     ranking: str
     removal: dict
+    n_seeds: int = 1
+    level: float = 0.95
+    repeats: pd.DataFrame | None = None
+    units: list | None = None
 
     def to_markdown(self, digits: int = 4) -> str:
-        """The summary as a Markdown table, best SRG first."""
+        """The summary as a Markdown table, best SRG first, with each SRG's standard error and
+        the methods within noise of it."""
         s = self.summary.sort_values("rank", kind="stable")
+        seeds = self.n_seeds > 1 and "srg_sd_seeds" in s.columns
         lines = [f"### ROAD: {self.loss} under imputation ({self.removal.get('name', '?')}), "
                  f"features ranked by {self.ranking} attribution\n",
-                 "| Rank | Method | MoRF area | LeRF area | SRG |", "|---:|---|---:|---:|---:|"]
+                 "| Rank | Method | MoRF area | LeRF area | SRG | SE | "
+                 + ("SD over seeds | " if seeds else "") + "Within noise of |",
+                 "|---:|---|---:|---:|---:|---:|" + ("---:|" if seeds else "") + "---|"]
         for _, r in s.iterrows():
+            se = r.get("srg_se", float("nan"))
+            tied = r.get("tied_with", "")
+            tied = tied if isinstance(tied, str) and tied else "—"
             lines.append(f"| {r['rank']} | {r['method']} | {r['morf_area']:.{digits}f} | "
-                         f"{r['lerf_area']:.{digits}f} | {r['srg']:+.{digits}f} |")
+                         f"{r['lerf_area']:.{digits}f} | {r['srg']:+.{digits}f} | "
+                         f"{se:.{digits}f} | "
+                         + (f"{r['srg_sd_seeds']:.{digits}f} | " if seeds else "")
+                         + f"{tied.replace(';', ', ')} |")
         lines.append("\nSRG = area(MoRF loss) − area(LeRF loss): higher is better (removing what "
-                     "the method calls relevant first hurts most).")
+                     "the method calls relevant first hurts most). SE: standard error of SRG over "
+                     "the evaluated rows (each row's draws are its own, so it holds the "
+                     "removal's sampling noise too)"
+                     + (f", over {self.n_seeds} repeats of the removal's draws" if seeds else "")
+                     + f". Two methods are within noise when their SRGs differ by less than "
+                     f"{normal_quantile(self.level):.2f} standard errors of the difference (paired "
+                     f"over rows, level {self.level:g}): their order is not established.")
         return "\n".join(lines) + "\n"
 
 
@@ -180,15 +222,17 @@ def _imputed(removal: SampledRemoval, X: np.ndarray, keep: np.ndarray,
     return Z
 
 
-def _predict_removed(model, removal: SampledRemoval, X: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """f under removal, per row: the mean of f over the removal's M imputed rows."""
+def _predict_removed(model, removal: SampledRemoval, X: np.ndarray, keep: np.ndarray,
+                     first: int = 0) -> np.ndarray:
+    """f under removal, per row: the mean of f over the removal's M imputed rows; row i's draws
+    are those of target ``first + i`` (a repeat of the draws starts at another ``first``)."""
     N, n = X.shape
     M = max(int(getattr(removal, "n_draws", 1)), 1)
     block = max(1, _BLOCK_VALUES // max(M * n, 1))
     out = np.empty(N, dtype=np.float64)
     for s in range(0, N, block):
         e = min(N, s + block)
-        Z = _imputed(removal, X[s:e], keep[s:e], np.arange(s, e, dtype=np.int64))
+        Z = _imputed(removal, X[s:e], keep[s:e], np.arange(first + s, first + e, dtype=np.int64))
         out[s:e] = model(Z.reshape(-1, n)).reshape(e - s, Z.shape[1]).mean(axis=1)
     return out
 
@@ -217,17 +261,65 @@ def srg_table(curves: pd.DataFrame, loss: str = "mse") -> pd.DataFrame:
                         if len(c) else float("nan"))
         rows.append({"method": m, "morf_area": areas["morf"], "lerf_area": areas["lerf"],
                      "srg": areas["morf"] - areas["lerf"]})
-    out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS[:4])
+    out = pd.DataFrame(rows, columns=AREA_COLUMNS[:4])
     for col, name, asc in (("srg", "rank", False), ("morf_area", "rank_morf", False),
                            ("lerf_area", "rank_lerf", True)):
         out[name] = out[col].rank(ascending=asc, method="min").astype("Int64")
+    return out[AREA_COLUMNS]
+
+
+def _trapezoid_weights(q: np.ndarray) -> np.ndarray:
+    """w with sum_j w_j L_j = the trapezoid area of L over the sorted q (:func:`_trapezoid`)."""
+    d = np.diff(q) / 2.0
+    return np.concatenate([d, [0.0]]) + np.concatenate([[0.0], d])
+
+
+def _row_terms(pred: np.ndarray, y: np.ndarray, loss: str, value: float) -> np.ndarray:
+    """Each row's term of the loss ``value`` (its influence): the loss is their mean for mse and
+    mae; rmse = sqrt(mse) is linearised (delta method), err^2 / (2 rmse)."""
+    err = pred - y
+    if loss == "mae":
+        return np.abs(err)
+    if loss == "mse":
+        return err * err
+    return err * err / (2.0 * value) if value > 0 else np.full(err.shape, np.nan)
+
+
+def _spread(summary: pd.DataFrame, influence: Mapping[str, np.ndarray], srg_repeats: np.ndarray,
+            level: float) -> pd.DataFrame:
+    """The summary with ``srg_se`` (over rows), ``srg_sd_seeds``, ``n_seeds`` and ``tied_with``:
+    two methods are tied when their SRGs differ by at most z times the standard error of the
+    paired per-row difference of their influences."""
+    out = summary.copy()
+    methods = list(out["method"])
+    n_seeds = srg_repeats.shape[0]
+    out["srg_se"] = [mean_se(influence[m])[1] if m in influence else float("nan")
+                     for m in methods]
+    out["srg_sd_seeds"] = (srg_repeats.std(axis=0, ddof=1) if n_seeds > 1
+                           else np.full(len(methods), np.nan))
+    out["n_seeds"] = n_seeds
+    z = normal_quantile(level)
+    srg = dict(zip(methods, out["srg"], strict=True))
+    tied = []
+    for a in methods:
+        near = []
+        for b in methods:
+            if b == a or a not in influence or b not in influence:
+                continue
+            se = mean_se(influence[a] - influence[b])[1]
+            diff = abs(srg[a] - srg[b])
+            if np.isfinite(diff) and (diff <= z * se if np.isfinite(se) else diff == 0):
+                near.append(b)
+        tied.append(";".join(near))
+    out["tied_with"] = tied
     return out[SUMMARY_COLUMNS]
 
 
 def road(f, X, y, attributions: Mapping[str, np.ndarray], removal: SampledRemoval, *,
          fractions: Sequence[float] = PAPER_FRACTIONS, orders: Sequence[str] = ORDERS,
          ranking: str = "absolute", loss: str = "mse", random: bool = True, seed: int = 0,
-         batch_size: int | None = None, progress: bool | None = None) -> RoadResult:
+         groups=None, n_seeds: int = 1, level: float = 0.95, batch_size: int | None = None,
+         progress: bool | None = None) -> RoadResult:
     """ROAD: the loss of f under imputation as the most (MoRF) or least (LeRF) relevant features
     are removed, without retraining (Rong et al., 2022).
 
@@ -240,12 +332,12 @@ def road(f, X, y, attributions: Mapping[str, np.ndarray], removal: SampledRemova
     y : array_like (N,)
         Their true targets.
     attributions : mapping
-        Method name -> attributions (N, n) of the rows of X.
+        Method name -> attributions (N, n) of the rows of X (or (N, m), one per group).
     removal : SampledRemoval
         What a removed feature becomes; its ``sample(X, keep, targets)`` is called with ``targets``
         the row indices (the same draws for a row in every method, order and q).
     fractions : sequence of float
-        Fractions q in (0, 1] of features removed, k = ⌈q n⌉; q = 0 and q = 1 are always added.
+        Fractions q in (0, 1] of units removed, k = ⌈q m⌉; q = 0 and q = 1 are always added.
     orders : sequence of {"morf", "lerf"}
         Most relevant first, least relevant first. SRG needs both.
     ranking : {"absolute", "signed"}
@@ -256,6 +348,17 @@ def road(f, X, y, attributions: Mapping[str, np.ndarray], removal: SampledRemova
         Add the method ``"random"``: scores drawn uniformly per row (seeded by ``seed``).
     seed : int
         Seed of the random method.
+    groups : optional
+        Feature groups (anything :func:`insdel.groups.check_groups` takes: e.g. a one-hot block
+        as one group): a unit is a group, removed and imputed as a whole, ranked by the sum of
+        its columns' attributions (:func:`insdel.groups.group_attributions`), as the insertion
+        and deletion curves do. None: one unit per feature.
+    n_seeds : int
+        Repeats of the removal's draws: repeat s draws row i as target ``s N + i`` (repeat 0 is
+        the single run's draws) and the random method's scores anew; the curves are the means
+        over the repeats and ``srg_sd_seeds`` their spread.
+    level : float in (0, 1)
+        Confidence level of the ties (``tied_with``).
     batch_size : int, optional
         Rows per model call (:func:`insdel.as_model`).
     progress : bool, optional
@@ -265,7 +368,7 @@ def road(f, X, y, attributions: Mapping[str, np.ndarray], removal: SampledRemova
     -------
     RoadResult
     """
-    from ._validation import check_bool
+    from ._validation import check_bool, check_positive_int
 
     model = as_model(f, batch_size=batch_size)
     X = as_float_array("X", X, ndim=(2,))
@@ -288,48 +391,89 @@ def road(f, X, y, attributions: Mapping[str, np.ndarray], removal: SampledRemova
     loss = check_choice("loss", loss, LOSSES)
     random = check_bool("random", random)
     seed = check_seed(seed)
+    n_seeds = check_positive_int("n_seeds", n_seeds)
+    level = check_scalar("level", level, float, min_val=0.0, max_val=1.0,
+                         include_boundaries="neither", finite=True)
+    grp: Groups | None = check_groups(groups, n)
+    if grp is not None and grp.singleton:
+        grp = None
+    m = n if grp is None else grp.m
     scores: dict[str, np.ndarray] = {}
-    for m, A in attributions.items():
-        if random and m == "random":
+    for meth, A in attributions.items():
+        if random and meth == "random":
             raise ValueError("attributions: the method name 'random' is the seeded random "
                              "baseline (random=True); rename the method or pass random=False.")
-        A = as_float_array(f"attributions[{m!r}]", A, ndim=(2,))
-        if A.shape != (N, n):
-            raise ValueError(f"attributions[{m!r}] has shape {A.shape}; expected ({N}, {n}), one "
-                             "row per row of X.")
-        scores[str(m)] = np.abs(A) if ranking == "absolute" else A
-    if random:
-        scores["random"] = np.random.default_rng(np.random.SeedSequence([seed, 5_322])).random(
-            (N, n))
-    if not scores:
+        A = as_float_array(f"attributions[{meth!r}]", A, ndim=(2,))
+        if A.shape[0] != N or A.shape[1] not in (n, m):
+            raise ValueError(f"attributions[{meth!r}] has shape {A.shape}; expected ({N}, {n}), "
+                             "one row per row of X" + ("" if grp is None else
+                                                       f" (or ({N}, {m}), one per group)") + ".")
+        A = group_attributions(A, grp, name=f"attributions[{meth!r}]")
+        scores[str(meth)] = np.abs(A) if ranking == "absolute" else A
+    if not scores and not random:
         raise ValueError("attributions is empty and random=False: nothing to evaluate.")
 
-    # units: k = 0 and k = n are shared by every curve; other (method, order, k) once each
-    ks = sorted({n_removed(q, n) for q in qs})
-    plans = {(m, o): removal_orders(S, "signed" if o == "morf" else "kar_signed")
-             for m, S in scores.items() for o in orders}
-    units = [(m, o, k) for (m, o) in plans for k in ks if 0 < k < n]
-    cache: dict[Any, dict[str, float]] = {}
-    with progress_bar(len(units) + 2, "road units", unit="unit", enable=progress,
-                      auto=True) as bar:
-        cache[0] = _losses(model(X), y)
+    def random_scores(s: int) -> np.ndarray:
+        entropy = [seed, 5_322] if s == 0 else [seed, 5_322, s]
+        return np.random.default_rng(np.random.SeedSequence(entropy)).random((N, m))
+
+    # units: k = 0 and k = m are shared by every curve; other (method, order, k) once each
+    ks = sorted({n_removed(q, m) for q in qs})
+    fixed = {(meth, o): removal_orders(S, "signed" if o == "morf" else "kar_signed")
+             for meth, S in scores.items() for o in orders}
+    keys = [(meth, o) for meth in [*scores, *(["random"] if random else [])] for o in orders]
+    units = [(meth, o, k) for (meth, o) in keys for k in ks if 0 < k < m]
+    w = _trapezoid_weights(np.asarray(qs, dtype=np.float64))
+    runs, influence, srg_runs = [], {}, []
+    with progress_bar(n_seeds * (len(units) + 1) + 1, "road units", unit="unit",
+                      enable=progress, auto=True) as bar:
+        pred0 = model(X)
         bar.update(1)
-        cache[n] = _losses(_predict_removed(model, removal, X, np.zeros((N, n), bool)), y)
-        bar.update(1)
-        for (m, o, k) in units:
-            keep = np.ones((N, n), dtype=bool)
-            np.put_along_axis(keep, plans[(m, o)][:, :k], False, axis=1)
-            cache[(m, o, k)] = _losses(_predict_removed(model, removal, X, keep), y)
+        for s in range(n_seeds):
+            plans = dict(fixed)
+            if random:
+                R = random_scores(s)
+                plans.update({("random", o): removal_orders(
+                    R, "signed" if o == "morf" else "kar_signed") for o in orders})
+            preds = {0: pred0, m: _predict_removed(model, removal, X, np.zeros((N, n), bool),
+                                                   first=s * N)}
             bar.update(1)
-    rows = []
-    for (m, o) in plans:
-        for q in qs:
-            k = n_removed(q, n)
-            res = cache[k] if k in (0, n) else cache[(m, o, k)]
-            rows.append({"method": m, "order": o, "q": q, "k": k, "loss": res[loss], **res})
-    curves = pd.DataFrame(rows, columns=CURVE_COLUMNS)
-    return RoadResult(curves=curves, summary=srg_table(curves, loss), loss=loss, ranking=ranking,
-                      removal=dict(removal.params()))
+            for (meth, o, k) in units:
+                keep = np.ones((N, m), dtype=bool)
+                np.put_along_axis(keep, plans[(meth, o)][:, :k], False, axis=1)
+                preds[(meth, o, k)] = _predict_removed(
+                    model, removal, X, keep if grp is None else grp.expand(keep), first=s * N)
+                bar.update(1)
+            losses = {key: _losses(p, y) for key, p in preds.items()}
+            rows, terms = [], {}
+            for (meth, o) in keys:
+                for j, q in enumerate(qs):
+                    k = n_removed(q, m)
+                    key = k if k in (0, m) else (meth, o, k)
+                    res = losses[key]
+                    rows.append({"method": meth, "order": o, "q": q, "k": k, "loss": res[loss],
+                                 **res})
+                    t = w[j] * _row_terms(preds[key], y, loss, res[loss])
+                    terms[(meth, o)] = terms.get((meth, o), 0.0) + t
+            curves_s = pd.DataFrame(rows, columns=CURVE_COLUMNS)
+            runs.append(curves_s)
+            srg_runs.append(srg_table(curves_s, loss)["srg"].to_numpy(float))
+            if set(orders) == set(ORDERS):
+                for meth in dict.fromkeys(meth for meth, _ in keys):
+                    influence[meth] = influence.get(meth, 0.0) + (
+                        terms[(meth, "morf")] - terms[(meth, "lerf")]) / n_seeds
+    if n_seeds == 1:
+        curves, repeats = runs[0], None
+    else:
+        repeats = pd.concat([c.assign(seed=s) for s, c in enumerate(runs)], ignore_index=True)
+        repeats = repeats[["seed", *CURVE_COLUMNS]]
+        curves = runs[0].copy()
+        for col in ("loss", *LOSSES):
+            curves[col] = np.mean([c[col].to_numpy(float) for c in runs], axis=0)
+    summary = _spread(srg_table(curves, loss), influence, np.asarray(srg_runs), level)
+    return RoadResult(curves=curves, summary=summary, loss=loss, ranking=ranking,
+                      removal=dict(removal.params()), n_seeds=n_seeds, level=level,
+                      repeats=repeats, units=None if grp is None else list(grp.names))
 
 
 @dataclasses.dataclass
@@ -339,15 +483,23 @@ class LeakageResult:
     Attributes
     ----------
     table : pandas.DataFrame
-        One row per feature: ``feature``, ``accuracy`` (cross-validated accuracy of predicting
-        whether the feature was removed from the imputed row's values), ``chance`` (the majority
-        rate of that label) and ``excess`` = accuracy - chance.
+        One row per feature (or group): ``feature``, ``accuracy`` (cross-validated accuracy of
+        predicting whether the feature was removed from the imputed row's values), ``chance``
+        (the majority rate of that label), ``excess`` = accuracy - chance, and ``ci_low``,
+        ``ci_high``: the accuracy's Wilson interval over the ``n_rows`` rows.
     accuracy, chance : float
         Means over the features.
     fraction : float
         Probability that a feature of a row was removed.
     classifier : str
     n_rows : int
+        Rows used.
+    ci_low, ci_high : float
+        Wilson interval of the mean accuracy at ``level``, with the rows as the trials (the
+        features of one row share its imputation, so they are not counted as independent).
+    level : float
+    n_rows_requested : int or None
+        The ``n_rows`` asked for (None: all rows); more than X has is capped to its rows.
     """
 
     table: pd.DataFrame
@@ -356,11 +508,43 @@ class LeakageResult:
     fraction: float
     classifier: str
     n_rows: int
+    ci_low: float = float("nan")
+    ci_high: float = float("nan")
+    level: float = 0.95
+    n_rows_requested: int | None = None
 
     @property
     def excess(self) -> float:
         """Mean accuracy above chance: near 0, the imputation does not reveal what was removed."""
         return self.accuracy - self.chance
+
+    @property
+    def capped(self) -> bool:
+        """Whether fewer rows were used than ``n_rows`` asked for (X has fewer)."""
+        return self.n_rows_requested is not None and self.n_rows < self.n_rows_requested
+
+    def verdict(self, margin: float = LEAK_MARGIN) -> str:
+        """What the interval allows one to say: ``"leaks"`` (its lower end above chance),
+        ``"no leak"`` (its upper end below chance + ``margin``: no clear leakage) or
+        ``"too few rows"`` (it reaches chance + ``margin`` and more: the rows cannot tell)."""
+        if self.ci_low > self.chance:
+            return "leaks"
+        if self.ci_high < self.chance + margin:
+            return "no leak"
+        return "too few rows"
+
+    def verdict_text(self, margin: float = LEAK_MARGIN) -> str:
+        """The verdict as a sentence, with the interval and the rows it rests on."""
+        ci = (f"accuracy {self.accuracy:.3f}, {self.level:.0%} interval [{self.ci_low:.3f}, "
+              f"{self.ci_high:.3f}], against chance {self.chance:.3f}, from {self.n_rows} rows")
+        v = self.verdict(margin)
+        if v == "leaks":
+            return f"the imputation reveals what it removed ({ci})."
+        if v == "no leak":
+            return (f"no clear leakage: the imputation does not reveal what it removed beyond "
+                    f"{margin:g} over chance ({ci}).")
+        return (f"too few rows to tell: the interval reaches chance + {margin:g} and more, "
+                f"so clear leakage is not ruled out ({ci}); use more rows.")
 
 
 def _classifier(kind: str, seed: int):
@@ -378,7 +562,8 @@ def _classifier(kind: str, seed: int):
 
 def leakage(X, removal: SampledRemoval, *, fraction: float = 0.5, n_rows: int | None = 2000,
             classifier: str = "forest", folds: int = 5, seed: int = 0,
-            feature_names: Sequence[str] | None = None) -> LeakageResult:
+            feature_names: Sequence[str] | None = None, groups=None,
+            level: float = 0.95) -> LeakageResult:
     """ROAD's leakage diagnostic: does an imputed row reveal which of its features were removed?
 
     From ``n_rows`` rows of X (drawn without replacement, seeded), each feature of each row is
@@ -391,7 +576,9 @@ def leakage(X, removal: SampledRemoval, *, fraction: float = 0.5, n_rows: int | 
     and the ROAD losses measure lost information; well above chance — the removal leaks the mask
     (the model can react to the imputation's artefacts, as on images with a constant baseline),
     and MoRF / LeRF curves confound information with that leak. A constant reference on
-    continuous features leaks almost perfectly (accuracy ≈ 1 with the forest).
+    continuous features leaks almost perfectly (accuracy ≈ 1 with the forest). The accuracy's
+    Wilson interval says whether the rows suffice: :meth:`LeakageResult.verdict` is "too few
+    rows" when it reaches clear leakage (chance + :data:`LEAK_MARGIN`) without excluding chance.
 
     Parameters
     ----------
@@ -401,7 +588,7 @@ def leakage(X, removal: SampledRemoval, *, fraction: float = 0.5, n_rows: int | 
     fraction : float in (0, 1)
         Probability that a feature is removed.
     n_rows : int or None
-        Rows used (at most N); None: all of them.
+        Rows used (at most N: more is capped to N, and the result says so); None: all of them.
     classifier : {"forest", "logistic"}
         ``forest``: a random forest over all features (finds exact constants, intervals and
         interactions); ``logistic``: standardised logistic regression (finds linear shifts only:
@@ -411,7 +598,12 @@ def leakage(X, removal: SampledRemoval, *, fraction: float = 0.5, n_rows: int | 
     seed : int
         Seeds the rows, the masks, the folds and the forest.
     feature_names : sequence of str, optional
-        Names of the table's rows.
+        Names of the table's rows (one per feature; with ``groups``, the groups' names are used).
+    groups : optional
+        Feature groups (:func:`insdel.groups.check_groups`): a group is removed as a whole and is
+        one row of the table. None: one per feature.
+    level : float in (0, 1)
+        Confidence level of the Wilson intervals.
 
     Returns
     -------
@@ -428,6 +620,8 @@ def leakage(X, removal: SampledRemoval, *, fraction: float = 0.5, n_rows: int | 
     classifier = check_choice("classifier", classifier, CLASSIFIERS)
     folds = check_positive_int("folds", folds, minimum=2)
     seed = check_seed(seed)
+    level = check_scalar("level", level, float, min_val=0.0, max_val=1.0,
+                         include_boundaries="neither", finite=True)
     N, n = X.shape
     if n_rows is not None:
         n_rows = check_positive_int("n_rows", n_rows)
@@ -435,22 +629,29 @@ def leakage(X, removal: SampledRemoval, *, fraction: float = 0.5, n_rows: int | 
     if B < 2 * folds:
         raise ValueError(f"leakage needs at least 2 * folds = {2 * folds} rows; X has {N}"
                          + ("" if n_rows is None else f" and n_rows = {n_rows}") + ".")
+    grp = check_groups(groups, n, feature_names=feature_names)
+    if grp is not None and grp.singleton:
+        grp = None
     names = [str(v) for v in feature_names] if feature_names is not None else \
         [f"x{j}" for j in range(n)]
     if len(names) != n:
         raise ValueError(f"feature_names has {len(names)} names; X has n = {n} features.")
+    if grp is not None:
+        names = [str(v) for v in grp.names]
+    m = len(names)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 3_917]))
     idx = np.sort(rng.choice(N, B, replace=False)) if B < N else np.arange(N)
-    removed = rng.random((B, n)) < fraction
-    Z = _imputed(removal, X[idx], ~removed, idx.astype(np.int64))[:, 0, :]
+    removed = rng.random((B, m)) < fraction
+    keep = ~removed if grp is None else grp.expand(~removed)
+    Z = _imputed(removal, X[idx], keep, idx.astype(np.int64))[:, 0, :]
 
     pred = np.empty_like(removed)
     for train, test in KFold(folds, shuffle=True, random_state=seed).split(Z):
-        if classifier == "forest":  # one multi-output forest for the n labels
+        if classifier == "forest":  # one multi-output forest for the m labels
             clf = _classifier("forest", seed).fit(Z[train], removed[train])
-            pred[test] = np.asarray(clf.predict(Z[test])).reshape(len(test), n).astype(bool)
+            pred[test] = np.asarray(clf.predict(Z[test])).reshape(len(test), m).astype(bool)
             continue
-        for j in range(n):
+        for j in range(m):
             lab = removed[train, j]
             if lab.min() == lab.max():  # one class in this fold's training rows
                 pred[test, j] = lab[0]
@@ -459,7 +660,10 @@ def leakage(X, removal: SampledRemoval, *, fraction: float = 0.5, n_rows: int | 
     acc = (pred == removed).mean(axis=0)
     p = removed.mean(axis=0)
     chance = np.maximum(p, 1.0 - p)
+    ci = np.array([wilson_interval(float(a), B, level) for a in acc]).reshape(m, 2)
     table = pd.DataFrame({"feature": names, "accuracy": acc, "chance": chance,
-                          "excess": acc - chance})
+                          "excess": acc - chance, "ci_low": ci[:, 0], "ci_high": ci[:, 1]})
+    low, high = wilson_interval(float(acc.mean()), B, level)
     return LeakageResult(table=table, accuracy=float(acc.mean()), chance=float(chance.mean()),
-                         fraction=fraction, classifier=classifier, n_rows=int(B))
+                         fraction=fraction, classifier=classifier, n_rows=int(B), ci_low=low,
+                         ci_high=high, level=level, n_rows_requested=n_rows)

@@ -335,3 +335,154 @@ def test_leakage_bad_inputs(kw, exc, match):
     removal = kw.pop("removal", road.constant_removal(0.0))
     with pytest.raises(exc, match=match):
         road.leakage(X, removal, **kw)
+
+
+# -- the spread of SRG, ties within noise, repeats of the draws ------------------------------------
+def _linear_problem(N=300, n=5, seed=0):
+    rng = np.random.default_rng(seed)
+    w = np.array([3.0, 2.0, 1.0, 0.5, 0.0])[:n]
+    X = rng.normal(size=(N, n))
+    return w, X, X @ w + 0.05 * rng.normal(size=N)
+
+
+def test_srg_standard_error_is_over_rows():
+    """Under mse, SRG is the mean of each row's own SRG: srg_se is their s.d. / sqrt(N) (a
+    deterministic removal, so a one-row run gives that row's SRG)."""
+    w, X, y = _linear_problem(N=40)
+    A = {"truth": w * X}
+    rem = road.constant_removal(0.0)
+    res = road.road(_lin(w), X, y, A, rem, fractions=(0.4, 0.8), random=False)
+    per_row = [road.road(_lin(w), X[i:i + 1], y[i:i + 1], {"truth": A["truth"][i:i + 1]}, rem,
+                         fractions=(0.4, 0.8), random=False).summary["srg"].iloc[0]
+               for i in range(len(X))]
+    s = res.summary.iloc[0]
+    assert s["srg"] == pytest.approx(np.mean(per_row), rel=1e-12)
+    assert s["srg_se"] == pytest.approx(np.std(per_row, ddof=1) / np.sqrt(len(X)), rel=1e-10)
+    assert s["n_seeds"] == 1 and np.isnan(s["srg_sd_seeds"])
+    assert list(res.summary.columns) == road.SUMMARY_COLUMNS
+
+
+def test_ties_within_noise_are_shown_as_ties():
+    w, X, y = _linear_problem()
+    truth = w * X
+    noise = np.random.default_rng(1).normal(size=(2, *truth.shape))
+    # two methods of the same quality (the truth plus independent noise of one size)
+    A = {"truth": truth, "noisy1": truth + noise[0], "noisy2": truth + noise[1],
+         "inverse": 1.0 / (np.abs(truth) + 1e-3)}
+    rem = GaussianConditional(np.zeros(5), np.eye(5), n_draws=4)
+    res = road.road(_lin(w), X, y, A, rem, fractions=(0.2, 0.6))
+    s = res.summary.set_index("method")
+    assert s.loc["noisy1", "srg"] != s.loc["noisy2", "srg"]  # two point estimates...
+    assert "noisy2" in s.loc["noisy1", "tied_with"].split(";")  # ...that noise cannot order
+    assert "noisy1" in s.loc["noisy2", "tied_with"].split(";")
+    assert "inverse" not in str(s.loc["truth", "tied_with"])  # a real difference is not a tie
+    assert "noisy1" not in str(s.loc["truth", "tied_with"])
+    assert (s["srg_se"] > 0).all()
+    md = res.to_markdown()
+    assert "| SE | Within noise of |" in md and "their order is not established" in md
+
+
+def test_repeats_of_the_draws_give_the_spread_over_seeds():
+    w, X, y = _linear_problem(N=60)
+    A = {"truth": w * X}
+    rem = GaussianConditional(np.zeros(5), np.eye(5), n_draws=2)
+    one = road.road(_lin(w), X, y, A, rem, fractions=(0.2, 0.6))
+    three = road.road(_lin(w), X, y, A, rem, fractions=(0.2, 0.6), n_seeds=3)
+    rep = three.repeats
+    assert list(rep.columns) == ["seed", *road.CURVE_COLUMNS] and sorted(rep["seed"].unique()) \
+        == [0, 1, 2]
+    # repeat 0 is the single run; the curves are the means over the repeats
+    pd.testing.assert_frame_equal(rep[rep["seed"] == 0].drop(columns="seed")
+                                  .reset_index(drop=True), one.curves)
+    mean = rep.groupby(["method", "order", "q"], sort=False)["loss"].mean().to_numpy()
+    assert np.allclose(three.curves["loss"].to_numpy(), mean, rtol=1e-12)
+    s = three.summary.set_index("method")
+    srgs = [road.srg_table(g.drop(columns="seed")).set_index("method")["srg"]
+            for _, g in rep.groupby("seed")]
+    for m in ("truth", "random"):
+        sd = np.std([v[m] for v in srgs], ddof=1)
+        assert sd > 0 and s.loc[m, "srg_sd_seeds"] == pytest.approx(sd, rel=1e-10)
+    assert (s["n_seeds"] == 3).all() and "SD over seeds" in three.to_markdown()
+    # a deterministic removal: the repeats differ only by the random control's scores
+    c = road.road(_lin(w), X, y, A, road.constant_removal(0.0), n_seeds=2).summary
+    assert c.set_index("method").loc["truth", "srg_sd_seeds"] == 0.0
+    with pytest.raises(ValueError, match="^n_seeds must be"):
+        road.road(_lin(w), X, y, A, rem, n_seeds=0)
+
+
+class _Recording(SampledRemoval):
+    """The constant 0 removal, recording every keep mask it is given."""
+
+    name = "test_recording"
+
+    def __init__(self):
+        self.keeps = []
+
+    def sample(self, X, keep, targets):
+        self.keeps.append(np.asarray(keep, bool).copy())
+        return np.where(keep, np.asarray(X, float), 0.0)[:, None, :]
+
+
+def test_groups_are_removed_and_ranked_as_units():
+    """A one-hot block is one unit: removed as a whole, ranked by its columns' summed
+    attributions, k counted in units, as the insertion/deletion curves do."""
+    rng = np.random.default_rng(0)
+    N = 50
+    level = rng.integers(0, 3, N)
+    X = np.column_stack([rng.normal(size=N), np.eye(3)[level], rng.normal(size=N)])
+    w = np.array([1.0, 2.0, -1.0, 0.5, 3.0])
+    y = X @ w
+    A = w * X
+    rem = _Recording()
+    res = road.road(_lin(w), X, y, {"a": A}, rem, groups={"region": [1, 2, 3]},
+                    fractions=(0.3, 0.6), random=False)
+    assert res.units == ["region", "x0", "x4"]
+    assert sorted(res.curves["k"].unique()) == [0, 1, 2, 3]
+    for keep in rem.keeps:  # the block's three columns are kept or removed together
+        assert (keep[:, 1:4] == keep[:, [1]]).all()
+    # the first unit removed (MoRF, k = 1) is each row's largest |group sum|
+    first = rem.keeps[1]  # after the all-removed call: the MoRF k = 1 call
+    G = np.column_stack([A[:, 0], A[:, 1:4].sum(axis=1), A[:, 4]])
+    top = np.argmax(np.abs(G), axis=1)
+    cols = {0: [0], 1: [1, 2, 3], 2: [4]}
+    for i in range(N):
+        assert not first[i, cols[top[i]]].any() and first[i].sum() == 5 - len(cols[top[i]])
+    # attributions given per group (in the groups' order: region, x0, x4) give the same result
+    per_group = road.road(_lin(w), X, y, {"a": G[:, [1, 0, 2]]}, road.constant_removal(0.0),
+                          groups={"region": [1, 2, 3]}, fractions=(0.3, 0.6), random=False)
+    pd.testing.assert_frame_equal(per_group.curves, res.curves)
+
+
+# -- the leakage verdict and its interval ----------------------------------------------------------
+def test_leakage_interval_and_verdict_say_when_rows_are_too_few():
+    X, mu, S = _correlated()
+    rem = GaussianConditional(mu, S, n_draws=1)
+    few = road.leakage(X, rem, n_rows=30, folds=3, seed=1)
+    assert few.ci_low <= few.accuracy <= few.ci_high
+    assert few.ci_high >= few.chance + road.LEAK_MARGIN
+    assert few.verdict() == "too few rows" and "too few rows to tell" in few.verdict_text()
+    assert list(few.table.columns) == road.LEAKAGE_COLUMNS
+    from scipy.stats import binomtest
+
+    row = few.table.iloc[0]
+    want = binomtest(round(row["accuracy"] * 30), 30).proportion_ci(method="wilson")
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((want.low, want.high), rel=1e-12)
+    many = road.leakage(X, rem, n_rows=None, seed=1)
+    assert many.n_rows == 1000 and many.verdict() == "no leak"
+    assert "no clear leakage" in many.verdict_text()
+    const = road.leakage(X, road.constant_removal(mu), n_rows=100, folds=3, seed=1)
+    assert const.verdict() == "leaks"
+    # more rows asked for than X has: capped, and the result says so
+    capped = road.leakage(X[:90], rem, n_rows=300, folds=3, seed=1)
+    assert capped.n_rows == 90 and capped.n_rows_requested == 300 and capped.capped
+    assert not many.capped and not few.capped
+
+
+def test_leakage_removes_groups_as_units():
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.normal(size=120), np.eye(3)[rng.integers(0, 3, 120)]])
+    rem = _Recording()
+    res = road.leakage(X, rem, groups={"region": [1, 2, 3]}, folds=3, feature_names=list("abcd"))
+    assert list(res.table["feature"]) == ["region", "a"]
+    keep = rem.keeps[0]
+    assert (keep[:, 1:4] == keep[:, [1]]).all()
