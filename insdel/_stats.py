@@ -78,10 +78,11 @@ def normal_quantile(level: float) -> float:
     return float(NormalDist().inv_cdf(0.5 + level / 2.0))
 
 
-def wilson_interval(p: float, n: int, level: float = 0.95) -> tuple[float, float]:
+def wilson_interval(p: float, n: float, level: float = 0.95) -> tuple[float, float]:
     """Wilson's score interval of a binomial proportion: ``p`` observed in ``n`` trials, at
     ``level`` (Wilson, 1927). Unlike p ± z s.e. it stays in [0, 1] and keeps its coverage near 0
-    and 1 and for small n. (NaN, NaN) when n < 1."""
+    and 1 and for small n. ``n`` may be an effective number of trials (clustered trials: n over
+    the design effect). (NaN, NaN) when n < 1."""
     if n < 1:
         return float("nan"), float("nan")
     z = normal_quantile(level)

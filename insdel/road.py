@@ -495,8 +495,10 @@ class LeakageResult:
     n_rows : int
         Rows used.
     ci_low, ci_high : float
-        Wilson interval of the mean accuracy at ``level``, with the rows as the trials (the
-        features of one row share its imputation, so they are not counted as independent).
+        Wilson interval of the mean accuracy at ``level`` with the ``n_rows`` rows as its trials,
+        as each feature's: a leak may sit in one feature, so the mean is not given the width of
+        ``n_rows`` times the features independent trials (which the features of one row, sharing
+        its imputation, are not either).
     level : float
     n_rows_requested : int or None
         The ``n_rows`` asked for (None: all rows); more than X has is capped to its rows.
@@ -663,7 +665,10 @@ def leakage(X, removal: SampledRemoval, *, fraction: float = 0.5, n_rows: int | 
     ci = np.array([wilson_interval(float(a), B, level) for a in acc]).reshape(m, 2)
     table = pd.DataFrame({"feature": names, "accuracy": acc, "chance": chance,
                           "excess": acc - chance, "ci_low": ci[:, 0], "ci_high": ci[:, 1]})
-    low, high = wilson_interval(float(acc.mean()), B, level)
-    return LeakageResult(table=table, accuracy=float(acc.mean()), chance=float(chance.mean()),
+    # the mean accuracy's interval counts the B rows as its trials, as each feature's does: a leak
+    # may sit in one feature, and a verdict must not claim more than one feature's rows can show
+    mean_acc = float(acc.mean())
+    low, high = wilson_interval(mean_acc, B, level)
+    return LeakageResult(table=table, accuracy=mean_acc, chance=float(chance.mean()),
                          fraction=fraction, classifier=classifier, n_rows=int(B), ci_low=low,
                          ci_high=high, level=level, n_rows_requested=n_rows)

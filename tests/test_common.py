@@ -395,6 +395,7 @@ INT = {
                                                      replicates=v, max_epochs=1),
     ("leaderboard", "n_boot"): lambda v: leaderboard.leaderboard([], n_boot=v),
     ("road.road", "batch_size"): lambda v: _road(batch_size=v),
+    ("road.road", "n_seeds"): lambda v: _road(n_seeds=v),
     ("road.leakage", "folds"): lambda v: road.leakage(X, road.constant_removal(0.0), folds=v),
     ("road.leakage", "n_rows"): lambda v: road.leakage(X, road.constant_removal(0.0), n_rows=v),
     ("sanity.metric_reliability", "n_perturbations"): lambda v: _reliability(n_perturbations=v),

@@ -215,7 +215,7 @@ def test_cli_road_writes_its_files_and_a_rerun_is_identical(tiny, tmp_path, caps
     summary = pd.read_csv(out / "road_summary.csv")
     assert list(summary.columns) == road.SUMMARY_COLUMNS and len(summary) == 3
     leak = pd.read_csv(out / "leakage.csv")
-    assert list(leak.columns) == ["feature", "accuracy", "chance", "excess"] and len(leak) == 16
+    assert list(leak.columns) == road.LEAKAGE_COLUMNS and len(leak) == 16
     text = (out / "summary.md").read_text()
     assert "removal: test_road_gaussian (revision = 1, n_draws = 4, seed = 0)" in text
     assert "### ROAD: mse under imputation (test_road_gaussian)" in text
@@ -302,3 +302,47 @@ def test_road_into_a_finished_run_folder_is_refused_and_nothing_changes(tiny, tm
     assert {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == before
     with pytest.raises(runner.OutputFolderOfAnotherKind):
         runner.run_road(str(tiny), out)
+
+
+def test_road_on_a_table_with_a_categorical_column_uses_groups_and_names_capped_options(
+        tmp_path, capsys):
+    """A one-hot categorical column is one unit of ROAD (ranked, removed and imputed as a whole;
+    the removal gets the block as one_hot); the draws are repeated road.n_seeds times; an n_rows
+    beyond the rows there are is capped with one line naming the key, the requested and the used
+    value; the leakage verdict says when its rows are too few."""
+    rng = np.random.default_rng(0)
+    N = 120
+    a, b = rng.normal(size=N), rng.normal(size=N)
+    region = rng.choice(["north", "south", "east"], N)
+    y = 2 * a - b + (region == "north") * 1.5
+    csv = tmp_path / "clinic.csv"
+    pd.DataFrame({"a": a, "region": region, "b": b, "y": y}).to_csv(csv, index=False)
+    cfg = {"name": "road_cat", "seed": 0,
+           "data": {"recipe": "table", "options": {"path": str(csv), "target": "y",
+                                                   "categorical": ["region"], "scale": "none"}},
+           "model": {"params": {"hidden": [4], "dropout": 0.0, "lr": 3e-3}, "max_epochs": 1},
+           "methods": {"names": ["vanilla_grad"]},
+           "road": {"fractions": [0.5, 1.0], "n_rows": 5000, "n_seeds": 2,
+                    "removal": "conditional_gaussian", "removal_options": {"n_draws": 2},
+                    "leakage_options": {"folds": 2, "n_rows": 300}}}
+    out = tmp_path / "out"
+    res = runner.run_road(cfg, out, progress=False)
+    err = capsys.readouterr().err
+    rows = res.manifest["road"]["rows"]
+    assert f"note: road.n_rows = 5000 asks for more rows than the {rows} test rows: used {rows}" \
+        in err
+    assert (f"note: road.leakage_options.n_rows = 300 asks for more rows than the {rows} "
+            f"evaluated test rows: used {rows}") in err
+    assert res.manifest["road"]["units"] is not None and len(res.manifest["road"]["units"]) == 3
+    assert sorted(res.curves["k"].unique()) == [0, 2, 3]  # ⌈0.5 · 3⌉ units, not of 5 columns
+    assert set(res.leakage["feature"]) == set(res.manifest["road"]["units"])
+    onehot = res.removal["one_hot"]
+    assert len(onehot) == 1 and len(onehot[0]) == 3
+    assert (out / "road_repeats.csv").is_file() and (res.summary["n_seeds"] == 2).all()
+    lk = res.manifest["road"]["leakage"]
+    assert lk["n_rows"] == rows and lk["n_rows_requested"] == 300
+    assert lk["verdict"] == "too few rows"  # a handful of test rows cannot rule leakage out
+    text = (out / "summary.md").read_text()
+    assert "- units: 3 units: region" in text and "too few rows to tell" in text
+    assert "road.leakage_options.n_rows = 300 asks for more rows" in text
+    assert "| SE | SD over seeds | Within noise of |" in text

@@ -150,6 +150,7 @@ ROAD_SCHEMA: dict[str, Any] = {
     "random": (_BOOL, True),
     "reference": (_STR, "training_mean"),
     "n_rows": (_INT + (type(None),), None, _at_least(1)),
+    "n_seeds": (_INT, 1, _at_least(1)),
     "points_per_chunk": (_INT, 500, _at_least(1)),
     "removal": (_STR, "conditional_gaussian"),
     "removal_options": (ANY_TABLE, {}),

@@ -9,6 +9,7 @@ training rows; the curves are :func:`insdel.road.road` on the test rows, the imp
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,10 +31,11 @@ from .session import loaded, opened
 from .stages.attribution import AttributionPlan, attribute_all
 from .stages.data import (
     dataset_info,
+    groups_of,
+    groups_text,
     load_dataset,
     log_dataset,
     policy_references,
-    refuse_groups,
 )
 from .stages.model import model_files, model_stage
 
@@ -71,10 +73,11 @@ def road_plan(cfg: Mapping, out: Path) -> AttributionPlan:
                            bar="road attributions")
 
 
-def build_removal(name: str, options: Mapping, X_train: np.ndarray):
+def build_removal(name: str, options: Mapping, X_train: np.ndarray, groups=None):
     """The registered removal ``name`` with ``options``, fitted on ``X_train`` (given as
-    ``data=`` when the removal takes it); refused unless it is a
-    :class:`~insdel.removal.SampledRemoval`."""
+    ``data=`` when the removal takes it; the data set's groups of several columns, its one-hot
+    blocks, as ``one_hot=`` when the removal takes it and the options do not set it); refused
+    unless it is a :class:`~insdel.removal.SampledRemoval`."""
     from .. import removal as _removal
 
     try:
@@ -85,6 +88,9 @@ def build_removal(name: str, options: Mapping, X_train: np.ndarray):
     opts = dict(options)
     if "data" in _removal.options_of(name):
         opts["data"] = np.asarray(X_train, dtype=np.float64)
+    if groups is not None and "one_hot" in _removal.options_of(name) and "one_hot" not in opts:
+        opts["one_hot"] = [groups.columns(g).tolist() for g in range(groups.m)
+                           if groups.sizes[g] > 1]
     rem = _removal.build(name, **opts)
     if not isinstance(rem, _removal.SampledRemoval):
         raise TypeError(f"road.removal = {name!r} ({cls.__name__}) is not a SampledRemoval: ROAD "
@@ -113,10 +119,19 @@ def run_road(config: str | os.PathLike | Mapping, out: str | os.PathLike | None 
     training rows; :func:`insdel.road.road` gives the MoRF / LeRF loss curves and SRG, and
     :func:`insdel.road.leakage` (``road.leakage``) whether the imputation reveals what it removed.
 
+    A data set with feature groups (a one-hot categorical column) is evaluated by units: a group
+    is ranked, removed and imputed as a whole (the removal gets the one-hot blocks as
+    ``one_hot=`` when it takes it). ``road.n_seeds`` repeats the removal's draws. An
+    ``n_rows`` (``road.n_rows``, ``road.leakage_options.n_rows``) larger than the rows there are
+    is capped, with one line on stderr and in ``summary.md`` naming the key, the requested and
+    the used value.
+
     Outputs in ``out``: ``road.csv`` (method, order, q, k, loss, mse, rmse, mae),
-    ``road_summary.csv`` (areas, SRG, ranks), ``leakage.csv`` (per feature), ``summary.md`` (the
-    removal and its parameters, the tables), ``figures/road.png``, ``attributions.npz`` and
-    ``manifest.json``. Started again on the same folder it reuses the trained model and the
+    ``road_summary.csv`` (areas, SRG, ranks, SRG's standard error, its s.d. over seeds, the
+    methods within noise), ``road_repeats.csv`` (each repeat's curves, when ``road.n_seeds`` >
+    1), ``leakage.csv`` (per feature or group, with Wilson intervals), ``summary.md`` (the
+    removal and its parameters, the tables, the leakage verdict), ``figures/road.png``,
+    ``attributions.npz`` and ``manifest.json``. Started again on the same folder it reuses the trained model and the
     attribution chunks and writes identical data files.
     """
     check_progress(progress)
@@ -140,20 +155,37 @@ def _reference(cfg, model, dataset, X: np.ndarray, progress, log) -> np.ndarray:
                              "row")
 
 
-def _markdown(res, removal: Mapping, lk, rows: int, data_name: str) -> str:
+def _markdown(res, removal: Mapping, lk, rows: int, data_name: str, units: str | None,
+              capped: list[str]) -> str:
     lines = [f"### Removal\n\n- removal: {removal_text(removal)}, fitted on the training rows",
-             f"- evaluated: {rows} test rows of {data_name}, against their true targets", "",
-             res.to_markdown()]
+             f"- evaluated: {rows} test rows of {data_name}, against their true targets"]
+    if units is not None:
+        lines.append(f"- units: {units} (a group is removed and imputed as a whole; k counts "
+                     "units)")
+    if res.n_seeds > 1:
+        lines.append(f"- the removal's draws repeated {res.n_seeds} times (road.n_seeds); the "
+                     "curves are their means")
+    lines += [f"- {c}" for c in capped]
+    lines += ["", res.to_markdown()]
     if lk is not None:
+        unit = "unit" if units is not None else "feature"
         lines += [f"### Leakage of the removal ({lk.classifier} classifier, {lk.n_rows} rows, "
-                  f"each feature removed with probability {lk.fraction:g})\n",
-                  f"Mean accuracy of telling a removed feature from its imputed row: "
-                  f"{lk.accuracy:.3f} against chance {lk.chance:.3f} (excess {lk.excess:+.3f}; "
-                  "near 0: the imputation does not reveal what it removed).\n",
-                  "| Feature | Accuracy | Chance | Excess |", "|---|---:|---:|---:|"]
-        lines += [f"| {r.feature} | {r.accuracy:.3f} | {r.chance:.3f} | {r.excess:+.3f} |"
-                  for r in lk.table.itertuples()]
+                  f"each {unit} removed with probability {lk.fraction:g})\n",
+                  f"Mean accuracy of telling a removed {unit} from its imputed row: "
+                  f"{lk.accuracy:.3f} against chance {lk.chance:.3f} (excess {lk.excess:+.3f}); "
+                  f"verdict: {lk.verdict_text()}\n",
+                  f"| {unit.capitalize()} | Accuracy | {lk.level:.0%} interval | Chance | Excess |",
+                  "|---|---:|---:|---:|---:|"]
+        lines += [f"| {r.feature} | {r.accuracy:.3f} | [{r.ci_low:.3f}, {r.ci_high:.3f}] | "
+                  f"{r.chance:.3f} | {r.excess:+.3f} |" for r in lk.table.itertuples()]
     return "\n".join(lines) + "\n"
+
+
+def _capped(key: str, requested: int, used: int, what: str) -> str:
+    """The line that says an option was capped; printed on stderr as it happens."""
+    line = f"{key} = {requested} asks for more rows than the {used} {what}: used {used}"
+    print(f"note: {line}.", file=sys.stderr, flush=True)
+    return line
 
 
 def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
@@ -168,18 +200,22 @@ def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     t_all = time.perf_counter()
     r = cfg["road"]
     dataset = load_dataset(cfg)
-    refuse_groups(cfg, dataset, "ROAD removes single features")
+    grp = groups_of(dataset)
     data_info = dataset_info(cfg, dataset)
     log_dataset(data_info, log, file=False)
+    if grp is not None:
+        log(f"units: {groups_text(grp)}")
     t0 = time.perf_counter()  # before the model: a removal that cannot be built fails at once
-    removal = build_removal(r["removal"], r["removal_options"], dataset.X_train)
+    removal = build_removal(r["removal"], r["removal_options"], dataset.X_train, grp)
     params = to_jsonable(dict(removal.params()))
     stages.add("road/removal", time.perf_counter() - t0)
     log(f"removal: {removal_text(params)}, fitted on {len(dataset.X_train)} training rows")
     model, metrics, model_info = model_stage(cfg, dataset, data_info, out, stages, log, progress)
     device = cfg["compute"]["device"]
-    n_rows = len(dataset.X_test) if r["n_rows"] is None else min(r["n_rows"],
-                                                                  len(dataset.X_test))
+    n_test = len(dataset.X_test)
+    n_rows = n_test if r["n_rows"] is None else min(r["n_rows"], n_test)
+    capped = [] if n_rows == (r["n_rows"] or n_test) else [
+        _capped("road.n_rows", r["n_rows"], n_rows, "test rows")]
     X = np.ascontiguousarray(dataset.X_test[:n_rows], dtype=np.float64)
     y = np.asarray(dataset.y_test[:n_rows], dtype=np.float64)
     log(f"road: {n_rows} of {len(dataset.X_test)} test rows")
@@ -196,7 +232,7 @@ def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     t0 = time.perf_counter()
     res = _road.road(model, X, y, atts, removal, fractions=r["fractions"], orders=r["orders"],
                      ranking=r["ranking"], loss=r["loss"], random=r["random"], seed=cfg["seed"],
-                     progress=progress)
+                     groups=grp, n_seeds=r["n_seeds"], progress=progress)
     stages.add("road/curves", time.perf_counter() - t0, units=int(len(res.curves)))
     lk = None
     if r["leakage"]:
@@ -204,17 +240,25 @@ def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
         lo = r["leakage_options"]
         lk = _road.leakage(X, removal, fraction=lo["fraction"], n_rows=lo["n_rows"],
                            classifier=lo["classifier"], folds=lo["folds"], seed=cfg["seed"],
-                           feature_names=dataset.feature_names)
+                           feature_names=dataset.feature_names, groups=grp)
         stages.add("road/leakage", time.perf_counter() - t0)
-        log(f"leakage: accuracy {lk.accuracy:.3f} against chance {lk.chance:.3f}")
+        if lk.capped:
+            capped.append(_capped("road.leakage_options.n_rows", lo["n_rows"], lk.n_rows,
+                                  "evaluated test rows"))
+        log(f"leakage: {lk.verdict_text()}")
 
     ck.atomic_write_text(out / "road.csv", res.curves.to_csv(index=False))
     ck.atomic_write_text(out / "road_summary.csv", res.summary.to_csv(index=False))
+    if res.repeats is not None:
+        ck.atomic_write_text(out / "road_repeats.csv", res.repeats.to_csv(index=False))
+    else:  # an earlier run's repeats would not be this run's
+        (out / "road_repeats.csv").unlink(missing_ok=True)
     if lk is not None:
         ck.atomic_write_text(out / "leakage.csv", lk.table.to_csv(index=False))
     else:  # an earlier run's table would describe another removal
         (out / "leakage.csv").unlink(missing_ok=True)
-    text = _markdown(res, params, lk, n_rows, data_info["name"])
+    text = _markdown(res, params, lk, n_rows, data_info["name"],
+                     None if grp is None else groups_text(grp), capped)
     header = run_header(data_info, model_info, {"reference": r["reference"]})
     ck.atomic_write_text(out / "summary.md", header + "\n" + text)
     import matplotlib.pyplot as plt
@@ -227,7 +271,8 @@ def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     leak_info = None if lk is None else {
         "accuracy": lk.accuracy, "chance": lk.chance, "excess": lk.excess,
         "fraction": lk.fraction, "classifier": lk.classifier, "n_rows": lk.n_rows,
-        "folds": r["leakage_options"]["folds"]}
+        "n_rows_requested": lk.n_rows_requested, "folds": r["leakage_options"]["folds"],
+        "interval": [lk.ci_low, lk.ci_high], "level": lk.level, "verdict": lk.verdict()}
     manifest = {
         **manifest_head(cfg),
         "data": to_jsonable(data_info),
@@ -235,6 +280,7 @@ def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
         "road": to_jsonable({"fractions": list(r["fractions"]), "orders": list(r["orders"]),
                              "ranking": res.ranking, "loss": res.loss, "random": r["random"],
                              "reference": r["reference"], "rows": n_rows,
+                             "n_seeds": res.n_seeds, "units": res.units,
                              "methods": list(cfg["methods"]["names"]),
                              "removal": params, "leakage": leak_info}),
         "compute": {"device": device, **client_info(client),
