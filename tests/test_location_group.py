@@ -310,8 +310,11 @@ def test_methods_options_groups_and_roar_are_refused(tmp_path):
                             "options": {"n_samples": 60, "location": "onehot"}},
                    "model": {"preset": "quick_housing"}, "methods": {"names": ["vanilla_grad"]},
                    "roar": {"fractions": [0.5, 1.0], "replicates": 1}})
-    with pytest.raises(ValueError, match=r"ROAR .* does not support groups"):
+    with pytest.raises(ValueError, match=r"ROAR .* does not support groups") as err:
         runner.run_roar(roar, tmp_path / "r", progress=False)
+    # the advice is the same for every data set: no option of one recipe
+    assert "location = 'drop'" not in str(err.value)
+    assert "without the grouped columns" in str(err.value)
 
 
 def test_the_shipped_variant():
