@@ -818,19 +818,28 @@ def test_manifest_lists_files_when_the_output_folder_is_under_a_checkpoints_fold
     assert not any(f.startswith("checkpoints/") for f in res.manifest["files"])
 
 
-def test_roar_manifest_leaves_out_an_earlier_run(csv, tmp_path, capsys):
+def test_roar_refuses_a_run_folder_and_its_manifest_leaves_out_files_it_did_not_write(
+        csv, tmp_path, capsys):
     out = tmp_path / "out"
     runner.run_experiment(_cfg(csv), out)
-    capsys.readouterr()
+    before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
     roar_cfg = {k: v for k, v in _cfg(csv).items() if k in C.ROAR_SECTIONS}
     roar_cfg["roar"] = {"orderings": ["random"], "fractions": [1.0], "replicates": 1,
                         "max_epochs": 1}
-    res = runner.run_roar(roar_cfg, out)
+    with pytest.raises(runner.OutputFolderOfAnotherKind,
+                       match=r"holds an `insdel run` run.*`insdel roar` writes a roar run"):
+        runner.run_roar(roar_cfg, out)
+    assert {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == before
+    # files in a ROAR folder that this ROAR run did not write: left in place, out of its manifest
+    mine = tmp_path / "roar"
+    (mine / "median").mkdir(parents=True)
+    (mine / "median" / "abc.parquet").write_bytes(b"x")
+    (mine / "diagnostics.csv").write_text("x\n")
+    capsys.readouterr()
+    res = runner.run_roar(roar_cfg, mine)
     files = set(res.manifest["files"])
     assert {"roar.csv", "roar_summary.csv", "summary.md", "attributions.npz"} <= files
-    assert not any(f.startswith("median/") for f in files)
-    assert "summary.csv" not in files and "diagnostics.csv" not in files
-    assert res.manifest["model"]["source"] == "cache" and "model.pt" in files
+    assert not any(f.startswith("median/") for f in files) and "diagnostics.csv" not in files
     note = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("note:")]
     assert len(note) == 1 and "median/" in note[0] and "diagnostics.csv" in note[0]
 

@@ -139,7 +139,7 @@ def roar_figure(summary: pd.DataFrame, *, title: str | None = None, ax=None):
     ax.set_ylabel("test Huber loss after retraining" + ("" if all_missing else " (± s.e.)"))
     ax.set_title(title or "ROAR (paper Figure 13)")
     ax.legend(fontsize="x-small")
-    return ax
+    return ax.figure
 
 
 
