@@ -76,6 +76,23 @@ def test_model_blind_attribution_is_flagged_and_ig_is_not(result, trained):
     assert torch.equal(net[4].weight, trained[0][4].weight)
 
 
+def test_abc_flag_is_free_of_the_randomised_models_output_scale(result):
+    """The randomised network's outputs are far smaller than the trained one's, so its own ABCs
+    collapse for every method; the ABC check scores each step's ordering on the trained model,
+    where an ordering that ignores the model keeps its ABC exactly."""
+    t = result.table.set_index(["method", "step", "measure"])["mean"]
+    last = len(result.layers)
+    # the collapse the check must not read: x - r's own-model ABC falls with the output scale
+    assert abs(t[("x_minus_r", last, "insertion_abc")]) < 0.1 * t[("x_minus_r", 0,
+                                                                    "insertion_abc")]
+    flags = result.flags.set_index(["method", "check"])
+    for mode in ("insertion", "deletion"):
+        row = flags.loc[("x_minus_r", f"{mode}_abc_on_trained")]
+        assert row["flagged"] and row["value"] == row["reference"]
+        assert not flags.loc[("ig", f"{mode}_abc_on_trained"), "flagged"]
+        assert t[("ig", 0, f"{mode}_abc_on_trained")] == t[("ig", 0, f"{mode}_abc")]
+
+
 def test_table_markdown_and_figure(result):
     import matplotlib
 
