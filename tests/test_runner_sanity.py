@@ -273,3 +273,20 @@ def test_leaderboard_marks_a_method_flagged_by_a_real_run(tiny, tmp_path):
     assert "**fails**" in row
     assert next(line for line in board.to_markdown().splitlines()
                 if line.startswith("| a |")).endswith("| not checked |")
+
+
+def test_sanity_offers_no_scheduler_and_reproduce_refuses_one_plainly(tiny, tmp_path, capsys):
+    """The checks run serially: `insdel sanity --help` offers no --scheduler, and `reproduce
+    sanity-cern --scheduler local` names the option (not config keys the user never wrote)."""
+    with pytest.raises(SystemExit):
+        cli.main(["sanity", "--help"])
+    assert "--scheduler" not in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli.main(["sanity", str(tiny), "--scheduler", "local"])
+    assert "unrecognized arguments: --scheduler" in capsys.readouterr().err
+    out = tmp_path / "never"
+    assert cli.main(["reproduce", "sanity-cern", "--quick", "--scheduler", "local", "--out",
+                     str(out), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "--scheduler local: the sanity checks run serially" in err
+    assert "compute.backend" not in err and not out.exists()
