@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from _plots import overlaps_of_legends, overlaps_of_texts
 from insdel.sanity import (
     SanityResult,
     data_randomisation,
@@ -108,6 +109,7 @@ def test_table_markdown_and_figure(result):
     ax = plot_sanity(result)
     assert len(ax.get_lines()) >= 2 and "(flagged)" in " ".join(
         t.get_text() for t in ax.get_legend().get_texts())
+    assert overlaps_of_texts(ax.figure) == [] and overlaps_of_legends(ax.figure) == []
     matplotlib.pyplot.close("all")
 
 
