@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from _plots import overlaps_of_texts
 
 from insdel.metrics import Metric
 from insdel.metrics.base import rank_of
 from insdel.sanity import ReliabilityResult, metric_reliability
-
-from _plots import overlaps_of_texts
 
 N = 6
 

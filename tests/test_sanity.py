@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
 from _plots import overlaps_of_legends, overlaps_of_texts
+
 from insdel.sanity import (
     SanityResult,
     data_randomisation,

@@ -354,7 +354,6 @@ class _Steps:
     def run(self, f, step: int, layer: str) -> None:
         from ..attribution import attribute
         from ..evaluation import evaluate
-
         from ..groups import group_attributions
 
         model = as_model(f)
