@@ -267,7 +267,8 @@ def _sanity(cfg, out, args) -> int:
     written = [n for n in ("sanity.csv", "sanity_flags.csv", "reliability.csv",
                            "reliability_tests.csv", "summary.md", "manifest.json")
                if (res.out / n).is_file()]
-    print(f"methods failing a randomisation check: {', '.join(res.flagged) or 'none'}")
+    if res.results:
+        print(f"methods failing a randomisation check: {', '.join(res.flagged) or 'none'}")
     print(f"compute: {res.manifest['compute']['seconds_total']:.1f} s")
     print(f"results: {res.out} ({', '.join(written)})")
     for fig in res.figures or ():

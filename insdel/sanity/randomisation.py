@@ -3,7 +3,8 @@
 An explanation that does not change when the model's parameters (or the labels it was trained on)
 are randomised cannot be explaining the model. :func:`parameter_randomisation` randomises an eager
 ``torch.nn.Module`` layer by layer from the output down and recomputes every method's attributions
-on each randomised copy; :func:`data_randomisation` retrains the paper's MLP on permuted labels.
+on each randomised copy; :func:`data_randomisation` retrains the model on permuted labels (the
+paper's MLP, or a clone of a scikit-learn estimator).
 Both compare the attributions with the trained model's, pair by pair, and return a
 :class:`SanityResult` (docs/sanity.md).
 
@@ -69,7 +70,8 @@ from .._validation import (
 from ..adapter import Model, ModelLike, as_model, torch_kind
 
 __all__ = ["parameter_randomisation", "data_randomisation", "SanityResult", "randomisable_layers",
-           "randomised_models", "SIMILARITIES", "DEFAULT_THRESHOLD", "DEFAULT_ABC_TOLERANCE"]
+           "randomised_models", "is_estimator", "refit_clone", "SIMILARITIES",
+           "DEFAULT_THRESHOLD", "DEFAULT_ABC_TOLERANCE"]
 
 #: The similarity measures between a step's attributions and the trained model's.
 SIMILARITIES = ("spearman", "spearman_abs", "sign_agreement")
@@ -592,6 +594,34 @@ def parameter_randomisation(f: ModelLike, X: ArrayLike, R: ArrayLike, methods, *
                         time.perf_counter() - t0)
 
 
+def is_estimator(model) -> bool:
+    """Whether ``model`` is a scikit-learn-style estimator that can be refitted: it has
+    ``get_params`` and ``fit`` (``sklearn.base.clone`` copies it unfitted)."""
+    return callable(getattr(model, "get_params", None)) and callable(getattr(model, "fit", None))
+
+
+def refit_clone(estimator) -> Callable:
+    """``train(dataset, params, seed) -> model`` for :func:`data_randomisation`: a fresh
+    ``sklearn.base.clone`` of the user's own estimator fitted on ``dataset.X_train`` and its
+    ``y_train``. Every ``random_state`` parameter (nested ones of a pipeline too) that is None is
+    set to ``seed``, so the same seed refits the same model; the estimator given is unchanged.
+    ``params`` must be None: the clone keeps the estimator's own hyperparameters."""
+    from sklearn.base import clone
+
+    def train(ds, params, seed):
+        if params is not None:
+            raise ValueError("params: a scikit-learn estimator is refitted with its own "
+                             f"hyperparameters ({type(estimator).__name__}); leave params out.")
+        est = clone(estimator)
+        unset = {k: int(seed) for k, v in est.get_params(deep=True).items()
+                 if (k == "random_state" or k.endswith("__random_state")) and v is None}
+        if unset:
+            est.set_params(**unset)
+        return est.fit(np.asarray(ds.X_train, dtype=np.float64), np.asarray(ds.y_train))
+
+    return train
+
+
 def data_randomisation(dataset, methods, *, params: str | Mapping | None = None, seed: int = 0,
                        model=None, X: ArrayLike | None = None, R: ArrayLike | None = None,
                        n_pairs: int = 100,
@@ -604,8 +634,10 @@ def data_randomisation(dataset, methods, *, params: str | Mapping | None = None,
                        max_epochs: int | None = None,
                        progress: bool | None = None,
                        train: Callable | None = None) -> SanityResult:
-    """The data randomisation test (Adebayo et al. 2018): the paper's MLP retrained on permuted
-    labels, its attributions compared with the trained model's.
+    """The data randomisation test (Adebayo et al. 2018): the model retrained on permuted
+    labels, its attributions compared with the trained model's. The retraining is insdel's MLP
+    (:func:`insdel.models.train_mlp`), ``train`` when given, or, when ``model`` is a
+    scikit-learn estimator (:func:`is_estimator`), a clone of it refitted (:func:`refit_clone`).
 
     Parameters
     ----------
@@ -616,8 +648,11 @@ def data_randomisation(dataset, methods, *, params: str | Mapping | None = None,
         The MLP's preset or hyperparameters (:func:`insdel.models.train_mlp`), for both models.
     seed : int, default 0
         Seeds the permutation of ``y_train``, both trainings and the ABCs.
-    model : torch.nn.Module, optional
-        The trained model (default: trained here on the true labels with ``params`` and ``seed``).
+    model : torch.nn.Module or scikit-learn estimator, optional
+        The trained model (default: trained here on the true labels with ``params`` and
+        ``seed``). A fitted scikit-learn estimator (a pipeline too) is step 0 as it is, and a
+        ``sklearn.base.clone`` of it fitted on the permuted labels is step 1 (``random_state``
+        parameters left None are set to ``seed``).
     X, R : array_like, optional
         Targets and references; default the first ``n_pairs`` test rows and, as one reference for
         all, the mean of ``X_train``.
@@ -639,6 +674,12 @@ def data_randomisation(dataset, methods, *, params: str | Mapping | None = None,
 
     check_progress(progress)
     seed = check_seed(seed)
+    if train is None and model is not None and is_estimator(model):
+        if max_epochs is not None:
+            raise ValueError("max_epochs caps insdel's MLP training; a scikit-learn estimator "
+                             f"({type(model).__name__}) is refitted with its own "
+                             "hyperparameters: leave max_epochs out.")
+        train = refit_clone(model)
     if train is None:
         def train(ds, p, s):
             return train_mlp(ds, p, seed=s, max_epochs=max_epochs, progress=progress)[0]
