@@ -442,3 +442,19 @@ def test_a_sanity_table_that_runs_nothing_is_refused(tmp_path):
     with pytest.raises(C.ConfigError, match=r"\[sanity\] runs nothing: sanity\.orders is empty"):
         C.load(p, overrides={"sanity": {"orders": [], "data_randomisation": False,
                                         "data_max_epochs": None}})
+
+
+def test_refusal_of_groups_advises_the_recipes_own_option(clinic):
+    """The refusal ROAR (and any command without groups) gives names the option that made the
+    groups in the user's own recipe, not the Bangalore recipe's location = 'drop'."""
+    from insdel.runner.stages.data import refuse_groups
+
+    _, csv, ds = clinic
+    cfg = {"data": {"recipe": "table", "options": {"path": str(csv), "categorical": ["site"]}}}
+    with pytest.raises(ValueError, match=r"ROAR removes single features") as exc:
+        refuse_groups(cfg, ds, "ROAR removes single features")
+    assert "location" not in str(exc.value)
+    assert "remove data.options.categorical and add them to data.options.drop" in str(exc.value)
+    cfg = {"data": {"recipe": "bangalore", "options": {"location": "onehot"}}}
+    with pytest.raises(ValueError, match=r"data\.options\.location = 'drop'"):
+        refuse_groups(cfg, ds, "ROAR removes single features")
