@@ -127,9 +127,25 @@ def test_sections_defaults_and_the_shipped_config(tiny, tmp_path):
     assert "sanity_cern  (insdel reproduce sanity-cern)" in C.format_list()
 
 
-def test_cli_sanity_writes_its_files_and_a_rerun_is_identical(tiny, tmp_path, capsys):
+def test_cli_sanity_writes_its_files_and_a_rerun_is_identical(tiny, tmp_path, capsys,
+                                                              monkeypatch):
+    from _plots import overlaps_of_legends, overlaps_of_texts
+
+    from insdel import plotting
+
+    clashes = {}
+    save = plotting.save_figure
+
+    def checked(fig, path, dpi=110):  # every figure the run writes, as drawn at its dpi
+        fig.set_dpi(dpi)
+        clashes[Path(path).name] = overlaps_of_texts(fig) + overlaps_of_legends(fig)
+        return save(fig, path, dpi)
+
+    monkeypatch.setattr(plotting, "save_figure", checked)
     out = tmp_path / "out"
     assert cli.main(["sanity", str(tiny), "--out", str(out), "--no-progress"]) == 0
+    assert clashes == {"sanity.png": [], "reliability.png": []}
+    monkeypatch.setattr(plotting, "save_figure", save)
     printed = capsys.readouterr().out
     assert "#### Parameter randomisation (cascading)" in printed
     assert "#### Data randomisation (labels)" in printed

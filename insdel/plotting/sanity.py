@@ -44,9 +44,9 @@ def plot_sanity(result, measure: str | None = None, *, ax=None, threshold: bool 
         ax.text(0.99, result.threshold, f" flag threshold {result.threshold:g}",
                 transform=ax.get_yaxis_transform(), ha="right", va="bottom", fontsize="x-small",
                 color="0.4")
-    if steps is not None:
-        ax.set_xticks(steps["step"], [str(s) for s in steps["layer"]], rotation=45 if len(
-            steps) > 4 else 0, ha="right" if len(steps) > 4 else "center", fontsize="small")
+    if steps is not None:  # many layers: upright names (slanted ones run into the y ticks)
+        ax.set_xticks(steps["step"], [str(s) for s in steps["layer"]], rotation=90 if len(
+            steps) > 4 else 0, ha="center", fontsize="small")
     what = {"cascading": "randomised down to layer", "independent": "layer randomised alone",
             "labels": "model"}.get(result.order, "step")
     ax.set_xlabel(what)
