@@ -263,14 +263,20 @@ def _plan(cfg, model, model_info, log) -> tuple[list, str | None, dict]:
                                  f"insdel's MLP; the model is {what}, refitted with its own "
                                  "hyperparameters: remove data_max_epochs.")
         else:
-            can = (["parameter randomisation (sanity.orders)"] if orders else []) + (
-                ["the metrics' reliability ([meta])"])
+            # the advice must lead to a run: name what runs once data randomisation is off
+            if orders:
+                then = "the parameter randomisation (sanity.orders) runs on it" + (
+                    " with the metrics' reliability ([meta])" if "meta" in given else "")
+            elif "meta" in given:
+                then = "the metrics' reliability ([meta]) runs on it"
+            else:
+                then = ("add a [meta] table too: the metrics' reliability runs on any model "
+                        "(nothing else can run on this one)")
             raise ValueError(
                 f"{cfg['source']}: sanity.data_randomisation retrains the model on permuted "
                 f"labels: it needs insdel's MLP (model.preset or model.params) or a "
                 f"scikit-learn estimator file (refitted from a clone); the model is {what}, "
-                "which insdel cannot refit. Set sanity.data_randomisation = false; "
-                f"{' and '.join(can)} can run on it.")
+                f"which insdel cannot refit. Set sanity.data_randomisation = false; {then}.")
     if not orders and retrain is None and "meta" not in given:
         why = "; ".join(f"{k}: {v}" for k, v in skipped.items()) or "no check is configured"
         raise ValueError(f"{cfg['source']}: no sanity check can run on this model ({why}). "
