@@ -531,7 +531,8 @@ def parameter_randomisation(f: ModelLike, X: ArrayLike, R: ArrayLike, methods, *
         Seeds each layer's re-initialisation (from the seed and the layer's name) and the ABCs'
         evaluation; the same seed gives the same bytes.
     abc : bool, default True
-        Also the insertion / deletion ABC of every method at every step (:func:`insdel.evaluate`).
+        Also the insertion / deletion ABC of every method at every step (:func:`insdel.evaluate`),
+        on the step's own model and, for the ABC flag, on the trained model.
     method_options : mapping, optional
         label -> keyword options of that method's ``attribute``.
     threshold : float, default 0.5
