@@ -258,12 +258,17 @@ def _sanity(cfg, out, args) -> int:
     if getattr(args, "removal", None):
         raise ValueError("--removal applies to insertion/deletion runs; the sanity checks take "
                          "none.")
+    if getattr(args, "scheduler", None) not in (None, "serial"):
+        raise ValueError(f"--scheduler {args.scheduler}: the sanity checks run serially (their "
+                         "randomised models are deep copies on this machine); leave the "
+                         "option out.")
     res = run_sanity(cfg, out, verbose=True, progress=_progress(args), wait=args.wait)
     print(res.to_markdown())
     written = [n for n in ("sanity.csv", "sanity_flags.csv", "reliability.csv",
                            "reliability_tests.csv", "summary.md", "manifest.json")
                if (res.out / n).is_file()]
-    print(f"methods failing a randomisation check: {', '.join(res.flagged) or 'none'}")
+    if res.results:
+        print(f"methods failing a randomisation check: {', '.join(res.flagged) or 'none'}")
     print(f"compute: {res.manifest['compute']['seconds_total']:.1f} s")
     print(f"results: {res.out} ({', '.join(written)})")
     for fig in res.figures or ():
@@ -401,13 +406,17 @@ def _split(text: str) -> list[str]:
     return names
 
 
-def _run_options(p: argparse.ArgumentParser) -> None:
+def _run_options(p: argparse.ArgumentParser, *, scheduler: bool = True) -> None:
+    """The options every running command takes; ``scheduler=False`` leaves out ``--scheduler``
+    (a command that runs serially only)."""
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--wait", action="store_true",
                    help="if another run writes the output folder, wait for it (default: refuse)")
     p.add_argument("--device", default=None, metavar="DEVICE",
                    help="torch device of training and model evaluation, e.g. cuda (overrides "
                         "[compute] device; default cpu)")
+    if not scheduler:
+        return
     p.add_argument("--scheduler", default=None, metavar="SCHEDULER",
                    help="where the checkpoint chunks run: 'local' (a Dask LocalCluster on this "
                         "machine), a Dask scheduler address such as tcp://host:8786, or 'serial' "
@@ -501,12 +510,14 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Model parameter randomisation (MPRT / eMPRT), optionally data "
                        "randomisation, and MetaQuantus-style reliability of the metrics "
                        "(docs/sanity.md). CONFIG is a TOML file with a [sanity] table (and "
-                       "optionally [meta]), or a shipped one: sanity_cern.")
+                       "optionally [meta]), or a shipped one: sanity_cern. It runs serially "
+                       "on this machine (no Dask scheduler): its randomised models are deep "
+                       "copies of the model.")
     p.add_argument("config", metavar="CONFIG")
     p.add_argument("--out", default=None, help="output folder (default: the config's, else "
                    "runs/<name>)")
     p.add_argument("--quick", action="store_true", help="apply the config's [quick] sizes")
-    _run_options(p)
+    _run_options(p, scheduler=False)
     p.set_defaults(func=_cmd_sanity)
 
     p = sub.add_parser("demo", help="the CERN experiment in miniature (a few minutes)",

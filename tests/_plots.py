@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import matplotlib
+import matplotlib.text
 import numpy as np
 
 
@@ -43,3 +44,27 @@ def overlaps_of_legends(fig) -> list[str]:
             if other is not ax and box.overlaps(other.get_window_extent(r)):
                 clashes.append(f"legend of '{ax.get_title()}' over the axes '{other.get_title()}'")
     return clashes
+
+
+def overlaps_of_texts(fig) -> list[str]:
+    """Where two texts of ``fig`` (titles, axis and tick labels, annotations, legend entries and
+    the figure's own texts) are drawn over each other, as drawn: one line per clash, empty when
+    there is none."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    texts = [(f"figure text {t.get_text()!r}", t) for t in fig.texts]
+    for ax in fig.axes:
+        where = f"'{ax.get_title()}'"
+        texts += [(f"title of {where}", ax.title), (f"x label of {where}", ax.xaxis.label),
+                  (f"y label of {where}", ax.yaxis.label)]
+        texts += [(f"x tick {t.get_text()!r} of {where}", t) for t in ax.get_xticklabels()]
+        texts += [(f"y tick {t.get_text()!r} of {where}", t) for t in ax.get_yticklabels()]
+        texts += [(f"text {t.get_text()!r} of {where}", t) for t in ax.texts]
+        leg = ax.get_legend()
+        if leg is not None:
+            texts += [(f"legend entry {t.get_text()!r} of {where}", t) for t in leg.get_texts()]
+    # an annotation's text alone (Text's extent), not the leader line drawn to its point
+    boxes = [(what, matplotlib.text.Text.get_window_extent(t, r)) for what, t in texts
+             if t.get_visible() and t.get_text().strip()]
+    return [f"{a} over {b}" for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1:]
+            if ba.overlaps(bb)]

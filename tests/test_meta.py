@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from _plots import overlaps_of_texts
 
 from insdel.metrics import Metric
 from insdel.metrics.base import rank_of
@@ -137,4 +138,29 @@ def test_reliability_figure(result):
 
     ax = plot_reliability(result)
     assert {t.get_text() for t in ax.texts} >= {"top_unit", "constant", "insertion_abc"}
+    assert ax.get_legend() is None  # the ideal point is named beside its star, at (1, 1)
+    ideal = next(t for t in ax.texts if t.get_text() == "ideal (1, 1)")
+    assert ideal.xy == (1.0, 1.0)
+    assert overlaps_of_texts(ax.figure) == []
+    matplotlib.pyplot.close("all")
+
+
+def test_reliability_figure_names_crowded_metrics_apart():
+    """Metrics at nearly the same place (the shipped run's three ABC-type metrics) get names that
+    do not overlap one another, the points or the axes' labels."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    from insdel.plotting import plot_reliability
+
+    names = ["insertion_abc", "deletion_abc", "faithfulness_correlation", "sparseness",
+             "monotonicity_correlation", "complexity"]
+    table = pd.DataFrame({"metric": names,
+                          "resilience": [0.562, 0.571, 0.575, 1.0, 0.99, 0.995],
+                          "reactivity": [0.853, 0.856, 0.852, 0.0, 0.01, 0.005]})
+    ax = plot_reliability(ReliabilityResult(table=table, tests=pd.DataFrame(),
+                                            scores=pd.DataFrame()))
+    assert overlaps_of_texts(ax.figure) == []
     matplotlib.pyplot.close("all")

@@ -74,7 +74,6 @@ def tiny(tmp_path):
     ({"meta": {"tolerance": -1.0}}, r"meta\.tolerance"),
     ({"sanity": {"orders": ["cascadin"]}}, r"sanity\.orders: unknown value 'cascadin'; did you "
                                            r"mean 'cascading'"),
-    ({"sanity": {"orders": []}}, r"sanity\.orders must name at least one"),
     ({"sanity": {"orders": ["cascading", "cascading"]}}, r"sanity\.orders names a value twice"),
     ({"sanity": {"similarity": ["spearmann"]}}, r"sanity\.similarity: unknown value "
                                                 r"'spearmann'; did you mean 'spearman'"),
@@ -112,15 +111,13 @@ def test_sections_defaults_and_the_shipped_config(tiny, tmp_path):
         C.check_sections(C.load(tiny, overrides={"road": {"random": False}}), "road")
     with pytest.raises(C.ConfigError, match=r"targets: not read by `insdel sanity`"):
         runner.run_sanity(C.load(tiny, overrides={"targets": {"n": 3}}), tmp_path / "y")
-    with pytest.raises(C.ConfigError, match=r"`insdel sanity` needs a \[sanity\] table"):
+    with pytest.raises(C.ConfigError, match=r"`insdel sanity` needs a \[sanity\] or a \[meta\] "
+                                            r"table"):
         runner.run_sanity("demo", tmp_path / "z")
     # [meta] alone in an experiment is refused too: `insdel run` would not read it
     plain = C.load("demo", overrides={"meta": {"n_perturbations": 2}})
     with pytest.raises(C.ConfigError, match=r"\(\[meta\] table\): run it with `insdel sanity`"):
         C.check_sections(plain, "run")
-    with pytest.raises(C.ConfigError, match=r"sanity\.data_randomisation retrains"):
-        C.load(tiny, overrides={"model": {"preset": None, "max_epochs": None,
-                                          "path": str(tmp_path / "m.pt")}})
     for quick in (False, True):
         c = C.load("sanity-cern", quick=quick)
         C.check_sections(c, "sanity")
@@ -130,9 +127,25 @@ def test_sections_defaults_and_the_shipped_config(tiny, tmp_path):
     assert "sanity_cern  (insdel reproduce sanity-cern)" in C.format_list()
 
 
-def test_cli_sanity_writes_its_files_and_a_rerun_is_identical(tiny, tmp_path, capsys):
+def test_cli_sanity_writes_its_files_and_a_rerun_is_identical(tiny, tmp_path, capsys,
+                                                              monkeypatch):
+    from _plots import overlaps_of_legends, overlaps_of_texts
+
+    from insdel import plotting
+
+    clashes = {}
+    save = plotting.save_figure
+
+    def checked(fig, path, dpi=110):  # every figure the run writes, as drawn at its dpi
+        fig.set_dpi(dpi)
+        clashes[Path(path).name] = overlaps_of_texts(fig) + overlaps_of_legends(fig)
+        return save(fig, path, dpi)
+
+    monkeypatch.setattr(plotting, "save_figure", checked)
     out = tmp_path / "out"
     assert cli.main(["sanity", str(tiny), "--out", str(out), "--no-progress"]) == 0
+    assert clashes == {"sanity.png": [], "reliability.png": []}
+    monkeypatch.setattr(plotting, "save_figure", save)
     printed = capsys.readouterr().out
     assert "#### Parameter randomisation (cascading)" in printed
     assert "#### Data randomisation (labels)" in printed
@@ -273,3 +286,191 @@ def test_leaderboard_marks_a_method_flagged_by_a_real_run(tiny, tmp_path):
     assert "**fails**" in row
     assert next(line for line in board.to_markdown().splitlines()
                 if line.startswith("| a |")).endswith("| not checked |")
+
+
+def test_sanity_offers_no_scheduler_and_reproduce_refuses_one_plainly(tiny, tmp_path, capsys):
+    """The checks run serially: `insdel sanity --help` offers no --scheduler, and `reproduce
+    sanity-cern --scheduler local` names the option (not config keys the user never wrote)."""
+    with pytest.raises(SystemExit):
+        cli.main(["sanity", "--help"])
+    assert "--scheduler" not in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli.main(["sanity", str(tiny), "--scheduler", "local"])
+    assert "unrecognized arguments: --scheduler" in capsys.readouterr().err
+    out = tmp_path / "never"
+    assert cli.main(["reproduce", "sanity-cern", "--quick", "--scheduler", "local", "--out",
+                     str(out), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "--scheduler local: the sanity checks run serially" in err
+    assert "compute.backend" not in err and not out.exists()
+
+
+# -- any model, grouped data ---------------------------------------------------------------------
+TABLE = """
+name = "clinic"
+seed = 0
+[data]
+recipe = "table"
+[data.options]
+path = "{csv}"
+target = "target"
+categorical = ["site"]
+[model]
+path = "{model}"
+trust = {trust}
+[methods]
+names = ["kernel_shap", "random"]
+[methods.options.kernel_shap]
+n_samples = 64
+engine = "insdel"
+{tables}
+"""
+
+SANITY_TABLE = """
+[sanity]
+n_targets = 6
+data_randomisation = {data}
+"""
+
+META_TABLE = """
+[meta]
+metrics = ["insertion_abc", "sparseness"]
+n_perturbations = 2
+"""
+
+
+@pytest.fixture(scope="module")
+def clinic(tmp_path_factory):
+    """A CSV with a three-level categorical column (one-hot group ``site``), its data set, a
+    scikit-learn model (joblib) and an ONNX MLP fitted to / shaped for its 13 columns."""
+    import warnings
+
+    import joblib
+    import torch
+    from sklearn.datasets import load_diabetes
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    from insdel import datasets
+
+    folder = tmp_path_factory.mktemp("clinic")
+    df = load_diabetes(as_frame=True, scaled=False).frame
+    df["site"] = np.array(["a", "b", "c"])[np.arange(len(df)) % 3]
+    csv = folder / "clinic.csv"
+    df.to_csv(csv, index=False)
+    ds = datasets.load("table", path=str(csv), target="target", categorical=["site"])
+    est = GradientBoostingRegressor(n_estimators=20, max_depth=2, subsample=0.8)  # no seed
+    est.fit(ds.X_train, ds.y_train)
+    joblib.dump(est, folder / "gbr.joblib")
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(13, 8), torch.nn.Tanh(),
+                              torch.nn.Linear(8, 1)).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, (torch.zeros(2, 13),), str(folder / "mlp.onnx"),
+                          input_names=["x"], output_names=["y"],
+                          dynamic_axes={"x": {0: "b"}, "y": {0: "b"}}, dynamo=False)
+    return folder, csv, ds
+
+
+def _clinic_config(clinic, model: str, tables: str) -> Path:
+    folder, csv, _ = clinic
+    p = folder / f"{model}-{abs(hash(tables))}.toml"
+    p.write_text(TABLE.format(csv=csv.as_posix(), model=(folder / model).as_posix(),
+                              trust="true" if model.endswith(".joblib") else "false",
+                              tables=tables))
+    return p
+
+
+def test_sanity_on_a_scikit_learn_model_and_a_one_hot_group(clinic, tmp_path, capsys):
+    """A joblib GradientBoostingRegressor on a table with a categorical column: the parameter
+    randomisation is left out with one note, the data randomisation refits a clone of the
+    estimator on permuted labels, the reliability runs its model-free tests, and every check
+    works on the 11 units (10 columns and the one-hot ``site``)."""
+    cfg = _clinic_config(clinic, "gbr.joblib", SANITY_TABLE.format(data="true") + META_TABLE)
+    out = tmp_path / "out"
+    assert cli.main(["sanity", str(cfg), "--out", str(out), "--no-progress"]) == 0
+    cap = capsys.readouterr()
+    assert cap.err.count("parameter randomisation not run") == 1
+    assert "GradientBoostingRegressor (joblib file)" in cap.err
+    assert "data randomisation: refitting a clone of GradientBoostingRegressor" in cap.err
+    assert "location = 'drop'" not in cap.out + cap.err
+    summary = (out / "summary.md").read_text()
+    assert "Not run: parameter randomisation (it re-initialises the layers of an eager " \
+           "torch.nn.Module" in summary
+    assert "#### Data randomisation (labels)" in summary and "Not run: model_noise" in summary
+    flags = pd.read_csv(out / "sanity_flags.csv")
+    assert set(flags["kind"]) == {"data"}
+    assert flags.set_index(["method", "check"]).loc[("random", "similarity (spearman)"),
+                                                    "flagged"]
+    atts = np.load(out / "attributions.npz")
+    assert atts["kernel_shap"].shape == (6, 11)  # one column per unit
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["sanity"]["groups"] == {"site": [10, 11, 12]}
+    assert list(m["sanity"]["skipped"]) == ["parameter randomisation"]
+    assert set(m["sanity"]["reliability"]["skipped"]) == {"model_noise", "model_randomisation"}
+    # the same seed refits the same clone (random_state was None): identical tables on a re-run
+    first = {n: (out / n).read_bytes() for n in ("sanity.csv", "sanity_flags.csv",
+                                                  "reliability.csv")}
+    assert cli.main(["sanity", str(cfg), "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert first == {n: (out / n).read_bytes() for n in first}
+
+
+def test_training_mean_reference_takes_a_one_hot_groups_most_common_level(clinic):
+    from insdel.runner.sanity import _reference_values
+    from insdel.runner.stages.data import groups_of
+
+    _, _, ds = clinic
+    v = _reference_values(ds, groups_of(ds))
+    site = v[10:13]
+    assert sorted(site.tolist()) == [0.0, 0.0, 1.0]  # one level set, not the columns' modes (0)
+    assert np.array_equal(v[:10], runner.sanity._reference_values(ds, None)[:10])
+
+
+def test_meta_alone_on_an_onnx_model_and_what_cannot_run(clinic, tmp_path, capsys):
+    """[meta] without [sanity] runs the metrics' reliability only; data randomisation of an ONNX
+    model is refused saying what can run, and a [sanity] that can run nothing on it points at
+    [meta] (whose advice works)."""
+    cfg = _clinic_config(clinic, "mlp.onnx", META_TABLE)
+    out = tmp_path / "meta"
+    assert cli.main(["sanity", str(cfg), "--out", str(out), "--no-progress"]) == 0
+    cap = capsys.readouterr()
+    assert "### Metric reliability" in cap.out and "randomisation check" not in cap.out
+    assert (out / "reliability.csv").is_file() and not (out / "sanity.csv").exists()
+    assert (out / "figures" / "reliability.png").is_file()
+    assert not (out / "figures" / "sanity.png").exists()
+
+    cfg = _clinic_config(clinic, "mlp.onnx", SANITY_TABLE.format(data="true"))
+    assert cli.main(["sanity", str(cfg), "--out", str(tmp_path / "d"), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "sanity.data_randomisation retrains the model" in err and "OnnxModel" in err
+    assert "Set sanity.data_randomisation = false; add a [meta] table too" in err
+
+    cfg = _clinic_config(clinic, "mlp.onnx", SANITY_TABLE.format(data="false"))
+    assert cli.main(["sanity", str(cfg), "--out", str(tmp_path / "p"), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "no sanity check can run on this model" in err and "Add a [meta] table" in err
+
+
+def test_a_sanity_table_that_runs_nothing_is_refused(tmp_path):
+    p = tmp_path / "s.toml"
+    p.write_text(TINY_SANITY.split("[meta]")[0])
+    with pytest.raises(C.ConfigError, match=r"\[sanity\] runs nothing: sanity\.orders is empty"):
+        C.load(p, overrides={"sanity": {"orders": [], "data_randomisation": False,
+                                        "data_max_epochs": None}})
+
+
+def test_refusal_of_groups_advises_the_recipes_own_option(clinic):
+    """The refusal ROAR (and any command without groups) gives names the option that made the
+    groups in the user's own recipe, not the Bangalore recipe's location = 'drop'."""
+    from insdel.runner.stages.data import refuse_groups
+
+    _, csv, ds = clinic
+    cfg = {"data": {"recipe": "table", "options": {"path": str(csv), "categorical": ["site"]}}}
+    with pytest.raises(ValueError, match=r"ROAR removes single features") as exc:
+        refuse_groups(cfg, ds, "ROAR removes single features")
+    assert "location" not in str(exc.value)
+    assert "remove data.options.categorical and add them to data.options.drop" in str(exc.value)
+    cfg = {"data": {"recipe": "bangalore", "options": {"location": "onehot"}}}
+    with pytest.raises(ValueError, match=r"data\.options\.location = 'drop'"):
+        refuse_groups(cfg, ds, "ROAR removes single features")

@@ -9,8 +9,10 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
+from _plots import overlaps_of_legends, overlaps_of_texts
 
 from insdel.sanity import (
     SanityResult,
@@ -76,6 +78,23 @@ def test_model_blind_attribution_is_flagged_and_ig_is_not(result, trained):
     assert torch.equal(net[4].weight, trained[0][4].weight)
 
 
+def test_abc_flag_is_free_of_the_randomised_models_output_scale(result):
+    """The randomised network's outputs are far smaller than the trained one's, so its own ABCs
+    collapse for every method; the ABC check scores each step's ordering on the trained model,
+    where an ordering that ignores the model keeps its ABC exactly."""
+    t = result.table.set_index(["method", "step", "measure"])["mean"]
+    last = len(result.layers)
+    # the collapse the check must not read: x - r's own-model ABC falls with the output scale
+    assert abs(t[("x_minus_r", last, "insertion_abc")]) < 0.1 * t[("x_minus_r", 0,
+                                                                    "insertion_abc")]
+    flags = result.flags.set_index(["method", "check"])
+    for mode in ("insertion", "deletion"):
+        row = flags.loc[("x_minus_r", f"{mode}_abc_on_trained")]
+        assert row["flagged"] and row["value"] == row["reference"]
+        assert not flags.loc[("ig", f"{mode}_abc_on_trained"), "flagged"]
+        assert t[("ig", 0, f"{mode}_abc_on_trained")] == t[("ig", 0, f"{mode}_abc")]
+
+
 def test_table_markdown_and_figure(result):
     import matplotlib
 
@@ -91,6 +110,7 @@ def test_table_markdown_and_figure(result):
     ax = plot_sanity(result)
     assert len(ax.get_lines()) >= 2 and "(flagged)" in " ".join(
         t.get_text() for t in ax.get_legend().get_texts())
+    assert overlaps_of_texts(ax.figure) == [] and overlaps_of_legends(ax.figure) == []
     matplotlib.pyplot.close("all")
 
 
@@ -235,3 +255,49 @@ def test_docs_example_runs():
     for code in blocks:
         exec(compile(code, "docs/sanity.md", "exec"), {"__name__": "__docs__"})
     matplotlib.pyplot.close("all")
+
+
+def test_data_randomisation_refits_a_clone_of_a_scikit_learn_estimator():
+    """model= a fitted estimator: step 0 is that model, step 1 a clone fitted on the permuted
+    labels, with its unset random_state taken from the seed (the same seed, the same bytes)."""
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    from insdel import datasets
+    from insdel.sanity import refit_clone
+
+    ds = datasets.load("dielectron_sim", n_events=600)
+    est = GradientBoostingRegressor(n_estimators=15, max_depth=2, subsample=0.7)
+    est.fit(ds.X_train, ds.y_train)
+    train = refit_clone(est)
+    a, b = train(ds, None, 3), train(ds, None, 3)
+    assert a is not est and a.random_state == 3 and est.random_state is None
+    np.testing.assert_array_equal(a.predict(ds.X_test), b.predict(ds.X_test))
+    with pytest.raises(ValueError, match="params: a scikit-learn estimator is refitted"):
+        train(ds, "quick_cern", 0)
+    res = data_randomisation(ds, {"x_minus_r": x_minus_r, "ks": "kernel_shap"}, model=est,
+                             n_pairs=8, method_options={"ks": {"n_samples": 64}})
+    again = data_randomisation(ds, {"x_minus_r": x_minus_r, "ks": "kernel_shap"}, model=est,
+                               n_pairs=8, method_options={"ks": {"n_samples": 64}})
+    pd.testing.assert_frame_equal(res.table, again.table)
+    assert "x_minus_r" in res.flagged and res.layers == ["permuted labels"]
+    with pytest.raises(ValueError, match="max_epochs caps insdel's MLP"):
+        data_randomisation(ds, ["random"], model=est, n_pairs=4, max_epochs=2)
+
+
+def test_groups_are_the_units_of_the_measures_and_the_curves(trained):
+    """With groups, per-column attributions are summed per group: x - r's group sums, the
+    ABCs of curves that move whole groups (insdel.evaluate with the same groups)."""
+    from insdel import evaluate
+    from insdel.groups import check_groups, group_attributions
+
+    net, X, R = trained
+    groups = [[0, 1, 2], [3, 4]]
+    res = parameter_randomisation(net, X, R, {"x_minus_r": x_minus_r}, groups=groups,
+                                  layers=["4"])
+    grp = check_groups(groups, N)
+    A = group_attributions(X - R, grp)
+    ev = evaluate(net, X, R, {"x_minus_r": A}, n_random=0, add_random=False, groups=grp)
+    t = res.table.set_index(["method", "step", "measure"])["mean"]
+    assert t[("x_minus_r", 0, "insertion_abc")] == pytest.approx(
+        ev.abc_array("x_minus_r", "insertion").mean(), rel=1e-12)
+    assert "x_minus_r" in res.flagged

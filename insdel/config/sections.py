@@ -142,19 +142,24 @@ def _check_distinct(source: str, where: str, values, known) -> None:
 
 def check_sanity(cfg: dict, source: str) -> None:
     """``[sanity]`` and ``[meta]`` of ``insdel sanity``: the orders, similarity measures and
-    reliability tests are known names, the reference is ``training_mean`` or a policy spec, the
-    layers are names (checked against the model when it is built), data randomisation retrains
-    (it needs the model's preset or params), the metrics are registered ones that need no ground
-    truth and the reliability compares at least two methods; the numbers' ranges are the
-    schema's."""
+    reliability tests are known names (``sanity.orders`` may be empty: no parameter
+    randomisation), a ``[sanity]`` table runs something, the reference is ``training_mean`` or a
+    policy spec, the layers are names (checked against the model when it is built), the metrics
+    are registered ones that need no ground truth and the reliability compares at least two
+    methods; the numbers' ranges are the schema's. Whether the model can be randomised or
+    refitted is known once it is loaded (:func:`insdel.runner.run_sanity`)."""
     from .. import metrics as _metrics
     from ..sanity import ADVERSARIAL_TESTS, RESILIENCE_TESTS, SIMILARITIES
     from ..sanity.randomisation import ORDERS
 
     s, m = cfg["sanity"], cfg["meta"]
-    if not s["orders"]:
-        raise ConfigError(f"{source}: sanity.orders must name at least one of "
-                          f"{', '.join(ORDERS)}.")
+    given = set(cfg.get("sections", ()))
+    if "sanity" in given and not s["orders"] and not s["data_randomisation"] \
+            and "meta" not in given:
+        raise ConfigError(f"{source}: [sanity] runs nothing: sanity.orders is empty (no "
+                          "parameter randomisation), sanity.data_randomisation is false and "
+                          "there is no [meta] table; name an order (" + ", ".join(ORDERS)
+                          + "), set data_randomisation = true or add [meta].")
     _check_distinct(source, "sanity.orders", s["orders"], ORDERS)
     if not s["similarity"]:
         raise ConfigError(f"{source}: sanity.similarity must name at least one of "
@@ -172,10 +177,6 @@ def check_sanity(cfg: dict, source: str) -> None:
         except Exception as exc:  # the policy loader's own message says what is wrong
             raise ConfigError(f"{source}: sanity.reference must be 'training_mean' or a policy "
                               f"spec; {s['reference']!r}: {exc}") from None
-    if s["data_randomisation"] and cfg["model"]["path"] is not None:
-        raise ConfigError(f"{source}: sanity.data_randomisation retrains the model on permuted "
-                          "labels, so it needs the architecture: give model.preset or "
-                          "model.params instead of model.path (or set it to false).")
     if s["data_max_epochs"] is not None and not s["data_randomisation"]:
         raise ConfigError(f"{source}: sanity.data_max_epochs caps the retraining of "
                           "sanity.data_randomisation, which is false: it would not be read.")
@@ -283,15 +284,22 @@ _COMMAND_NAMES["sanity"] = "sanity-check"
 _COMMAND_TABLES = {"meta": "sanity"}
 
 
+#: The tables of which a command needs at least one (default: its own): ``insdel sanity`` runs
+#: the metrics' reliability from ``[meta]`` alone.
+_COMMAND_OWN = {"sanity": ("sanity", "meta")}
+
+
 def check_sections(cfg: Mapping, command: str) -> None:
     """Refuse a configuration whose tables the command would not read (``"run"``, ``"roar"`` or
     ``"road"``)."""
     given = set(cfg.get("sections", ()))
     if command in _COMMAND_SECTIONS:
         reads = _COMMAND_SECTIONS[command]
-        if command not in given:
-            raise ConfigError(f"{cfg['source']}: `insdel {command}` needs a [{command}] table "
-                              f"(see docs/{command}.md); this configuration has none.")
+        tables = _COMMAND_OWN.get(command, (command,))
+        if not given & set(tables):
+            raise ConfigError(f"{cfg['source']}: `insdel {command}` needs a "
+                              + " or a ".join(f"[{t}]" for t in tables)
+                              + f" table (see docs/{command}.md); this configuration has none.")
         extra = sorted(given - set(reads))
         if extra:
             raise ConfigError(f"{cfg['source']}: {', '.join(extra)}: not read by `insdel "

@@ -5,10 +5,12 @@ The data and model stages are the experiment's, ROAR's and ROAD's (:mod:`insdel.
 the model is trained once and cached in the output folder. The pairs are the first
 ``sanity.n_targets`` test rows against the training mean / mode, or a policy's pairs of them
 (``sanity.reference``, as ``road.reference``). Then :func:`insdel.sanity.parameter_randomisation`
-in each of ``sanity.orders``, :func:`insdel.sanity.data_randomisation` when
-``sanity.data_randomisation`` is on, and :func:`insdel.sanity.metric_reliability` of
-``meta.metrics`` on the trained model's attributions when the configuration has a ``[meta]``
-table.
+in each of ``sanity.orders`` (an eager torch module only: for any other model it is left out with
+one note), :func:`insdel.sanity.data_randomisation` when ``sanity.data_randomisation`` is on
+(insdel's MLP retrained, or a clone of a scikit-learn estimator refitted), and
+:func:`insdel.sanity.metric_reliability` of ``meta.metrics`` on the trained model's attributions
+when the configuration has a ``[meta]`` table (which may come without ``[sanity]``). A data set's
+feature groups (one-hot categoricals) are the units of every check, as in ``insdel run``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from .context import logger
 from .provenance import Stages, file_hashes, manifest_head, run_files, write_manifest
 from .session import loaded, opened
 from .stages.attribution import method_options
-from .stages.data import dataset_info, load_dataset, log_dataset, refuse_groups
+from .stages.data import dataset_info, groups_of, load_dataset, log_dataset
 from .stages.model import model_files, model_stage
 
 __all__ = ["SanityRun", "run_sanity", "SANITY_FILES"]
@@ -50,9 +52,10 @@ class SanityRun:
     config : dict
     results : dict
         ``"parameters/<order>"`` (and ``"data/labels"``) -> :class:`insdel.sanity.SanityResult`.
-    table, flags : pandas.DataFrame
+    table, flags : pandas.DataFrame or None
         ``sanity.csv`` and ``sanity_flags.csv``: every result's table and flags, with their
-        ``kind`` and ``order``.
+        ``kind`` and ``order`` (None when no randomisation ran: ``[meta]`` alone, or a model
+        that can take neither).
     reliability : insdel.sanity.ReliabilityResult or None
         None without a ``[meta]`` table.
     flagged : list of str
@@ -84,14 +87,18 @@ def run_sanity(config: str | os.PathLike | Mapping, out: str | os.PathLike | Non
     """Run the sanity checks of a configuration (``insdel sanity``, docs/sanity.md).
 
     The configuration's ``[data]``, ``[model]``, ``[methods]``, ``[compute]``, ``[sanity]`` and
-    ``[meta]`` are read; any other table is an error. The model (trained, or loaded from the
-    folder's cache or ``model.path``) is randomised layer by layer
-    (:func:`insdel.sanity.parameter_randomisation`, each of ``sanity.orders``) and, with
+    ``[meta]`` are read (at least one of the last two); any other table is an error. The model
+    (trained, or loaded from the folder's cache or ``model.path``) is randomised layer by layer
+    (:func:`insdel.sanity.parameter_randomisation`, each of ``sanity.orders``; an eager torch
+    module only, any other model gets a note that it was not run) and, with
     ``sanity.data_randomisation``, retrained on permuted labels
-    (:func:`insdel.sanity.data_randomisation`, ``sanity.data_max_epochs``); every method's
-    attributions of the pairs are compared with the trained model's. With a ``[meta]`` table the
-    metrics ``meta.metrics`` are meta-evaluated on the trained model's attributions
-    (:func:`insdel.sanity.metric_reliability`).
+    (:func:`insdel.sanity.data_randomisation`: insdel's MLP, ``sanity.data_max_epochs``, or a
+    clone of a scikit-learn estimator from ``model.path``; any other model file is an error
+    saying what can run); every method's attributions of the pairs are compared with the
+    trained model's. With a ``[meta]`` table the metrics ``meta.metrics`` are meta-evaluated on
+    the trained model's attributions (:func:`insdel.sanity.metric_reliability`; its model tests
+    need an eager torch module and are otherwise reported as not run). A data set's feature
+    groups are the units of the attributions, the measures and the curves.
 
     Outputs in ``out``: ``sanity.csv`` (kind, order, method, step, layer, measure, mean,
     std_error, n, n_units), ``sanity_flags.csv`` (kind, order, method, check, value, reference,
@@ -112,18 +119,17 @@ def run_sanity(config: str | os.PathLike | Mapping, out: str | os.PathLike | Non
         return _run_sanity(cfg, folder, progress, verbose, before)
 
 
-def _pairs(cfg, model, dataset, progress, log):
-    """(X, R, clusters): the first ``n_targets`` test rows against the training mean / mode, or
-    a policy's pairs of them."""
-    from .. import roar as _roar
-
+def _pairs(cfg, model, dataset, grp, progress, log):
+    """(X, R, clusters): the first ``n_targets`` test rows against the training mean / mode (a
+    one-hot group's most common level, :func:`_reference_values`), or a policy's pairs of
+    them."""
     s = cfg["sanity"]
     n = min(s["n_targets"], len(dataset.X_test))
     X = np.ascontiguousarray(dataset.X_test[:n], dtype=np.float64)
     if s["reference"] == "training_mean":
         log(f"pairs: {n} test rows against the training mean (mode of the "
             f"{int(dataset.binary_mask.sum())} binary features)")
-        return X, np.broadcast_to(_roar.removal_values(dataset), X.shape).copy(), None
+        return X, np.broadcast_to(_reference_values(dataset, grp), X.shape).copy(), None
     from .. import policies
 
     pol = policies.load(s["reference"])
@@ -155,14 +161,18 @@ def _flagged(flags: pd.DataFrame, methods) -> list:
     return [m for m in methods if m in bad]
 
 
-def _markdown(results, flagged, rel, meta: Mapping | None, pairs_text: str) -> str:
+def _markdown(results, flagged, rel, meta: Mapping | None, pairs_text: str,
+              skipped: Mapping) -> str:
     lines = [f"### Sanity checks ({pairs_text})", ""]
     for res in results.values():
         what = {"parameters": "Parameter", "data": "Data"}.get(res.kind, res.kind)
         lines += [f"#### {what} randomisation ({res.order})", "",
                   res.to_markdown(), ""]
-    lines.append("Methods failing a randomisation check: "
-                 + (", ".join(flagged) if flagged else "none") + ".")
+    for check, why in skipped.items():
+        lines += [f"Not run: {check} ({why}).", ""]
+    if results:
+        lines.append("Methods failing a randomisation check: "
+                     + (", ".join(flagged) if flagged else "none") + ".")
     if rel is not None:
         lines += ["", f"### Metric reliability (MetaQuantus; {meta['n_perturbations']} "
                   f"perturbations per test, noise {meta['noise']:g}, tolerance "
@@ -178,12 +188,15 @@ def _figures(results, rel, out: Path, title: str) -> list[Path]:
     paths = []
     with plt.rc_context({"figure.max_open_warning": 0}):
         k = len(results)
-        fig, axes = plt.subplots(1, k, figsize=(6.0 * k, 4.2), squeeze=False)
-        for ax, res in zip(axes[0], results.values(), strict=True):
-            plotting.plot_sanity(res, ax=ax)
-        fig.suptitle(title, fontsize=10)
-        fig.tight_layout()
-        paths.append(plotting.save_figure(fig, out / "figures" / "sanity.png", 110))
+        if k:
+            fig, axes = plt.subplots(1, k, figsize=(6.0 * k, 4.2), squeeze=False)
+            for ax, res in zip(axes[0], results.values(), strict=True):
+                plotting.plot_sanity(res, ax=ax)
+            fig.suptitle(title, fontsize=10)
+            fig.tight_layout()
+            paths.append(plotting.save_figure(fig, out / "figures" / "sanity.png", 110))
+        else:
+            (out / "figures" / "sanity.png").unlink(missing_ok=True)
         if rel is not None:
             ax = plotting.plot_reliability(rel)
             paths.append(plotting.save_figure(ax.figure, out / "figures" / "reliability.png",
@@ -193,10 +206,90 @@ def _figures(results, rel, out: Path, title: str) -> list[Path]:
     return paths
 
 
+def _reference_values(dataset, grp) -> np.ndarray:
+    """The training mean / mode of every column (:func:`insdel.roar.removal_values`) and, for a
+    group of several binary columns (a one-hot categorical), its most common level: a column's
+    own mode would set no level at all."""
+    from .. import roar as _roar
+
+    v = _roar.removal_values(dataset)
+    if grp is None:
+        return v
+    Xtr = np.asarray(dataset.X_train, dtype=np.float64)
+    binary = np.asarray(dataset.binary_mask, bool)
+    for g in range(grp.m):
+        cols = grp.columns(g)
+        if cols.size > 1 and binary[cols].all():
+            rows, counts = np.unique(Xtr[:, cols], axis=0, return_counts=True)
+            v[cols] = rows[np.argmax(counts)]
+    return v
+
+
+def _model_kind(model, model_info) -> str:
+    """``"scikit-learn GradientBoostingRegressor (joblib file)"``: what the model is, for the
+    notes on checks it cannot take."""
+    what = type(model).__name__
+    fmt = model_info.get("format")
+    return what + (f" ({fmt} file)" if fmt else "")
+
+
+def _plan(cfg, model, model_info, log) -> tuple[list, str | None, dict]:
+    """What can run on this model: (the parameter randomisation orders, how data randomisation
+    retrains: ``"mlp"``, ``"refit"`` or None, the checks not run with why). A parameter
+    randomisation the model cannot take is left out with one note; a data randomisation asked
+    for that cannot retrain this model is an error saying what can run."""
+    from ..adapter import torch_kind
+    from ..sanity import is_estimator
+
+    given = set(cfg.get("sections", ()))
+    s = cfg["sanity"]
+    orders = list(s["orders"]) if "sanity" in given else []
+    skipped = {}
+    what = _model_kind(model, model_info)
+    if orders and torch_kind(model) != "module":
+        skipped["parameter randomisation"] = (
+            f"it re-initialises the layers of an eager torch.nn.Module; the model is {what}, "
+            "whose parameters insdel cannot reach")
+        log(f"sanity: parameter randomisation not run: {skipped['parameter randomisation']}")
+        orders = []
+    retrain = None
+    if "sanity" in given and s["data_randomisation"]:
+        if cfg["model"]["path"] is None:
+            retrain = "mlp"
+        elif is_estimator(model):
+            retrain = "refit"
+            if s["data_max_epochs"] is not None:
+                raise ValueError(f"{cfg['source']}: sanity.data_max_epochs caps the training of "
+                                 f"insdel's MLP; the model is {what}, refitted with its own "
+                                 "hyperparameters: remove data_max_epochs.")
+        else:
+            # the advice must lead to a run: name what runs once data randomisation is off
+            if orders:
+                then = "the parameter randomisation (sanity.orders) runs on it" + (
+                    " with the metrics' reliability ([meta])" if "meta" in given else "")
+            elif "meta" in given:
+                then = "the metrics' reliability ([meta]) runs on it"
+            else:
+                then = ("add a [meta] table too: the metrics' reliability runs on any model "
+                        "(nothing else can run on this one)")
+            raise ValueError(
+                f"{cfg['source']}: sanity.data_randomisation retrains the model on permuted "
+                f"labels: it needs insdel's MLP (model.preset or model.params) or a "
+                f"scikit-learn estimator file (refitted from a clone); the model is {what}, "
+                f"which insdel cannot refit. Set sanity.data_randomisation = false; {then}.")
+    if not orders and retrain is None and "meta" not in given:
+        why = "; ".join(f"{k}: {v}" for k, v in skipped.items()) or "no check is configured"
+        raise ValueError(f"{cfg['source']}: no sanity check can run on this model ({why}). "
+                         "Add a [meta] table: the metrics' reliability runs on any model (its "
+                         "input_noise and attribution_shuffle tests need no torch module).")
+    return orders, retrain, skipped
+
+
 def _run_sanity(cfg, out: Path, progress, verbose: bool,
                 before: Mapping[Path, tuple] | None = None) -> SanityRun:
     """The checks in ``out`` (locked): data, model, pairs, randomisations, reliability, files."""
     from ..attribution import attribute
+    from ..groups import group_attributions
     from ..sanity import data_randomisation, metric_reliability, parameter_randomisation
 
     log = logger(verbose)
@@ -204,12 +297,16 @@ def _run_sanity(cfg, out: Path, progress, verbose: bool,
     t_all = time.perf_counter()
     s = cfg["sanity"]
     dataset = load_dataset(cfg)
-    refuse_groups(cfg, dataset, "insdel sanity compares per-feature attributions")
+    grp = groups_of(dataset)
     data_info = dataset_info(cfg, dataset)
     log_dataset(data_info, log, file=False)
+    if grp is not None:
+        log(f"groups: {data_info['groups_text']} (each group is one unit of the attributions, "
+            "the similarity measures and the curves)")
     model, metrics, model_info = model_stage(cfg, dataset, data_info, out, stages, log, progress)
+    orders, retrain, skipped = _plan(cfg, model, model_info, log)
     t0 = time.perf_counter()
-    X, R, clusters = _pairs(cfg, model, dataset, progress, log)
+    X, R, clusters = _pairs(cfg, model, dataset, grp, progress, log)
     stages.add("sanity/pairs", time.perf_counter() - t0, units=int(X.shape[0]))
     names = list(cfg["methods"]["names"])
     opts = {m: method_options(m, cfg["methods"]["options"].get(m, {}), cfg["seed"], dataset)
@@ -218,9 +315,9 @@ def _run_sanity(cfg, out: Path, progress, verbose: bool,
     common = {"similarity": list(s["similarity"]), "seed": cfg["seed"], "abc": s["abc"],
               "method_options": opts, "threshold": float(s["threshold"]),
               "abc_tolerance": float(s["abc_tolerance"]), "clusters": clusters,
-              "progress": progress}
+              "groups": grp, "progress": progress}
     results = {}
-    for order in s["orders"]:
+    for order in orders:
         t0 = time.perf_counter()
         res = parameter_randomisation(model, X, R, methods, order=order,
                                       layers=list(s["layers"]) or None, **common)
@@ -229,22 +326,28 @@ def _run_sanity(cfg, out: Path, progress, verbose: bool,
         log(f"parameter randomisation ({order}, {len(res.layers)} layers): flagged "
             f"{', '.join(res.flagged) or 'none'}")
         results[f"parameters/{order}"] = res
-    if s["data_randomisation"]:
+    if retrain is not None:
         t0 = time.perf_counter()
-        spec = cfg["model"]["preset"] if cfg["model"]["preset"] is not None else dict(
-            cfg["model"]["params"])
-        res = data_randomisation(dataset, methods, params=spec, model=model, X=X, R=R,
-                                 max_epochs=s["data_max_epochs"], **common)
+        if retrain == "mlp":
+            spec = cfg["model"]["preset"] if cfg["model"]["preset"] is not None else dict(
+                cfg["model"]["params"])
+            res = data_randomisation(dataset, methods, params=spec, model=model, X=X, R=R,
+                                     max_epochs=s["data_max_epochs"], **common)
+        else:
+            log(f"data randomisation: refitting a clone of {_model_kind(model, model_info)} on "
+                f"permuted labels (random_state left None set to the seed {cfg['seed']})")
+            res = data_randomisation(dataset, methods, model=model, X=X, R=R, **common)
         stages.add("sanity/data", time.perf_counter() - t0, model_rows=res.stats["model_rows"])
         log(f"data randomisation: flagged {', '.join(res.flagged) or 'none'}")
         results["data/labels"] = res
-    table, flags = _tidy(results)
-    flagged = _flagged(flags, names)
+    table, flags = _tidy(results) if results else (None, None)
+    flagged = _flagged(flags, names) if results else []
 
     rel = None
     meta = cfg["meta"] if "meta" in cfg.get("sections", ()) else None
     t0 = time.perf_counter()
-    atts = {m: attribute(model, X, R, m, **opts[m]) for m in names}
+    atts = {m: group_attributions(attribute(model, X, R, m, **opts[m]), grp,
+                                  name=f"the attributions of {m!r}") for m in names}
     ck.save_npz(out / "attributions.npz", atts)
     stages.add("sanity/attributions", time.perf_counter() - t0)
     if meta is not None:
@@ -252,12 +355,18 @@ def _run_sanity(cfg, out: Path, progress, verbose: bool,
         rel = metric_reliability(model, X, R, atts, metrics=list(meta["metrics"]),
                                  n_perturbations=meta["n_perturbations"], noise=meta["noise"],
                                  tolerance=meta["tolerance"], tests=list(meta["tests"]),
-                                 seed=cfg["seed"], progress=progress)
+                                 seed=cfg["seed"], groups=grp, progress=progress)
         stages.add("sanity/reliability", time.perf_counter() - t0,
                    model_rows=rel.stats["model_rows"])
+        for test, why in rel.stats.get("skipped", {}).items():
+            log(f"metric reliability: {test} not run ({why})")
 
-    ck.atomic_write_text(out / "sanity.csv", table.to_csv(index=False))
-    ck.atomic_write_text(out / "sanity_flags.csv", flags.to_csv(index=False))
+    if results:
+        ck.atomic_write_text(out / "sanity.csv", table.to_csv(index=False))
+        ck.atomic_write_text(out / "sanity_flags.csv", flags.to_csv(index=False))
+    else:  # an earlier run's tables would describe checks this one did not run
+        for name in ("sanity.csv", "sanity_flags.csv"):
+            (out / name).unlink(missing_ok=True)
     if rel is not None:
         ck.atomic_write_text(out / "reliability.csv", rel.table.to_csv(index=False))
         ck.atomic_write_text(out / "reliability_tests.csv", rel.tests.to_csv(index=False))
@@ -267,7 +376,7 @@ def _run_sanity(cfg, out: Path, progress, verbose: bool,
     ref = s["reference"]
     pairs_text = (f"{X.shape[0]} pairs of {data_info['name']} test rows against "
                   + ("the training mean" if ref == "training_mean" else f"policy {ref}"))
-    text = _markdown(results, flagged, rel, meta, pairs_text)
+    text = _markdown(results, flagged, rel, meta, pairs_text, skipped)
     header = run_header(data_info, model_info, {"reference": ref})
     ck.atomic_write_text(out / "summary.md", header + "\n" + text)
     figs = _figures(results, rel, out, f"Sanity checks on {data_info['name']}")
@@ -278,7 +387,8 @@ def _run_sanity(cfg, out: Path, progress, verbose: bool,
         "model": {"metrics": to_jsonable(metrics), **to_jsonable(model_info)},
         "sanity": to_jsonable({
             "pairs": int(X.shape[0]), "reference": ref, "methods": names,
-            "flagged": flagged,
+            "flagged": flagged, "skipped": skipped,
+            "groups": None if grp is None else data_info["groups"],
             "tests": {k: {"kind": r.kind, "order": r.order, "layers": list(r.layers),
                           "flagged": r.flagged} for k, r in results.items()},
             "reliability": None if rel is None else {

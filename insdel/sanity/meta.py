@@ -28,7 +28,8 @@ Deviations from MetaQuantus, for regression:
   class) is ``|f~(x) - f(x)| <= tolerance * sd(f(X))`` and the same for r; pairs that fail are
   left out of that perturbation's comparison (the kept fraction is reported);
 * the input noise is Gaussian, ``noise * sd_j`` per feature (MetaQuantus: uniform ``±noise``),
-  added to the targets x only, and not where x_j = r_j (so each pair's differing units stay);
+  added to the targets x only, and not where x_j = r_j (so each pair's differing units stay) nor
+  to the columns of a feature group of several columns (a one-hot categorical stays one-hot);
 * the input adversary is the attributions shuffled within each pair (MetaQuantus: large input
   noise); the model adversary re-initialises every layer (``reset_parameters()``) instead of
   large multiplicative noise;
@@ -61,6 +62,7 @@ from .._validation import (
     check_seed,
 )
 from ..adapter import Model, ModelLike, as_model, torch_kind
+from ..groups import check_groups, group_attributions
 from .randomisation import _check_layers, randomised_models
 
 __all__ = ["metric_reliability", "ReliabilityResult", "RESILIENCE_TESTS", "ADVERSARIAL_TESTS"]
@@ -178,7 +180,9 @@ def metric_reliability(f: ModelLike, X: ArrayLike, R: ArrayLike,
         Seeds the perturbations; the metrics' own draws use ``seed`` on every problem (common
         random numbers).
     groups, batch_size, progress
-        As in :func:`insdel.metrics.evaluate_metrics`.
+        As in :func:`insdel.metrics.evaluate_metrics` (attributions per column or per group).
+        ``input_noise`` leaves the columns of a group of several columns (a one-hot categorical)
+        as they are: noise would put them off the data.
 
     Returns
     -------
@@ -193,7 +197,10 @@ def metric_reliability(f: ModelLike, X: ArrayLike, R: ArrayLike,
         raise ValueError("attributions must be a mapping method -> (B, n) array with at least "
                          "two methods (the inter-consistency compares their rankings).")
     methods = list(attributions)
-    As = {k: np.asarray(v, dtype=np.float64) for k, v in attributions.items()}
+    grp = check_groups(groups, X.shape[1])
+    # one attribution per unit (a group's columns summed): the shuffles permute units
+    As = {k: group_attributions(v, grp, name=f"attributions[{k!r}]")
+          for k, v in attributions.items()}
     ms = [build(m) for m in metrics]
     names = [m.name for m in ms]
     if not names:
@@ -237,6 +244,8 @@ def metric_reliability(f: ModelLike, X: ArrayLike, R: ArrayLike,
     sd_f = float(np.std(fX)) or 1.0
     sd_x = X.std(axis=0)
     differ = X != R
+    if grp is not None:  # a group's columns (a one-hot level) move together or not at all
+        differ &= (grp.sizes[grp.labels] == 1)[None, :]
     rows: list[pd.DataFrame] = []
     model_rows = 0
     calls = 0
@@ -262,7 +271,8 @@ def metric_reliability(f: ModelLike, X: ArrayLike, R: ArrayLike,
     if "attribution_shuffle" in tests:
         for p in range(n_perturbations):
             rng = np.random.default_rng([seed, 3, p])
-            perm = np.argsort(rng.random(X.shape), axis=1)
+            perm = np.argsort(rng.random((X.shape[0], X.shape[1] if grp is None else grp.m)),
+                              axis=1)
             for k in methods:
                 shuffles[f"{k} (shuffled {p})"] = (p, k, np.take_along_axis(As[k], perm, axis=1))
     base = run(model, X, {**As, **{k: v[2] for k, v in shuffles.items()}})

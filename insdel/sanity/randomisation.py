@@ -3,7 +3,8 @@
 An explanation that does not change when the model's parameters (or the labels it was trained on)
 are randomised cannot be explaining the model. :func:`parameter_randomisation` randomises an eager
 ``torch.nn.Module`` layer by layer from the output down and recomputes every method's attributions
-on each randomised copy; :func:`data_randomisation` retrains the paper's MLP on permuted labels.
+on each randomised copy; :func:`data_randomisation` retrains the model on permuted labels (the
+paper's MLP, or a clone of a scikit-learn estimator).
 Both compare the attributions with the trained model's, pair by pair, and return a
 :class:`SanityResult` (docs/sanity.md).
 
@@ -31,7 +32,12 @@ Measures (per pair, then mean and standard error over the pairs):
     pixels; with tens of tabular features the distribution entropy is the meaningful one).
 ``insertion_abc`` / ``deletion_abc`` / ``*_abc_change``
     The mean ABC of the method's ordering on the model of step k (:func:`insdel.evaluate`), and
-    the per-pair change from the trained model's ABC.
+    the per-pair change from the trained model's ABC. A randomised network's outputs are on a
+    scale of their own (often orders of magnitude smaller), so these are not compared across
+    steps.
+``insertion_abc_on_trained`` / ``deletion_abc_on_trained``
+    The ABC, on the *trained* model, of the ordering the method gives on the model of step k:
+    the ABC flag compares it with step 0 on one model's scale.
 """
 
 from __future__ import annotations
@@ -64,7 +70,8 @@ from .._validation import (
 from ..adapter import Model, ModelLike, as_model, torch_kind
 
 __all__ = ["parameter_randomisation", "data_randomisation", "SanityResult", "randomisable_layers",
-           "randomised_models", "SIMILARITIES", "DEFAULT_THRESHOLD", "DEFAULT_ABC_TOLERANCE"]
+           "randomised_models", "is_estimator", "refit_clone", "SIMILARITIES",
+           "DEFAULT_THRESHOLD", "DEFAULT_ABC_TOLERANCE"]
 
 #: The similarity measures between a step's attributions and the trained model's.
 SIMILARITIES = ("spearman", "spearman_abs", "sign_agreement")
@@ -193,7 +200,8 @@ class SanityResult:
     pairs : pandas.DataFrame
         Per pair: ``pair, method, step, layer, measure, value``.
     flags : pandas.DataFrame
-        One row per method and check (``similarity``, ``insertion_abc``, ``deletion_abc``):
+        One row per method and check (``similarity``, ``insertion_abc_on_trained``,
+        ``deletion_abc_on_trained``):
         ``method, check, value, reference, threshold, flagged``.
     kind : str
         ``"parameters"`` or ``"data"``.
@@ -318,8 +326,11 @@ def _check_similarity(similarity) -> tuple[str, ...]:
 class _Steps:
     """Attributions and ABCs step by step, the per-pair rows of :class:`SanityResult`."""
 
-    def __init__(self, X, R, items, method_options, similarity, abc, modes, clusters, seed):
+    def __init__(self, X, R, items, method_options, similarity, abc, modes, clusters, seed,
+                 groups=None):
         self.X, self.R = X, R
+        self.groups = groups
+        self.model0 = None
         self.items = items
         self.options = dict(method_options or {})
         unknown = sorted(set(self.options) - {k for k, _ in items})
@@ -345,12 +356,16 @@ class _Steps:
     def run(self, f, step: int, layer: str) -> None:
         from ..attribution import attribute
         from ..evaluation import evaluate
+        from ..groups import group_attributions
 
         model = as_model(f)
         e0 = model.n_evals
+        e00 = self.model0.n_evals if self.model0 is not None else 0
         As = {}
         for label, m in self.items:
-            A = attribute(model, self.X, self.R, m, **self.options.get(label, {}))
+            A = group_attributions(attribute(model, self.X, self.R, m,
+                                             **self.options.get(label, {})), self.groups,
+                                   name=f"the attributions of {label!r}")
             As[label] = A
             if step == 0:
                 self.A0[label] = A
@@ -365,8 +380,15 @@ class _Steps:
             self._emit(label, step, layer, "complexity_rise",
                        np.where(self.H0[label] > 0, rise, np.nan))
         if self.abc:
+            if step == 0:
+                self.model0 = model
             ev = evaluate(model, self.X, self.R, As, modes=self.modes, n_random=0,
-                          seed=self.seed, add_random=False)
+                          seed=self.seed, add_random=False, groups=self.groups)
+            # the step's orderings on the trained model: one scale for every step (a randomised
+            # model's outputs, and so its ABCs, are on a scale of their own)
+            ev0 = ev if step == 0 else evaluate(
+                self.model0, self.X, self.R, As, modes=self.modes, n_random=0, seed=self.seed,
+                add_random=False, groups=self.groups)
             for label in As:
                 for mode in self.modes:
                     v = ev.abc_array(label, mode)
@@ -375,7 +397,11 @@ class _Steps:
                     self._emit(label, step, layer, f"{mode}_abc", v)
                     self._emit(label, step, layer, f"{mode}_abc_change",
                                v - self.abc0[(label, mode)])
+                    self._emit(label, step, layer, f"{mode}_abc_on_trained",
+                               ev0.abc_array(label, mode))
         self.model_rows += model.n_evals - e0
+        if step > 0 and self.model0 is not None:
+            self.model_rows += self.model0.n_evals - e00
 
     def result(self, kind, order, layers, threshold, abc_tolerance, final_steps,
                seconds) -> SanityResult:
@@ -402,7 +428,15 @@ def _flags(table, methods, similarity, modes, threshold, abc_tolerance, final_st
            order) -> pd.DataFrame:
     """The checks of each method on the randomised model(s) of ``final_steps``: cascading and
     labels: the last step (everything randomised); independent: the step with the lowest mean
-    similarity (the most disruptive single layer) and the largest ABC change."""
+    similarity (the most disruptive single layer) and the ABC farthest from the trained one.
+
+    The ABC check reads ``{mode}_abc_on_trained``: the mean ABC, on the trained model, of the
+    ordering the method gives on the randomised model, against the trained model's own ordering
+    (step 0). Both are areas of the same model's curves, so their ratio is free of the scale of
+    the model's outputs (a randomised network's outputs are orders of magnitude smaller than the
+    trained one's, and its own ABCs with them). A method whose ordering does not move with the
+    model keeps its ABC exactly and is flagged; a model-sensitive one falls towards a random
+    ordering's ABC."""
     sim = next((s for s in ("spearman", "spearman_abs") if s in similarity), similarity[0])
     rows = []
     for method in methods:
@@ -413,22 +447,25 @@ def _flags(table, methods, similarity, modes, threshold, abc_tolerance, final_st
                      "reference": 1.0, "threshold": threshold,
                      "flagged": bool(np.isfinite(value) and value > threshold)})
         for mode in modes:
-            base = table[(table["method"] == method) & (table["step"] == 0)
-                         & (table["measure"] == f"{mode}_abc")]["mean"].iloc[0]
-            ch = t[t["measure"] == f"{mode}_abc_change"]["mean"]
-            i = int(np.nanargmax(np.abs(ch.to_numpy()))) if ch.notna().any() else None
-            change = float(ch.iloc[i]) if i is not None else float("nan")
-            value = float(base + change)
-            near = bool(np.isfinite(change) and abs(base) > 0
-                        and abs(change) <= abc_tolerance * abs(base))
-            rows.append({"method": method, "check": f"{mode}_abc", "value": value,
-                         "reference": float(base), "threshold": abc_tolerance, "flagged": near})
+            measure = f"{mode}_abc_on_trained"
+            base = float(table[(table["method"] == method) & (table["step"] == 0)
+                               & (table["measure"] == measure)]["mean"].iloc[0])
+            v = t[t["measure"] == measure]["mean"].to_numpy(dtype=np.float64)
+            ok = np.isfinite(v)
+            value = float(v[ok][np.argmax(np.abs(v[ok] - base))]) if ok.any() else float("nan")
+            near = bool(np.isfinite(value) and np.isfinite(base)
+                        and abs(value - base) <= abc_tolerance * abs(base))
+            rows.append({"method": method, "check": measure, "value": value,
+                         "reference": base, "threshold": abc_tolerance, "flagged": near})
     return pd.DataFrame(rows)
 
 
 def _common_checks(X, R, methods, similarity, seed, abc, method_options, progress, threshold,
-                   abc_tolerance, modes, clusters):
+                   abc_tolerance, modes, clusters, groups=None):
+    from ..groups import check_groups
+
     X, R = check_pairs(X, R)
+    groups = check_groups(groups, X.shape[1])
     items = _method_items(methods)
     similarity = _check_similarity(similarity)
     seed = check_seed(seed)
@@ -443,7 +480,7 @@ def _common_checks(X, R, methods, similarity, seed, abc, method_options, progres
         raise TypeError("method_options must be a mapping method -> {option: value}; got "
                         f"{type(method_options).__name__}.")
     clusters = check_clusters(clusters, X.shape[0])
-    steps = _Steps(X, R, items, method_options, similarity, abc, modes, clusters, seed)
+    steps = _Steps(X, R, items, method_options, similarity, abc, modes, clusters, seed, groups)
     return steps, threshold, abc_tolerance
 
 
@@ -457,7 +494,7 @@ def parameter_randomisation(f: ModelLike, X: ArrayLike, R: ArrayLike, methods, *
                             threshold: float = DEFAULT_THRESHOLD,
                             abc_tolerance: float = DEFAULT_ABC_TOLERANCE,
                             modes: Sequence[str] = ("insertion", "deletion"),
-                            clusters: ArrayLike | None = None,
+                            clusters: ArrayLike | None = None, groups=None,
                             progress: bool | None = None) -> SanityResult:
     """The model parameter randomisation test (MPRT; Adebayo et al. 2018) with the efficient
     MPRT's complexity rise (Hedström et al. 2024).
@@ -494,7 +531,8 @@ def parameter_randomisation(f: ModelLike, X: ArrayLike, R: ArrayLike, methods, *
         Seeds each layer's re-initialisation (from the seed and the layer's name) and the ABCs'
         evaluation; the same seed gives the same bytes.
     abc : bool, default True
-        Also the insertion / deletion ABC of every method at every step (:func:`insdel.evaluate`).
+        Also the insertion / deletion ABC of every method at every step (:func:`insdel.evaluate`),
+        on the step's own model and, for the ABC flag, on the trained model.
     method_options : mapping, optional
         label -> keyword options of that method's ``attribute``.
     threshold : float, default 0.5
@@ -504,12 +542,20 @@ def parameter_randomisation(f: ModelLike, X: ArrayLike, R: ArrayLike, methods, *
         agreement two unrelated smooth models share by chance on a few features. With ``order="independent"`` the lowest similarity
         over the layers is compared.
     abc_tolerance : float, default 0.1
-        A method whose mean ABC on the fully randomised model is within this fraction of its
-        trained ABC is flagged (the ordering's faithfulness did not react to the model being
-        destroyed). Independent order: the largest change over the layers.
+        A method is flagged when the ordering it gives on the fully randomised model, scored on
+        the *trained* model, has a mean ABC within this fraction of its trained ordering's
+        (``|ABC_0(order_k) - ABC_0(order_0)| <= abc_tolerance * |ABC_0(order_0)|``): its
+        ordering did not react to the model being destroyed. Both ABCs are of the same model,
+        so the rule does not depend on the randomised model's output scale. Independent order:
+        the layer whose ABC is farthest from the trained one.
     modes : sequence of {"insertion", "deletion"}
     clusters : array_like (B,), optional
         Independent unit of each pair (a policy's ``Pairing.cluster``) for the standard errors.
+    groups : optional
+        Feature groups moved as units (:mod:`insdel.groups`, e.g. a data set's one-hot groups):
+        every method's attributions are summed per group (a method that returns one column per
+        group is taken as it is), the measures compare the groups' attributions and the ABCs
+        move whole groups.
     progress : bool, optional
 
     Returns
@@ -530,7 +576,7 @@ def parameter_randomisation(f: ModelLike, X: ArrayLike, R: ArrayLike, methods, *
     names = _check_layers(module, layers)
     steps, threshold, abc_tolerance = _common_checks(
         X, R, methods, similarity, seed, abc, method_options, progress, threshold,
-        abc_tolerance, modes, clusters)
+        abc_tolerance, modes, clusters, groups)
     out = getattr(f, "output", None) if isinstance(f, Model) else None
 
     def wrap(m):
@@ -549,6 +595,34 @@ def parameter_randomisation(f: ModelLike, X: ArrayLike, R: ArrayLike, methods, *
                         time.perf_counter() - t0)
 
 
+def is_estimator(model) -> bool:
+    """Whether ``model`` is a scikit-learn-style estimator that can be refitted: it has
+    ``get_params`` and ``fit`` (``sklearn.base.clone`` copies it unfitted)."""
+    return callable(getattr(model, "get_params", None)) and callable(getattr(model, "fit", None))
+
+
+def refit_clone(estimator) -> Callable:
+    """``train(dataset, params, seed) -> model`` for :func:`data_randomisation`: a fresh
+    ``sklearn.base.clone`` of the user's own estimator fitted on ``dataset.X_train`` and its
+    ``y_train``. Every ``random_state`` parameter (nested ones of a pipeline too) that is None is
+    set to ``seed``, so the same seed refits the same model; the estimator given is unchanged.
+    ``params`` must be None: the clone keeps the estimator's own hyperparameters."""
+    from sklearn.base import clone
+
+    def train(ds, params, seed):
+        if params is not None:
+            raise ValueError("params: a scikit-learn estimator is refitted with its own "
+                             f"hyperparameters ({type(estimator).__name__}); leave params out.")
+        est = clone(estimator)
+        unset = {k: int(seed) for k, v in est.get_params(deep=True).items()
+                 if (k == "random_state" or k.endswith("__random_state")) and v is None}
+        if unset:
+            est.set_params(**unset)
+        return est.fit(np.asarray(ds.X_train, dtype=np.float64), np.asarray(ds.y_train))
+
+    return train
+
+
 def data_randomisation(dataset, methods, *, params: str | Mapping | None = None, seed: int = 0,
                        model=None, X: ArrayLike | None = None, R: ArrayLike | None = None,
                        n_pairs: int = 100,
@@ -557,11 +631,14 @@ def data_randomisation(dataset, methods, *, params: str | Mapping | None = None,
                        threshold: float = DEFAULT_THRESHOLD,
                        abc_tolerance: float = DEFAULT_ABC_TOLERANCE,
                        modes: Sequence[str] = ("insertion", "deletion"),
-                       clusters: ArrayLike | None = None, max_epochs: int | None = None,
+                       clusters: ArrayLike | None = None, groups=None,
+                       max_epochs: int | None = None,
                        progress: bool | None = None,
                        train: Callable | None = None) -> SanityResult:
-    """The data randomisation test (Adebayo et al. 2018): the paper's MLP retrained on permuted
-    labels, its attributions compared with the trained model's.
+    """The data randomisation test (Adebayo et al. 2018): the model retrained on permuted
+    labels, its attributions compared with the trained model's. The retraining is insdel's MLP
+    (:func:`insdel.models.train_mlp`), ``train`` when given, or, when ``model`` is a
+    scikit-learn estimator (:func:`is_estimator`), a clone of it refitted (:func:`refit_clone`).
 
     Parameters
     ----------
@@ -572,13 +649,16 @@ def data_randomisation(dataset, methods, *, params: str | Mapping | None = None,
         The MLP's preset or hyperparameters (:func:`insdel.models.train_mlp`), for both models.
     seed : int, default 0
         Seeds the permutation of ``y_train``, both trainings and the ABCs.
-    model : torch.nn.Module, optional
-        The trained model (default: trained here on the true labels with ``params`` and ``seed``).
+    model : torch.nn.Module or scikit-learn estimator, optional
+        The trained model (default: trained here on the true labels with ``params`` and
+        ``seed``). A fitted scikit-learn estimator (a pipeline too) is step 0 as it is, and a
+        ``sklearn.base.clone`` of it fitted on the permuted labels is step 1 (``random_state``
+        parameters left None are set to ``seed``).
     X, R : array_like, optional
         Targets and references; default the first ``n_pairs`` test rows and, as one reference for
         all, the mean of ``X_train``.
     n_pairs : int, default 100
-    similarity, abc, method_options, threshold, abc_tolerance, modes, clusters, progress
+    similarity, abc, method_options, threshold, abc_tolerance, modes, clusters, groups, progress
         As in :func:`parameter_randomisation`; the flags compare the permuted-label model with
         the trained one.
     max_epochs : int, optional
@@ -595,6 +675,12 @@ def data_randomisation(dataset, methods, *, params: str | Mapping | None = None,
 
     check_progress(progress)
     seed = check_seed(seed)
+    if train is None and model is not None and is_estimator(model):
+        if max_epochs is not None:
+            raise ValueError("max_epochs caps insdel's MLP training; a scikit-learn estimator "
+                             f"({type(model).__name__}) is refitted with its own "
+                             "hyperparameters: leave max_epochs out.")
+        train = refit_clone(model)
     if train is None:
         def train(ds, p, s):
             return train_mlp(ds, p, seed=s, max_epochs=max_epochs, progress=progress)[0]
@@ -605,7 +691,7 @@ def data_randomisation(dataset, methods, *, params: str | Mapping | None = None,
         R = np.asarray(dataset.X_train, dtype=np.float64).mean(axis=0)
     steps, threshold, abc_tolerance = _common_checks(
         X, R, methods, similarity, seed, abc, method_options, progress, threshold,
-        abc_tolerance, modes, clusters)
+        abc_tolerance, modes, clusters, groups)
     t0 = time.perf_counter()
     if model is None:
         model = train(dataset, params, seed)

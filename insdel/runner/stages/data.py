@@ -12,7 +12,7 @@ from ...groups import Groups
 from ...report import missing_rows_text
 
 __all__ = ["load_dataset", "dataset_info", "groups_of", "groups_text", "log_dataset",
-           "select_pool"]
+           "select_pool", "refuse_groups", "ungroup_advice"]
 
 
 def load_dataset(cfg: dict):
@@ -75,13 +75,29 @@ def groups_text(grp: Groups) -> str:
 
 def refuse_groups(cfg: dict, dataset, why: str) -> None:
     """A command that works on single features refuses a data set with feature groups; ``why``
-    says what it does ("ROAR removes single features")."""
+    says what it does ("ROAR removes single features"), and the advice names the option of the
+    configuration's own recipe that made the groups (:func:`ungroup_advice`)."""
     grp = groups_of(dataset)
     if grp is not None:
         raise ValueError(f"data set {cfg['data']['recipe']!r} declares feature groups "
-                         f"({groups_text(grp)}); {why} and does not support groups yet (use "
-                         "the data without the grouped columns, or a recipe option that gives "
-                         "single columns).")
+                         f"({groups_text(grp)}); {why} and does not support groups yet; "
+                         f"{ungroup_advice(cfg, grp)}.")
+
+
+def ungroup_advice(cfg: dict, grp: Groups) -> str:
+    """How to load the configuration's data set without its groups, in its recipe's own terms:
+    the table recipe's ``categorical`` columns, the housing recipes' ``location``."""
+    opts = dict(cfg["data"]["options"])
+    if opts.get("categorical"):
+        cats = list(opts["categorical"]) if not isinstance(opts["categorical"], str) else [
+            opts["categorical"]]
+        return (f"leave the one-hot column(s) {cats} out: remove data.options.categorical and "
+                f"add them to data.options.drop")
+    if opts.get("location") == "onehot":
+        return "set data.options.location = 'drop' (the recipe's default)"
+    big = [grp.names[g] for g in range(grp.m) if grp.sizes[g] > 1]
+    return (f"load the data set without the groups {big} (see the options of recipe "
+            f"{cfg['data']['recipe']!r}: insdel datasets list)")
 
 
 def policy_references(cfg: dict, model, X: np.ndarray, spec, progress, log, *, key: str,
