@@ -26,6 +26,7 @@ from ..report import run_header
 from .chunks import shareable_model
 from .context import logger
 from .provenance import Stages, file_hashes, manifest_head, run_files, write_manifest
+from .removals import one_hot_of
 from .session import loaded, opened
 from .stages.attribution import AttributionPlan, attribute_all
 from .stages.data import (
@@ -71,10 +72,12 @@ def road_plan(cfg: Mapping, out: Path) -> AttributionPlan:
                            bar="road attributions")
 
 
-def build_removal(name: str, options: Mapping, X_train: np.ndarray):
+def build_removal(name: str, options: Mapping, X_train: np.ndarray, *,
+                  one_hot: Mapping | None = None):
     """The registered removal ``name`` with ``options``, fitted on ``X_train`` (given as
-    ``data=`` when the removal takes it); refused unless it is a
-    :class:`~insdel.removal.SampledRemoval`."""
+    ``data=`` when the removal takes it) and given the one-hot groups ``one_hot`` (name ->
+    columns, :func:`insdel.runner.removals.one_hot_of`) when it takes ``one_hot`` and the
+    options do not name them; refused unless it is a :class:`~insdel.removal.SampledRemoval`."""
     from .. import removal as _removal
 
     try:
@@ -85,6 +88,8 @@ def build_removal(name: str, options: Mapping, X_train: np.ndarray):
     opts = dict(options)
     if "data" in _removal.options_of(name):
         opts["data"] = np.asarray(X_train, dtype=np.float64)
+    if one_hot and "one_hot" in _removal.options_of(name):
+        opts.setdefault("one_hot", dict(one_hot))
     rem = _removal.build(name, **opts)
     if not isinstance(rem, _removal.SampledRemoval):
         raise TypeError(f"road.removal = {name!r} ({cls.__name__}) is not a SampledRemoval: ROAD "
@@ -172,7 +177,8 @@ def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     data_info = dataset_info(cfg, dataset)
     log_dataset(data_info, log, file=False)
     t0 = time.perf_counter()  # before the model: a removal that cannot be built fails at once
-    removal = build_removal(r["removal"], r["removal_options"], dataset.X_train)
+    removal = build_removal(r["removal"], r["removal_options"], dataset.X_train,
+                            one_hot=one_hot_of(dataset))
     params = to_jsonable(dict(removal.params()))
     stages.add("road/removal", time.perf_counter() - t0)
     log(f"removal: {removal_text(params)}, fitted on {len(dataset.X_train)} training rows")

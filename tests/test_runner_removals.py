@@ -1,0 +1,125 @@
+"""The removals of a run (insdel.runner.removals): the data set's one-hot groups reach every
+removal that draws, by themselves or by group name, and a run on one-hot data prints no raw
+warning."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from _runs import categorical_csv, small_cfg
+
+from insdel import config as C
+from insdel import removal
+from insdel.removal import gaussian, knn
+from insdel.runner import run_experiment
+from insdel.runner.removals import build_removals, one_hot_of
+from insdel.runner.stages.data import load_dataset
+
+
+@pytest.fixture
+def cat_csv(tmp_path):
+    return categorical_csv(tmp_path / "cat.csv")
+
+
+def _cfg(csv, kinds, name="r", **over):
+    cfg = small_cfg(csv, name, removal={"kinds": list(kinds)}, **over)
+    cfg["data"]["options"]["categorical"] = ["region"]
+    return cfg
+
+
+REGION = [2, 3, 4]  # the one-hot columns region=north, region=south, region=west
+
+
+def test_a_run_gives_the_conditional_removals_the_one_hot_groups(cat_csv, tmp_path, monkeypatch):
+    drawn = []
+    for cls in (gaussian.ConditionalGaussian, knn.ConditionalKNN):
+        def recording(self, X, keep, targets, _orig=cls.sample):
+            rows = _orig(self, X, keep, targets)
+            drawn.append(rows)
+            return rows
+
+        monkeypatch.setattr(cls, "sample", recording)
+    cfg = _cfg(cat_csv, ["baseline", "conditional_gaussian", "conditional_knn"],
+               methods={"names": ["vanilla_grad"]})
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        res = run_experiment(cfg, tmp_path / "run", progress=False)
+    assert res.dataset.feature_names[2:] == ["region=north", "region=south", "region=west"]
+    params = {r["name"]: r["params"] for r in res.manifest["removals"]}
+    assert params["conditional_gaussian"]["one_hot"] == [REGION]
+    assert params["conditional_knn"]["one_hot"] == [REGION]
+    rows = np.concatenate([d.reshape(-1, 5) for d in drawn])
+    assert len(rows) > 1000
+    block = rows[:, REGION]
+    assert np.isin(block, [0.0, 1.0]).all() and (block.sum(axis=1) == 1).all()
+    # the one-hot group's collinear columns are expected: the ridge is in the record, and no
+    # raw warning (a site-packages path and a source line) is printed
+    assert params["conditional_gaussian"]["ridge_added"] > 0
+    assert [str(w.message) for w in rec if issubclass(w.category, UserWarning)] == []
+
+
+def test_the_groups_by_name_and_none(cat_csv):
+    cfg = C.load(_cfg(cat_csv, ["conditional_gaussian", "conditional_knn", "conditional_mean"]))
+    data = load_dataset(cfg)
+    assert one_hot_of(data) == {"region": REGION}
+    cfg["removal"]["conditional_gaussian"] = {"one_hot": []}
+    cfg["removal"]["conditional_knn"] = {"one_hot": ["region"]}
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        built = {r.name: r.removal for r in build_removals(cfg, data)}
+    assert built["conditional_gaussian"].one_hot == []
+    assert any("singular" in str(w.message) for w in rec)  # without the group: unexpected
+    assert built["conditional_knn"].one_hot == [REGION]
+    assert built["conditional_mean"].one_hot == [REGION]
+    cfg["removal"]["conditional_knn"] = {"one_hot": ["regoin"]}
+    cfg["removal"]["conditional_gaussian"] = {}
+    with pytest.raises(C.ConfigError, match=r"removal.conditional_knn: one_hot: 'regoin' is not "
+                                            r"a feature group of the data set \(its groups: "
+                                            r"region\)"):
+        build_removals(cfg, data)
+
+
+def test_one_hot_by_group_name_groups_or_mapping_in_the_api():
+    import pandas as pd
+
+    from insdel.groups import check_groups
+
+    rng = np.random.default_rng(0)
+    d = rng.normal(size=(200, 5))
+    d[:, 2:] = np.eye(3)[rng.integers(0, 3, 200)]
+    df = pd.DataFrame(d, columns=["a", "b", "region=x", "region=y", "region=z"])
+    for spec, data in ((["region"], df), (check_groups({"region": REGION}, 5), d),
+                       ({"region": REGION}, d), ([REGION], d),
+                       ([["region=x", "region=y", "region=z"]], df)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a complete one-hot group: no warning
+            for name in ("conditional_gaussian", "conditional_knn", "conditional_mean"):
+                assert removal.build(name, data=data, one_hot=spec).one_hot == [REGION], spec
+    with pytest.raises(ValueError, match="group name 'region' needs data= as a DataFrame"):
+        removal.build("conditional_gaussian", data=d, one_hot=["region"])
+    with pytest.raises(ValueError, match=r"one_hot group 'town' names no column of data .*"
+                                         r"\['region'\]"):
+        removal.build("conditional_knn", data=df, one_hot=["town"])
+
+
+def test_knn_keeps_a_group_removed_in_part_one_hot():
+    # ten continuous columns outweigh the kept group members in the distance: without the groups
+    # the neighbours' levels clash with x's kept ones
+    rng = np.random.default_rng(3)
+    d = rng.normal(size=(60, 13))
+    d[:, 10:] = np.eye(3)[rng.integers(0, 3, 60)]
+    group = [10, 11, 12]
+    keep = rng.random((400, 13)) < 0.7
+    X = d[rng.integers(0, 60, 400)]
+    rem = removal.build("conditional_knn", data=d, n_neighbors=10, one_hot=[group])
+    block = rem.sample(X, keep, np.arange(400))[:, :, group]
+    assert np.isin(block, [0.0, 1.0]).all() and (block.sum(axis=2) == 1).all()
+    plain = removal.build("conditional_knn", data=d, n_neighbors=10)
+    assert (plain.sample(X, keep, np.arange(400))[:, :, group].sum(axis=2) != 1).any()
+    # a group removed whole takes a training row's levels: the same rows with or without groups
+    whole = keep.copy()
+    whole[:, group] = whole[:, [10]]
+    np.testing.assert_array_equal(rem.sample(X, whole, np.arange(400)),
+                                  plain.sample(X, whole, np.arange(400)))
