@@ -158,6 +158,21 @@ def test_sampled_removal_curves_and_decomposition_against_direct_values(data):
             np.testing.assert_allclose(vals[s], v_sampled(rem, X, b, keep), atol=1e-12)
 
 
+def test_max_d_error_describes_d_of_the_removal_in_use(data):
+    X, bg = data
+    with pytest.raises(ValueError) as exc:
+        batch_decomposition(f, X, None, removal=Shuffled(bg, n_draws=2), max_d=3)
+    msg = str(exc.value)
+    assert "x_j != r_j" not in msg and "only D" not in msg
+    assert "|D| = 5 removable features (> max_d = 3)" in msg
+    assert "every one of its n = 5 features is removable" in msg
+    with pytest.raises(ValueError) as exc:
+        batch_decomposition(f, X, None, max_d=1,
+                            removal=RM.Marginal(bg, n_references=3, seed=0))
+    assert "x differs from one of its references" in str(exc.value)
+    assert "x_j != r_j" not in str(exc.value)
+
+
 def test_a_constant_sampled_removal_equals_the_baseline_with_that_reference(data):
     X, bg = data
     mu = bg.mean(0)
