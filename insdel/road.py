@@ -52,6 +52,7 @@ from ._progress import progress_bar
 from ._validation import as_float_array, check_choice, check_scalar, check_seed
 from .adapter import as_model
 from .removal.base import SampledRemoval
+from .removal.values import check_rows
 from .roar import PAPER_FRACTIONS, _check_fractions, n_removed, removal_orders
 
 __all__ = ["ORDERS", "LOSSES", "RANKINGS", "RoadResult", "LeakageResult", "road", "leakage",
@@ -309,6 +310,7 @@ def road(f, X, y, attributions: Mapping[str, np.ndarray], removal: SampledRemova
     plans = {(m, o): removal_orders(S, "signed" if o == "morf" else "kar_signed")
              for m, S in scores.items() for o in orders}
     units = [(m, o, k) for (m, o) in plans for k in ks if 0 < k < n]
+    check_rows(removal, (len(units) + 1) * N, what="ROAD", model=model, n=n)  # before any draw
     cache: dict[Any, dict[str, float]] = {}
     with progress_bar(len(units) + 2, "road units", unit="unit", enable=progress,
                       auto=True) as bar:

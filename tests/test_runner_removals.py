@@ -32,7 +32,8 @@ def _cfg(csv, kinds, name="r", **over):
 REGION = [2, 3, 4]  # the one-hot columns region=north, region=south, region=west
 
 
-def test_a_run_gives_the_conditional_removals_the_one_hot_groups(cat_csv, tmp_path, monkeypatch):
+def test_a_run_gives_the_conditional_removals_the_one_hot_groups(cat_csv, tmp_path, monkeypatch,
+                                                                 capsys):
     drawn = []
     for cls in (gaussian.ConditionalGaussian, knn.ConditionalKNN):
         def recording(self, X, keep, targets, _orig=cls.sample):
@@ -45,7 +46,12 @@ def test_a_run_gives_the_conditional_removals_the_one_hot_groups(cat_csv, tmp_pa
                methods={"names": ["vanilla_grad"]})
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        res = run_experiment(cfg, tmp_path / "run", progress=False)
+        res = run_experiment(cfg, tmp_path / "run", verbose=True)
+    err = capsys.readouterr().err
+    assert "Warning" not in err and "site-packages" not in err
+    # without a terminal (INSDEL_PROGRESS=0) each stage names itself in a plain line
+    assert "attributions [median]: started (2 chunks)" in err
+    assert "curves [median, removal conditional_gaussian]: started (6 pairs)" in err
     assert res.dataset.feature_names[2:] == ["region=north", "region=south", "region=west"]
     params = {r["name"]: r["params"] for r in res.manifest["removals"]}
     assert params["conditional_gaussian"]["one_hot"] == [REGION]

@@ -22,7 +22,7 @@ from .._checkpoint import sha256_arrays
 from .._threads import numba_threads
 from .._validation import check_scalar
 from ._sampling import DrawCache, check_request, is_one_hot, one_hot_groups
-from .base import SampledRemoval, check_background, check_draws, target_rng
+from .base import SampledRemoval, check_background, check_draws, check_max_rows, target_rng
 
 __all__ = ["ConditionalGaussian", "ConditionalMean"]
 
@@ -301,6 +301,9 @@ class ConditionalGaussian(_GaussianBase):
         complete group (exactly one 1 per row of ``data``) sums to 1, so its columns are
         collinear: the ridge above is added and recorded in ``params()``, without a warning
         (expected); any other singularity still warns.
+    max_rows : int, optional
+        Model rows (coalitions x n_draws) one request may cost before it is refused with the
+        estimate (default ``insdel.removal.values.MAX_ROWS``, 10^8); not part of ``params()``.
 
     Notes
     -----
@@ -312,8 +315,9 @@ class ConditionalGaussian(_GaussianBase):
     name = "conditional_gaussian"
 
     def __init__(self, data=None, *, n_draws: int = 32, seed: int = 0, ridge: float | None = None,
-                 binary="auto", one_hot=None):
+                 binary="auto", one_hot=None, max_rows: int | None = None):
         self.n_draws, self.seed = check_draws(n_draws, seed)
+        self.max_rows = check_max_rows(max_rows)
         self._fit(data, ridge, one_hot)
         n = self.n_features
         in_group = {j for g in self.one_hot for j in g}
@@ -392,12 +396,17 @@ class ConditionalMean(_GaussianBase):
     one_hot : groups, optional
         One-hot groups, as :class:`ConditionalGaussian` takes them: their collinearity is
         expected (the ridge is added without a warning); the mean is not rounded to a level.
+    max_rows : int, optional
+        Model rows (coalitions x n_draws) one request may cost before it is refused with the
+        estimate (default ``insdel.removal.values.MAX_ROWS``, 10^8); not part of ``params()``.
     """
 
     name = "conditional_mean"
     n_draws = 1
 
-    def __init__(self, data=None, *, ridge: float | None = None, one_hot=None):
+    def __init__(self, data=None, *, ridge: float | None = None, one_hot=None,
+                 max_rows: int | None = None):
+        self.max_rows = check_max_rows(max_rows)
         self._fit(data, ridge, one_hot)
         self._Z = self.mean_[None, None, :].copy()
 

@@ -11,7 +11,7 @@ from .._checkpoint import sha256_arrays
 from .._threads import numba_threads
 from .._validation import check_positive_int, check_seed
 from ._sampling import DrawCache, check_request, one_hot_groups
-from .base import SampledRemoval, check_background, target_rng
+from .base import SampledRemoval, check_background, check_max_rows, target_rng
 
 __all__ = ["ConditionalKNN"]
 
@@ -108,6 +108,9 @@ class ConditionalKNN(SampledRemoval):
         already); for a group removed in part, a kept hot member sets every removed member to
         the low level, and when the neighbour's hot level is one of the kept (cold) members, the
         removed member most frequent in ``data`` is set high: the group stays one-hot.
+    max_rows : int, optional
+        Model rows (coalitions x n_draws) one request may cost before it is refused with the
+        estimate (default ``insdel.removal.values.MAX_ROWS``, 10^8); not part of ``params()``.
 
     Each coalition reads every training row (O(N |u|) per coalition): subsample ``data`` for
     large training sets.
@@ -115,7 +118,9 @@ class ConditionalKNN(SampledRemoval):
 
     name = "conditional_knn"
 
-    def __init__(self, data=None, *, n_neighbors: int = 10, seed: int = 0, one_hot=None):
+    def __init__(self, data=None, *, n_neighbors: int = 10, seed: int = 0, one_hot=None,
+                 max_rows: int | None = None):
+        self.max_rows = check_max_rows(max_rows)
         names = getattr(data, "columns", None)
         self.data = check_background(self.name, data)
         self.one_hot = one_hot_groups(self.name, one_hot, self.data, names)

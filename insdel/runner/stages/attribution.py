@@ -223,7 +223,7 @@ def attribute_all(cfg, model, dataset, X, R, plan: AttributionPlan, base_key: Ma
     result = {}
     observed = None  # (data, outcome) of the methods read off the data, built once
     with progress_bar((len(names) - len(given)) * n_chunks, plan.bar, unit="chunk",
-                      enable=progress, auto=True) as bar:
+                      enable=progress, auto=True, log=log) as bar:
         for method in names:
             if method in given:
                 result[method] = given[method]

@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from ... import _checkpoint as ck
-from ..._progress import progress_bar
+from ..._progress import bars_shown, progress_bar
 from ...evaluation import Evaluation, evaluate
 from ..chunks import chunk_seed, run_chunks
 from ..context import PolicyRun
@@ -120,8 +120,9 @@ def evaluate_removal(p: PolicyRun, rem: RunRemoval) -> Evaluation:
         stats.update(ev.stats)
         return _pack(ev), int(ev.stats.get("model_evaluations", 0)), time.perf_counter() - t0
 
-    with progress_bar(1, f"curves [{p.label}, {rem.name}]", unit="removal",
-                      enable=False) as bar:  # evaluate's own bar shows the progress
+    # evaluate's own bar shows the progress; without a bar, one plain line names the stage
+    with progress_bar(len(p.X), f"  curves [{p.label}, removal {rem.name}]", unit="pair",
+                      enable=False, log=None if bars_shown(p.progress) else p.log) as bar:
         chunks, secs, evals, resumed = run_chunks(store, 1, curves_task, lambda i: (i,), {},
                                                   bar, p.interrupt, None)
     ev = _unpack(chunks[0], p, methods, rem, stats)
