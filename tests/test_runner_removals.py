@@ -129,3 +129,60 @@ def test_knn_keeps_a_group_removed_in_part_one_hot():
     whole[:, group] = whole[:, [10]]
     np.testing.assert_array_equal(rem.sample(X, whole, np.arange(400)),
                                   plain.sample(X, whole, np.arange(400)))
+
+
+# -- removal.attributions: which attributions each removal's curves score ----------------------
+def test_removal_attributions_is_checked_with_did_you_mean(csv):
+    with pytest.raises(C.ConfigError, match=r"removal.attributions: unknown value 'per_remval'; "
+                                            r"did you mean 'per_removal'\?"):
+        C.load(small_cfg(csv, "a", removal={"kinds": ["baseline"], "attributions": "per_remval"}))
+    assert C.load(small_cfg(csv, "a"))["removal"]["attributions"] == "baseline"
+
+
+def test_attributions_per_removal_against_baseline_attributions(csv, tmp_path):
+    import insdel
+
+    kinds = {"kinds": ["baseline", "marginal"], "marginal": {"n_references": 3}}
+    methods = {"names": ["kernel_shap", "vanilla_grad"]}
+    out = tmp_path / "run"
+    base = run_experiment(small_cfg(csv, "a", removal=kinds, methods=methods), out)
+    folder = out / "median" / "removal-marginal"
+    assert not (folder / "attributions.npz").exists()
+    assert base.manifest["removal_attributions"] == "baseline"
+    for f in ("removal_robustness.md", "summary.md"):
+        assert "attributions: one set per policy, computed for the pairs' reference r" in \
+            (out / f).read_text(), f
+    A0 = dict(np.load(out / "median" / "attributions.npz"))
+
+    per = run_experiment(small_cfg(csv, "a", methods=methods,
+                                   removal={**kinds, "attributions": "per_removal"}), out)
+    assert per.manifest["removal_attributions"] == "per_removal"
+    for f in ("removal_robustness.md", "summary.md"):
+        assert "attributions: each removal's own, computed under that removal's game" in \
+            (out / f).read_text(), f
+    st = per.manifest["compute"]["stages"]
+    # the baseline's attributions and curves are the same chunks as before; marginal's are its own
+    assert st["median/attributions/kernel_shap"]["chunks_resumed"] == 2
+    assert st["median/curves"]["chunks_resumed"] == 1
+    assert st["median/attributions/removal-marginal/kernel_shap"]["chunks_resumed"] == 0
+    assert st["median/curves/removal-marginal"]["chunks_resumed"] == 0
+    np.testing.assert_array_equal(np.load(out / "median" / "attributions.npz")["kernel_shap"],
+                                  A0["kernel_shap"])
+    A1 = dict(np.load(folder / "attributions.npz"))
+    rem = insdel.removal.Marginal(per.dataset.X_train, n_references=3, seed=0)
+    X = per.pairings["median"].X
+    want = insdel.attribute(per.model, X, None, "kernel_shap", removal=rem)
+    np.testing.assert_allclose(A1["kernel_shap"], want, atol=1e-10)
+    assert not np.allclose(A1["kernel_shap"], A0["kernel_shap"])
+    np.testing.assert_array_equal(A1["vanilla_grad"], A0["vanilla_grad"])  # reads no reference
+    ev0 = base.removal_evaluations["median"]["marginal"].summary()
+    ev1 = per.removal_evaluations["median"]["marginal"].summary()
+    ks = (ev0["method"] == "kernel_shap") & (ev0["mode"] == "insertion")
+    assert float(ev0[ks]["mean"].iloc[0]) != float(ev1[ks]["mean"].iloc[0])
+
+    # a resumed run reads every chunk back
+    again = run_experiment(small_cfg(csv, "a", methods=methods,
+                                     removal={**kinds, "attributions": "per_removal"}), out)
+    st = again.manifest["compute"]["stages"]
+    assert st["median/attributions/removal-marginal/kernel_shap"]["chunks_resumed"] == 2
+    assert st["median/curves/removal-marginal"]["chunks_resumed"] == 1

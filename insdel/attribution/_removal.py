@@ -56,6 +56,7 @@ class Reindexed(SampledRemoval):
         self.revision = inner.revision  # type: ignore[misc]
         self.n_draws = inner.n_draws
         self.seed = getattr(inner, "seed", 0)
+        self.max_rows = getattr(inner, "max_rows", None)
 
     def sample(self, X: np.ndarray, keep: np.ndarray, targets: np.ndarray) -> np.ndarray:
         return self.inner.sample(X, keep, self.index[np.asarray(targets, dtype=np.int64)])

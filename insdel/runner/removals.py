@@ -28,7 +28,7 @@ from .. import config as _config
 from .._checkpoint import to_jsonable
 
 __all__ = ["RunRemoval", "RUN_DEFAULTS", "check_available", "build_removal", "build_removals", "observed_rows",
-           "one_hot_of", "removal_record", "removals_text", "params_text", "folder_name"]
+           "one_hot_of", "removal_record", "attributions_text", "removals_text", "params_text", "folder_name"]
 
 #: Options a run gives a removal when its ``[removal.<name>]`` table does not (the library's
 #: ``Marginal`` has no default K: a run draws 20 training rows per target).
@@ -168,6 +168,17 @@ def build_removals(cfg: Mapping, dataset) -> list[RunRemoval]:
     return [RunRemoval(name=name, primary=i == 0, removal=build_removal(
         cfg, name, cfg["removal"].get(name, {}) or {}, dataset))
         for i, name in enumerate(cfg["removal"]["kinds"])]
+
+
+def attributions_text(mode: str) -> str:
+    """What the attributions a removal's curves score are (``removal.attributions``), in words:
+    the line the log, ``summary.md`` and the robustness report print."""
+    if mode == "per_removal":
+        return ("attributions: each removal's own, computed under that removal's game "
+                "(removal.attributions = \"per_removal\"; a further removal's are in "
+                "<policy>/removal-<name>/attributions.npz)")
+    return ("attributions: one set per policy, computed for the pairs' reference r (the baseline "
+            "game) and scored under every removal (removal.attributions = \"baseline\")")
 
 
 def removal_record(rem) -> dict:

@@ -22,7 +22,7 @@ from ..chunks import chunk_seed, run_chunks
 from ..context import PolicyRun
 from ..removals import RunRemoval
 
-__all__ = ["run", "evaluate_removal", "curves_key"]
+__all__ = ["run", "evaluate_removal", "curves_key", "attributions_of"]
 
 
 def _pack(ev: Evaluation) -> np.ndarray:
@@ -76,14 +76,20 @@ def n_random(p: PolicyRun, rem: RunRemoval) -> int:
     return int(p.cfg["evaluation"]["n_random"] if rem.primary or own is None else own)
 
 
+def attributions_of(p: PolicyRun, rem: RunRemoval) -> dict:
+    """The attributions removal ``rem``'s curves score: its own (``removal.attributions =
+    "per_removal"``), else the policy's one set."""
+    return p.removal_attributions.get(rem.name, p.attributions)
+
+
 def curves_key(p: PolicyRun, rem: RunRemoval) -> str:
     """The checkpoint key of one removal's curves: the policy's key, the evaluation's options, the
-    attributions' hashes and the removal's ``params()``."""
+    hashes of the attributions it scores and the removal's ``params()``."""
     ev_cfg = p.cfg["evaluation"]
     return ck.config_hash({
         **p.base_key, "stage": "curves", "removal": rem.params(),
         "attributions": [[name, ck.sha256_arrays(np.asarray(a))]
-                         for name, a in p.attributions.items()],
+                         for name, a in attributions_of(p, rem).items()],
         "modes": list(ev_cfg["modes"]), "n_random": n_random(p, rem),
         "normalize": ev_cfg["normalize"], "order": ev_cfg["order"],
         "orders_seed": chunk_seed(p.cfg["seed"], p.label, "orders")})
@@ -92,7 +98,8 @@ def curves_key(p: PolicyRun, rem: RunRemoval) -> str:
 def evaluate_removal(p: PolicyRun, rem: RunRemoval) -> Evaluation:
     """The evaluation of the policy's pairs and attributions under one removal (checkpointed in
     ``checkpoints/<policy>/removal-<name>``; loaded when a run with the same key finished it)."""
-    methods = list(p.attributions)
+    atts = attributions_of(p, rem)
+    methods = list(atts)
     if "random" not in methods:
         methods.append("random")
     store = ck.ChunkStore(p.out / "checkpoints" / p.label / f"removal-{rem.name}",
@@ -104,7 +111,7 @@ def evaluate_removal(p: PolicyRun, rem: RunRemoval) -> Evaluation:
         """The evaluation under the removal, packed: (array, model evaluations, seconds)."""
         t0 = time.perf_counter()
         try:
-            ev = evaluate(p.model, p.X, p.R, p.attributions, modes=ev_cfg["modes"],
+            ev = evaluate(p.model, p.X, p.R, atts, modes=ev_cfg["modes"],
                           n_random=ev_cfg["n_random"],
                           seed=chunk_seed(p.cfg["seed"], p.label, "orders"),
                           normalize=ev_cfg["normalize"], order=ev_cfg["order"],
@@ -160,6 +167,8 @@ def run(p: PolicyRun) -> None:
         ev.save(folder, pairing=pairing)
         if not rem.primary:
             ck.atomic_write_text(folder / "summary.csv", ev.summary().to_csv(index=False))
+            if rem.name in p.removal_attributions:  # its own attributions, beside its curves
+                ck.save_npz(folder / "attributions.npz", p.removal_attributions[rem.name])
     ck.save_npz(p.folder / "attributions.npz", p.attributions)
     p.evaluation = evs[p.removals[0].name]
     p.removal_evaluations = evs
