@@ -127,9 +127,9 @@ def attribution_task(lo: int, hi: int, method: str, kw: dict, where: str, *, mod
     rem = kw.get("removal")
     if rem is not None:
         from ...attribution._removal import reindexed
-        from ...removal import SampledRemoval
+        from ...removal import GameRemoval, SampledRemoval
 
-        if isinstance(rem, SampledRemoval):
+        if isinstance(rem, (SampledRemoval, GameRemoval)):
             kw = {**kw, "removal": reindexed(rem, np.arange(lo, hi))}
     try:
         A, info = attribute_chunk(resolve_model(model), X[lo:hi],
