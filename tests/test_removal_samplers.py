@@ -331,7 +331,8 @@ def test_registry_and_params(data):
     json.dumps(p)
     json.dumps(removal.build("conditional_knn", data=data).params())
     json.dumps(removal.build("conditional_mean", data=data).params())
-    assert removal.options_of("conditional_knn") == {"data": None, "n_neighbors": 10, "seed": 0}
+    assert removal.options_of("conditional_knn") == {"data": None, "n_neighbors": 10, "seed": 0,
+                                                     "one_hot": None, "max_rows": None}
 
 
 # -------------------------------------------------------------------- the docs' example, bench
