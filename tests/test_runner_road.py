@@ -283,3 +283,19 @@ def test_the_docs_example_loads_for_insdel_road(tmp_path):
     cfg = C.load(p)
     C.check_sections(cfg, "road")
     assert cfg["road"]["n_rows"] == 200 and cfg["road"]["removal_options"]["n_draws"] == 32
+
+
+def test_road_s_removal_gets_the_one_hot_groups_or_names_them():
+    from insdel.runner.road import build_removal
+
+    rng = np.random.default_rng(0)
+    d = rng.normal(size=(200, 5))
+    d[:, 2:] = np.eye(3)[rng.integers(0, 3, 200)]
+    groups = {"region": [2, 3, 4]}
+    assert build_removal("conditional_gaussian", {}, d, one_hot=groups).one_hot == [[2, 3, 4]]
+    assert build_removal("conditional_knn", {"one_hot": ["region"]}, d,
+                         one_hot=groups).one_hot == [[2, 3, 4]]
+    assert build_removal("conditional_gaussian", {"one_hot": []}, d, one_hot=groups).one_hot == []
+    with pytest.raises(ValueError, match=r"road.removal_options.one_hot: 'town' is not a one-hot "
+                                         r"group of the data set \(its one-hot groups: region\)"):
+        build_removal("conditional_gaussian", {"one_hot": ["town"]}, d, one_hot=groups)

@@ -20,6 +20,7 @@ import pandas as pd
 from .. import _checkpoint as ck
 from .. import config as _config
 from .._checkpoint import to_jsonable
+from .._progress import bars_shown
 from .._validation import check_progress
 from ..distributed import client_info, scatter
 from ..report import run_header
@@ -88,8 +89,17 @@ def build_removal(name: str, options: Mapping, X_train: np.ndarray, *,
     opts = dict(options)
     if "data" in _removal.options_of(name):
         opts["data"] = np.asarray(X_train, dtype=np.float64)
-    if one_hot and "one_hot" in _removal.options_of(name):
-        opts.setdefault("one_hot", dict(one_hot))
+    if "one_hot" in _removal.options_of(name):
+        named = opts.get("one_hot")
+        if named is None:
+            opts["one_hot"] = dict(one_hot or {}) or None
+        elif isinstance(named, list) and all(isinstance(g, str) for g in named):
+            unknown = [g for g in named if g not in (one_hot or {})]
+            if unknown:  # a group name of the data set's one-hot groups, or none
+                raise ValueError(f"road.removal_options.one_hot: {unknown[0]!r} is not a one-hot "
+                                 f"group of the data set (its one-hot groups: "
+                                 f"{', '.join(one_hot or {}) or 'none'}).")
+            opts["one_hot"] = {g: one_hot[g] for g in named} or None
     rem = _removal.build(name, **opts)
     if not isinstance(rem, _removal.SampledRemoval):
         raise TypeError(f"road.removal = {name!r} ({cls.__name__}) is not a SampledRemoval: ROAD "
@@ -200,6 +210,8 @@ def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     ck.save_npz(out / "attributions.npz", atts)
 
     t0 = time.perf_counter()
+    if not bars_shown(progress):  # no bar: one plain line names the long stage
+        log(f"road curves: started ({len(atts)} methods, {n_rows} rows, removal {removal.name})")
     res = _road.road(model, X, y, atts, removal, fractions=r["fractions"], orders=r["orders"],
                      ranking=r["ranking"], loss=r["loss"], random=r["random"], seed=cfg["seed"],
                      progress=progress)
