@@ -44,48 +44,47 @@ def refuse(method: str, rem: Removal, why: str, instead: str) -> None:
     raise ValueError(f"{method}: removal {rem.name!r} is not supported {why}; {instead}.")
 
 
-class Reindexed(SampledRemoval):
+class _Reindexing:
+    """What :class:`Reindexed` and :class:`ReindexedGame` share: the inner removal, the global
+    index of each of the current targets, and the inner removal's name, revision and params."""
+
+    def __init__(self, inner, index: np.ndarray) -> None:
+        self.inner = inner
+        self.index = np.asarray(index, dtype=np.int64)
+        self.name = inner.name
+        self.revision = inner.revision
+
+    def _global(self, targets) -> np.ndarray:
+        return self.index[np.asarray(targets, dtype=np.int64)]
+
+    def params(self) -> dict[str, Any]:
+        return self.inner.params()
+
+    def __repr__(self) -> str:
+        return repr(self.inner)
+
+
+class Reindexed(_Reindexing, SampledRemoval):
     """A sampled removal whose targets are rows ``index`` of a larger set: ``sample`` is called
     with the global indices, so the draws (seeded by the target's index) are those of the whole
     run whatever subset or chunk a method works on."""
 
     def __init__(self, inner: SampledRemoval, index: np.ndarray) -> None:
-        self.inner = inner
-        self.index = np.asarray(index, dtype=np.int64)
-        self.name = inner.name  # type: ignore[misc]
-        self.revision = inner.revision  # type: ignore[misc]
+        super().__init__(inner, index)
         self.n_draws = inner.n_draws
         self.seed = getattr(inner, "seed", 0)
         self.max_rows = getattr(inner, "max_rows", None)
 
     def sample(self, X: np.ndarray, keep: np.ndarray, targets: np.ndarray) -> np.ndarray:
-        return self.inner.sample(X, keep, self.index[np.asarray(targets, dtype=np.int64)])
-
-    def params(self) -> dict[str, Any]:
-        return self.inner.params()
-
-    def __repr__(self) -> str:
-        return repr(self.inner)
+        return self.inner.sample(X, keep, self._global(targets))
 
 
-class ReindexedGame(GameRemoval):
+class ReindexedGame(_Reindexing, GameRemoval):
     """A game read off the data (:class:`~insdel.removal.GameRemoval`) whose targets are rows
     ``index`` of a larger set, as :class:`Reindexed` is for a sampled removal."""
 
-    def __init__(self, inner: GameRemoval, index: np.ndarray) -> None:
-        self.inner = inner
-        self.index = np.asarray(index, dtype=np.int64)
-        self.name = inner.name  # type: ignore[misc]
-        self.revision = inner.revision  # type: ignore[misc]
-
     def values(self, X: np.ndarray, keep: np.ndarray, targets: np.ndarray) -> np.ndarray:
-        return self.inner.values(X, keep, self.index[np.asarray(targets, dtype=np.int64)])
-
-    def params(self) -> dict[str, Any]:
-        return self.inner.params()
-
-    def __repr__(self) -> str:
-        return repr(self.inner)
+        return self.inner.values(X, keep, self._global(targets))
 
 
 def reindexed(rem: SampledRemoval | GameRemoval, index) -> SampledRemoval | GameRemoval:
