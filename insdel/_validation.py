@@ -33,8 +33,12 @@ def all_finite(arr: np.ndarray) -> bool:
     return bool(np.isfinite(arr).all())
 
 
-def check_finite(name: str, arr: np.ndarray, *, feature_names: Sequence[str] | None = None) -> None:
-    """Raise ``ValueError`` naming the rows (and features) of ``arr`` that hold NaN or inf."""
+def check_finite(name: str, arr: np.ndarray, *, feature_names: Sequence[str] | None = None,
+                 entries: str = "feature") -> None:
+    """Raise ``ValueError`` naming the rows (and features) of ``arr`` that hold NaN or inf.
+
+    ``entries`` names what the entries of a 1-D ``arr`` are (``"feature"``: one row's features;
+    ``"data point"``: one value per data point, e.g. an outcome)."""
     if all_finite(arr):
         return
     bad = ~np.isfinite(arr)
@@ -45,7 +49,9 @@ def check_finite(name: str, arr: np.ndarray, *, feature_names: Sequence[str] | N
         raise ValueError(f"{name} is {kind}.")
     if arr.ndim == 1:
         cols = np.flatnonzero(bad)
-        raise ValueError(f"{name} contains {kind} at feature(s) {_feature_list(cols, feature_names)}.")
+        at = (_feature_list(cols, feature_names) if entries == "feature"
+              else _first(cols))
+        raise ValueError(f"{name} contains {kind} at {entries}(s) {at}.")
     flat = bad.reshape(bad.shape[0], -1)
     rows = np.flatnonzero(flat.any(axis=1))
     r0 = rows[0]

@@ -54,6 +54,7 @@ from ._validation import as_float_array, check_choice, check_scalar, check_seed
 from .adapter import as_model
 from .groups import Groups, check_groups, group_attributions
 from .removal.base import SampledRemoval
+from .removal.values import check_rows
 from .roar import PAPER_FRACTIONS, _check_fractions, n_removed, removal_orders
 
 __all__ = ["ORDERS", "LOSSES", "RANKINGS", "RoadResult", "LeakageResult", "road", "leakage",
@@ -424,6 +425,8 @@ def road(f, X, y, attributions: Mapping[str, np.ndarray], removal: SampledRemova
     keys = [(meth, o) for meth in [*scores, *(["random"] if random else [])] for o in orders]
     units = [(meth, o, k) for (meth, o) in keys for k in ks if 0 < k < m]
     w = _trapezoid_weights(np.asarray(qs, dtype=np.float64))
+    # the cost is refused before any draw
+    check_rows(removal, n_seeds * (len(units) + 1) * N, what="ROAD", model=model, n=n)
     runs, influence, srg_runs = [], {}, []
     with progress_bar(n_seeds * (len(units) + 1) + 1, "road units", unit="unit",
                       enable=progress, auto=True) as bar:

@@ -107,3 +107,17 @@ def roar_table(replicates: int) -> pd.DataFrame:
             for q in (0.5, 1.0):
                 rows.append((m, o, q, r, 2.0 + q + 0.1 * rng.random(), 10))
     return pd.DataFrame(rows, columns=roar.TABLE_COLUMNS)
+
+
+def categorical_csv(path: Path) -> Path:
+    """Write a CSV with a text column ``region`` (three levels; one-hot encoded by
+    ``categorical = ["region"]``) beside two numeric columns (columns a, region, b, y; target y)
+    to ``path`` and return it."""
+    rng = np.random.default_rng(2)
+    N = 60
+    a, b = rng.normal(size=N), rng.normal(size=N)
+    region = rng.choice(["north", "south", "west"], N)
+    y = 2 * a - b + np.select([region == "north", region == "south"], [1.0, -1.0], 0.0)
+    rows = [f"{a[i]:.6f},{region[i]},{b[i]:.6f},{y[i]:.6f}" for i in range(N)]
+    path.write_text("a,region,b,y\n" + "\n".join(rows) + "\n")
+    return path

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from _removals import MeanImpute, Shuffled
 
+import insdel
 from insdel import removal as RM
 from insdel.attribution import attribute, available
 from insdel.decomposition import shapley_values
@@ -325,3 +326,20 @@ def test_a_sampled_removal_needs_no_reference_but_marginal_without_background_do
     X, _ = data
     with pytest.raises(ValueError, match="marginal"):
         attribute(f, X, None, "exact_shapley", removal="marginal")
+
+
+def test_under_the_cohort_game_kernel_shap_is_cohort_shapley_and_lime_is_refused():
+    from insdel.removal import Cohort
+
+    rng = np.random.default_rng(0)
+    D = rng.normal(size=(80, 3))
+    y = D.sum(axis=1)
+    g = Cohort(D, y)
+    want = insdel.attribute(None, D[:5], None, "cohort_shapley", data=D, outcome=y)
+    for kw in ({}, {"pairs_per_chunk": 2}):
+        got = insdel.attribute(lambda Z: Z.sum(axis=1), D[:5], None, "kernel_shap", removal=g,
+                               **kw)
+        np.testing.assert_allclose(got, want, atol=1e-12)
+    with pytest.raises(ValueError, match="removal 'cohort' is a game read off the data: it has "
+                                         "no reference rows"):
+        insdel.attribute(lambda Z: Z.sum(axis=1), D[:5], None, "lime", removal=g)

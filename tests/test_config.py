@@ -401,7 +401,8 @@ def test_policy_names_stay_names(tmp_path, monkeypatch, spec):
 
 # -- [removal] -------------------------------------------------------------------------------------
 def test_removal_defaults_to_the_baseline_alone(csv):
-    assert C.load(_cfg(csv))["removal"] == {"kinds": ["baseline"], "n_random": None}
+    assert C.load(_cfg(csv))["removal"] == {"kinds": ["baseline"], "n_random": None,
+                                            "attributions": "baseline"}
     cfg = C.load(_cfg(csv, removal={"kinds": ["baseline", "marginal"],
                                     "marginal": {"n_references": 5, "how": "nearest"}}))
     assert cfg["removal"]["kinds"] == ["baseline", "marginal"]

@@ -158,6 +158,21 @@ def test_sampled_removal_curves_and_decomposition_against_direct_values(data):
             np.testing.assert_allclose(vals[s], v_sampled(rem, X, b, keep), atol=1e-12)
 
 
+def test_max_d_error_describes_d_of_the_removal_in_use(data):
+    X, bg = data
+    with pytest.raises(ValueError) as exc:
+        batch_decomposition(f, X, None, removal=Shuffled(bg, n_draws=2), max_d=3)
+    msg = str(exc.value)
+    assert "x_j != r_j" not in msg and "only D" not in msg
+    assert "|D| = 5 removable features (> max_d = 3)" in msg
+    assert "every one of its n = 5 features is removable" in msg
+    with pytest.raises(ValueError) as exc:
+        batch_decomposition(f, X, None, max_d=1,
+                            removal=RM.Marginal(bg, n_references=3, seed=0))
+    assert "x differs from one of its references" in str(exc.value)
+    assert "x_j != r_j" not in str(exc.value)
+
+
 def test_a_constant_sampled_removal_equals_the_baseline_with_that_reference(data):
     X, bg = data
     mu = bg.mean(0)
@@ -368,3 +383,22 @@ def test_what_each_kind_of_removal_can_remove(data):
     np.testing.assert_array_equal(MetricContext(f, X, None, removal=marg).diff,
                                   marg.differing(X, None))
     assert MetricContext(f, X, None, removal=MeanImpute(bg.mean(0))).diff.all()
+
+
+def test_a_request_past_max_rows_is_refused_with_its_estimate(data):
+    X, bg = data
+    A = {"a": X}
+    huge = RM.build("conditional_gaussian", data=bg, n_draws=10_000_000)
+    with pytest.raises(ValueError, match=r"coalition values: [\d,]+ coalition values x n_draws = "
+                                         r"10,000,000 of removal 'conditional_gaussian' = [\d,]+ "
+                                         r"model rows, about .* of model time on this machine, "
+                                         r"more than max_rows = 100,000,000"):
+        insdel.evaluate(f, X, None, A, removal=huge, n_random=0)
+    small = RM.build("conditional_gaussian", data=bg, n_draws=4, max_rows=10)
+    with pytest.raises(ValueError, match=r"more than max_rows = 10\."):
+        insdel.evaluate(f, X, None, A, removal=small, n_random=0)
+    # the budget refuses; it never changes a value (not in params, the cache key)
+    ok = RM.build("conditional_gaussian", data=bg, n_draws=4, max_rows=10**6)
+    assert ok.params() == RM.build("conditional_gaussian", data=bg, n_draws=4).params()
+    with pytest.raises(ValueError, match="max_rows"):
+        RM.build("conditional_knn", data=bg, max_rows=0)

@@ -209,9 +209,11 @@ def test_binary_and_one_hot_columns_end_at_their_levels():
     d[:, 2] = np.where(rng.random(N) < 0.3, -1.0, 1.0)  # charges
     cat = rng.integers(0, 3, N)
     d[:, 4:7] = np.eye(3)[cat]
-    with pytest.warns(UserWarning, match=r"linearly dependent column\(s\) 4, 5, 6"):
-        g = ConditionalGaussian(d, n_draws=16, one_hot=[[4, 5, 6]])  # a group sums to 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a complete group sums to 1: expected, no warning
+        g = ConditionalGaussian(d, n_draws=16, one_hot=[[4, 5, 6]])
     assert g.params()["binary_columns"] == [1, 2] and g.params()["one_hot"] == [[4, 5, 6]]
+    assert g.params()["ridge_added"] > 0 and g.params()["regularised_columns"] == [4, 5, 6]
     keep = _coalitions(rng, 200, 7)
     X = d[:200] + np.r_[0.3, 0, 0, 0.1, 0, 0, 0]
     rows = g.sample(X, keep, np.arange(200))
@@ -329,7 +331,8 @@ def test_registry_and_params(data):
     json.dumps(p)
     json.dumps(removal.build("conditional_knn", data=data).params())
     json.dumps(removal.build("conditional_mean", data=data).params())
-    assert removal.options_of("conditional_knn") == {"data": None, "n_neighbors": 10, "seed": 0}
+    assert removal.options_of("conditional_knn") == {"data": None, "n_neighbors": 10, "seed": 0,
+                                                     "one_hot": None, "max_rows": None}
 
 
 # -------------------------------------------------------------------- the docs' example, bench

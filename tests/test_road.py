@@ -486,3 +486,23 @@ def test_leakage_removes_groups_as_units():
     assert list(res.table["feature"]) == ["region", "a"]
     keep = rem.keeps[0]
     assert (keep[:, 1:4] == keep[:, [1]]).all()
+
+
+def test_a_removal_costing_more_than_max_rows_is_refused_before_any_draw():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6, 4))
+    calls = []
+
+    class Huge(SampledRemoval):
+        name = "huge"
+        n_draws = 10_000_000
+
+        def sample(self, X, keep, targets):
+            calls.append(len(X))
+            raise AssertionError("drawn")
+
+    with pytest.raises(ValueError, match=r"ROAD: .* x n_draws = 10,000,000 of removal 'huge' = "
+                                         r"[\d,]+ model rows.*more than max_rows = 100,000,000\. "
+                                         r".*max_rows="):
+        road.road(_f, X, _f(X), {"a": X}, Huge())
+    assert calls == []

@@ -346,3 +346,19 @@ def test_road_on_a_table_with_a_categorical_column_uses_groups_and_names_capped_
     assert "- units: 3 units: region" in text and "too few rows to tell" in text
     assert "road.leakage_options.n_rows = 300 asks for more rows" in text
     assert "| SE | SD over seeds | Within noise of |" in text
+
+
+def test_road_s_removal_gets_the_one_hot_groups_or_names_them():
+    from insdel.runner.road import build_removal
+
+    rng = np.random.default_rng(0)
+    d = rng.normal(size=(200, 5))
+    d[:, 2:] = np.eye(3)[rng.integers(0, 3, 200)]
+    groups = {"region": [2, 3, 4]}
+    assert build_removal("conditional_gaussian", {}, d, one_hot=groups).one_hot == [[2, 3, 4]]
+    assert build_removal("conditional_knn", {"one_hot": ["region"]}, d,
+                         one_hot=groups).one_hot == [[2, 3, 4]]
+    assert build_removal("conditional_gaussian", {"one_hot": []}, d, one_hot=groups).one_hot == []
+    with pytest.raises(ValueError, match=r"road.removal_options.one_hot: 'town' is not a one-hot "
+                                         r"group of the data set \(its one-hot groups: region\)"):
+        build_removal("conditional_gaussian", {"one_hot": ["town"]}, d, one_hot=groups)

@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from ..removal import Baseline, ReferenceRemoval, Removal, SampledRemoval, resolve
+from ..removal import Baseline, GameRemoval, ReferenceRemoval, Removal, SampledRemoval, resolve
 
-__all__ = ["active", "Reindexed", "reindexed", "reference_rows", "value_ends", "averaged",
+__all__ = ["active", "Reindexed", "ReindexedGame", "reindexed", "reference_rows", "value_ends", "averaged",
            "refuse"]
 
 
@@ -44,21 +44,18 @@ def refuse(method: str, rem: Removal, why: str, instead: str) -> None:
     raise ValueError(f"{method}: removal {rem.name!r} is not supported {why}; {instead}.")
 
 
-class Reindexed(SampledRemoval):
-    """A sampled removal whose targets are rows ``index`` of a larger set: ``sample`` is called
-    with the global indices, so the draws (seeded by the target's index) are those of the whole
-    run whatever subset or chunk a method works on."""
+class _Reindexing:
+    """What :class:`Reindexed` and :class:`ReindexedGame` share: the inner removal, the global
+    index of each of the current targets, and the inner removal's name, revision and params."""
 
-    def __init__(self, inner: SampledRemoval, index: np.ndarray) -> None:
+    def __init__(self, inner, index: np.ndarray) -> None:
         self.inner = inner
         self.index = np.asarray(index, dtype=np.int64)
-        self.name = inner.name  # type: ignore[misc]
-        self.revision = inner.revision  # type: ignore[misc]
-        self.n_draws = inner.n_draws
-        self.seed = getattr(inner, "seed", 0)
+        self.name = inner.name
+        self.revision = inner.revision
 
-    def sample(self, X: np.ndarray, keep: np.ndarray, targets: np.ndarray) -> np.ndarray:
-        return self.inner.sample(X, keep, self.index[np.asarray(targets, dtype=np.int64)])
+    def _global(self, targets) -> np.ndarray:
+        return self.index[np.asarray(targets, dtype=np.int64)]
 
     def params(self) -> dict[str, Any]:
         return self.inner.params()
@@ -67,9 +64,36 @@ class Reindexed(SampledRemoval):
         return repr(self.inner)
 
 
-def reindexed(rem: SampledRemoval, index) -> SampledRemoval:
+class Reindexed(_Reindexing, SampledRemoval):
+    """A sampled removal whose targets are rows ``index`` of a larger set: ``sample`` is called
+    with the global indices, so the draws (seeded by the target's index) are those of the whole
+    run whatever subset or chunk a method works on."""
+
+    def __init__(self, inner: SampledRemoval, index: np.ndarray) -> None:
+        super().__init__(inner, index)
+        self.n_draws = inner.n_draws
+        self.seed = getattr(inner, "seed", 0)
+        self.max_rows = getattr(inner, "max_rows", None)
+
+    def sample(self, X: np.ndarray, keep: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        return self.inner.sample(X, keep, self._global(targets))
+
+
+class ReindexedGame(_Reindexing, GameRemoval):
+    """A game read off the data (:class:`~insdel.removal.GameRemoval`) whose targets are rows
+    ``index`` of a larger set, as :class:`Reindexed` is for a sampled removal."""
+
+    def values(self, X: np.ndarray, keep: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        return self.inner.values(X, keep, self._global(targets))
+
+
+def reindexed(rem: SampledRemoval | GameRemoval, index) -> SampledRemoval | GameRemoval:
     """``rem`` seen from the targets ``index`` of its current targets (composes)."""
     index = np.asarray(index, dtype=np.int64)
+    if isinstance(rem, ReindexedGame):
+        return ReindexedGame(rem.inner, rem.index[index])
+    if isinstance(rem, GameRemoval):
+        return ReindexedGame(rem, index)
     if isinstance(rem, Reindexed):
         return Reindexed(rem.inner, rem.index[index])
     return Reindexed(rem, index)
@@ -85,6 +109,11 @@ def reference_rows(rem: Removal, X: np.ndarray, R) -> np.ndarray:
     B, n = X.shape
     if isinstance(rem, ReferenceRemoval):
         rows = np.asarray(rem.references(X, R), dtype=np.float64)
+    elif isinstance(rem, GameRemoval):
+        raise ValueError(f"removal {rem.name!r} is a game read off the data: it has no reference "
+                         "rows for a method to average over; under it, use a method that reads "
+                         "coalition values (kernel_shap, exact_shapley) or the game's own "
+                         "methods (cohort_shapley, igcs).")
     else:
         rows = np.asarray(rem.sample(X, np.zeros((B, n), bool), np.arange(B)), dtype=np.float64)
         M = int(rem.n_draws)

@@ -128,6 +128,9 @@ SCHEMA: dict[str, Any] = {
         "kinds": (_LIST, ["baseline"]),
         # random orderings traced under the further removals (None: evaluation.n_random)
         "n_random": (_INT + (type(None),), None, _at_least(0)),
+        # "baseline": one set of attributions (the pairs' reference r) scored under every
+        # removal; "per_removal": each removal's curves score attributions under its own game
+        "attributions": (_STR, "baseline"),
         NAMED_TABLES: (ANY_TABLE, {}),
     },
     "figures": {

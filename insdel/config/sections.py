@@ -579,6 +579,12 @@ def _check_methods(cfg: dict, source: str) -> None:
 RUN_GIVEN_REMOVAL_OPTIONS = ("background", "data", "outcome")
 
 
+#: ``removal.attributions``: which attributions a removal's curves score. ``baseline``: one set,
+#: computed for the pairs' reference r, scored under every removal; ``per_removal``: each
+#: removal's own, computed under its game (``insdel.attribute(..., removal=)``).
+REMOVAL_ATTRIBUTIONS = ("baseline", "per_removal")
+
+
 def removal_options(name: str) -> dict:
     """The options removal ``name`` takes from a configuration (``[removal.<name>]``): those of
     :func:`insdel.removal.options_of` less the training rows the run gives
@@ -636,8 +642,12 @@ def _check_removal(cfg: dict, source: str) -> None:
                               "it must be a plain folder name (no '/', '\\').")
     if len(set(kinds)) != len(kinds):
         raise ConfigError(f"{source}: removal.kinds names a removal twice: {list(kinds)}.")
+    if r["attributions"] not in REMOVAL_ATTRIBUTIONS:
+        raise ConfigError(f"{source}: removal.attributions: unknown value {r['attributions']!r}"
+                          f"{_suggest(str(r['attributions']), list(REMOVAL_ATTRIBUTIONS))} "
+                          f"(one of: {', '.join(REMOVAL_ATTRIBUTIONS)}).")
     for name, opts in r.items():
-        if name in ("kinds", "n_random"):
+        if name in ("kinds", "n_random", "attributions"):
             continue
         _check_removal_name(source, f"[removal.{name}]", name)
         _check_removal_options(source, f"removal.{name}", name, opts)

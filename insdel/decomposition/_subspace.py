@@ -51,12 +51,15 @@ def _fmt_seconds(s: float) -> str:
 
 def _check_d(dsz: np.ndarray, n: int, max_d, pairs: np.ndarray | None = None,
              what: str = "exact anchored decomposition",
-             probe: Callable[[], float] | None = None, groups: bool = False) -> int:
+             probe: Callable[[], float] | None = None, groups: bool = False,
+             dset: str | None = None) -> int:
     """Refuse pairs with more than ``max_d`` differing features, naming the pair and its cost.
 
     ``dsz[p]`` is |D| of plan entry p, whose pair index is ``pairs[p]`` (default p). ``probe()``
     (called only when refusing) gives the model's seconds per row, for the time estimate.
-    ``groups``: the units are groups of columns (the message says so).
+    ``groups``: the units are groups of columns (the message says so). ``dset``: what D is
+    under the removal in use (default the baseline's ``{j : x_j != r_j}``; ``"all"``: every
+    unit, under a drawn or observational removal).
     """
     max_d = check_positive_int("max_d", max_d, minimum=0)
     big = np.flatnonzero(dsz > min(max_d, _HARD_MAX_D))
@@ -77,11 +80,18 @@ def _check_d(dsz: np.ndarray, n: int, max_d, pairs: np.ndarray | None = None,
     if probe is not None:
         with contextlib.suppress(Exception):  # the estimate must never hide the real error
             eta = f", about {_fmt_seconds(N * probe())} of model time on this machine"
-    unit, dset = (("groups", "D = {groups with a column j where x_j != r_j}") if groups
-                  else ("features", "D = {j : x_j != r_j}"))
+    unit = "groups" if groups else "features"
+    if dset == "all":
+        head = (f"pair {name(p)} has |D| = {d} removable {unit} (> max_d = {max_d}): under this "
+                f"removal every one of its n = {n} {unit} is removable (D = all {unit}), and the "
+                f"{what} of this pair")
+    else:
+        dset = dset or ("D = {groups with a column j where x_j != r_j}" if groups
+                        else "D = {j : x_j != r_j}")
+        head = (f"pair {name(p)} differs in |D| = {d} {unit} (> max_d = {max_d}): of its n = "
+                f"{n} {unit} only {dset} matters, but the {what} of this pair still")
     raise ValueError(
-        f"pair {name(p)} differs in |D| = {d} {unit} (> max_d = {max_d}): of its n = {n} "
-        f"{unit} only {dset} matters, but the {what} of this pair still "
+        f"{head} "
         f"enumerates the 2^{d} subsets of D: 2**{d} = {N:,} model evaluations{eta}, and "
         f"{_fmt_bytes(16.0 * N)} for the values g(u) and Delta_u (16 bytes per subset)."
         f"{others} Group features, use a sampling-based attribution, or {hint}."
@@ -204,7 +214,9 @@ def _removal_values(model: Model, X: np.ndarray, R, rem, grp: Groups | None, max
         doff = np.zeros(B + 1, dtype=np.int64)
         np.cumsum(dsz, out=doff[1:])
         _check_d(dsz, m, max_d, probe=probe, groups=grp is not None,
-                 what=f"exact decomposition under removal {rem.name!r}")
+                 what=f"exact decomposition under removal {rem.name!r}",
+                 dset=f"D = {{{'groups' if grp is not None else 'j'} where x differs from one of "
+                      f"its references}}")
         idx = np.repeat(np.arange(B), Kr)
         dsz_e, Dflat_e, doff_e = _ragged_repeat(dsz, Dflat, doff, idx)
         Xd = np.ascontiguousarray(np.repeat(X, Kr, axis=0), dtype=model.dtype)
@@ -222,7 +234,7 @@ def _removal_values(model: Model, X: np.ndarray, R, rem, grp: Groups | None, max
         return dsz, Dflat, doff, vals, t_model, total
     dsz = np.full(B, m, dtype=np.int64)
     _check_d(dsz, m, max_d, probe=probe, groups=grp is not None,
-             what=f"exact decomposition under removal {rem.name!r} (every unit is removable)")
+             what=f"exact decomposition under removal {rem.name!r}", dset="all")
     Dflat = np.tile(np.arange(m, dtype=np.int64), B)
     doff = np.arange(B + 1, dtype=np.int64) * m
     S = 1 << m

@@ -109,6 +109,9 @@ class SampledRemoval(Removal):
 
     n_draws: int = 1
     seed: int = 0
+    #: Model rows one request may cost (``coalitions x n_draws``); None: ``values.MAX_ROWS``.
+    #: Not a part of ``params()``: it does not change a value, only refuses a costly request.
+    max_rows: int | None = None
 
     def differing(self, X: np.ndarray, R: np.ndarray | None) -> np.ndarray:
         return np.ones(np.shape(X), dtype=bool)
@@ -161,6 +164,11 @@ class GameRemoval(Removal):
 def check_draws(n_draws, seed) -> tuple[int, int]:
     """``n_draws`` (M >= 1) and ``seed`` (>= 0) of a sampled removal."""
     return check_positive_int("n_draws", n_draws), check_seed(seed)
+
+
+def check_max_rows(max_rows) -> int | None:
+    """``max_rows`` of a sampled removal: None (the default budget) or an int >= 1."""
+    return None if max_rows is None else check_positive_int("max_rows", max_rows)
 
 
 class MissingDataError(ValueError):

@@ -280,7 +280,7 @@ class Cohort(GameRemoval):
         if y.shape[0] != N:
             raise ValueError(f"cohort: outcome= has {y.shape[0]} values but data= has {N} rows "
                              "(one outcome per data point).")
-        check_finite("outcome", y)
+        check_finite("outcome", y, entries="data point")
         self.outcome = np.ascontiguousarray(y, dtype=np.float64)
         self.categorical = _check_categorical(categorical, n, getattr(data, "columns", None))
         self.n_features = n

@@ -21,8 +21,8 @@ import numpy as np
 from .._checkpoint import sha256_arrays
 from .._threads import numba_threads
 from .._validation import check_scalar
-from ._sampling import DrawCache, check_request
-from .base import SampledRemoval, check_background, check_draws, target_rng
+from ._sampling import DrawCache, check_request, is_one_hot, one_hot_groups
+from .base import SampledRemoval, check_background, check_draws, check_max_rows, target_rng
 
 __all__ = ["ConditionalGaussian", "ConditionalMean"]
 
@@ -177,10 +177,13 @@ def _describe(cols, names) -> str:
     return ", ".join(f"{j} ({names[j]!r})" if names else str(j) for j in cols)
 
 
-def _fit_moments(name: str, data: np.ndarray, ridge, names) -> tuple[np.ndarray, np.ndarray,
-                                                                     float, list[int]]:
+def _fit_moments(name: str, data: np.ndarray, ridge, names,
+                 expected: frozenset = frozenset()) -> tuple[np.ndarray, np.ndarray, float,
+                                                             list[int]]:
     """mu, S (regularised when singular), the ridge added (0.0: none) and the degenerate
-    columns; warns naming the columns and the ridge."""
+    columns; warns naming the columns and the ridge, unless every degenerate column is in
+    ``expected`` (the columns of complete one-hot groups, collinear by construction: the ridge
+    is recorded in ``params()`` and the run's log, without a warning)."""
     mu = data.mean(axis=0)
     n = data.shape[1]
     S = np.cov(data, rowvar=False, ddof=1).reshape(n, n) if data.shape[0] > 1 else np.zeros((n, n))
@@ -201,6 +204,8 @@ def _fit_moments(name: str, data: np.ndarray, ridge, names) -> tuple[np.ndarray,
         parts.append(f"constant column(s) {_describe(constant, names)}")
     if dependent:
         parts.append(f"linearly dependent column(s) {_describe(dependent, names)}")
+    if degenerate and not constant and set(degenerate) <= expected:
+        return mu, S + ridge * np.eye(n), float(ridge), degenerate
     warnings.warn(f"{name}: the training covariance is singular (smallest eigenvalue "
                   f"{w[0]:.3g} <= {SINGULAR_RTOL:g} x largest {top:.3g}): "
                   f"{'; '.join(parts) or 'no single column'}; regularised by adding "
@@ -222,17 +227,22 @@ def _two_levels(data: np.ndarray, j: int) -> np.ndarray:
 class _GaussianBase(SampledRemoval):
     """The fit shared by ``conditional_gaussian`` and ``conditional_mean``."""
 
-    def _fit(self, data, ridge) -> None:
+    def _fit(self, data, ridge, one_hot) -> None:
         names = _column_names(data)
         self.data = check_background(self.name, data)
         self.ridge = _check_ridge(ridge)
         self.feature_names = names
+        self.one_hot = one_hot_groups(self.name, one_hot, self.data, names)
+        complete = frozenset(j for g in self.one_hot if is_one_hot(self.data, g) for j in g)
         self.mean_, self.cov_, self.ridge_added_, self.regularised_columns = _fit_moments(
-            self.name, self.data, self.ridge, names)
+            self.name, self.data, self.ridge, names, complete)
         n = self.data.shape[1]
         self.n_features = n
         self._lev_lo = self.data.min(axis=0)
         self._lev_hi = self.data.max(axis=0)
+        for g in self.one_hot:  # a 0/1 group's levels, also for a level absent from data
+            if np.isin(self.data[:, g], (0.0, 1.0)).all():
+                self._lev_lo[g], self._lev_hi[g] = 0.0, 1.0
         self._rounded = np.zeros(n, dtype=np.bool_)
         self._oh_start = np.zeros(1, dtype=np.int64)
         self._oh_cols = np.zeros(0, dtype=np.int64)
@@ -279,13 +289,21 @@ class ConditionalGaussian(_GaussianBase):
         values. A removed binary column is set to the nearer of its two levels (threshold at
         their midpoint). A constant column of ``data`` is likewise set to its one value (with
         ``"auto"``). ``False``: no rounding.
-    one_hot : sequence of sequences of int, optional
-        One-hot groups (columns with levels 0/1, or the two levels of the data). After drawing,
-        the removed members of a group are set so the group stays one-hot: the removed member
-        with the largest drawn value (scaled to its levels) is set to the high level and the
-        others to the low level; if a kept member is hot, every removed member is set low. Group
-        columns are not also rounded as binary. A complete group sums to 1, so its columns are
-        collinear: the ridge above is added, with its warning.
+    one_hot : groups, optional
+        One-hot groups (columns with levels 0/1, or the two levels of the data): a list of
+        column lists, a mapping ``name -> columns``, a :class:`~insdel.groups.Groups` (e.g.
+        ``dataset.groups``: its groups of two or more columns) or group names (``"region"``:
+        the columns ``region=<level>`` of ``data`` given as a DataFrame); a run gives the data
+        set's one-hot groups itself. After drawing, the removed members of a group are set so
+        the group stays one-hot: the removed member with the largest drawn value (scaled to its
+        levels) is set to the high level and the others to the low level; if a kept member is
+        hot, every removed member is set low. Group columns are not also rounded as binary. A
+        complete group (exactly one 1 per row of ``data``) sums to 1, so its columns are
+        collinear: the ridge above is added and recorded in ``params()``, without a warning
+        (expected); any other singularity still warns.
+    max_rows : int, optional
+        Model rows (coalitions x n_draws) one request may cost before it is refused with the
+        estimate (default ``insdel.removal.values.MAX_ROWS``, 10^8); not part of ``params()``.
 
     Notes
     -----
@@ -297,11 +315,11 @@ class ConditionalGaussian(_GaussianBase):
     name = "conditional_gaussian"
 
     def __init__(self, data=None, *, n_draws: int = 32, seed: int = 0, ridge: float | None = None,
-                 binary="auto", one_hot=None):
+                 binary="auto", one_hot=None, max_rows: int | None = None):
         self.n_draws, self.seed = check_draws(n_draws, seed)
-        self._fit(data, ridge)
+        self.max_rows = check_max_rows(max_rows)
+        self._fit(data, ridge, one_hot)
         n = self.n_features
-        self.one_hot = self._check_one_hot(one_hot)
         in_group = {j for g in self.one_hot for j in g}
         if binary is False:
             self.binary_columns: list[int] = []
@@ -344,27 +362,6 @@ class ConditionalGaussian(_GaussianBase):
             out.append(int(j))
         return out
 
-    def _check_one_hot(self, one_hot) -> list[list[int]]:
-        if one_hot is None:
-            return []
-        groups = [self._check_columns("one_hot", g) for g in one_hot]
-        seen: set[int] = set()
-        for g in groups:
-            if len(g) < 2:
-                raise ValueError(f"{self.name}: a one_hot group has at least two columns; got "
-                                 f"{g}.")
-            if seen & set(g) or len(set(g)) < len(g):
-                raise ValueError(f"{self.name}: one_hot groups must not share columns; column(s) "
-                                 f"{sorted((seen & set(g)) | {j for j in g if g.count(j) > 1})} "
-                                 "repeat.")
-            seen |= set(g)
-            for j in g:
-                if len(_two_levels(self.data, j)) > 2:
-                    raise ValueError(f"{self.name}: one_hot column {j} has "
-                                     f"{len(_two_levels(self.data, j))} distinct values in "
-                                     "data; a one-hot column has two levels.")
-        return groups
-
     def _make_draws(self, t: int) -> np.ndarray:
         eps = target_rng(self.seed, t, self.name).standard_normal((self.n_draws, self.n_features))
         return self.mean_ + eps @ self._L.T
@@ -396,13 +393,21 @@ class ConditionalMean(_GaussianBase):
     ridge : float > 0, optional
         Added to S's diagonal when S is singular (as :class:`ConditionalGaussian`: default
         ``1e-6 * mean(diag(S))``, with a warning naming the columns).
+    one_hot : groups, optional
+        One-hot groups, as :class:`ConditionalGaussian` takes them: their collinearity is
+        expected (the ridge is added without a warning); the mean is not rounded to a level.
+    max_rows : int, optional
+        Model rows (coalitions x n_draws) one request may cost before it is refused with the
+        estimate (default ``insdel.removal.values.MAX_ROWS``, 10^8); not part of ``params()``.
     """
 
     name = "conditional_mean"
     n_draws = 1
 
-    def __init__(self, data=None, *, ridge: float | None = None):
-        self._fit(data, ridge)
+    def __init__(self, data=None, *, ridge: float | None = None, one_hot=None,
+                 max_rows: int | None = None):
+        self.max_rows = check_max_rows(max_rows)
+        self._fit(data, ridge, one_hot)
         self._Z = self.mean_[None, None, :].copy()
 
     def sample(self, X, keep, targets) -> np.ndarray:

@@ -10,8 +10,8 @@ import numpy as np
 from .._checkpoint import sha256_arrays
 from .._threads import numba_threads
 from .._validation import check_positive_int, check_seed
-from ._sampling import DrawCache, check_request
-from .base import SampledRemoval, check_background, target_rng
+from ._sampling import DrawCache, check_request, one_hot_groups
+from .base import SampledRemoval, check_background, check_max_rows, target_rng
 
 __all__ = ["ConditionalKNN"]
 
@@ -101,6 +101,16 @@ class ConditionalKNN(SampledRemoval):
         K, the rows per coalition (``n_draws``); at most N.
     seed : int, default 0
         Seeds the tie-breaking order.
+    one_hot : groups, optional
+        One-hot groups, as :class:`~insdel.removal.ConditionalGaussian` takes them (column lists,
+        a mapping, a :class:`~insdel.groups.Groups` or group names); a run gives the data set's
+        one-hot groups itself. A group removed whole takes a training row's levels (one-hot
+        already); for a group removed in part, a kept hot member sets every removed member to
+        the low level, and when the neighbour's hot level is one of the kept (cold) members, the
+        removed member most frequent in ``data`` is set high: the group stays one-hot.
+    max_rows : int, optional
+        Model rows (coalitions x n_draws) one request may cost before it is refused with the
+        estimate (default ``insdel.removal.values.MAX_ROWS``, 10^8); not part of ``params()``.
 
     Each coalition reads every training row (O(N |u|) per coalition): subsample ``data`` for
     large training sets.
@@ -108,8 +118,12 @@ class ConditionalKNN(SampledRemoval):
 
     name = "conditional_knn"
 
-    def __init__(self, data=None, *, n_neighbors: int = 10, seed: int = 0):
+    def __init__(self, data=None, *, n_neighbors: int = 10, seed: int = 0, one_hot=None,
+                 max_rows: int | None = None):
+        self.max_rows = check_max_rows(max_rows)
+        names = getattr(data, "columns", None)
         self.data = check_background(self.name, data)
+        self.one_hot = one_hot_groups(self.name, one_hot, self.data, names)
         self.n_neighbors = check_positive_int("n_neighbors", n_neighbors)
         self.seed = check_seed(seed)
         N, n = self.data.shape
@@ -132,8 +146,35 @@ class ConditionalKNN(SampledRemoval):
         return rank
 
     def params(self) -> dict[str, Any]:
-        return {**super().params(), "n_neighbors": self.n_neighbors,
-                "data_sha256": sha256_arrays(self.data), "data_rows": int(self.data.shape[0])}
+        p = {**super().params(), "n_neighbors": self.n_neighbors,
+             "data_sha256": sha256_arrays(self.data), "data_rows": int(self.data.shape[0])}
+        if self.one_hot:  # absent without groups: the same record as a removal without them
+            p["one_hot"] = [list(g) for g in self.one_hot]
+        return p
+
+    def _keep_one_hot(self, X: np.ndarray, keep: np.ndarray, out: np.ndarray) -> None:
+        """Groups removed in part stay one-hot (see ``one_hot``), in place."""
+        for g in self.one_hot:
+            lo, hi = self.data[:, g].min(axis=0), self.data[:, g].max(axis=0)
+            if np.isin(self.data[:, g], (0.0, 1.0)).all():  # also a level absent from data
+                lo, hi = np.zeros(len(g)), np.ones(len(g))
+            kg = keep[:, g]
+            part = kg.any(axis=1) & ~kg.all(axis=1)
+            if not part.any():
+                continue
+            rows = out[part][:, :, g]  # (P, M, k)
+            removed = ~kg[part]  # (P, k)
+            hot_kept = ((X[part][:, g] == hi) & kg[part]).any(axis=1)  # (P,)
+            rows = np.where((hot_kept[:, None] & removed)[:, None, :], lo, rows)
+            none_hot = ~((rows == hi) & removed[:, None, :]).any(axis=2) & ~hot_kept[:, None]
+            if none_hot.any():  # the neighbour's level is a kept (cold) one
+                freq = (self.data[:, g] == hi).mean(axis=0)  # (k,)
+                best = np.argmax(np.where(removed, freq, -1.0), axis=1)  # (P,)
+                p_idx, m_idx = np.nonzero(none_hot)
+                rows[p_idx, m_idx, best[p_idx]] = hi[best[p_idx]]
+            sub = out[part]
+            sub[:, :, g] = rows
+            out[part] = sub
 
     def sample(self, X, keep, targets) -> np.ndarray:
         X, keep, targets = check_request(self.name, X, keep, targets, self.n_features)
@@ -156,4 +197,6 @@ class ConditionalKNN(SampledRemoval):
             else:
                 nblk = min(sel.shape[0] // 16, 8 * numba_threads())
                 _knn_par(nblk, sel, X, Xz, keep, tix, rank, self.data, self._Dz, out)
+        if self.one_hot:
+            self._keep_one_hot(X, keep, out)
         return out

@@ -13,10 +13,43 @@ import numpy as np
 
 from .base import SampledRemoval
 
-__all__ = ["coalition_values", "unique_coalitions", "ROW_BUDGET_BYTES"]
+__all__ = ["coalition_values", "unique_coalitions", "check_rows", "ROW_BUDGET_BYTES", "MAX_ROWS"]
 
 #: Imputed rows held at once (bytes of float64 rows); the coalitions are taken in slices that fit.
 ROW_BUDGET_BYTES = 64 * 2**20
+#: Model rows (coalitions x n_draws) one request may cost unless the removal's ``max_rows``
+#: raises it: about 10^8 rows, minutes to hours of model time.
+MAX_ROWS = 100_000_000
+
+
+def check_rows(removal, n_coalitions: int, *, what: str, model=None, n: int | None = None) -> int:
+    """Refuse a request of ``n_coalitions`` coalition values whose model rows (``n_coalitions x
+    removal.n_draws``) exceed the removal's budget, ``removal.max_rows`` (default
+    :data:`MAX_ROWS`), before any row is drawn: the error names the estimate, the budget and the
+    option that raises it. ``model`` and ``n`` (the width): the error adds the model's time,
+    measured on a few rows. Returns the rows."""
+    M = max(int(getattr(removal, "n_draws", 1)), 1)
+    rows = int(n_coalitions) * M
+    budget = getattr(removal, "max_rows", None) or MAX_ROWS
+    if rows <= budget:
+        return rows
+    eta = ""
+    if model is not None and n is not None:
+        try:  # the estimate must never hide the real error
+            probe = np.zeros((min(M, 1024), n))
+            t = time.perf_counter()
+            model(probe)
+            secs = rows * (time.perf_counter() - t) / probe.shape[0]
+            eta = f", about {secs / 3600:,.1f} h of model time on this machine" if secs > 3600 \
+                else f", about {secs:,.0f} s of model time on this machine"
+        except Exception:  # noqa: BLE001
+            eta = ""
+    raise ValueError(
+        f"{what}: {n_coalitions:,} coalition values x n_draws = {M:,} of removal "
+        f"{removal.name!r} = {rows:,} model rows{eta}, more than max_rows = {budget:,}. Lower "
+        f"n_draws, or raise the removal's budget: the option max_rows= "
+        f"(removal.build({removal.name!r}, max_rows=...); in a configuration "
+        f"[removal.{removal.name}] max_rows or [road] removal_options.max_rows).")
 
 
 def coalition_values(model, removal: SampledRemoval, X: np.ndarray, targets: np.ndarray,
@@ -56,6 +89,7 @@ def coalition_values(model, removal: SampledRemoval, X: np.ndarray, targets: np.
                              f"expected ({N},).")
         return v
     M = int(removal.n_draws)
+    check_rows(removal, N, what="coalition values", model=model, n=n)
     out = np.empty(N)
     step = max(1, ROW_BUDGET_BYTES // max(1, M * n * 8))
     t_model = t_sample = 0.0

@@ -58,7 +58,10 @@ class PolicyRun:
     # filled in by the stages
     decomposition: pd.DataFrame | None = None
     given: dict = field(default_factory=dict)  # methods' attributions another stage computed
-    attributions: dict = field(default_factory=dict)
+    attributions: dict = field(default_factory=dict)  # the primary removal's (see below)
+    # removal name -> the attributions its curves score (removal.attributions = "per_removal");
+    # empty: every removal scores ``attributions``
+    removal_attributions: dict = field(default_factory=dict)
     evaluation: Evaluation | None = None       # under the primary removal
     removal_evaluations: dict = field(default_factory=dict)  # removal name -> Evaluation
     summary: pd.DataFrame | None = None

@@ -28,7 +28,13 @@ from ..report import run_header, run_tables
 from .chunks import shareable_model
 from .context import PolicyRun, logger
 from .provenance import Stages, file_hashes, manifest_head, run_files, write_manifest
-from .removals import build_removals, check_available, params_text, removals_text
+from .removals import (
+    attributions_text,
+    build_removals,
+    check_available,
+    params_text,
+    removals_text,
+)
 from .session import loaded, opened
 from .stages import attribution, curves, decomposition, metrics, tables
 from .stages.data import dataset_info, groups_of, load_dataset, log_dataset, select_pool
@@ -108,12 +114,13 @@ class RunResult:
         decomposition table: the same text as ``summary.md``."""
         methods = next(iter(self.evaluations.values())).methods if self.evaluations else []
         m = self.manifest
+        mode = (m or {}).get("removal_attributions", "baseline")
         header = run_header(m["data"], m["model"], m["policy_specs"],
-                            removals=_removal_lines(m.get("removals"))) if m else None
+                            removals=_removal_lines(m.get("removals"), mode)) if m else None
         return run_tables(self.summary, self.diagnostics, self.decompositions, methods, digits,
                           header=header, sampled=self.sampled_vs_exact, metrics=self.metrics,
                           robustness=_robustness_text(self.robustness, self.robustness_kendall,
-                                                      digits))
+                                                      mode, digits))
 
 
 def load_results(out: str | os.PathLike) -> dict[str, Evaluation]:
@@ -195,6 +202,8 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     removals = build_removals(cfg, dataset)  # fitted on the training rows, before the model
     for line in removals_text(removals):
         log(line)
+    if len(removals) > 1 or not removals[0].is_baseline:
+        log(attributions_text(cfg["removal"]["attributions"]))
     grp = groups_of(dataset)
     if grp is not None:
         log(f"groups: {data_info['groups_text']} (each group moves as one unit in the curves, "
@@ -254,9 +263,10 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     methods = next(iter(evaluations.values())).methods
     removal_info = [{"name": r.name, "primary": r.primary, "folder": r.folder or None,
                      "params": r.params()} for r in removals]
+    mode = cfg["removal"]["attributions"]
     header = run_header(data_info, model_info, policy_specs,
-                        removals=_removal_lines(removal_info))
-    robust, kendall = _robustness(runs, out)
+                        removals=_removal_lines(removal_info, mode))
+    robust, kendall = _robustness(runs, out, mode)
     sampled = [p.sampled_vs_exact for p in runs if p.sampled_vs_exact is not None]
     sampled_df = pd.concat(sampled, ignore_index=True) if sampled else None
     if sampled_df is not None:
@@ -268,8 +278,8 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     ck.atomic_write_text(out / "summary.md", run_tables(summary, diag, decomps, methods,
                                                         header=header, sampled=sampled_df,
                                                         metrics=metrics_df,
-                                                        robustness=_robustness_text(robust,
-                                                                                    kendall)))
+                                                        robustness=_robustness_text(
+                                                            robust, kendall, mode)))
 
     fig_paths = figures_stage(cfg, evaluations, model, dataset, out, stages, log, decomps,
                               robustness=None if robust is None else (robust, kendall))
@@ -283,6 +293,7 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
         "policies": list(evaluations),
         "policy_specs": policy_specs,
         "removals": removal_info,
+        "removal_attributions": mode,
         "model": {"metrics": to_jsonable(model_metrics), **to_jsonable(model_info)},
         "compute": {"device": cfg["compute"]["device"], **client_info(client),
                     "seconds_total": total, "model_evaluations_total": evals_total,
@@ -305,9 +316,10 @@ def _make_policy(entry: Mapping):
     return policies.load(entry["spec"], params=dict(entry.get("params", {}) or {}))
 
 
-def _removal_lines(removals) -> list[str] | None:
-    """The header's removal lines (``- removal NAME: options``), only when the run is not the
-    paper's baseline alone (whose summary.md is as before)."""
+def _removal_lines(removals, mode: str) -> list[str] | None:
+    """The header's removal lines (``- removal NAME: options``) and which attributions they
+    score (``mode``: ``removal.attributions``), only when the run is not the paper's baseline
+    alone (whose summary.md is as before)."""
     if not removals or (len(removals) == 1 and removals[0]["name"] == "baseline"):
         return None
     lines = []
@@ -315,10 +327,10 @@ def _removal_lines(removals) -> list[str] | None:
         opts = params_text(r["params"], " = ")
         where = "primary: the tables above" if r["primary"] else f"<policy>/{r['folder']}/"
         lines.append(f"removal {r['name']} ({where}): {opts}")
-    return lines
+    return [*lines, attributions_text(mode)]
 
 
-def _robustness(runs: list[PolicyRun], out: Path):
+def _robustness(runs: list[PolicyRun], out: Path, mode: str):
     """With several removals: the robustness table and Kendall τ of every policy, written as
     ``removal_robustness.csv`` / ``removal_kendall.csv`` / ``removal_robustness.md``; else
     (None, None)."""
@@ -335,11 +347,13 @@ def _robustness(runs: list[PolicyRun], out: Path):
     kendall = kendall_between(table)
     ck.atomic_write_text(out / "removal_robustness.csv", table.to_csv(index=False))
     ck.atomic_write_text(out / "removal_kendall.csv", kendall.to_csv(index=False))
-    ck.atomic_write_text(out / "removal_robustness.md", robustness_markdown(table, kendall))
+    ck.atomic_write_text(out / "removal_robustness.md",
+                         f"{attributions_text(mode)}.\n\n{robustness_markdown(table, kendall)}")
     return table, kendall
 
 
-def _robustness_text(table, kendall, digits: int = 3) -> str | None:
+def _robustness_text(table, kendall, mode: str, digits: int = 3) -> str | None:
     from ..robustness import robustness_markdown
 
-    return None if table is None else robustness_markdown(table, kendall, digits)
+    return None if table is None else (f"{attributions_text(mode)}.\n\n"
+                                       f"{robustness_markdown(table, kendall, digits)}")

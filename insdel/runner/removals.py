@@ -11,6 +11,9 @@ training rows of the run's data set, ``dataset.X_train``: the space the model an
 The observational ``cohort`` game gets every row of the data set (training and test, so a target
 is in its own cohort) and their outcome y.
 A removal's ``seed`` is the run's seed unless ``[removal.<name>]`` gives one.
+A removal that takes ``one_hot`` (``conditional_gaussian``, ``conditional_mean``,
+``conditional_knn``, your own) gets the data set's one-hot groups (:func:`one_hot_of`) unless
+``[removal.<name>] one_hot`` names them (group names of the data set; ``[]``: none).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from .. import config as _config
 from .._checkpoint import to_jsonable
 
 __all__ = ["RunRemoval", "RUN_DEFAULTS", "check_available", "build_removal", "build_removals", "observed_rows",
-           "removal_record", "removals_text", "params_text", "folder_name"]
+           "one_hot_of", "removal_record", "attributions_text", "removals_text", "params_text", "folder_name"]
 
 #: Options a run gives a removal when its ``[removal.<name>]`` table does not (the library's
 #: ``Marginal`` has no default K: a run draws 20 training rows per target).
@@ -94,14 +97,47 @@ def observed_rows(dataset) -> tuple[np.ndarray, np.ndarray]:
     return data, outcome
 
 
+def one_hot_of(dataset) -> dict[str, list[int]]:
+    """The data set's one-hot groups: its feature groups (``dataset.groups``) of two or more
+    columns that are a complete one-hot block on the training rows (values 0/1, exactly one 1 per
+    row), group name -> columns. A group of another kind (pixels, patches) is not one."""
+    from ..removal._sampling import is_one_hot
+
+    grp = getattr(dataset, "groups", None)
+    if grp is None:
+        return {}
+    X = np.asarray(dataset.X_train, dtype=np.float64)
+    return {grp.names[g]: grp.columns(g).tolist() for g in range(grp.m)
+            if grp.sizes[g] > 1 and is_one_hot(X, grp.columns(g))}
+
+
+def _named_one_hot(value, dataset) -> dict[str, list[int]]:
+    """``one_hot`` of a configuration: a list of the data set's group names, as columns."""
+    grp = getattr(dataset, "groups", None)
+    names = [] if grp is None else [grp.names[g] for g in range(grp.m) if grp.sizes[g] > 1]
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise ValueError(f"one_hot must be a list of the data set's group names "
+                         f"({', '.join(names) or 'it has none'}); got {value!r}.")
+    out = {}
+    for v in value:
+        if v not in names:
+            raise ValueError(f"one_hot: {v!r} is not a feature group of the data set "
+                             f"(its groups: {', '.join(names) or 'none'}).")
+        out[v] = grp.columns(grp.names.index(v)).tolist()
+    return out
+
+
 def build_removal(cfg: Mapping, name: str, options: Mapping, dataset, *,
                   where: str | None = None):
     """One removal of a run: ``options`` (then :data:`RUN_DEFAULTS`), the run's seed where the
     removal takes a seed, ``dataset.X_train`` where it takes training rows (``background`` or
-    ``data``), and for a game read off the data every observed row and its y. ``where`` names
-    the options' table in an error (default ``removal.<name>``)."""
+    ``data``), the data set's one-hot groups where it takes ``one_hot`` (:func:`one_hot_of`;
+    the options' ``one_hot`` names them instead), and for a game read off the data every
+    observed row and its y. ``where`` names the options' table in an error (default
+    ``removal.<name>``)."""
     from .. import removal
 
+    where = where or f"removal.{name}"
     accepted = removal.options_of(name)
     opts = dict(options or {})
     if not (name == "marginal" and opts.get("how") == "all"):  # K = every row: none to give
@@ -118,10 +154,12 @@ def build_removal(cfg: Mapping, name: str, options: Mapping, dataset, *,
         if k in accepted and k not in opts:
             opts[k] = np.ascontiguousarray(np.asarray(dataset.X_train, dtype=np.float64))
     try:
+        if "one_hot" in accepted:
+            opts["one_hot"] = (_named_one_hot(opts["one_hot"], dataset)
+                               if "one_hot" in opts else one_hot_of(dataset)) or None
         return removal.build(name, **opts)
     except (TypeError, ValueError) as exc:
-        raise _config.ConfigError(f"{cfg['source']}: {where or f'removal.{name}'}: {exc}") \
-            from None
+        raise _config.ConfigError(f"{cfg['source']}: {where}: {exc}") from None
 
 
 def build_removals(cfg: Mapping, dataset) -> list[RunRemoval]:
@@ -130,6 +168,17 @@ def build_removals(cfg: Mapping, dataset) -> list[RunRemoval]:
     return [RunRemoval(name=name, primary=i == 0, removal=build_removal(
         cfg, name, cfg["removal"].get(name, {}) or {}, dataset))
         for i, name in enumerate(cfg["removal"]["kinds"])]
+
+
+def attributions_text(mode: str) -> str:
+    """What the attributions a removal's curves score are (``removal.attributions``), in words:
+    the line the log, ``summary.md`` and the robustness report print."""
+    if mode == "per_removal":
+        return ("attributions: each removal's own, computed under that removal's game "
+                "(removal.attributions = \"per_removal\"; a further removal's are in "
+                "<policy>/removal-<name>/attributions.npz)")
+    return ("attributions: one set per policy, computed for the pairs' reference r (the baseline "
+            "game) and scored under every removal (removal.attributions = \"baseline\")")
 
 
 def removal_record(rem) -> dict:

@@ -21,12 +21,14 @@ import pandas as pd
 from .. import _checkpoint as ck
 from .. import config as _config
 from .._checkpoint import to_jsonable
+from .._progress import bars_shown
 from .._validation import check_progress
 from ..distributed import client_info, scatter
 from ..report import run_header
 from .chunks import shareable_model
 from .context import logger
 from .provenance import Stages, file_hashes, manifest_head, run_files, write_manifest
+from .removals import one_hot_of
 from .session import loaded, opened
 from .stages.attribution import AttributionPlan, attribute_all
 from .stages.data import (
@@ -73,11 +75,12 @@ def road_plan(cfg: Mapping, out: Path) -> AttributionPlan:
                            bar="road attributions")
 
 
-def build_removal(name: str, options: Mapping, X_train: np.ndarray, groups=None):
+def build_removal(name: str, options: Mapping, X_train: np.ndarray, *,
+                  one_hot: Mapping | None = None):
     """The registered removal ``name`` with ``options``, fitted on ``X_train`` (given as
-    ``data=`` when the removal takes it; the data set's groups of several columns, its one-hot
-    blocks, as ``one_hot=`` when the removal takes it and the options do not set it); refused
-    unless it is a :class:`~insdel.removal.SampledRemoval`."""
+    ``data=`` when the removal takes it) and given the one-hot groups ``one_hot`` (name ->
+    columns, :func:`insdel.runner.removals.one_hot_of`) when it takes ``one_hot`` and the
+    options do not name them; refused unless it is a :class:`~insdel.removal.SampledRemoval`."""
     from .. import removal as _removal
 
     try:
@@ -88,9 +91,17 @@ def build_removal(name: str, options: Mapping, X_train: np.ndarray, groups=None)
     opts = dict(options)
     if "data" in _removal.options_of(name):
         opts["data"] = np.asarray(X_train, dtype=np.float64)
-    if groups is not None and "one_hot" in _removal.options_of(name) and "one_hot" not in opts:
-        opts["one_hot"] = [groups.columns(g).tolist() for g in range(groups.m)
-                           if groups.sizes[g] > 1]
+    if "one_hot" in _removal.options_of(name):
+        named = opts.get("one_hot")
+        if named is None:
+            opts["one_hot"] = dict(one_hot or {}) or None
+        elif isinstance(named, list) and all(isinstance(g, str) for g in named):
+            unknown = [g for g in named if g not in (one_hot or {})]
+            if unknown:  # a group name of the data set's one-hot groups, or none
+                raise ValueError(f"road.removal_options.one_hot: {unknown[0]!r} is not a one-hot "
+                                 f"group of the data set (its one-hot groups: "
+                                 f"{', '.join(one_hot or {}) or 'none'}).")
+            opts["one_hot"] = {g: one_hot[g] for g in named} or None
     rem = _removal.build(name, **opts)
     if not isinstance(rem, _removal.SampledRemoval):
         raise TypeError(f"road.removal = {name!r} ({cls.__name__}) is not a SampledRemoval: ROAD "
@@ -206,7 +217,8 @@ def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     if grp is not None:
         log(f"units: {groups_text(grp)}")
     t0 = time.perf_counter()  # before the model: a removal that cannot be built fails at once
-    removal = build_removal(r["removal"], r["removal_options"], dataset.X_train, grp)
+    removal = build_removal(r["removal"], r["removal_options"], dataset.X_train,
+                            one_hot=one_hot_of(dataset))
     params = to_jsonable(dict(removal.params()))
     stages.add("road/removal", time.perf_counter() - t0)
     log(f"removal: {removal_text(params)}, fitted on {len(dataset.X_train)} training rows")
@@ -230,6 +242,8 @@ def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     ck.save_npz(out / "attributions.npz", atts)
 
     t0 = time.perf_counter()
+    if not bars_shown(progress):  # no bar: one plain line names the long stage
+        log(f"road curves: started ({len(atts)} methods, {n_rows} rows, removal {removal.name})")
     res = _road.road(model, X, y, atts, removal, fractions=r["fractions"], orders=r["orders"],
                      ranking=r["ranking"], loss=r["loss"], random=r["random"], seed=cfg["seed"],
                      groups=grp, n_seeds=r["n_seeds"], progress=progress)

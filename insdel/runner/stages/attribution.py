@@ -8,6 +8,7 @@ is an :class:`AttributionPlan`.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -22,11 +23,12 @@ from ...config import RUN_GIVEN_METHOD_OPTIONS, observational_method
 from ..chunks import chunk_seed, resolve_model, rows_text, run_chunks
 from ..context import PolicyRun
 from ..provenance import Stages
-from ..removals import observed_rows
+from ..removals import folder_name, observed_rows
 from .data import groups_of
 
 __all__ = ["AttributionPlan", "experiment_plan", "roar_plan", "attribute_all", "method_options",
-           "options_key", "observed_options", "attribute_chunk", "attribution_task", "run"]
+           "options_key", "observed_options", "attribute_chunk", "attribution_task", "removal_plan",
+           "run"]
 
 #: Method options whose value ``"dataset"`` stands for an attribute of the data set.
 _DATASET_VALUED = (("binary", "binary_mask"), ("binary_levels", "binary_levels"))
@@ -119,8 +121,16 @@ def attribute_chunk(model, X, R, method: str, options: dict) -> tuple[np.ndarray
 
 def attribution_task(lo: int, hi: int, method: str, kw: dict, where: str, *, model, X, R):
     """One attribution chunk (rows lo..hi - 1): (A, model evaluations, seconds); an error names
-    the method and the rows (``where`` formats them)."""
+    the method and the rows (``where`` formats them). A sampled ``removal`` in ``kw`` sees the
+    chunk's targets by their indices among all rows (the draws of an unchunked call)."""
     t0 = time.perf_counter()
+    rem = kw.get("removal")
+    if rem is not None:
+        from ...attribution._removal import reindexed
+        from ...removal import GameRemoval, SampledRemoval
+
+        if isinstance(rem, (SampledRemoval, GameRemoval)):
+            kw = {**kw, "removal": reindexed(rem, np.arange(lo, hi))}
     try:
         A, info = attribute_chunk(resolve_model(model), X[lo:hi],
                                   None if R is None else R[lo:hi], method, kw)
@@ -192,7 +202,7 @@ def roar_plan(cfg: Mapping, out: Path) -> AttributionPlan:
 def attribute_all(cfg, model, dataset, X, R, plan: AttributionPlan, base_key: Mapping,
                   stages: Stages, log, progress, interrupt: Callable[[], None] | None,
                   given: Mapping[str, np.ndarray] | None = None, client=None,
-                  remote: Mapping | None = None) -> dict[str, np.ndarray]:
+                  remote: Mapping | None = None, removal=None) -> dict[str, np.ndarray]:
     """Every method's attributions of (X, R), chunk by chunk (checkpointed, resumed).
 
     Parameters
@@ -206,6 +216,10 @@ def attribute_all(cfg, model, dataset, X, R, plan: AttributionPlan, base_key: Ma
         Methods already computed by another stage (exact Shapley from the decomposition).
     client, remote
         A Dask client and the model, X and R scattered to its workers (None: serial).
+    removal : insdel.runner.removals.RunRemoval, optional
+        Compute the attributions under this removal's game (``removal=`` of every method but
+        the observational ones, which read the data's game): their chunks' key holds the
+        removal's ``params()``. None or the baseline: the pairs' reference r.
 
     Returns
     -------
@@ -222,8 +236,12 @@ def attribute_all(cfg, model, dataset, X, R, plan: AttributionPlan, base_key: Ma
     where = plan.rows + " {lo}..{hi}" + plan.suffix
     result = {}
     observed = None  # (data, outcome) of the methods read off the data, built once
+    under, R_used = None, R
+    if removal is not None and not removal.is_baseline:
+        under, R_used = _removal_inputs(removal.removal, X, R)
+        model_shared = model if client is None else remote["model"]
     with progress_bar((len(names) - len(given)) * n_chunks, plan.bar, unit="chunk",
-                      enable=progress, auto=True) as bar:
+                      enable=progress, auto=True, log=log) as bar:
         for method in names:
             if method in given:
                 result[method] = given[method]
@@ -235,10 +253,14 @@ def attribute_all(cfg, model, dataset, X, R, plan: AttributionPlan, base_key: Ma
                       "revision": attribution.get(method).revision,
                       "options": options_key(opts, dataset), plan.size_key: cs}
             game: dict = {}
+            if under is not None:  # absent under the baseline: its keys as without removals
+                key_of["removal"] = removal.params()
+                if not observational_method(method):
+                    game = {"removal": under}
             if observational_method(method):
                 if observed is None:
                     observed = observed_rows(dataset)
-                game = {"data": observed[0], "outcome": observed[1]}
+                game = {**game, "data": observed[0], "outcome": observed[1]}
                 # what the run gives it (absent for the other methods: their keys as before)
                 defaults = attribution.options_of(method)
                 key_of["observed"] = {"rows": "X_train + X_test", "outcome": "y_train + y_test",
@@ -257,6 +279,9 @@ def attribute_all(cfg, model, dataset, X, R, plan: AttributionPlan, base_key: Ma
                 return lo, hi, method, {**kw, **game}, where
 
             shared = {"model": model, "X": X, "R": R} if client is None else remote
+            if under is not None:  # R as the removal reads it (None: a sampled one reads none)
+                shared = {"model": model_shared, "X": X if client is None else remote["X"],
+                          "R": R_used}
             chunks, secs, evals, resumed = run_chunks(
                 store, n_chunks, attribution_task, args_of, shared, bar, interrupt, client,
                 describe=lambda i, method=method: f"{method} on {plan.rows} {i * cs}.."
@@ -270,9 +295,57 @@ def attribute_all(cfg, model, dataset, X, R, plan: AttributionPlan, base_key: Ma
     return result
 
 
+def _removal_inputs(rem, X: np.ndarray, R: np.ndarray):
+    """(the removal each chunk's methods take, the R they read) for attributions under ``rem``:
+    a reference removal's references of every target, once (``marginal``'s random draws are
+    seeded by the target's index), read as R (B, K, n) under :class:`~insdel.removal.Marginal`
+    without a background; a sampled or observational removal itself, with no R."""
+    from ...removal import Marginal, ReferenceRemoval, SampledRemoval, check_targets
+
+    X, R = check_targets(X, R, rem)
+    if isinstance(rem, ReferenceRemoval):
+        return Marginal(), np.ascontiguousarray(rem.references(X, R), dtype=np.float64)
+    return rem, (None if isinstance(rem, SampledRemoval) else R)
+
+
+def removal_plan(cfg: Mapping, out: Path, label: str, rem) -> AttributionPlan:
+    """The plan of one policy's attributions under a further removal ``rem``
+    (``removal.attributions = "per_removal"``): checkpoints in
+    ``out/checkpoints/<label>/attributions-removal-<name>/<method>``."""
+    base = experiment_plan(cfg, out, label)
+    return dataclasses.replace(base, folder=base.folder / f"attributions-{folder_name(rem.name)}",
+                               record=f"{label}/attributions/{folder_name(rem.name)}",
+                               bar=f"attributions [{label}, removal {rem.name}]")
+
+
 def run(p: PolicyRun) -> None:
     """A policy's attributions (``p.attributions``); methods in ``p.given`` (exact Shapley from
-    the decomposition stage) are taken as they are."""
-    p.attributions = attribute_all(p.cfg, p.model, p.dataset, p.X, p.R,
-                                   experiment_plan(p.cfg, p.out, p.label), p.base_key, p.stages,
-                                   p.log, p.progress, p.interrupt, p.given, p.client, p.remote)
+    the decomposition stage) are taken as they are.
+
+    With ``removal.attributions = "per_removal"``, each removal's curves score attributions under
+    that removal's own game (``p.removal_attributions``, by removal name; the baseline's are
+    the pairs' reference r's, computed as without removals), and ``p.attributions`` are the
+    primary removal's."""
+    mode = p.cfg["removal"].get("attributions", "baseline")
+    if mode != "per_removal" or all(r.is_baseline for r in p.removals):
+        p.attributions = attribute_all(p.cfg, p.model, p.dataset, p.X, p.R,
+                                       experiment_plan(p.cfg, p.out, p.label), p.base_key,
+                                       p.stages, p.log, p.progress, p.interrupt, p.given,
+                                       p.client, p.remote)
+        return
+    byrem = {}
+    for rem in p.removals:
+        if rem.is_baseline:
+            byrem[rem.name] = attribute_all(p.cfg, p.model, p.dataset, p.X, p.R,
+                                            experiment_plan(p.cfg, p.out, p.label), p.base_key,
+                                            p.stages, p.log, p.progress, p.interrupt, p.given,
+                                            p.client, p.remote)
+        else:
+            p.log(f"  attributions under removal {rem.name} (removal.attributions = "
+                  "'per_removal'):")
+            byrem[rem.name] = attribute_all(p.cfg, p.model, p.dataset, p.X, p.R,
+                                            removal_plan(p.cfg, p.out, p.label, rem),
+                                            p.base_key, p.stages, p.log, p.progress,
+                                            p.interrupt, None, p.client, p.remote, removal=rem)
+    p.removal_attributions = byrem
+    p.attributions = byrem[p.removals[0].name]

@@ -16,13 +16,13 @@ import time
 import numpy as np
 
 from ... import _checkpoint as ck
-from ..._progress import progress_bar
+from ..._progress import bars_shown, progress_bar
 from ...evaluation import Evaluation, evaluate
 from ..chunks import chunk_seed, run_chunks
 from ..context import PolicyRun
 from ..removals import RunRemoval
 
-__all__ = ["run", "evaluate_removal", "curves_key"]
+__all__ = ["run", "evaluate_removal", "curves_key", "attributions_of"]
 
 
 def _pack(ev: Evaluation) -> np.ndarray:
@@ -76,14 +76,20 @@ def n_random(p: PolicyRun, rem: RunRemoval) -> int:
     return int(p.cfg["evaluation"]["n_random"] if rem.primary or own is None else own)
 
 
+def attributions_of(p: PolicyRun, rem: RunRemoval) -> dict:
+    """The attributions removal ``rem``'s curves score: its own (``removal.attributions =
+    "per_removal"``), else the policy's one set."""
+    return p.removal_attributions.get(rem.name, p.attributions)
+
+
 def curves_key(p: PolicyRun, rem: RunRemoval) -> str:
     """The checkpoint key of one removal's curves: the policy's key, the evaluation's options, the
-    attributions' hashes and the removal's ``params()``."""
+    hashes of the attributions it scores and the removal's ``params()``."""
     ev_cfg = p.cfg["evaluation"]
     return ck.config_hash({
         **p.base_key, "stage": "curves", "removal": rem.params(),
         "attributions": [[name, ck.sha256_arrays(np.asarray(a))]
-                         for name, a in p.attributions.items()],
+                         for name, a in attributions_of(p, rem).items()],
         "modes": list(ev_cfg["modes"]), "n_random": n_random(p, rem),
         "normalize": ev_cfg["normalize"], "order": ev_cfg["order"],
         "orders_seed": chunk_seed(p.cfg["seed"], p.label, "orders")})
@@ -92,7 +98,8 @@ def curves_key(p: PolicyRun, rem: RunRemoval) -> str:
 def evaluate_removal(p: PolicyRun, rem: RunRemoval) -> Evaluation:
     """The evaluation of the policy's pairs and attributions under one removal (checkpointed in
     ``checkpoints/<policy>/removal-<name>``; loaded when a run with the same key finished it)."""
-    methods = list(p.attributions)
+    atts = attributions_of(p, rem)
+    methods = list(atts)
     if "random" not in methods:
         methods.append("random")
     store = ck.ChunkStore(p.out / "checkpoints" / p.label / f"removal-{rem.name}",
@@ -104,7 +111,7 @@ def evaluate_removal(p: PolicyRun, rem: RunRemoval) -> Evaluation:
         """The evaluation under the removal, packed: (array, model evaluations, seconds)."""
         t0 = time.perf_counter()
         try:
-            ev = evaluate(p.model, p.X, p.R, p.attributions, modes=ev_cfg["modes"],
+            ev = evaluate(p.model, p.X, p.R, atts, modes=ev_cfg["modes"],
                           n_random=ev_cfg["n_random"],
                           seed=chunk_seed(p.cfg["seed"], p.label, "orders"),
                           normalize=ev_cfg["normalize"], order=ev_cfg["order"],
@@ -120,8 +127,9 @@ def evaluate_removal(p: PolicyRun, rem: RunRemoval) -> Evaluation:
         stats.update(ev.stats)
         return _pack(ev), int(ev.stats.get("model_evaluations", 0)), time.perf_counter() - t0
 
-    with progress_bar(1, f"curves [{p.label}, {rem.name}]", unit="removal",
-                      enable=False) as bar:  # evaluate's own bar shows the progress
+    # evaluate's own bar shows the progress; without a bar, one plain line names the stage
+    with progress_bar(len(p.X), f"  curves [{p.label}, removal {rem.name}]", unit="pair",
+                      enable=False, log=None if bars_shown(p.progress) else p.log) as bar:
         chunks, secs, evals, resumed = run_chunks(store, 1, curves_task, lambda i: (i,), {},
                                                   bar, p.interrupt, None)
     ev = _unpack(chunks[0], p, methods, rem, stats)
@@ -159,6 +167,8 @@ def run(p: PolicyRun) -> None:
         ev.save(folder, pairing=pairing)
         if not rem.primary:
             ck.atomic_write_text(folder / "summary.csv", ev.summary().to_csv(index=False))
+            if rem.name in p.removal_attributions:  # its own attributions, beside its curves
+                ck.save_npz(folder / "attributions.npz", p.removal_attributions[rem.name])
     ck.save_npz(p.folder / "attributions.npz", p.attributions)
     p.evaluation = evs[p.removals[0].name]
     p.removal_evaluations = evs

@@ -93,8 +93,8 @@ def decompose(cfg, model, X, R, label, out, base_key, stages, log, progress, int
                 "pairs {lo}..{hi} of policy " + repr(label))
 
     shared = {"model": model, "X": X, "R": R} if client is None else remote
-    with progress_bar(n_chunks, f"exact decomposition [{label}]", unit="chunk",
-                      enable=progress) as bar:
+    with progress_bar(n_chunks, f"  exact decomposition [{label}]", unit="chunk",
+                      enable=progress, log=log) as bar:
         chunks, secs, evals, resumed = run_chunks(
             store, n_chunks, decomposition_task, args_of, shared, bar, interrupt, client,
             describe=lambda i: f"exact decomposition on pairs {i * cs}..{min(K, (i + 1) * cs) - 1}"
