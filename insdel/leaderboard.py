@@ -351,6 +351,7 @@ class Leaderboard:
         Each panel lists every method ranked under its metric, best at the top; the panels wrap
         into a grid of at most ``ncols`` columns."""
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import MaxNLocator
 
         ncols = check_positive_int("ncols", ncols)
         metrics = [m for m in self.labels if m in set(self.overall["metric"])]
@@ -373,6 +374,8 @@ class Leaderboard:
             ax.errorbar(point, y, xerr=xerr, fmt="o", color="C0", ecolor="0.4", capsize=3)
             ax.set_yticks(y, list(d["method"]))
             ax.set_ylim(-0.6, len(d) - 0.4)
+            ax.set_xlim(0.5, max(2, len(d)) + 0.5)  # the ranks 1 .. M of this metric
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
             ax.set_xlabel("mean rank (1 = best)")
             ax.set_title(textwrap.fill(self._label(m), 36), fontsize=9)
             ax.grid(axis="x", alpha=0.3)

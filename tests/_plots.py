@@ -43,3 +43,42 @@ def overlaps_of_legends(fig) -> list[str]:
             if other is not ax and box.overlaps(other.get_window_extent(r)):
                 clashes.append(f"legend of '{ax.get_title()}' over the axes '{other.get_title()}'")
     return clashes
+
+
+def overlaps_of_texts(fig) -> list[str]:
+    """Where two visible texts of ``fig`` (the suptitle, each axes' title, axis labels and tick
+    labels) overlap, where one is drawn over another axes, or reaches outside the figure (as
+    drawn, after the figure's layout): one line per clash, empty when there is none."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    page = fig.bbox
+    texts = []
+    if fig._suptitle is not None:
+        texts.append(("suptitle", None, fig._suptitle))
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        name = ax.get_title() or f"axes {fig.axes.index(ax)}"
+        texts += [(f"title of '{name}'", ax, ax.title),
+                  (f"x label of '{name}'", ax, ax.xaxis.label),
+                  (f"y label of '{name}'", ax, ax.yaxis.label)]
+        (x0, x1), (y0, y1) = sorted(ax.get_xlim()), sorted(ax.get_ylim())
+        texts += [(f"x tick label {t.get_text()!r} of '{name}'", ax, t)
+                  for t in ax.get_xticklabels() if x0 <= t.get_position()[0] <= x1]  # drawn
+        texts += [(f"y tick label {t.get_text()!r} of '{name}'", ax, t)
+                  for t in ax.get_yticklabels() if y0 <= t.get_position()[1] <= y1]
+    boxes = [(what, ax, t.get_window_extent(r)) for what, ax, t in texts
+             if t.get_visible() and t.get_text()]
+    clashes = []
+    for i, (what, ax, box) in enumerate(boxes):
+        if not (page.x0 - 1 <= box.x0 and box.x1 <= page.x1 + 1 and page.y0 - 1 <= box.y0
+                and box.y1 <= page.y1 + 1):
+            clashes.append(f"{what} reaches outside the figure: {box}")
+        for what2, _, box2 in boxes[i + 1:]:
+            if box.overlaps(box2):
+                clashes.append(f"{what} over {what2}")
+        for other in fig.axes:
+            if other is not ax and other.get_visible() and box.overlaps(
+                    other.get_window_extent(r)):
+                clashes.append(f"{what} over the axes '{other.get_title()}'")
+    return clashes
