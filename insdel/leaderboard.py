@@ -11,7 +11,11 @@ table, ranked by their own direction (1 = best, also where lower is better). A r
 removals (``[removal] kinds``) holds each further removal's ``abc.parquet`` in
 ``<policy>/removal-<name>/``: its ABCs join as the metrics ``insertion@<name>``,
 ``deletion@<name>`` and ``total@<name>`` (the primary removal's are the plain ones), so one table
-shows how each method ranks under every removal.
+shows how each method ranks under every removal. A ROAD run (``insdel road``) joins with its
+SRG, MoRF and LeRF areas (``road_summary.csv``) as the metrics ``road_srg_<loss>``,
+``road_morf_<loss>`` and ``road_lerf_<loss>``; it holds one score per method, so a ROAD run is
+one unit. ROAR, image and sanity-check runs, and folders that cannot be read, are skipped with a
+note each (:mod:`insdel.leaderboard_runs`).
 
 Runs are grouped by a **configuration fingerprint**: the hash of everything in the configuration
 that changes the numbers (data recipe and options, model, targets, policies, methods and their
@@ -20,15 +24,22 @@ the name, the output folder, figures, compute device or chunk sizes. Runs of one
 replicates (other seeds): their pairs are pooled. Runs with different fingerprints are never
 pooled; each (group, policy) is a **block** with its own table, and the overall table only
 averages *ranks* across blocks, over the methods every block has. A run whose fingerprint and
-seed repeat an earlier one (the same pairs) is listed and skipped, not counted twice.
+seed repeat an earlier one (the same pairs) is listed and skipped, not counted twice; so is a
+run's metric whose per-pair results are byte-identical to an earlier run's
+(:func:`~insdel.leaderboard_runs.content_key`: e.g. the same configuration run with and without
+``--removal baseline``, whose fingerprints differ), with a note naming both runs.
 
-Ranks: 1 is best (largest mean), ties get the average rank. The overall mean rank of a method is
-the average of its block ranks; its confidence interval comes from a seeded bootstrap that
-resamples the independent units of every block with replacement (the same resampled units for
-every method, so the comparison stays paired), recomputes the block means and ranks, and takes
-percentiles of the mean rank. A unit is a pair, or the pairs of one ``cluster`` when the run's
-``abc.parquet`` has that column (a pair and its mirror: a ``one_to_one`` couple's two
-directions); standard errors are over the same units, means over the pairs.
+Ranks: 1 is best (largest mean by the metric's direction), ties get the average rank. A seeded
+bootstrap resamples the independent units of every block with replacement (the same resampled
+units for every method, so the comparison stays paired) and recomputes the block means and
+ranks; the overall mean rank averages them over the blocks. Point and interval come from these
+replicates: the point is their median, the interval their percentiles (so the point always lies
+inside it), for a block's rank and for the overall mean rank alike. Methods within the noise of
+each other are shown tied by their **places** (:func:`rank_places`): "1–3" when the method is
+not clearly ahead of, or behind, the others of those places. A unit is a pair, or the pairs of
+one ``cluster`` when the run's ``abc.parquet`` has that column (a pair and its mirror: a
+``one_to_one`` couple's two directions); standard errors are over the same units, means over the
+pairs.
 
 Sanity checks (``insdel sanity``, :mod:`insdel.sanity`): a folder among the runs that holds
 ``sanity_flags.csv`` marks the methods failing a randomisation check (a ``randomisation`` column
@@ -72,7 +83,7 @@ from .leaderboard_runs import (
 __all__ = ["METRICS", "ROAD_SCORES", "RunInfo", "Leaderboard", "find_runs", "read_run",
            "run_kind", "config_fingerprint", "leaderboard", "rank_means", "bootstrap_mean_ranks",
            "rank_places", "read_checks", "is_checks_run", "MIN_RELIABILITY",
-           "RELIABILITY_METRICS"]
+           "RELIABILITY_METRICS", "BLOCK_COLUMNS", "OVERALL_COLUMNS"]
 
 #: A metric whose meta-consistency MC (``reliability.csv``) is below this is marked unreliable:
 #: a constant metric sits at MC = 0.5 (resilience 1, reactivity 0) and one that moves at random
@@ -183,14 +194,19 @@ class Leaderboard:
     Attributes
     ----------
     blocks : pandas.DataFrame
-        Per block (group, policy) and metric: ``method, mean, se, n_pairs, n_units, rank,
-        rank_low, rank_high`` (standard error and rank CI over the independent units).
+        Per block (group, policy) and metric: ``method, mean, se, n_pairs, n_units, n_runs,
+        unit, rank, rank_low, rank_high, place_low, place_high`` (:data:`BLOCK_COLUMNS`:
+        standard error over the independent units; the rank is the median of its bootstrap
+        replicates, ``rank_low / rank_high`` their percentile interval, the places say which
+        methods are tied; ``unit`` is ``"pair"``, or ``"run"`` for ROAD; NaN interval and places
+        with a single unit).
     overall : pandas.DataFrame
-        Per metric: ``method, mean_rank, ci_low, ci_high, n_blocks``.
+        Per metric: ``method, mean_rank, ci_low, ci_high, place_low, place_high, n_blocks``
+        (:data:`OVERALL_COLUMNS`; the point is the median of the bootstrap replicates).
     groups : pandas.DataFrame
         One row per run: ``group, fingerprint, dataset, run, path, seed, used, note``.
     notes : list of str
-        Runs skipped, methods left out of the overall ranks, and why.
+        Folders skipped, duplicates merged, methods left out of the overall ranks, and why.
     n_boot, seed, level : bootstrap settings.
     """
 
@@ -241,7 +257,8 @@ class Leaderboard:
         out = ["## Leaderboard", "", "### Runs and configuration groups", "",
                "Runs with the same configuration fingerprint (everything but the seed, name, "
                "output and compute settings) are replicates: their pairs are pooled. Different "
-               "fingerprints are never pooled.", "",
+               "fingerprints are never pooled; results byte-identical to an earlier run's are "
+               "counted once (the notes name them).", "",
                "| group | fingerprint | data set | run | seed | used | path |",
                "|---|---|---|---|---:|---|---|"]
         for r in self.groups.itertuples():
@@ -480,7 +497,9 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
     Parameters
     ----------
     run_dirs : sequence of paths
-        Run directories (or folders holding run directories one level down).
+        Run directories (or folders holding run directories one level down): insertion/deletion
+        and ROAD runs are ranked, ``insdel sanity`` runs read for their checks, other folders
+        skipped with a note.
     n_boot : int, default 1000
         Bootstrap replicates for the rank confidence intervals.
     seed : int, default 0
@@ -503,7 +522,9 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
     FileNotFoundError
         A path without a finished run.
     ValueError
-        Bad ``n_boot`` / ``level``, or a run that is not an insertion/deletion evaluation.
+        Bad ``n_boot`` / ``level``, or no insertion/deletion or ROAD run among ``run_dirs``
+        (the other folders are skipped with a note each: ROAR and image runs, folders that
+        cannot be read).
     """
     n_boot = check_positive_int("n_boot", n_boot)
     seed = check_positive_int("seed", seed, minimum=0)
