@@ -265,10 +265,13 @@ class Leaderboard:
             out.append(f"| {r.group} | `{r.fingerprint}` | {r.dataset} | {r.run} | {r.seed} | "
                        f"{'yes' if r.used else 'no: ' + r.note} | {r.path} |")
         pct = f"{100 * self.level:g}%"
-        nblk = self.blocks[["group", "policy"]].drop_duplicates().shape[0]
+        counts = sorted(set(self.overall["n_blocks"].astype(int)))
+        nblk = (f"{counts[0]} block(s)" if len(counts) == 1 else
+                f"the blocks that hold each metric ({counts[0]} to {counts[-1]})" if counts
+                else "0 blocks")
         names = ", ".join(f"{g}/{p}" for g, p in
                           self.blocks[["group", "policy"]].drop_duplicates().itertuples(index=False))
-        out += ["", f"### Overall: mean rank over {nblk} block(s) (data set x policy; 1 = best), "
+        out += ["", f"### Overall: mean rank over {nblk} (data set x policy; 1 = best), "
                 f"{pct} bootstrap CI over independent units ({self.n_boot} replicates, seed "
                 f"{self.seed})", "",
                 f"Blocks: {names}. Only ranks are averaged across blocks; scores are never "
