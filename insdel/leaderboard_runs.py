@@ -55,7 +55,8 @@ _IGNORED_NESTED = {"evaluation": ("targets_per_chunk",), "model": ("trust",),
 
 
 def config_fingerprint(manifest: dict) -> str:
-    """A 12-hex-digit fingerprint of what in a run's configuration changes its numbers.
+    """A 12-hex-digit fingerprint of what in a run's configuration changes its numbers, and of
+    the kind of run (:func:`run_kind`) when it is not an insertion/deletion run.
 
     Parameters
     ----------
@@ -74,6 +75,9 @@ def config_fingerprint(manifest: dict) -> str:
     for k, drop in _IGNORED_NESTED.items():
         if isinstance(keep.get(k), dict):
             keep[k] = {kk: vv for kk, vv in keep[k].items() if kk not in drop}
+    kind = run_kind(manifest)
+    if kind != "evaluation":  # a ROAD run of a configuration is not a replicate of its evaluation
+        keep["_kind"] = kind
     keep["_data_file"] = (manifest.get("data") or {}).get("file_sha256")
     keep["_model_file"] = (manifest.get("model") or {}).get("file_sha256")
     blob = json.dumps(keep, sort_keys=True, default=str).encode()

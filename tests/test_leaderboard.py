@@ -121,6 +121,8 @@ def test_fingerprint_ignores_seed_name_output_and_compute():
     assert L.config_fingerprint(m4) != fp
     with pytest.raises(ValueError, match="config"):
         L.config_fingerprint({})
+    # a ROAD run of the same (merged) configuration is another group, not a replicate
+    assert L.config_fingerprint({**m, "road": {}}) != fp
 
 
 def test_methods_missing_from_a_block_are_left_out_with_a_note(tmp_path):
