@@ -463,12 +463,19 @@ def _group_runs(runs: list[RunInfo]) -> tuple[pd.DataFrame, dict[str, list[RunIn
     return pd.DataFrame(rows), used
 
 
-def _checks(paths: list[Path], min_reliability: float) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per method: fails / passes and the failed checks; per (metric, run): MC and reliable."""
+def _checks(paths: list[Path], min_reliability: float,
+            notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per method: fails / passes and the failed checks; per (metric, run): MC and reliable. A
+    folder whose check files cannot be read gets a note in ``notes``."""
     srows: dict[str, dict] = {}
     rrows = []
     for p in paths:
-        flags, rel = read_checks(p)
+        try:
+            flags, rel = read_checks(p)
+        except (OSError, ValueError, KeyError) as exc:
+            notes.append(f"{p}: its sanity_flags.csv / reliability.csv cannot be read "
+                         f"({type(exc).__name__}: {exc}); their marks are not shown.")
+            continue
         if flags is not None:
             for r in flags.itertuples(index=False):
                 d = srows.setdefault(str(r.method), {"method": str(r.method), "failed": [],
@@ -536,12 +543,15 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
     min_reliability = check_scalar("min_reliability", min_reliability, float, min_val=0.0,
                                    max_val=1.0, finite=True)
     found, notes = find_runs_noted(run_dirs)
-    sanity, reliability = _checks(found, min_reliability)
+    sanity, reliability = _checks(found, min_reliability, notes)
     runs, skipped = _readable(found)
+    if not runs and not skipped:
+        raise ValueError("run_dirs holds only sanity-check runs (insdel sanity); give at least "
+                         "one insertion/deletion or ROAD run to rank (the checks mark its methods "
+                         "and metrics).")
     if not runs:
-        raise ValueError("run_dirs holds no insertion/deletion or ROAD run to rank (the checks "
-                         "of insdel sanity runs mark the methods and metrics of such runs)"
-                         + (": " + " ".join(skipped) if skipped else "."))
+        raise ValueError("run_dirs holds no insertion/deletion or ROAD run to rank: "
+                         + " ".join(skipped))
     notes += skipped
     groups, used = _group_runs(runs)
     directions: dict[str, bool] = {}

@@ -487,6 +487,7 @@ def test_road_runs_on_the_leaderboard_and_other_kinds_skipped_with_a_note(tmp_pa
                       ("images", {"experiment": "paper-images", "seed": 0})):
         (runs / name).mkdir()
         (runs / name / "manifest.json").write_text(json.dumps(man))
+    (runs / "images" / "sanity_flags.csv").write_text("a,b\n1,2\n")  # not insdel sanity's
     (runs / "unfinished").mkdir()
     (runs / "broken").mkdir()
     (runs / "broken" / "manifest.json").write_text("{not json")
@@ -497,6 +498,7 @@ def test_road_runs_on_the_leaderboard_and_other_kinds_skipped_with_a_note(tmp_pa
                        ("unfinished", "no manifest.json"), ("broken", "cannot be read")):
         lines = [ln for ln in text.splitlines() if f"{runs / name} skipped" in ln]
         assert len(lines) == 1 and what in lines[0], (name, lines)
+    assert f"{runs / 'images'}: its sanity_flags.csv / reliability.csv cannot be read" in text
     board = L.leaderboard([runs], n_boot=40)
     blk = board.blocks[board.blocks["policy"] == "road:training_mean"]
     assert set(blk["metric"]) == {"road_srg_mse", "road_morf_mse", "road_lerf_mse"}
