@@ -601,8 +601,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("leaderboard", help="rank methods over finished runs",
                        description="Aggregate finished runs (docs/leaderboard.md): method x metric "
                        "means, standard errors and ranks per data set and policy, overall mean "
-                       "ranks with bootstrap CIs. Runs with different configurations are kept "
-                       "apart.")
+                       "ranks with bootstrap CIs and ties. Runs with different configurations are "
+                       "kept apart; identical results are counted once. Insertion/deletion and "
+                       "ROAD runs are ranked; ROAR and image runs and unreadable folders are "
+                       "skipped with a note each.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
                    help="run directories (or folders holding them)")
     p.add_argument("--out", default="insdel-leaderboard", metavar="DIR",

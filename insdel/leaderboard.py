@@ -11,7 +11,11 @@ table, ranked by their own direction (1 = best, also where lower is better). A r
 removals (``[removal] kinds``) holds each further removal's ``abc.parquet`` in
 ``<policy>/removal-<name>/``: its ABCs join as the metrics ``insertion@<name>``,
 ``deletion@<name>`` and ``total@<name>`` (the primary removal's are the plain ones), so one table
-shows how each method ranks under every removal.
+shows how each method ranks under every removal. A ROAD run (``insdel road``) joins with its
+SRG, MoRF and LeRF areas (``road_summary.csv``) as the metrics ``road_srg_<loss>``,
+``road_morf_<loss>`` and ``road_lerf_<loss>``; it holds one score per method, so a ROAD run is
+one unit. ROAR, image and sanity-check runs, and folders that cannot be read, are skipped with a
+note each (:mod:`insdel.leaderboard_runs`).
 
 Runs are grouped by a **configuration fingerprint**: the hash of everything in the configuration
 that changes the numbers (data recipe and options, model, targets, policies, methods and their
@@ -20,15 +24,22 @@ the name, the output folder, figures, compute device or chunk sizes. Runs of one
 replicates (other seeds): their pairs are pooled. Runs with different fingerprints are never
 pooled; each (group, policy) is a **block** with its own table, and the overall table only
 averages *ranks* across blocks, over the methods every block has. A run whose fingerprint and
-seed repeat an earlier one (the same pairs) is listed and skipped, not counted twice.
+seed repeat an earlier one (the same pairs) is listed and skipped, not counted twice; so is a
+run's metric whose per-pair results are byte-identical to an earlier run's
+(:func:`~insdel.leaderboard_runs.content_key`: e.g. the same configuration run with and without
+``--removal baseline``, whose fingerprints differ), with a note naming both runs.
 
-Ranks: 1 is best (largest mean), ties get the average rank. The overall mean rank of a method is
-the average of its block ranks; its confidence interval comes from a seeded bootstrap that
-resamples the independent units of every block with replacement (the same resampled units for
-every method, so the comparison stays paired), recomputes the block means and ranks, and takes
-percentiles of the mean rank. A unit is a pair, or the pairs of one ``cluster`` when the run's
-``abc.parquet`` has that column (a pair and its mirror: a ``one_to_one`` couple's two
-directions); standard errors are over the same units, means over the pairs.
+Ranks: 1 is best (largest mean by the metric's direction), ties get the average rank. A seeded
+bootstrap resamples the independent units of every block with replacement (the same resampled
+units for every method, so the comparison stays paired) and recomputes the block means and
+ranks; the overall mean rank averages them over the blocks. Point and interval come from these
+replicates: the point is their median, the interval their percentiles (so the point always lies
+inside it), for a block's rank and for the overall mean rank alike. Methods within the noise of
+each other are shown tied by their **places** (:func:`rank_places`): "1–3" when the method is
+not clearly ahead of, or behind, the others of those places. A unit is a pair, or the pairs of
+one ``cluster`` when the run's ``abc.parquet`` has that column (a pair and its mirror: a
+``one_to_one`` couple's two directions); standard errors are over the same units, means over the
+pairs.
 
 Sanity checks (``insdel sanity``, :mod:`insdel.sanity`): a folder among the runs that holds
 ``sanity_flags.csv`` marks the methods failing a randomisation check (a ``randomisation`` column
@@ -41,9 +52,8 @@ leaderboard is as before.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,14 +64,26 @@ import pandas as pd
 from . import _checkpoint as ck
 from ._stats import mean_se, unit_ids
 from ._validation import check_positive_int, check_scalar
+from .leaderboard_runs import (
+    KINDS,
+    METRICS,
+    ROAD_SCORES,
+    RunInfo,
+    config_fingerprint,
+    content_key,
+    find_runs,
+    find_runs_noted,
+    is_checks_run,
+    read_checks,
+    read_manifest,
+    read_run,
+    run_kind,
+)
 
-__all__ = ["METRICS", "RunInfo", "Leaderboard", "find_runs", "read_run", "config_fingerprint",
-           "leaderboard", "rank_means", "bootstrap_mean_ranks", "read_checks", "is_checks_run",
-           "MIN_RELIABILITY",
-           "RELIABILITY_METRICS"]
-
-#: metric name -> label in the tables.
-METRICS = {"insertion": "insertion ABC", "deletion": "deletion ABC'", "total": "ABC + ABC'"}
+__all__ = ["METRICS", "ROAD_SCORES", "RunInfo", "Leaderboard", "find_runs", "read_run",
+           "run_kind", "config_fingerprint", "leaderboard", "rank_means", "bootstrap_mean_ranks",
+           "rank_places", "read_checks", "is_checks_run", "MIN_RELIABILITY",
+           "RELIABILITY_METRICS", "BLOCK_COLUMNS", "OVERALL_COLUMNS"]
 
 #: A metric whose meta-consistency MC (``reliability.csv``) is below this is marked unreliable:
 #: a constant metric sits at MC = 0.5 (resilience 1, reactivity 0) and one that moves at random
@@ -71,173 +93,6 @@ MIN_RELIABILITY = 0.6
 #: (:mod:`insdel.metrics`); ``total`` is unreliable when either of its two parts is.
 RELIABILITY_METRICS = {"insertion": ("insertion_abc",), "deletion": ("deletion_abc",),
                        "total": ("insertion_abc", "deletion_abc")}
-
-# Configuration keys that do not change the numbers (left out of the fingerprint).
-_IGNORED_TOP = ("name", "description", "seed", "out", "figures", "compute", "roar",
-                "decomposition", "quick", "sections", "source")
-_IGNORED_NESTED = {"evaluation": ("targets_per_chunk",), "model": ("trust",)}
-
-
-def config_fingerprint(manifest: dict) -> str:
-    """A 12-hex-digit fingerprint of what in a run's configuration changes its numbers.
-
-    Parameters
-    ----------
-    manifest : dict
-        The run's ``manifest.json`` (its ``config``, and the sha256 of a user's data or model
-        file when there is one).
-
-    Returns
-    -------
-    str
-    """
-    cfg = manifest.get("config")
-    if not isinstance(cfg, dict):
-        raise ValueError("manifest: no 'config' table (not a run written by insdel's runner).")
-    keep = {k: v for k, v in cfg.items() if k not in _IGNORED_TOP}
-    for k, drop in _IGNORED_NESTED.items():
-        if isinstance(keep.get(k), dict):
-            keep[k] = {kk: vv for kk, vv in keep[k].items() if kk not in drop}
-    keep["_data_file"] = (manifest.get("data") or {}).get("file_sha256")
-    keep["_model_file"] = (manifest.get("model") or {}).get("file_sha256")
-    blob = json.dumps(keep, sort_keys=True, default=str).encode()
-    return hashlib.sha256(blob).hexdigest()[:12]
-
-
-@dataclass
-class RunInfo:
-    """One finished run: where it is, its seed, fingerprint and data set, and its pairs' ABCs.
-
-    Attributes
-    ----------
-    path : Path
-    name : str
-    seed : int or None
-    fingerprint : str
-    dataset : str
-        The data recipe (or data set name) of the run.
-    policies : list of str
-    abc : pandas.DataFrame
-        Columns ``policy, pair, cluster, method, metric, score`` (metric: insertion, deletion,
-        total; ``cluster``: the pair's independent unit, the pair itself when the run recorded
-        none).
-    """
-
-    path: Path
-    name: str
-    seed: int | None
-    fingerprint: str
-    dataset: str
-    policies: list
-    abc: pd.DataFrame = field(repr=False)
-    directions: dict = field(default_factory=dict)
-
-
-def find_runs(paths: Sequence[str | os.PathLike]) -> list[Path]:
-    """Run directories from the given paths: a folder with ``manifest.json`` is a run; a folder
-    without one is searched one level down. Duplicates (same resolved path) are dropped.
-
-    Raises
-    ------
-    FileNotFoundError
-        A path that does not exist or holds no run.
-    """
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    out: list[Path] = []
-    for p in paths:
-        p = Path(p)
-        if not p.is_dir():
-            raise FileNotFoundError(f"run directory {str(p)!r}: no such folder.")
-        if (p / "manifest.json").is_file():
-            found = [p]
-        else:
-            found = sorted(q for q in p.iterdir() if (q / "manifest.json").is_file())
-            if not found:
-                raise FileNotFoundError(f"run directory {str(p)!r} holds no finished run "
-                                        "(no manifest.json in it or in its sub-folders).")
-        for q in found:
-            if q.resolve() not in {o.resolve() for o in out}:
-                out.append(q)
-    if not out:
-        raise ValueError("run_dirs: give at least one run directory.")
-    return out
-
-
-def read_run(path: str | os.PathLike) -> RunInfo:
-    """Read one finished run (its manifest and every policy's ``abc.parquet``).
-
-    Raises
-    ------
-    FileNotFoundError
-        No manifest, or a policy folder without ``abc.parquet``.
-    ValueError
-        A run that is not an insertion/deletion evaluation (e.g. a ROAR run).
-    """
-    path = Path(path)
-    mpath = path / "manifest.json"
-    if not mpath.is_file():
-        raise FileNotFoundError(f"{path} holds no finished run (no manifest.json).")
-    manifest = json.loads(mpath.read_text())
-    policies = manifest.get("policies")
-    if not policies:
-        raise ValueError(f"{path}: the manifest lists no policies (a ROAR run or not an "
-                         "insertion/deletion evaluation); leaderboards rank evaluation runs.")
-    frames = []
-    directions = dict.fromkeys(METRICS, True)
-    for pol in policies:
-        first = len(frames)  # this policy's frames start here
-        f = path / pol / "abc.parquet"
-        if not f.is_file():
-            raise FileNotFoundError(f"{path}: policy {pol!r} has no abc.parquet ({f}).")
-        df = pd.read_parquet(f)
-        # the pairs' independent units (a pair and its mirror share one); absent: the pair
-        unit = (df.groupby("pair")["cluster"].first() if "cluster" in df.columns
-                else pd.Series(df["pair"].unique(), index=df["pair"].unique()))
-        frames.append(_abc_scores(df).assign(policy=pol))
-        # the run's other removals ([removal] kinds): the same pairs and methods, their ABCs as
-        # metrics "insertion@<removal>", ... (the primary removal's are the plain ones)
-        for sub in sorted((path / pol).glob("removal-*/abc.parquet")):
-            name = sub.parent.name[len("removal-"):]
-            scores = _abc_scores(pd.read_parquet(sub))
-            scores["metric"] = scores["metric"] + f"@{name}"
-            for m in scores["metric"].unique():
-                directions[str(m)] = True
-            frames.append(scores.assign(policy=pol))
-        mf = path / pol / "metrics.parquet"
-        if mf.is_file():  # the run's [metrics] (insdel.metrics), with their directions
-            md = pd.read_parquet(mf)
-            for name, up in md.groupby("metric", sort=False)["higher_is_better"].first().items():
-                directions[str(name)] = bool(up)
-            frames.append(md.rename(columns={"value": "score"})[
-                ["pair", "method", "metric", "score"]].assign(policy=pol))
-        for fr in frames[first:]:
-            fr["cluster"] = fr["pair"].map(unit).fillna(-1 - fr["pair"]).astype(np.int64)
-    abc = pd.concat(frames, ignore_index=True)[["policy", "pair", "cluster", "method", "metric",
-                                                 "score"]]
-    cfg = manifest.get("config") or {}
-    data = manifest.get("data") or {}
-    dataset = str(data.get("name") or (cfg.get("data") or {}).get("recipe") or "data")
-    seed = manifest.get("seed", cfg.get("seed"))
-    return RunInfo(path=path, name=str(manifest.get("name", path.name)),
-                   seed=None if seed is None else int(seed),
-                   fingerprint=config_fingerprint(manifest), dataset=dataset,
-                   policies=list(policies), abc=abc, directions=directions)
-
-
-def _abc_scores(df: pd.DataFrame) -> pd.DataFrame:
-    """Long scores (pair, method, metric, score) of an ``abc.parquet``: the insertion ABC, the
-    deletion ABC' and, with both, their sum ("total")."""
-    wide = df.pivot_table(index=["pair", "method"], columns="mode", values="abc",
-                          aggfunc="first")
-    long = []
-    for mode in ("insertion", "deletion"):
-        if mode in wide.columns:
-            long.append(wide[mode].rename("score").reset_index().assign(metric=mode))
-    if {"insertion", "deletion"} <= set(wide.columns):
-        tot = (wide["insertion"] + wide["deletion"]).rename("score").reset_index()
-        long.append(tot.assign(metric="total"))
-    return pd.concat(long, ignore_index=True)
 
 
 def rank_means(means: np.ndarray) -> np.ndarray:
@@ -285,6 +140,53 @@ def bootstrap_mean_ranks(blocks: Sequence[np.ndarray], *, n_boot: int = 1000, se
     return acc / len(blocks)
 
 
+def rank_places(reps: np.ndarray, *, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """The places each method may take when methods within the noise are tied.
+
+    Parameters
+    ----------
+    reps : ndarray (B, M)
+        Bootstrap replicates of the methods' (mean) ranks, 1 = best
+        (:func:`bootstrap_mean_ranks`).
+    level : float, default 0.95
+        Method i is **ahead** of method j when the upper ``(1 + level) / 2`` percentile of the
+        replicates of rank_i - rank_j is below 0 (paired: the same replicates); otherwise they
+        are tied. Pairwise, not adjusted for the number of pairs.
+
+    Returns
+    -------
+    low, high : ndarray (M,) of int
+        ``low`` = 1 + the number of methods ahead of the method, ``high`` = M - the number of
+        methods it is ahead of: "1-3" for three methods within the noise of each other, one
+        place for a method clearly apart.
+    """
+    reps = np.asarray(reps, dtype=np.float64)
+    M = reps.shape[1]
+    diff = reps[:, :, None] - reps[:, None, :]  # (B, i, j): rank_i - rank_j
+    ahead = np.percentile(diff, 100 * (1 + level) / 2, axis=0) < 0  # ahead[i, j]: i before j
+    np.fill_diagonal(ahead, False)
+    return 1 + ahead.sum(axis=0), M - ahead.sum(axis=1)
+
+
+def _rank_summary(reps: np.ndarray, level: float, units: int) -> dict[str, np.ndarray]:
+    """Point rank, interval and places of one set of replicates (B, M). The point is the median
+    of the replicates, so it lies inside the percentile interval by construction; with a single
+    unit (nothing to resample) the interval and the places are NaN."""
+    lo, mid, hi = np.percentile(reps, [100 * (1 - level) / 2, 50, 100 * (1 + level) / 2], axis=0)
+    if units < 2:
+        nan = np.full(reps.shape[1], np.nan)
+        return {"point": mid, "low": nan, "high": nan, "place_low": nan, "place_high": nan}
+    pl, ph = rank_places(reps, level=level)
+    return {"point": mid, "low": lo, "high": hi, "place_low": pl, "place_high": ph}
+
+
+def _places(low, high) -> str:
+    """``1`` or ``1-3`` (tied), ``n/a`` without places."""
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "n/a"
+    return f"{int(low)}" if low == high else f"{int(low)}–{int(high)}"
+
+
 @dataclass
 class Leaderboard:
     """Result of :func:`leaderboard`.
@@ -292,14 +194,19 @@ class Leaderboard:
     Attributes
     ----------
     blocks : pandas.DataFrame
-        Per block (group, policy) and metric: ``method, mean, se, n_pairs, n_units, rank,
-        rank_low, rank_high`` (standard error and rank CI over the independent units).
+        Per block (group, policy) and metric: ``method, mean, se, n_pairs, n_units, n_runs,
+        unit, rank, rank_low, rank_high, place_low, place_high`` (:data:`BLOCK_COLUMNS`:
+        standard error over the independent units; the rank is the median of its bootstrap
+        replicates, ``rank_low / rank_high`` their percentile interval, the places say which
+        methods are tied; ``unit`` is ``"pair"``, or ``"run"`` for ROAD; NaN interval and places
+        with a single unit).
     overall : pandas.DataFrame
-        Per metric: ``method, mean_rank, ci_low, ci_high, n_blocks``.
+        Per metric: ``method, mean_rank, ci_low, ci_high, place_low, place_high, n_blocks``
+        (:data:`OVERALL_COLUMNS`; the point is the median of the bootstrap replicates).
     groups : pandas.DataFrame
         One row per run: ``group, fingerprint, dataset, run, path, seed, used, note``.
     notes : list of str
-        Runs skipped, methods left out of the overall ranks, and why.
+        Folders skipped, duplicates merged, methods left out of the overall ranks, and why.
     n_boot, seed, level : bootstrap settings.
     """
 
@@ -350,17 +257,21 @@ class Leaderboard:
         out = ["## Leaderboard", "", "### Runs and configuration groups", "",
                "Runs with the same configuration fingerprint (everything but the seed, name, "
                "output and compute settings) are replicates: their pairs are pooled. Different "
-               "fingerprints are never pooled.", "",
+               "fingerprints are never pooled; results byte-identical to an earlier run's are "
+               "counted once (the notes name them).", "",
                "| group | fingerprint | data set | run | seed | used | path |",
                "|---|---|---|---|---:|---|---|"]
         for r in self.groups.itertuples():
             out.append(f"| {r.group} | `{r.fingerprint}` | {r.dataset} | {r.run} | {r.seed} | "
                        f"{'yes' if r.used else 'no: ' + r.note} | {r.path} |")
         pct = f"{100 * self.level:g}%"
-        nblk = self.blocks[["group", "policy"]].drop_duplicates().shape[0]
+        counts = sorted(set(self.overall["n_blocks"].astype(int)))
+        nblk = (f"{counts[0]} block(s)" if len(counts) == 1 else
+                f"the blocks that hold each metric ({counts[0]} to {counts[-1]})" if counts
+                else "0 blocks")
         names = ", ".join(f"{g}/{p}" for g, p in
                           self.blocks[["group", "policy"]].drop_duplicates().itertuples(index=False))
-        out += ["", f"### Overall: mean rank over {nblk} block(s) (data set x policy; 1 = best), "
+        out += ["", f"### Overall: mean rank over {nblk} (data set x policy; 1 = best), "
                 f"{pct} bootstrap CI over independent units ({self.n_boot} replicates, seed "
                 f"{self.seed})", "",
                 f"Blocks: {names}. Only ranks are averaged across blocks; scores are never "
@@ -370,7 +281,12 @@ class Leaderboard:
         metrics = [m for m in self.labels if m in set(self.overall["metric"])]
         checked = not self.sanity.empty
         if metrics:
-            out += ["| method | " + " | ".join(self._label(m) for m in metrics)
+            out += ["Each cell: the mean rank (the median of its bootstrap replicates, so it lies "
+                    f"inside its {pct} interval) [interval] (places: the ranks the method may "
+                    "take; a range such as 1–3 means it is tied, within the noise, with the "
+                    "methods whose places overlap; a method is ahead of another when its rank "
+                    f"is lower in the {pct} interval of their paired difference).", "",
+                    "| method | " + " | ".join(self._label(m) for m in metrics)
                     + (" | randomisation" if checked else "") + " |",
                     "|---|" + "---:|" * len(metrics) + ("---|" if checked else "")]
             ov = self.overall.set_index(["metric", "method"])
@@ -379,8 +295,10 @@ class Leaderboard:
                 for m in metrics:
                     if (m, meth) in ov.index:
                         r = ov.loc[(m, meth)]
-                        cells.append(f"{r['mean_rank']:.2f} [{r['ci_low']:.2f}, "
-                                     f"{r['ci_high']:.2f}]")
+                        ci = (f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
+                              if np.isfinite(r["ci_low"]) else "[no interval]")
+                        cells.append(f"{r['mean_rank']:.2f} {ci} "
+                                     f"({_places(r['place_low'], r['place_high'])})")
                     else:
                         cells.append("n/a")
                 if checked:
@@ -390,30 +308,40 @@ class Leaderboard:
         for note in self.notes:
             out.append(f"\n- {note}")
         for (g, pol), blk in self.blocks.groupby(["group", "policy"], sort=False):
-            ds = blk["dataset"].iloc[0]
-            runs = ", ".join(self.groups.loc[(self.groups["group"] == g) & self.groups["used"],
-                                             "run"])
-            npairs = int(blk["n_pairs"].max())
-            nunits = int(blk["n_units"].max()) if "n_units" in blk else npairs
-            count = f"{npairs} pairs" + (f", {nunits} units" if nunits < npairs else "")
-            out += ["", f"### {ds} / {pol} (group {g}: {runs}; {count})", "",
-                    "| method | " + " | ".join(
-                        f"{self._label(m)} mean ± s.e. (rank)" for m in self.labels
-                        if m in set(blk["metric"])) + " |"]
-            ms = [m for m in self.labels if m in set(blk["metric"])]
-            out.append("|---|" + "---:|" * len(ms))
-            b = blk.set_index(["metric", "method"])
-            for meth in _method_order(blk, ms, "rank"):
-                cells = []
-                for m in ms:
-                    if (m, meth) not in b.index:  # left out of this metric (see the notes)
-                        cells.append("n/a")
-                        continue
-                    r = b.loc[(m, meth)]
-                    cells.append(f"{r['mean']:.{digits}f} ± {r['se']:.{digits}f} "
-                                 f"({r['rank']:g})")
-                out.append(f"| {meth} | " + " | ".join(cells) + " |")
+            out += self._block_markdown(g, pol, blk, digits)
         return "\n".join(out) + "\n"
+
+    def _block_markdown(self, g: str, pol: str, blk: pd.DataFrame, digits: int) -> list[str]:
+        """One block's table: mean ± s.e. (rank, and the places when tied with others)."""
+        ds = blk["dataset"].iloc[0]
+        runs = ", ".join(self.groups.loc[(self.groups["group"] == g) & self.groups["used"],
+                                         "run"])
+        npairs = int(blk["n_pairs"].max())
+        nunits = int(blk["n_units"].max())
+        if (blk["unit"] == "run").all():
+            count = (f"{nunits} run(s), one unit each: ROAD's scores are per method, not per "
+                     "row")
+        else:
+            count = f"{npairs} pairs" + (f", {nunits} units" if nunits < npairs else "")
+        ms = [m for m in self.labels if m in set(blk["metric"])]
+        out = ["", f"### {ds} / {pol} (group {g}: {runs}; {count})", "",
+               "| method | " + " | ".join(f"{self._label(m)} mean ± s.e. (rank)" for m in ms)
+               + " |", "|---|" + "---:|" * len(ms)]
+        b = blk.set_index(["metric", "method"])
+        for meth in _method_order(blk, ms, "rank"):
+            cells = []
+            for m in ms:
+                if (m, meth) not in b.index:  # left out of this metric (see the notes)
+                    cells.append("n/a")
+                    continue
+                r = b.loc[(m, meth)]
+                se = f"{r['se']:.{digits}f}" if np.isfinite(r["se"]) else "n/a"
+                tied = (f", tied: places {_places(r['place_low'], r['place_high'])}"
+                        if np.isfinite(r["place_low"]) and r["place_low"] < r["place_high"]
+                        else "")
+                cells.append(f"{r['mean']:.{digits}f} ± {se} ({r['rank']:g}{tied})")
+            out.append(f"| {meth} | " + " | ".join(cells) + " |")
+        return out
 
     def _checks_markdown(self) -> list[str]:
         """The sanity checks' and the metrics' reliability sections (none without them)."""
@@ -437,27 +365,39 @@ class Leaderboard:
                            f"{r.mc:.3f} | {'yes' if r.reliable else '**no**'} | {r.run} |")
         return out
 
-    def figure(self):
-        """Mean-rank dot plot with CI bars, one panel per metric (matplotlib Figure)."""
-        import matplotlib.pyplot as plt
+    def figure(self, *, ncols: int = 3):
+        """Mean-rank dot plot with CI bars, one panel per metric (matplotlib Figure).
 
+        Each panel lists every method ranked under its metric, best at the top; the panels wrap
+        into a grid of at most ``ncols`` columns."""
+        import matplotlib.pyplot as plt
+        from matplotlib.ticker import MaxNLocator
+
+        ncols = check_positive_int("ncols", ncols)
         metrics = [m for m in self.labels if m in set(self.overall["metric"])]
-        fig, axes = plt.subplots(1, max(1, len(metrics)), figsize=(4.2 * max(1, len(metrics)),
-                                 0.45 * max(3, self.overall["method"].nunique()) + 1.2),
-                                 squeeze=False, sharey=True)
-        order = None
-        for ax, m in zip(axes[0], metrics, strict=False):
-            d = self.overall[self.overall["metric"] == m]
-            if order is None:
-                order = list(d.sort_values("mean_rank", ascending=False)["method"])
-            d = d.set_index("method").reindex(order)
-            y = np.arange(len(order))
-            xerr = np.maximum(0.0, [d["mean_rank"] - d["ci_low"], d["ci_high"] - d["mean_rank"]])
-            ax.errorbar(d["mean_rank"], y, xerr=xerr,
-                        fmt="o", color="C0", ecolor="0.4", capsize=3)
-            ax.set_yticks(y, order)
+        ncols = max(1, min(ncols, len(metrics)))
+        nrows = max(1, -(-len(metrics) // ncols))
+        per = [self.overall[self.overall["metric"] == m].sort_values(
+            "mean_rank", ascending=False, kind="stable") for m in metrics]
+        longest = max([len(str(x)) for x in self.overall.get("method", [])] or [1])
+        most = max([len(d) for d in per] or [3])
+        width = 3.2 + 0.07 * longest  # the panel and its method names
+        fig, axes = plt.subplots(nrows, ncols, squeeze=False,
+                                 figsize=(width * ncols, nrows * (0.3 * max(3, most) + 1.5)))
+        for ax in axes.flat[len(metrics):]:
+            ax.set_visible(False)
+        for ax, m, d in zip(axes.flat, metrics, per, strict=False):
+            y = np.arange(len(d))
+            point = d["mean_rank"].to_numpy(float)
+            lo, hi = d["ci_low"].to_numpy(float), d["ci_high"].to_numpy(float)
+            xerr = np.nan_to_num(np.maximum(0.0, [point - lo, hi - point]))
+            ax.errorbar(point, y, xerr=xerr, fmt="o", color="C0", ecolor="0.4", capsize=3)
+            ax.set_yticks(y, list(d["method"]))
+            ax.set_ylim(-0.6, len(d) - 0.4)
+            ax.set_xlim(0.5, max(2, len(d)) + 0.5)  # the ranks 1 .. M of this metric
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
             ax.set_xlabel("mean rank (1 = best)")
-            ax.set_title(self._label(m))
+            ax.set_title(textwrap.fill(self._label(m), 36), fontsize=9)
             ax.grid(axis="x", alpha=0.3)
         fig.suptitle(f"Leaderboard: mean rank, {100 * self.level:g}% bootstrap CI", fontsize=10)
         fig.tight_layout()
@@ -523,46 +463,19 @@ def _group_runs(runs: list[RunInfo]) -> tuple[pd.DataFrame, dict[str, list[RunIn
     return pd.DataFrame(rows), used
 
 
-def is_checks_run(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is an ``insdel sanity`` run (its manifest has a ``sanity`` entry and no
-    policies): read for its checks only."""
-    mpath = Path(path) / "manifest.json"
-    try:
-        manifest = json.loads(mpath.read_text())
-    except (OSError, ValueError):
-        return False
-    return "sanity" in manifest and not manifest.get("policies")
-
-
-def read_checks(path: str | os.PathLike) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
-    """The sanity flags (``sanity_flags.csv``) and the metrics' reliability
-    (``reliability.csv``) a run folder holds, each None when absent."""
-    path = Path(path)
-    flags = rel = None
-    if (path / "sanity_flags.csv").is_file():
-        flags = pd.read_csv(path / "sanity_flags.csv")
-        missing = {"method", "check", "flagged"} - set(flags.columns)
-        if missing:
-            raise ValueError(f"{path / 'sanity_flags.csv'}: no column(s) {sorted(missing)} (not "
-                             "written by insdel sanity).")
-        for col in ("kind", "order"):
-            if col not in flags.columns:
-                flags[col] = ""
-    if (path / "reliability.csv").is_file():
-        rel = pd.read_csv(path / "reliability.csv")
-        missing = {"metric", "resilience", "reactivity", "mc"} - set(rel.columns)
-        if missing:
-            raise ValueError(f"{path / 'reliability.csv'}: no column(s) {sorted(missing)} (not "
-                             "written by insdel sanity).")
-    return flags, rel
-
-
-def _checks(paths: list[Path], min_reliability: float) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per method: fails / passes and the failed checks; per (metric, run): MC and reliable."""
+def _checks(paths: list[Path], min_reliability: float,
+            notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per method: fails / passes and the failed checks; per (metric, run): MC and reliable. A
+    folder whose check files cannot be read gets a note in ``notes``."""
     srows: dict[str, dict] = {}
     rrows = []
     for p in paths:
-        flags, rel = read_checks(p)
+        try:
+            flags, rel = read_checks(p)
+        except (OSError, ValueError, KeyError) as exc:
+            notes.append(f"{p}: its sanity_flags.csv / reliability.csv cannot be read "
+                         f"({type(exc).__name__}: {exc}); their marks are not shown.")
+            continue
         if flags is not None:
             for r in flags.itertuples(index=False):
                 d = srows.setdefault(str(r.method), {"method": str(r.method), "failed": [],
@@ -594,7 +507,9 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
     Parameters
     ----------
     run_dirs : sequence of paths
-        Run directories (or folders holding run directories one level down).
+        Run directories (or folders holding run directories one level down): insertion/deletion
+        and ROAD runs are ranked, ``insdel sanity`` runs read for their checks, other folders
+        skipped with a note.
     n_boot : int, default 1000
         Bootstrap replicates for the rank confidence intervals.
     seed : int, default 0
@@ -617,7 +532,9 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
     FileNotFoundError
         A path without a finished run.
     ValueError
-        Bad ``n_boot`` / ``level``, or a run that is not an insertion/deletion evaluation.
+        Bad ``n_boot`` / ``level``, or no insertion/deletion or ROAD run among ``run_dirs``
+        (the other folders are skipped with a note each: ROAR and image runs, folders that
+        cannot be read).
     """
     n_boot = check_positive_int("n_boot", n_boot)
     seed = check_positive_int("seed", seed, minimum=0)
@@ -625,30 +542,144 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
                          include_boundaries="neither", finite=True)
     min_reliability = check_scalar("min_reliability", min_reliability, float, min_val=0.0,
                                    max_val=1.0, finite=True)
-    found = find_runs(run_dirs)
-    sanity, reliability = _checks(found, min_reliability)
-    evaluations = [p for p in found if not is_checks_run(p)]
-    if not evaluations:
+    found, notes = find_runs_noted(run_dirs)
+    sanity, reliability = _checks(found, min_reliability, notes)
+    runs, skipped = _readable(found)
+    if not runs and not skipped:
         raise ValueError("run_dirs holds only sanity-check runs (insdel sanity); give at least "
-                         "one insertion/deletion run to rank (the checks mark its methods and "
-                         "metrics).")
-    runs = [read_run(p) for p in evaluations]
+                         "one insertion/deletion or ROAD run to rank (the checks mark its methods "
+                         "and metrics).")
+    if not runs:
+        raise ValueError("run_dirs holds no insertion/deletion or ROAD run to rank: "
+                         + " ".join(skipped))
+    notes += skipped
     groups, used = _group_runs(runs)
-    rng_seed = seed
-    blocks_rows: list[dict] = []
     directions: dict[str, bool] = {}
+    labels = dict(METRICS)
     for r in runs:
+        labels.update(r.labels)
         for m, up in r.directions.items():
             if directions.setdefault(m, up) != up:
                 raise ValueError(f"metric {m!r} is higher-is-better in one run and "
                                  f"lower-is-better in another ({r.path}).")
-    labels = {m: METRICS.get(m, m) for m in directions}
-    per_metric: dict[str, list[tuple[str, list[str], np.ndarray]]] = {m: [] for m in labels}
-    lo_q, hi_q = 100 * (1 - level) / 2, 100 * (1 + level) / 2
-    notes: list[str] = []
+    labels = {m: labels.get(m, m) for m in directions}
+    notes += _merge_duplicates([r for r in runs if any(r is u for us in used.values()
+                                                       for u in us)], groups, labels)
+    blocks_rows, per_metric = _blocks(used, labels, directions, n_boot, seed, level, notes)
+    overall_rows = []
+    for m, blks in per_metric.items():
+        if not blks:
+            continue
+        common = [meth for meth in blks[0][1] if all(meth in b[1] for b in blks)]
+        dropped = sorted({meth for b in blks for meth in b[1]} - set(common))
+        if dropped:
+            notes.append(f"{labels[m]}: {', '.join(dropped)} left out of the overall ranks "
+                         "(not present in every block).")
+        if not common:
+            continue
+        Vs = [b[2][:, [b[1].index(meth) for meth in common]] for b in blks]
+        boot = bootstrap_mean_ranks(Vs, n_boot=n_boot, seed=seed, clusters=[b[3] for b in blks])
+        units = max(int(b[3].max()) + 1 for b in blks)
+        single = [b[0] for b in blks if int(b[3].max()) == 0]
+        if single and units > 1:
+            notes.append(f"{labels[m]}: block(s) {', '.join(single)} have one unit (nothing to "
+                         "resample): their ranks enter every bootstrap replicate unchanged.")
+        if units < 2:
+            notes.append(f"{labels[m]}: every block has one unit (one run of a ROAD "
+                         "configuration: road_summary.csv holds one score per method, not one "
+                         "per row), so these ranks have no interval and no places; runs of the "
+                         "same configuration with other seeds are its units.")
+        summ = _rank_summary(boot, level, units)
+        for j, meth in enumerate(common):
+            overall_rows.append({"metric": m, "method": meth, "mean_rank": summ["point"][j],
+                                 "ci_low": summ["low"][j], "ci_high": summ["high"][j],
+                                 "place_low": summ["place_low"][j],
+                                 "place_high": summ["place_high"][j], "n_blocks": len(blks)})
+    for r in groups[~groups["used"]].itertuples():
+        notes.append(f"run {r.path} skipped: {r.note}.")
+    return Leaderboard(blocks=pd.DataFrame(blocks_rows, columns=BLOCK_COLUMNS),
+                       overall=pd.DataFrame(overall_rows, columns=OVERALL_COLUMNS),
+                       groups=groups, notes=notes, n_boot=n_boot, seed=seed, level=level,
+                       labels=labels, directions=directions, sanity=sanity,
+                       reliability=reliability, min_reliability=min_reliability)
+
+
+def _readable(found: list[Path]) -> tuple[list[RunInfo], list[str]]:
+    """The runs a leaderboard ranks (insertion/deletion and ROAD runs), and a note for each other
+    folder: sanity-check runs (read for their checks), ROAR and image runs, and folders that
+    cannot be read (the reason named)."""
+    runs, notes = [], []
+    for p in found:
+        try:
+            kind = run_kind(read_manifest(p))
+            if kind == "sanity":
+                continue  # read by _checks
+            if kind not in ("evaluation", "road"):
+                notes.append(f"{p} skipped: {KINDS[kind]}, not ranked (leaderboards rank "
+                             "insertion/deletion and ROAD runs).")
+                continue
+            runs.append(read_run(p))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            notes.append(f"{p} skipped: cannot be read ({type(exc).__name__}: {exc}).")
+    return runs, notes
+
+
+def _merge_duplicates(runs: list[RunInfo], groups: pd.DataFrame, labels: dict) -> list[str]:
+    """Count identical numbers once: a (run, policy, metric) whose per-pair results
+    (:func:`~insdel.leaderboard_runs.content_key`) repeat an earlier run's is dropped from its run
+    (e.g. the same configuration run with and without ``--removal baseline``, whose fingerprints
+    differ). Marks a run left with nothing as not used in ``groups``; returns the notes."""
+    seen: dict[tuple[str, str], tuple[str, str]] = {}
+    notes = []
+    for r in runs:
+        drop = np.zeros(len(r.abc), dtype=bool)
+        dup: dict[tuple[str, str, str], list[str]] = {}
+        for (pol, m), idx in r.abc.groupby(["policy", "metric"], sort=False).indices.items():
+            key = (str(m), content_key(r.abc.iloc[idx]))
+            if key in seen:
+                drop[idx] = True
+                dup.setdefault((pol, *seen[key]), []).append(labels.get(m, m))
+            else:
+                seen[key] = (str(r.path), pol)
+        if not dup:
+            continue
+        r.abc = r.abc[~drop].reset_index(drop=True)
+        firsts = sorted({first for _, first, _ in dup})
+        for (pol, first, fpol), ms in dup.items():
+            notes.append(f"duplicates merged: run {r.path} ({pol}) holds the same numbers as "
+                         f"{first} ({fpol}) for {', '.join(ms)}: counted once.")
+        row = groups["path"] == str(r.path)
+        if r.abc.empty:
+            groups.loc[row, "used"] = False
+            groups.loc[row, "note"] = (f"its numbers are identical to {', '.join(firsts)}'s "
+                                       "(counted once)")
+        else:
+            groups.loc[row, "note"] = (f"some numbers identical to {', '.join(firsts)}'s "
+                                       "(counted once)")
+    return notes
+
+
+#: The columns of :attr:`Leaderboard.blocks` and :attr:`Leaderboard.overall`.
+BLOCK_COLUMNS = ["group", "fingerprint", "dataset", "policy", "metric", "method", "mean", "se",
+                 "n_pairs", "n_units", "n_runs", "unit", "rank", "rank_low", "rank_high",
+                 "place_low", "place_high"]
+OVERALL_COLUMNS = ["metric", "method", "mean_rank", "ci_low", "ci_high", "place_low",
+                   "place_high", "n_blocks"]
+
+
+def _blocks(used: dict, labels: dict, directions: dict, n_boot: int, seed: int, level: float,
+            notes: list) -> tuple[list[dict], dict]:
+    """Per (group, policy, metric): the pooled runs' means, standard errors and ranks (rows of
+    :attr:`Leaderboard.blocks`), and per metric the blocks' (name, methods, signed scores,
+    units) for the overall ranks."""
+    rng_seed = seed
+    rows: list[dict] = []
+    per_metric: dict[str, list[tuple]] = {m: [] for m in labels}
     for g, rs in used.items():
+        rs = [r for r in rs if len(r.abc)]
+        if not rs:
+            continue
         pooled = pd.concat([r.abc.assign(run=i) for i, r in enumerate(rs)], ignore_index=True)
-        dataset = rs[0].dataset
         for pol in dict.fromkeys(pooled["policy"]):
             for m in labels:
                 d = pooled[(pooled["policy"] == pol) & (pooled["metric"] == m)]
@@ -678,40 +709,19 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
                     [W.index.get_level_values("run"), cluster.to_numpy()]).factorize()[0], P)
                 mean, se, G = mean_se(V, units)
                 sign = 1.0 if directions[m] else -1.0  # ranks: 1 = best by the metric's direction
-                rank = rank_means(sign * mean)
                 boot = bootstrap_mean_ranks([sign * V], n_boot=n_boot, seed=rng_seed,
                                             clusters=[units])
                 rng_seed += 1
-                lo, hi = np.percentile(boot, [lo_q, hi_q], axis=0)
+                summ = _rank_summary(boot, level, G)
+                kind = "run" if all(r.kind == "road" for r in rs) else "pair"
                 for j, meth in enumerate(methods):
-                    blocks_rows.append({"group": g, "fingerprint": rs[0].fingerprint,
-                                        "dataset": dataset, "policy": pol, "metric": m,
-                                        "method": meth, "mean": mean[j], "se": se[j],
-                                        "n_pairs": P, "n_units": G, "n_runs": len(rs),
-                                        "rank": rank[j], "rank_low": lo[j], "rank_high": hi[j]})
+                    rows.append({"group": g, "fingerprint": rs[0].fingerprint,
+                                 "dataset": rs[0].dataset, "policy": pol, "metric": m,
+                                 "method": meth, "mean": mean[j], "se": se[j], "n_pairs": P,
+                                 "n_units": G, "n_runs": len(rs), "unit": kind,
+                                 "rank": summ["point"][j], "rank_low": summ["low"][j],
+                                 "rank_high": summ["high"][j],
+                                 "place_low": summ["place_low"][j],
+                                 "place_high": summ["place_high"][j]})
                 per_metric[m].append((f"{g}/{pol}", methods, sign * V, units))
-    overall_rows = []
-    for m, blks in per_metric.items():
-        if not blks:
-            continue
-        common = [meth for meth in blks[0][1] if all(meth in b[1] for b in blks)]
-        dropped = sorted({meth for b in blks for meth in b[1]} - set(common))
-        if dropped:
-            notes.append(f"{labels[m]}: {', '.join(dropped)} left out of the overall ranks "
-                         "(not present in every block).")
-        if not common:
-            continue
-        Vs = [b[2][:, [b[1].index(meth) for meth in common]] for b in blks]
-        point = np.mean([rank_means(V.mean(axis=0)) for V in Vs], axis=0)
-        boot = bootstrap_mean_ranks(Vs, n_boot=n_boot, seed=seed, clusters=[b[3] for b in blks])
-        lo, hi = np.percentile(boot, [lo_q, hi_q], axis=0)
-        for j, meth in enumerate(common):
-            overall_rows.append({"metric": m, "method": meth, "mean_rank": point[j],
-                                 "ci_low": lo[j], "ci_high": hi[j], "n_blocks": len(blks)})
-    skipped = groups[~groups["used"]]
-    for r in skipped.itertuples():
-        notes.append(f"run {r.path} skipped: {r.note}.")
-    return Leaderboard(blocks=pd.DataFrame(blocks_rows), overall=pd.DataFrame(overall_rows),
-                       groups=groups, notes=notes, n_boot=n_boot, seed=seed, level=level,
-                       labels=labels, directions=directions, sanity=sanity,
-                       reliability=reliability, min_reliability=min_reliability)
+    return rows, per_metric

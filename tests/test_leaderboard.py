@@ -121,6 +121,8 @@ def test_fingerprint_ignores_seed_name_output_and_compute():
     assert L.config_fingerprint(m4) != fp
     with pytest.raises(ValueError, match="config"):
         L.config_fingerprint({})
+    # a ROAD run of the same (merged) configuration is another group, not a replicate
+    assert L.config_fingerprint({**m, "road": {}}) != fp
 
 
 def test_methods_missing_from_a_block_are_left_out_with_a_note(tmp_path):
@@ -320,3 +322,200 @@ def test_a_run_s_further_removals_join_as_their_own_metrics(tmp_path):
     assert b.loc[("insertion@marginal", "a"), "mean"] == 0.5
     assert b.loc[("insertion@marginal", "b"), "rank"] == 1
     assert b.loc[("total@marginal", "b"), "mean"] == 4.0
+
+
+# -- the figure ------------------------------------------------------------------------------------
+def _many_metrics_run(path: Path, n_extra: int) -> Path:
+    """A run whose methods differ between metrics: ``c`` has deletion scores only, ``d`` has the
+    [metrics] only; ``n_extra`` metrics of metrics.parquet (the last one lower-is-better)."""
+    rng = np.random.default_rng(7)
+    scores = {"a": {"insertion": rng.normal(1, 0.1, 6), "deletion": rng.normal(1, 0.1, 6)},
+              "exact_shapley": {"insertion": rng.normal(0, 0.1, 6),
+                                "deletion": rng.normal(0, 0.1, 6)},
+              "cohort_shapley_long_name": {"deletion": rng.normal(2, 0.1, 6)}}
+    run = _run(path, scores)
+    rows = [{"pair": i, "method": m, "metric": f"metric_{k}", "value": float(rng.normal()),
+             "higher_is_better": k != n_extra - 1}
+            for k in range(n_extra) for m in ("a", "exact_shapley", "kernel_shap", "lime")
+            for i in range(6)]
+    pd.DataFrame(rows).to_parquet(run / "average" / "metrics.parquet", index=False)
+    return run
+
+
+def test_figure_shows_every_method_of_each_metric_in_a_grid_without_overlaps(tmp_path):
+    """Each panel lists the methods ranked under its own metric (the figure took the first
+    metric's methods for every panel: methods missing there vanished), and 15 metrics wrap
+    into a grid instead of one row 6,930 px wide; no text is drawn over another."""
+    from _plots import overlaps_of_texts
+
+    board = L.leaderboard([_many_metrics_run(tmp_path / "r", 12)], n_boot=30)
+    metrics = [m for m in board.labels if m in set(board.overall["metric"])]
+    assert len(metrics) == 15
+    fig = board.figure()
+    try:
+        panels = [ax for ax in fig.axes if ax.get_visible()]
+        assert len(panels) == 15
+        for ax, m in zip(panels, metrics, strict=True):
+            shown = {t.get_text() for t in ax.get_yticklabels()}
+            assert shown == set(board.overall.loc[board.overall["metric"] == m, "method"]), m
+        assert {t.get_text() for t in panels[1].get_yticklabels()} >= {
+            "cohort_shapley_long_name", "a", "exact_shapley"}  # deletion: one more than insertion
+        assert {t.get_text() for t in panels[3].get_yticklabels()} >= {"kernel_shap", "lime"}
+        width, height = fig.get_size_inches() * 110
+        assert width <= 2000 and height <= 2200, (width, height)
+        assert len({round(ax.get_position().y0, 3) for ax in panels}) == 5  # 5 rows of 3
+        assert overlaps_of_texts(fig) == []
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    # a single metric and long labels: still no overlap
+    one = L.leaderboard([_run(tmp_path / "s", {"a" * 40: {"insertion": [1.0, 2.0]},
+                                                "b": {"insertion": [0.0, 1.0]}})], n_boot=20)
+    fig = one.figure()
+    assert overlaps_of_texts(fig) == [] and len(fig.axes) == 1
+
+
+# -- identical results counted once ----------------------------------------------------------------
+def test_identical_results_under_another_fingerprint_are_counted_once(tmp_path):
+    """The same configuration run with and without ``--removal baseline`` (the default) gets
+    another fingerprint, but its abc.parquet is byte-identical: its blocks counted twice in the
+    overall ranks. They are counted once, with a note naming both runs; a run with further
+    removals keeps the metrics only it has."""
+    rng = np.random.default_rng(8)
+    s = simple_scores(rng)
+    plain = fake_run(tmp_path / "plain", s, name="plain")
+    spelled = copy.deepcopy(BASE_CONFIG)
+    spelled["removal"] = {"kinds": ["baseline"]}
+    again = fake_run(tmp_path / "again", s, config=spelled, name="again")
+    board = L.leaderboard([plain, again], n_boot=30)
+    g = board.groups.set_index("run")
+    assert g.loc["plain", "group"] != g.loc["again", "group"]  # fingerprints differ
+    assert not g.loc["again", "used"] and "identical" in g.loc["again", "note"]
+    assert board.overall["n_blocks"].eq(1).all()
+    assert set(board.blocks["group"]) == {g.loc["plain", "group"]}
+    assert any(n.startswith("duplicates merged") and str(again) in n and str(plain) in n
+               for n in board.notes)
+    assert "duplicates merged" in board.to_markdown()
+    # a run with a further removal: its plain metrics merged, its removal's kept
+    more = copy.deepcopy(BASE_CONFIG)
+    more["removal"] = {"kinds": ["baseline", "marginal"]}
+    both = fake_run(tmp_path / "both", s, config=more, name="both")
+    rows = [{"pair": i, "method": m, "mode": mode, "abc": float(v)}
+            for m, by in simple_scores(rng).items() for mode, vals in by.items()
+            for i, v in enumerate(vals)]
+    (both / "average" / "removal-marginal").mkdir()
+    pd.DataFrame(rows).to_parquet(both / "average" / "removal-marginal" / "abc.parquet")
+    board = L.leaderboard([plain, again, both], n_boot=30)
+    nb = board.overall.groupby("metric")["n_blocks"].first()
+    assert nb["insertion"] == 1 and nb["insertion@marginal"] == 1
+    g = board.groups.set_index("run")
+    assert g.loc["both", "used"] and "some numbers identical" in g.loc["both", "note"]
+    assert set(board.blocks.loc[board.blocks["group"] == g.loc["both", "group"], "metric"]) == {
+        "insertion@marginal", "deletion@marginal", "total@marginal"}
+
+
+# -- near ties -------------------------------------------------------------------------------------
+def test_near_tied_methods_point_rank_inside_its_interval_and_shown_tied(tmp_path):
+    """Three methods whose means differ by 0.001 with a spread of 1 (12.816 / 12.814 / 12.810 at
+    s.e. 0.65 in the trial) rank 1, 2, 3 on the means in every block: the point mean rank was
+    1.00 while the bootstrap interval sat near 2 (1.27 [1.53, 2.07]). The point is now the
+    bootstrap's median, inside its interval, and the three are shown as tied (places 1-3); a
+    method clearly apart keeps one place."""
+    rng = np.random.default_rng(9)
+    runs = []
+    for k in range(4):
+        e = rng.normal(size=(40, 3))
+        V = e - e.mean(axis=0) + np.array([0.002, 0.001, 0.0])  # means ordered a > b > c
+        cfg = copy.deepcopy(BASE_CONFIG)
+        cfg["targets"]["n"] = 10 + k  # four configurations: four blocks
+        scores = {m: {"insertion": V[:, j]} for j, m in enumerate("abc")}
+        scores["worst"] = {"insertion": V[:, 2] - 5.0}
+        runs.append(fake_run(tmp_path / f"r{k}", scores, config=cfg))
+    board = L.leaderboard(runs, n_boot=400)
+    o = board.overall.set_index("method")
+    assert (o["ci_low"] <= o["mean_rank"]).all() and (o["mean_rank"] <= o["ci_high"]).all()
+    assert o.loc["a", "mean_rank"] > 1.2  # not the means' rank 1.00
+    assert list(o.loc[["a", "b", "c"], "place_low"]) == [1, 1, 1]
+    assert list(o.loc[["a", "b", "c"], "place_high"]) == [3, 3, 3]
+    assert o.loc["worst", "place_low"] == o.loc["worst", "place_high"] == 4
+    b = board.blocks
+    assert ((b["rank_low"] <= b["rank"]) & (b["rank"] <= b["rank_high"])).all()
+    md = board.to_markdown()
+    assert "(1–3)" in md and "(4)" in md and "tied: places 1–3" in md
+
+
+def test_rank_places_hand_made():
+    reps = np.array([[1.0, 2.0, 3.0]] * 50 + [[2.0, 1.0, 3.0]] * 50)
+    low, high = L.rank_places(reps)
+    np.testing.assert_array_equal(low, [1, 1, 3])
+    np.testing.assert_array_equal(high, [2, 2, 3])
+
+
+# -- ROAD runs and folders of other kinds ----------------------------------------------------------
+def _road_run(tmp_path: Path) -> Path:
+    """A small ``insdel road`` run (the small CSV, a one-epoch MLP, 10 test rows)."""
+    from _runs import small_cfg, small_csv
+
+    cfg = small_cfg(small_csv(tmp_path / "d.csv"), "road_small")
+    for k in ("targets", "policies", "evaluation", "figures"):
+        cfg.pop(k)
+    cfg["road"] = {"fractions": [0.5, 1.0], "n_rows": 10, "removal": "conditional_gaussian",
+                   "removal_options": {"n_draws": 2}, "leakage": False}
+    return runner.run_road(cfg, tmp_path / "runs" / "road0", progress=False).out
+
+
+def test_road_runs_on_the_leaderboard_and_other_kinds_skipped_with_a_note(tmp_path, capsys):
+    """``insdel leaderboard runs/`` over a folder holding an evaluation run, ROAD runs, a ROAR
+    run, an image run, an unfinished run and a broken one: the ROAD runs are ranked (a block per
+    ROAD configuration, its SRG and MoRF / LeRF areas as metrics, a run as the unit), every other
+    folder is skipped with one note naming what it is."""
+    road0 = _road_run(tmp_path)
+    runs = road0.parent
+    summary = pd.read_csv(road0 / "road_summary.csv")
+    # a replicate of the ROAD configuration (another seed): the block's second unit
+    road1 = runs / "road1"
+    road1.mkdir()
+    m = json.loads((road0 / "manifest.json").read_text())
+    m["seed"] = m["config"]["seed"] = 1
+    (road1 / "manifest.json").write_text(json.dumps(m))
+    summary.assign(srg=summary["srg"] + 0.01, morf_area=summary["morf_area"] + 0.02,
+                   lerf_area=summary["lerf_area"] + 0.01).to_csv(road1 / "road_summary.csv",
+                                                                 index=False)
+    fake_run(runs / "eval", simple_scores(np.random.default_rng(10)))
+    for name, man in (("roar", {"config": BASE_CONFIG, "roar": {}}),
+                      ("images", {"experiment": "paper-images", "seed": 0})):
+        (runs / name).mkdir()
+        (runs / name / "manifest.json").write_text(json.dumps(man))
+    (runs / "images" / "sanity_flags.csv").write_text("a,b\n1,2\n")  # not insdel sanity's
+    (runs / "unfinished").mkdir()
+    (runs / "broken").mkdir()
+    (runs / "broken" / "manifest.json").write_text("{not json")
+    out = tmp_path / "lb"
+    assert cli.main(["leaderboard", str(runs), "--out", str(out), "--n-boot", "40"]) == 0
+    text = capsys.readouterr().out
+    for name, what in (("roar", "a ROAR run"), ("images", "an image run"),
+                       ("unfinished", "no manifest.json"), ("broken", "cannot be read")):
+        lines = [ln for ln in text.splitlines() if f"{runs / name} skipped" in ln]
+        assert len(lines) == 1 and what in lines[0], (name, lines)
+    assert f"{runs / 'images'}: its sanity_flags.csv / reliability.csv cannot be read" in text
+    board = L.leaderboard([runs], n_boot=40)
+    blk = board.blocks[board.blocks["policy"] == "road:training_mean"]
+    assert set(blk["metric"]) == {"road_srg_mse", "road_morf_mse", "road_lerf_mse"}
+    assert set(blk["method"]) == set(summary["method"])
+    assert set(blk["unit"]) == {"run"} and set(blk["n_units"]) == {2}
+    srg = blk[blk["metric"] == "road_srg_mse"].set_index("method")
+    np.testing.assert_allclose(srg.loc[summary["method"], "mean"],
+                               summary["srg"] + 0.005, rtol=1e-12)
+    best = summary.sort_values("srg", ascending=False)["method"].iloc[0]
+    assert srg.loc[best, "rank"] == 1
+    assert board.directions["road_lerf_mse"] is False and board.directions["road_srg_mse"]
+    assert "ROAD SRG (mse)" in board.to_markdown() and "one unit each" in board.to_markdown()
+    assert {"insertion", "road_srg_mse"} <= set(board.overall["metric"])
+    # one ROAD run alone: ranked, without an interval, and said so
+    solo = L.leaderboard([road0], n_boot=20)
+    assert solo.overall["ci_low"].isna().all()
+    assert any("no interval" in n for n in solo.notes)
+    # nothing rankable: refused, naming what was found
+    with pytest.raises(ValueError, match="a ROAR run"):
+        L.leaderboard([runs / "roar", runs / "images"])

@@ -1,0 +1,340 @@
+"""The run folders a leaderboard reads (:mod:`insdel.leaderboard`): which folders are runs, of
+which kind, and each run's per-unit scores.
+
+An **insertion/deletion run** (``insdel run / demo / reproduce``; its manifest lists policies)
+gives, per policy, the insertion ABC, the deletion ABC' and their sum per pair
+(``<policy>/abc.parquet``), each further removal's (``<policy>/removal-<name>/abc.parquet``, as
+``insertion@<name>``, ...) and the ``[metrics]`` of ``<policy>/metrics.parquet``. A **ROAD run**
+(``insdel road``; its manifest has a ``road`` entry) gives the scores of ``road_summary.csv``
+(:data:`ROAD_SCORES`), one value per method: the run is their one unit. ROAR runs, image runs
+(``reproduce paper-images``) and sanity-check runs are not ranked (:func:`run_kind`).
+
+Runs are grouped by a **configuration fingerprint** (:func:`config_fingerprint`), and a block's
+numbers are keyed by their content (:func:`content_key`): two runs whose configurations differ
+only in how they are spelled (e.g. ``--removal baseline``, the default) have byte-identical
+results, counted once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["METRICS", "ROAD_SCORES", "KINDS", "RunInfo", "config_fingerprint", "find_runs",
+           "run_kind", "read_run", "content_key", "is_checks_run", "read_checks"]
+
+#: metric name -> label in the tables.
+METRICS = {"insertion": "insertion ABC", "deletion": "deletion ABC'", "total": "ABC + ABC'"}
+
+#: The scores of a ROAD run's ``road_summary.csv``: column -> (metric name, label, higher is
+#: better). The metric's name and label end with the run's loss (``road_srg_mse``: "ROAD SRG
+#: (mse)"): areas of different losses are different metrics.
+ROAD_SCORES = {"srg": ("road_srg", "ROAD SRG", True),
+               "morf_area": ("road_morf", "ROAD MoRF area", True),
+               "lerf_area": ("road_lerf", "ROAD LeRF area", False)}
+
+#: What :func:`run_kind` calls each kind of run folder (the notes' words).
+KINDS = {"evaluation": "an insertion/deletion run", "road": "a ROAD run (insdel road)",
+         "roar": "a ROAR run (insdel roar)", "sanity": "a sanity-check run (insdel sanity)",
+         "images": "an image run (reproduce paper-images)",
+         "unknown": "not a run of insdel's runner (its manifest has no policies, road, roar or "
+                    "sanity entry)"}
+
+# Configuration keys that do not change the numbers (left out of the fingerprint).
+_IGNORED_TOP = ("name", "description", "seed", "out", "figures", "compute", "roar",
+                "decomposition", "quick", "sections", "source")
+_IGNORED_NESTED = {"evaluation": ("targets_per_chunk",), "model": ("trust",),
+                   "road": ("points_per_chunk", "leakage", "leakage_options")}
+
+
+def config_fingerprint(manifest: dict) -> str:
+    """A 12-hex-digit fingerprint of what in a run's configuration changes its numbers, and of
+    the kind of run (:func:`run_kind`) when it is not an insertion/deletion run.
+
+    Parameters
+    ----------
+    manifest : dict
+        The run's ``manifest.json`` (its ``config``, and the sha256 of a user's data or model
+        file when there is one).
+
+    Returns
+    -------
+    str
+    """
+    cfg = manifest.get("config")
+    if not isinstance(cfg, dict):
+        raise ValueError("manifest: no 'config' table (not a run written by insdel's runner).")
+    keep = {k: v for k, v in cfg.items() if k not in _IGNORED_TOP}
+    for k, drop in _IGNORED_NESTED.items():
+        if isinstance(keep.get(k), dict):
+            keep[k] = {kk: vv for kk, vv in keep[k].items() if kk not in drop}
+    kind = run_kind(manifest)
+    if kind != "evaluation":  # a ROAD run of a configuration is not a replicate of its evaluation
+        keep["_kind"] = kind
+    keep["_data_file"] = (manifest.get("data") or {}).get("file_sha256")
+    keep["_model_file"] = (manifest.get("model") or {}).get("file_sha256")
+    blob = json.dumps(keep, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:12]
+
+
+@dataclass
+class RunInfo:
+    """One finished run: where it is, its seed, fingerprint and data set, and its scores.
+
+    Attributes
+    ----------
+    path : Path
+    name : str
+    seed : int or None
+    fingerprint : str
+    dataset : str
+        The data recipe (or data set name) of the run.
+    policies : list of str
+        The policies (a ROAD run: ``road:<reference>``).
+    abc : pandas.DataFrame
+        Columns ``policy, pair, cluster, method, metric, score`` (``cluster``: the pair's
+        independent unit, the pair itself when the run recorded none; a ROAD run: one pair).
+    directions : dict
+        Metric -> higher is better.
+    labels : dict
+        Metric -> label, for the metrics not in :data:`METRICS` that have one.
+    kind : str
+        ``"evaluation"`` or ``"road"`` (:func:`run_kind`).
+    """
+
+    path: Path
+    name: str
+    seed: int | None
+    fingerprint: str
+    dataset: str
+    policies: list
+    abc: pd.DataFrame = field(repr=False)
+    directions: dict = field(default_factory=dict)
+    labels: dict = field(default_factory=dict)
+    kind: str = "evaluation"
+
+
+def find_runs(paths: Sequence[str | os.PathLike]) -> list[Path]:
+    """Run directories from the given paths: a folder with ``manifest.json`` is a run; a folder
+    without one is searched one level down. Duplicates (same resolved path) are dropped.
+
+    Raises
+    ------
+    FileNotFoundError
+        A path that does not exist or holds no run.
+    """
+    return find_runs_noted(paths)[0]
+
+
+def find_runs_noted(paths) -> tuple[list[Path], list[str]]:
+    """:func:`find_runs` and a note for each sub-folder searched that holds no finished run."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    out: list[Path] = []
+    notes: list[str] = []
+    for p in paths:
+        p = Path(p)
+        if not p.is_dir():
+            raise FileNotFoundError(f"run directory {str(p)!r}: no such folder.")
+        if (p / "manifest.json").is_file():
+            found = [p]
+        else:
+            subs = sorted(q for q in p.iterdir() if q.is_dir())
+            found = [q for q in subs if (q / "manifest.json").is_file()]
+            if not found:
+                raise FileNotFoundError(f"run directory {str(p)!r} holds no finished run "
+                                        "(no manifest.json in it or in its sub-folders).")
+            notes += [f"{q} skipped: no manifest.json (not a finished run)." for q in subs
+                      if q not in found]
+        for q in found:
+            if q.resolve() not in {o.resolve() for o in out}:
+                out.append(q)
+    if not out:
+        raise ValueError("run_dirs: give at least one run directory.")
+    return out, notes
+
+
+def read_manifest(path: str | os.PathLike) -> dict:
+    """A run folder's ``manifest.json`` (a JSON object)."""
+    mpath = Path(path) / "manifest.json"
+    if not mpath.is_file():
+        raise FileNotFoundError(f"{path} holds no finished run (no manifest.json).")
+    manifest = json.loads(mpath.read_text())
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{mpath}: not a JSON object.")
+    return manifest
+
+
+def run_kind(manifest: dict) -> str:
+    """The kind of run a ``manifest.json`` describes (:data:`KINDS`): ``"evaluation"`` (it lists
+    policies), ``"road"``, ``"roar"``, ``"sanity"``, ``"images"`` (``reproduce paper-images``)
+    or ``"unknown"``."""
+    if manifest.get("policies"):
+        return "evaluation"
+    for kind in ("road", "roar", "sanity"):
+        if kind in manifest:
+            return kind
+    if str(manifest.get("experiment", "")).endswith("images"):
+        return "images"
+    return "unknown"
+
+
+def read_run(path: str | os.PathLike) -> RunInfo:
+    """Read one finished run: an insertion/deletion run (every policy's ``abc.parquet``, its
+    further removals' and its ``metrics.parquet``) or a ROAD run (``road_summary.csv``).
+
+    Raises
+    ------
+    FileNotFoundError
+        No manifest, a policy folder without ``abc.parquet`` or a ROAD run without
+        ``road_summary.csv``.
+    ValueError
+        A run of another kind (a ROAR, image or sanity-check run: :func:`run_kind`).
+    """
+    path = Path(path)
+    manifest = read_manifest(path)
+    kind = run_kind(manifest)
+    if kind == "road":
+        return _read_road(path, manifest)
+    if kind != "evaluation":
+        raise ValueError(f"{path}: {KINDS[kind]}; leaderboards rank insertion/deletion and ROAD "
+                         "runs.")
+    policies = manifest["policies"]
+    frames = []
+    directions = dict.fromkeys(METRICS, True)
+    for pol in policies:
+        first = len(frames)  # this policy's frames start here
+        f = path / pol / "abc.parquet"
+        if not f.is_file():
+            raise FileNotFoundError(f"{path}: policy {pol!r} has no abc.parquet ({f}).")
+        df = pd.read_parquet(f)
+        # the pairs' independent units (a pair and its mirror share one); absent: the pair
+        unit = (df.groupby("pair")["cluster"].first() if "cluster" in df.columns
+                else pd.Series(df["pair"].unique(), index=df["pair"].unique()))
+        frames.append(_abc_scores(df).assign(policy=pol))
+        # the run's other removals ([removal] kinds): the same pairs and methods, their ABCs as
+        # metrics "insertion@<removal>", ... (the primary removal's are the plain ones)
+        for sub in sorted((path / pol).glob("removal-*/abc.parquet")):
+            name = sub.parent.name[len("removal-"):]
+            scores = _abc_scores(pd.read_parquet(sub))
+            scores["metric"] = scores["metric"] + f"@{name}"
+            for m in scores["metric"].unique():
+                directions[str(m)] = True
+            frames.append(scores.assign(policy=pol))
+        mf = path / pol / "metrics.parquet"
+        if mf.is_file():  # the run's [metrics] (insdel.metrics), with their directions
+            md = pd.read_parquet(mf)
+            for name, up in md.groupby("metric", sort=False)["higher_is_better"].first().items():
+                directions[str(name)] = bool(up)
+            frames.append(md.rename(columns={"value": "score"})[
+                ["pair", "method", "metric", "score"]].assign(policy=pol))
+        for fr in frames[first:]:
+            fr["cluster"] = fr["pair"].map(unit).fillna(-1 - fr["pair"]).astype(np.int64)
+    abc = pd.concat(frames, ignore_index=True)[["policy", "pair", "cluster", "method", "metric",
+                                                 "score"]]
+    return _info(path, manifest, list(policies), abc, directions, {}, "evaluation")
+
+
+def _info(path: Path, manifest: dict, policies: list, abc: pd.DataFrame, directions: dict,
+          labels: dict, kind: str) -> RunInfo:
+    cfg = manifest.get("config") or {}
+    data = manifest.get("data") or {}
+    dataset = str(data.get("name") or (cfg.get("data") or {}).get("recipe") or "data")
+    seed = manifest.get("seed", cfg.get("seed"))
+    return RunInfo(path=path, name=str(manifest.get("name", path.name)),
+                   seed=None if seed is None else int(seed),
+                   fingerprint=config_fingerprint(manifest), dataset=dataset, policies=policies,
+                   abc=abc, directions=directions, labels=labels, kind=kind)
+
+
+def _read_road(path: Path, manifest: dict) -> RunInfo:
+    """A ROAD run's scores (``road_summary.csv``): one unit (pair 0), policy
+    ``road:<reference>``, the metrics of :data:`ROAD_SCORES` named with the run's loss."""
+    f = path / "road_summary.csv"
+    if not f.is_file():
+        raise FileNotFoundError(f"{path}: a ROAD run without road_summary.csv ({f}).")
+    summary = pd.read_csv(f)
+    missing = ({"method"} | set(ROAD_SCORES)) - set(summary.columns)
+    if missing:
+        raise ValueError(f"{f}: no column(s) {sorted(missing)} (not written by insdel road).")
+    road = manifest.get("road") or {}
+    loss = str(road.get("loss") or "mse")
+    policy = f"road:{road.get('reference', 'training_mean')}"
+    frames, directions, labels = [], {}, {}
+    for col, (name, label, up) in ROAD_SCORES.items():
+        metric = f"{name}_{loss}"
+        directions[metric], labels[metric] = up, f"{label} ({loss})"
+        frames.append(pd.DataFrame({"policy": policy, "pair": 0, "cluster": 0,
+                                    "method": summary["method"].astype(str), "metric": metric,
+                                    "score": summary[col].astype(np.float64)}))
+    abc = pd.concat(frames, ignore_index=True)
+    return _info(path, manifest, [policy], abc, directions, labels, "road")
+
+
+def _abc_scores(df: pd.DataFrame) -> pd.DataFrame:
+    """Long scores (pair, method, metric, score) of an ``abc.parquet``: the insertion ABC, the
+    deletion ABC' and, with both, their sum ("total")."""
+    wide = df.pivot_table(index=["pair", "method"], columns="mode", values="abc",
+                          aggfunc="first")
+    long = []
+    for mode in ("insertion", "deletion"):
+        if mode in wide.columns:
+            long.append(wide[mode].rename("score").reset_index().assign(metric=mode))
+    if {"insertion", "deletion"} <= set(wide.columns):
+        tot = (wide["insertion"] + wide["deletion"]).rename("score").reset_index()
+        long.append(tot.assign(metric="total"))
+    return pd.concat(long, ignore_index=True)
+
+
+def content_key(scores: pd.DataFrame) -> str:
+    """The SHA-256 of one (run, policy, metric)'s per-pair results (``pair, cluster, method,
+    score``, in a fixed order): what a block's numbers are computed from. Two runs with the same
+    key hold the same numbers, whatever their configurations say."""
+    d = scores.sort_values(["pair", "method"], kind="stable")
+    h = hashlib.sha256()
+    h.update("\0".join(d["method"].astype(str)).encode())
+    h.update(b"\1")
+    for col in ("pair", "cluster"):
+        h.update(np.ascontiguousarray(d[col].to_numpy(np.int64)).tobytes())
+    h.update(np.ascontiguousarray(d["score"].to_numpy(np.float64)).tobytes())
+    return h.hexdigest()
+
+
+def is_checks_run(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is an ``insdel sanity`` run (its manifest has a ``sanity`` entry and no
+    policies): read for its checks only."""
+    try:
+        manifest = read_manifest(path)
+    except (OSError, ValueError):
+        return False
+    return run_kind(manifest) == "sanity"
+
+
+def read_checks(path: str | os.PathLike) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """The sanity flags (``sanity_flags.csv``) and the metrics' reliability
+    (``reliability.csv``) a run folder holds, each None when absent."""
+    path = Path(path)
+    flags = rel = None
+    if (path / "sanity_flags.csv").is_file():
+        flags = pd.read_csv(path / "sanity_flags.csv")
+        missing = {"method", "check", "flagged"} - set(flags.columns)
+        if missing:
+            raise ValueError(f"{path / 'sanity_flags.csv'}: no column(s) {sorted(missing)} (not "
+                             "written by insdel sanity).")
+        for col in ("kind", "order"):
+            if col not in flags.columns:
+                flags[col] = ""
+    if (path / "reliability.csv").is_file():
+        rel = pd.read_csv(path / "reliability.csv")
+        missing = {"metric", "resilience", "reactivity", "mc"} - set(rel.columns)
+        if missing:
+            raise ValueError(f"{path / 'reliability.csv'}: no column(s) {sorted(missing)} (not "
+                             "written by insdel sanity).")
+    return flags, rel
