@@ -178,7 +178,16 @@ def sampled_vs_exact(evaluation, sampled: np.ndarray, exact: np.ndarray, *,
 
 
 def sampled_vs_exact_table(sampled: pd.DataFrame, digits: int = 3) -> str:
-    """The :func:`sampled_vs_exact` rows of every policy as one Markdown table."""
+    """The :func:`sampled_vs_exact` rows of every policy as one Markdown table; one line instead
+    when Kernel SHAP's attributions equal exact Shapley's on every pair (it enumerated every
+    coalition, ``2^|D| <= n_samples``: a table of zero differences would read as a measured
+    sampling error)."""
+    same = ((sampled["rel_error_max"] == 0) & (sampled["difference"] == 0)
+            & (sampled["se_difference"] == 0))
+    if same.all():
+        return ("### Sampled Kernel SHAP against exact Shapley\n\nKernel SHAP enumerated every "
+                "coalition of every pair (2^|D| <= n_samples): its attributions are exact Shapley "
+                "values, identical to exact_shapley's; nothing was sampled.\n")
     lines = ["### Sampled Kernel SHAP against exact Shapley (paired by pair)\n",
              "| Policy | Mode | Pairs | ABC sampled | ABC exact | difference ± se | "
              "attribution rel. error: mean | median | max |",
