@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 import insdel
-from insdel.report import sampled_vs_exact, sampled_vs_exact_table
+from insdel.report import model_sha256_text, sampled_vs_exact, sampled_vs_exact_table
+from insdel.runner.provenance import model_hash, model_hash_of
 
 
 def _f(Z):
@@ -28,3 +30,19 @@ def test_sampled_vs_exact_table_says_when_kernel_shap_was_exact():
     ev = insdel.evaluate(_f, X, R, {"kernel_shap": sampled, "exact_shapley": exact}, n_random=0)
     text = sampled_vs_exact_table(sampled_vs_exact(ev, sampled, exact))
     assert "| Policy | Mode |" in text and "enumerated" not in text
+
+
+def test_the_model_hash_says_what_it_hashes():
+    """A torch module's hash is its parameters' (whatever file it came from), printed as such
+    beside the file's; another model's is its file's."""
+    net = torch.nn.Linear(3, 1)
+    assert model_hash_of(net) == "parameters" and model_hash_of(_f) == "file"
+    torch_file = {"path": "m.pt", "sha256": model_hash(net, "b" * 64), "sha256_of": "parameters",
+                  "file_sha256": "b" * 64}
+    assert torch_file["sha256"] != "b" * 64
+    assert model_sha256_text(torch_file) == (f"parameters sha256 {torch_file['sha256']}, "
+                                             f"file sha256 {'b' * 64}")
+    assert model_sha256_text(torch_file, 12) == (f"parameters sha256 {torch_file['sha256'][:12]}"
+                                                 f", file sha256 {'b' * 12}")
+    onnx = {"path": "m.onnx", "sha256": "c" * 64, "sha256_of": "file", "file_sha256": "c" * 64}
+    assert model_sha256_text(onnx) == f"file sha256 {'c' * 64}"

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from ... import _checkpoint as ck
-from ..provenance import Stages, model_hash
+from ...report import model_sha256_text
+from ..provenance import Stages, model_hash, model_hash_of
 
 __all__ = ["get_model", "model_files", "model_stage"]
 
@@ -80,11 +81,12 @@ def model_stage(cfg: dict, dataset, data_info: dict, out: Path, stages: Stages, 
     model_info["methods"] = supported(model)
     model_info["file_sha256"] = model_info.pop("sha256", None)
     model_info["sha256"] = model_hash(model, model_info["file_sha256"])
+    model_info["sha256_of"] = model_hash_of(model)  # "parameters" or "file"
     stages.add("model", time.perf_counter() - t0, **{"source": model_info["source"]})
     log(f"model: {model_info['source']}"
         + (f" {model_info['path']}" if model_info.get("path") else "")
         + (f" ({model_info['format']})" if model_info.get("format") else "")
-        + f", sha256 {model_info['sha256'][:12]}")
+        + f", {model_sha256_text(model_info, 12)}")
     device = cfg["compute"]["device"]
     try:
         import torch
