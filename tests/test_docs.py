@@ -176,6 +176,10 @@ def test_docs_python_blocks_run_as_written(path, tmp_path, monkeypatch):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from insdel import datasets, functional, metrics, policies, removal
+
+    registries = (policies, metrics, datasets, functional.grading, removal)
+    before = [set(r.available()) for r in registries]
     monkeypatch.chdir(tmp_path)
     ns = {"__name__": "__docs__"}
     try:
@@ -184,6 +188,9 @@ def test_docs_python_blocks_run_as_written(path, tmp_path, monkeypatch):
                 exec(compile("\n" * line + code, str(path), "exec"), ns)
     finally:
         plt.close("all")
+        for reg, names in zip(registries, before, strict=True):  # what a page registered goes
+            for name in set(reg.available()) - names:
+                reg.unregister(name)
 
 
 def test_docs_skip_markers_say_why_and_are_few():
