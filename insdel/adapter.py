@@ -20,7 +20,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from ._threads import start_numba_threads
+from ._threads import module_parameters, start_numba_threads, torch_threads, torch_threads_for
 from ._validation import _first, all_finite, check_positive_int, check_scalar, writable
 
 #: Attribution methods that need input gradients (a torch module).
@@ -121,8 +121,15 @@ class Model:
         self.torch_module = torch_module
         self.name = name
         self._counts = _Counts()  # n_evals, n_grad_evals, n_calls (as_model may share it)
+        #: torch's intra-op threads while this model evaluates (:func:`insdel._threads.
+        #: torch_threads_for` of its parameters and ``batch_size``, fixed per model so that
+        #: every call rounds alike): 1 for a small module on the CPU, None (torch's setting) else
+        self.threads = None
         if torch_module is not None:
             self.device, self.torch_dtype, _ = torch_spec(torch_module)
+            if self.device.type == "cpu":
+                self.threads = torch_threads_for(module_parameters(torch_module),
+                                                 self.batch_size)
         # a module wrapped by as_model with no output selection: batches are slices of one tensor
         self._batches = (_torch_batches(torch_module, self.device, self.torch_dtype)
                          if torch_module is not None and output is None
@@ -167,7 +174,6 @@ class Model:
                 f"{self.name} has no input gradients (it is not a torch.nn.Module); the gradient "
                 f"methods ({', '.join(GRADIENT_METHODS)}) need one. Model-agnostic methods: "
                 "kernel_shap, exact_shapley, lime, random.")
-        import torch
 
         X = np.asarray(X)
         if X.ndim != 2:
@@ -176,6 +182,19 @@ class Model:
         cs = self.batch_size if chunk_rows is None else int(chunk_rows)
         F = np.empty(N)
         G = np.empty(X.shape)
+        with torch_threads(self.threads):
+            self._value_and_grad_chunks(X, F, G, cs)
+        c = self._counts
+        c.evals += N
+        c.grad_evals += N
+        return F, G
+
+    def _value_and_grad_chunks(self, X: np.ndarray, F: np.ndarray, G: np.ndarray,
+                               cs: int) -> None:
+        """:meth:`value_and_grad`'s chunks of ``cs`` rows, values into F and gradients into G."""
+        import torch
+
+        N = X.shape[0]
         for s in range(0, N, cs):
             e = min(N, s + cs)
             with torch.inference_mode(False), torch.enable_grad():
@@ -193,10 +212,6 @@ class Model:
             F[s:e] = y.detach().to("cpu", torch.float64).numpy()
             G[s:e] = g.detach().to("cpu", torch.float64).numpy()
             self._counts.calls += 1
-        c = self._counts
-        c.evals += N
-        c.grad_evals += N
-        return F, G
 
     def grad(self, X: np.ndarray, *, chunk_rows: int | None = None) -> np.ndarray:
         """Input gradient of f at the rows of ``X``, float64 (N, n); see :meth:`value_and_grad`."""
@@ -232,17 +247,8 @@ class Model:
                              f"{out.shape}.")
         bs = self.batch_size
         try:
-            if self._batches is not None:
-                if X.dtype != self.dtype:
-                    X = X.astype(self.dtype)
-                c = self._counts
-                c.calls += self._batches(X, out, bs, self.name)
-                c.evals += N
-            else:
-                with self._forward_context():
-                    for start in range(0, N, bs):
-                        stop = min(start + bs, N)
-                        out[start:stop] = self._call_batch(X[start:stop])
+            with torch_threads(self.threads):
+                self._forward(X, out, bs)
         except (RuntimeError, AssertionError) as exc:  # torch's shape errors, export's guards
             self._raise_width_error(exc, X.shape[1])
             raise
@@ -253,6 +259,21 @@ class Model:
                 f"(rows {_first(rows)} of this call)."
             )
         return out
+
+    def _forward(self, X: np.ndarray, out: np.ndarray, bs: int) -> None:
+        """The values of every batch of ``bs`` rows of X into ``out``."""
+        N = X.shape[0]
+        if self._batches is not None:
+            if X.dtype != self.dtype:
+                X = X.astype(self.dtype)
+            c = self._counts
+            c.calls += self._batches(X, out, bs, self.name)
+            c.evals += N
+        else:
+            with self._forward_context():
+                for start in range(0, N, bs):
+                    stop = min(start + bs, N)
+                    out[start:stop] = self._call_batch(X[start:stop])
 
     def _raise_width_error(self, exc: BaseException, n: int) -> None:
         """Raise a ValueError naming both widths when a torch module's forward pass failed

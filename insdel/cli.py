@@ -478,7 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", default=None, metavar="PATH",
                    help="the real CSV (otherwise the matching simulator is used)")
     p.add_argument("--quick", action="store_true", help="small version (a few minutes on 2 cores)")
-    p.add_argument("--out", default=None, help="output folder (default: runs/<experiment>)")
+    p.add_argument("--out", default=None, help="output folder (default: runs/<experiment>, or runs/<experiment>-quick with --quick)")
     _removal_option(p)
     _run_options(p)
     p.set_defaults(func=_cmd_reproduce)

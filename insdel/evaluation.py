@@ -207,8 +207,9 @@ class Evaluation:
             for mo in self.modes:
                 df[mo] = self.curves[mo][int(pair), k]
             return df
+        # step 0 moves no feature: pandas' nullable Int64 keeps the indices integers beside it
         df = pd.DataFrame({"step": np.arange(n + 1),
-                           "feature": [None] + [int(j) for j in o],
+                           "feature": pd.array([None] + [int(j) for j in o], dtype="Int64"),
                            "name": [None] + [names[int(j)] for j in o]})
         for m in self.modes:
             df[m] = self.curves[m][int(pair), k]

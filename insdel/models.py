@@ -38,17 +38,19 @@ from torch import nn
 from ._checkpoint import to_jsonable
 from ._progress import progress_bar
 from ._registry import Registry
+from ._threads import torch_threads, torch_threads_for
 from ._validation import check_positive_int, check_progress, check_scalar
 
 __all__ = ["MLP", "PRESETS", "available", "get", "options_of", "default_preset", "train_mlp", "tune_mlp",
-           "save_model", "load_model", "regression_metrics"]
+           "save_model", "load_model", "regression_metrics", "mlp_parameters"]
 
 _BASE = {"huber_delta": 1.0, "batch_size": 256, "max_epochs": 200, "patience": 15,
          "val_fraction": 0.1, "weight_decay": 0.0, "lr_schedule": None, "num_threads": None}
 
 #: Hyperparameter presets (``hidden``, ``dropout``, ``lr``, ``huber_delta``, ``batch_size``,
 #: ``max_epochs``, ``patience``, ``val_fraction``, ``weight_decay``, ``lr_schedule``,
-#: ``num_threads`` — torch threads while training, None = leave torch's setting alone).
+#: ``num_threads`` — torch threads while training, None = by the model's size: 1 thread below
+#: ``insdel._threads.SMALL_WORK`` parameters x batch rows, torch's setting above, docs/data_and_models.md).
 PRESETS: dict[str, dict[str, Any]] = {
     # paper Table 6 (Bangalore housing)
     "paper_bangalore": {**_BASE, "hidden": [333, 465, 86, 234], "dropout": 0.10031,
@@ -136,6 +138,16 @@ def _resolve_params(params, dataset) -> dict[str, Any]:
         raise ValueError(f"params['lr_schedule'] must be None, 'cosine' or 'plateau'; got "
                          f"{out['lr_schedule']!r}.")
     return out
+
+
+def mlp_parameters(n_features: int, hidden: list[int]) -> int:
+    """The number of parameters of ``MLP(n_features, hidden)``: each layer's weights and biases
+    and one PReLU slope per hidden layer."""
+    total, width = 0, int(n_features)
+    for h in hidden:
+        total += width * int(h) + int(h) + 1
+        width = int(h)
+    return total + width + 1
 
 
 class MLP(nn.Module):
@@ -243,9 +255,12 @@ def train_mlp(dataset, params: str | Mapping | None = None, *, seed: int = 0,
         Stop after the epoch that crosses this wall-clock budget.
     num_threads : int, optional
         Torch intra-op threads while training (restored afterwards); None uses
-        ``params['num_threads']`` (1 in the quick presets; None = leave torch's setting alone in
-        the paper presets). Small MLPs train fastest with 1 thread, and on a busy machine 2 threads can be
-        several times slower than 1 (threads wait for each other at every operation).
+        ``params['num_threads']`` (1 in the quick presets), and where that is None too, a count by
+        the model's size on the CPU: 1 thread while parameters x ``batch_size`` is below
+        ``insdel._threads.SMALL_WORK`` (10^9; every preset), torch's setting above it. Small
+        MLPs train fastest with 1 thread, and on a busy machine 2 threads can be many times slower
+        than 1 (threads wait for each other at every operation; docs/data_and_models.md). The
+        count used is ``metrics['num_threads']``.
     trial : optuna.Trial, optional
         Report the validation loss every epoch and stop early if the trial is pruned
         (used by :func:`tune_mlp`).
@@ -256,21 +271,21 @@ def train_mlp(dataset, params: str | Mapping | None = None, *, seed: int = 0,
         The weights of the epoch with the best validation loss, in eval mode, on the CPU.
     metrics : dict
         ``train``, ``val`` and ``test`` dicts of ``huber``, ``rmse``, ``r2`` (model units), the
-        epochs run, the best epoch, seconds, the per-epoch losses and the resolved ``params``.
+        epochs run, the best epoch, seconds, the per-epoch losses, the resolved ``params`` and
+        ``num_threads`` (torch threads while training).
     """
     _check_dataset(dataset)
     check_positive_int("seed", seed, minimum=0)
     p = _resolve_params(params, dataset)
     if num_threads is None:
         num_threads = p.get("num_threads")
+    if num_threads is None and torch.device(device).type == "cpu":  # by the model's size
+        num_threads = torch_threads_for(
+            mlp_parameters(np.shape(dataset.X_train)[1], p["hidden"]), p["batch_size"])
     if num_threads is not None and int(num_threads) != torch.get_num_threads():
-        old_threads = torch.get_num_threads()
-        torch.set_num_threads(int(num_threads))
-        try:
+        with torch_threads(check_positive_int("num_threads", num_threads)):
             return train_mlp(dataset, p, seed=seed, max_epochs=max_epochs, progress=progress,
                              device=device, max_seconds=max_seconds, trial=trial)
-        finally:
-            torch.set_num_threads(old_threads)
     if max_epochs is not None:
         p["max_epochs"] = check_positive_int("max_epochs", max_epochs)
     X = np.asarray(dataset.X_train, dtype=np.float32)
@@ -353,7 +368,7 @@ def train_mlp(dataset, params: str | Mapping | None = None, *, seed: int = 0,
         "test": regression_metrics(dataset.y_test, _predict(model, dataset.X_test), delta),
         "epochs": epoch, "best_epoch": best[1], "seconds": seconds,
         "history": {"train_loss": hist_tr, "val_loss": hist_va},
-        "params": p, "seed": int(seed),
+        "params": p, "seed": int(seed), "num_threads": torch.get_num_threads(),
     }
     return model, metrics
 

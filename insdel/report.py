@@ -15,8 +15,23 @@ import pandas as pd
 from ._stats import mean_se
 from .evaluation import to_markdown
 
-__all__ = ["run_header", "missing_rows_text", "policy_table", "diagnostics_table",
+__all__ = ["run_header", "model_sha256_text", "missing_rows_text", "policy_table", "diagnostics_table",
            "decomposition_table", "sampled_vs_exact", "sampled_vs_exact_table", "run_tables"]
+
+
+def model_sha256_text(model: Mapping, digits: int | None = None) -> str:
+    """``"parameters sha256 <hash>, file sha256 <hash>"`` of the manifest's ``model`` entry: which
+    hash is which (``sha256`` is the parameters' hash of a torch module, the file's of other
+    models, ``sha256_of`` says which; ``file_sha256`` the file's, when there is a file), each cut
+    to ``digits`` hex digits when given."""
+    def cut(h):
+        return h if digits is None or h is None else h[:digits]
+
+    kind = model.get("sha256_of")
+    text = f"{kind + ' ' if kind else ''}sha256 {cut(model.get('sha256'))}"
+    if kind == "parameters" and model.get("file_sha256"):
+        text += f", file sha256 {cut(model['file_sha256'])}"
+    return text
 
 
 def run_header(data: Mapping, model: Mapping, policies: Mapping[str, str], *,
@@ -57,7 +72,7 @@ def run_header(data: Mapping, model: Mapping, policies: Mapping[str, str], *,
         origin = f"preset {model['preset']}, trained by the run"
     else:
         origin = "custom MLP ([model] params), trained by the run"
-    lines.append(f"- model: {origin}, sha256 {model.get('sha256')}")
+    lines.append(f"- model: {origin}, {model_sha256_text(model)}")
     lines += [f"- policy {label}: {desc}" for label, desc in policies.items()]
     lines += [f"- {line}" for line in removals or ()]
     return "\n".join(lines) + "\n"
@@ -178,7 +193,16 @@ def sampled_vs_exact(evaluation, sampled: np.ndarray, exact: np.ndarray, *,
 
 
 def sampled_vs_exact_table(sampled: pd.DataFrame, digits: int = 3) -> str:
-    """The :func:`sampled_vs_exact` rows of every policy as one Markdown table."""
+    """The :func:`sampled_vs_exact` rows of every policy as one Markdown table; one line instead
+    when Kernel SHAP's attributions equal exact Shapley's on every pair (it enumerated every
+    coalition, ``2^|D| <= n_samples``: a table of zero differences would read as a measured
+    sampling error)."""
+    same = ((sampled["rel_error_max"] == 0) & (sampled["difference"] == 0)
+            & (sampled["se_difference"] == 0))
+    if same.all():
+        return ("### Sampled Kernel SHAP against exact Shapley\n\nKernel SHAP enumerated every "
+                "coalition of every pair (2^|D| <= n_samples): its attributions are exact Shapley "
+                "values, identical to exact_shapley's; nothing was sampled.\n")
     lines = ["### Sampled Kernel SHAP against exact Shapley (paired by pair)\n",
              "| Policy | Mode | Pairs | ABC sampled | ABC exact | difference ± se | "
              "attribution rel. error: mean | median | max |",

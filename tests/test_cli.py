@@ -63,6 +63,8 @@ def test_reproduce_help_says_what_each_experiment_reproduces():
     for e in experiments:
         assert _flat(f"{e} {cli.REPRODUCES[e]}") in text, e
     assert "Tables 1-4, Figures 4-12" not in text  # what paper-cern and paper-bangalore do together
+    # the --out default --quick writes to
+    assert "(default: runs/<experiment>, or runs/<experiment>-quick with --quick)" in text
     # each TOML experiment's line names the paper's section its configuration says it runs
     for e, name in config.PAPER_CONFIGS.items():
         head = config.get(name)

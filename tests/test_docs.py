@@ -144,3 +144,61 @@ def test_modules_the_docs_call_as_attributes_of_insdel(name):
     code = f"import insdel; m = insdel.{name}; assert m.__name__ == 'insdel.{name}'"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
     assert name in dir(insdel)
+
+
+# -- the docs' Python blocks -------------------------------------------------------------------------
+#: The marker of a block the tests do not run, on the line above its fence, with the reason: only
+#: for a block that needs what the repository does not ship (the real data files) or hours.
+SKIP_MARKER = re.compile(r"<!-- docs-test: skip \((?P<why>[^)]+)\) -->\n$")
+
+
+def _python_blocks(path: Path) -> list[tuple[int, str, str | None]]:
+    """(line of the fence, code, the skip marker's reason or None) of every ```python block."""
+    text = path.read_text(encoding="utf-8")
+    out = []
+    for m in re.finditer(r"^```python\n(.*?)^```", text, re.S | re.M):
+        before = text[max(0, text.rfind("\n", 0, m.start() - 1) + 1):m.start()]
+        skip = SKIP_MARKER.search(before)
+        out.append((_line(text, m.start()), m.group(1), skip.group("why") if skip else None))
+    return out
+
+
+PY_DOCS = [p for p in sorted((ROOT / "docs").glob("*.md")) if _python_blocks(p)]
+
+
+@pytest.mark.parametrize("path", PY_DOCS, ids=lambda p: p.name)
+def test_docs_python_blocks_run_as_written(path, tmp_path, monkeypatch):
+    """Every ```python block of docs/*.md runs, in order, in one namespace per file (a page reads
+    top to bottom: a block may use what an earlier block of the same page made), in a fresh
+    folder (the files a block writes go there)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from insdel import datasets, functional, metrics, policies, removal
+
+    registries = (policies, metrics, datasets, functional.grading, removal)
+    before = [set(r.available()) for r in registries]
+    monkeypatch.chdir(tmp_path)
+    ns = {"__name__": "__docs__"}
+    try:
+        for line, code, skip in _python_blocks(path):
+            if skip is None:
+                exec(compile("\n" * line + code, str(path), "exec"), ns)
+    finally:
+        plt.close("all")
+        for reg, names in zip(registries, before, strict=True):  # what a page registered goes
+            for name in set(reg.available()) - names:
+                reg.unregister(name)
+
+
+def test_docs_skip_markers_say_why_and_are_few():
+    skipped = [f"{p.name}:{line} ({why})" for p in PY_DOCS
+               for line, _, why in _python_blocks(p) if why is not None]
+    for p in PY_DOCS:  # a marker that is not right above a block's fence skips nothing: refused
+        text = p.read_text(encoding="utf-8")
+        for m in re.finditer(r"<!-- docs-test: skip", text):
+            nxt = text[m.start():].split("\n", 2)
+            assert len(nxt) > 1 and nxt[1] == "```python", f"{p.name}:{_line(text, m.start())}"
+    assert len(skipped) <= 4, skipped

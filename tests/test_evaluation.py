@@ -157,6 +157,9 @@ def test_ordering_pair_index_and_random_mean_without_random_orderings():
     with pytest.raises(IndexError, match="out of range for 4 pairs"):
         ev.ordering(4, "a")
     assert ev.ordering(-1, "a").equals(ev.ordering(3, "a"))
+    steps = ev.ordering(0, "a")  # feature indices stay integers beside step 0's missing one
+    assert steps["feature"].dtype == "Int64" and steps["feature"].isna().tolist()[0]
+    assert steps["feature"].iloc[1:].tolist() == [int(j) for j in ev.orders[0, 0]]
     with pytest.raises(ValueError, match="n_random=0"):
         ev.random_mean()
     with pytest.raises(KeyError, match="was not evaluated"):

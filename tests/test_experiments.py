@@ -239,7 +239,8 @@ def test_run_names_its_inputs_in_summary_and_manifest(full_run):
     text = (full_run.out / "summary.md").read_text()
     assert text.startswith("### Inputs")
     assert "- data: dielectron_sim (recipe dielectron_sim)" in text
-    assert f"- model: preset quick_cern, trained by the run, sha256 {m['model']['sha256']}" in text
+    assert (f"- model: preset quick_cern, trained by the run, parameters sha256 "
+            f"{m['model']['sha256']}") in text and m["model"]["sha256_of"] == "parameters"
     assert "- policy counterfactual: " in text and "- policy average: " in text
     assert full_run.to_markdown() == text
 

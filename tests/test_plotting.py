@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
-from _plots import error_segments, overlaps_of_legends  # noqa: E402
+from _plots import error_segments, overlaps_of_legends, overlaps_of_texts  # noqa: E402
 from _runs import roar_table  # noqa: E402
 
 import insdel  # noqa: E402
@@ -405,3 +405,42 @@ def test_roar_figure_some_points_without_standard_error_are_named():
     text = _legend_texts(ax)
     assert "no standard error" in text and "no s.e." in text
     assert "1 replicate" not in text  # n = 2 there: the NaN is not from one replicate
+
+
+def _robustness_table(removals: list[str], policies=("counterfactual", "average")) -> pd.DataFrame:
+    """A robustness table (insdel.robustness.robustness_table's columns) of four methods."""
+    rng = np.random.default_rng(0)
+    methods = ["kernel_shap", "integrated_gradients", "lime", "random"]
+    rows = []
+    for p in policies:
+        for mode in ("insertion", "deletion"):
+            for rem in removals:
+                means = rng.normal(size=len(methods))
+                for m, v, k in zip(methods, means, pd.Series(-means).rank(), strict=True):
+                    rows.append({"policy": p, "mode": mode, "removal": rem, "method": m,
+                                 "mean": v, "std_error": 0.1, "n": 10, "rank": k})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("removals", [
+    ["baseline", "marginal"],
+    ["baseline", "marginal", "conditional_gaussian"],  # paper-cern-removals' three
+    ["baseline", "marginal", "conditional_gaussian", "conditional_knn", "cohort"]])
+def test_removal_robustness_texts_do_not_overlap(removals):
+    """Every panel's τ list fits above it: on one line, three removals' titles ran into each
+    other and off the figure."""
+    fig = plotting.removal_robustness(_robustness_table(removals))
+    assert overlaps_of_texts(fig) == []
+    k = len(removals) * (len(removals) - 1) // 2
+    assert fig.axes[0].get_title().count("τ(") == k  # every pair's τ is still there
+    plt.close(fig)
+
+
+def test_overlaps_of_texts_finds_texts_over_each_other_and_off_the_figure():
+    fig, (a, b) = plt.subplots(1, 2, figsize=(4, 2), layout="constrained")
+    a.set_title("a long title that runs on into the next panel's own title")
+    b.set_title("b")
+    clashes = overlaps_of_texts(fig)
+    assert any(c.endswith("over title of 'b'") for c in clashes), clashes
+    assert any("reaches outside the figure" in c for c in clashes), clashes
+    plt.close(fig)

@@ -264,6 +264,18 @@ def policy_figures(ev, label: str, folder, *, compare: Sequence[str] = ("kernel_
     return out
 
 
+def _pack(items: list[str], width: int) -> list[str]:
+    """``items`` joined by "; " into lines of at most ``width`` characters (an item longer than
+    that on a line of its own), in order."""
+    lines: list[str] = []
+    for item in items:
+        if lines and len(lines[-1]) + 2 + len(item) <= width:
+            lines[-1] += "; " + item
+        else:
+            lines.append(item)
+    return lines
+
+
 def removal_robustness(table: pd.DataFrame, kendall: pd.DataFrame | None = None, *,
                        title: str | None = None):
     """Robustness of the method ranking to the removal: a heat map of each method's mean ABC
@@ -293,9 +305,17 @@ def removal_robustness(table: pd.DataFrame, kendall: pd.DataFrame | None = None,
     modes = [m for m in ("insertion", "deletion") if m in set(table["mode"])]
     methods = list(dict.fromkeys(table["method"]))
     removals = list(dict.fromkeys(table["removal"]))
+    width = max(3.2, 1.4 * len(removals) + 2.2)  # of one panel, inches
+    # a panel's τ list on as many lines as it takes to fit above the panel (about 14 characters
+    # an inch at the title's size, the colour bar aside): on one line, 3 removals' titles ran
+    # into each other and off the figure
+    per_line = max(20, int(14 * (width - 1.0)))
+    lines = len(_pack([f"τ({a}, {b}) = -0.00" for k, a in enumerate(removals)
+                       for b in removals[k + 1:]], per_line))
     fig, axes = _new_figure(len(policies), len(modes),
-                            (max(3.2, 1.4 * len(removals) + 2.2) * len(modes),
-                             (0.45 * len(methods) + 1.6) * len(policies)))
+                            (width * len(modes),
+                             (0.45 * len(methods) + 1.6 + 0.2 * max(lines - 1, 0))
+                             * len(policies)))
     for i, policy in enumerate(policies):
         sub = table[table["policy"] == policy] if has_policy else table
         ksub = kendall[kendall["policy"] == policy] if has_policy else kendall
@@ -319,9 +339,9 @@ def removal_robustness(table: pd.DataFrame, kendall: pd.DataFrame | None = None,
             ax.set_xticks(range(len(removals)), removals, fontsize="small")
             ax.set_yticks(range(len(methods)), [_label(m) for m in methods], fontsize="small")
             taus = ksub[ksub["mode"] == mode]
-            tau_text = "; ".join(f"τ({r.removal_a}, {r.removal_b}) = "
-                                 + ("n/a" if not np.isfinite(r.tau) else f"{r.tau:.2f}")
-                                 for r in taus.itertuples(index=False))
+            tau_text = "\n".join(_pack([f"τ({r.removal_a}, {r.removal_b}) = "
+                                        + ("n/a" if not np.isfinite(r.tau) else f"{r.tau:.2f}")
+                                        for r in taus.itertuples(index=False)], per_line))
             head = f"{policy}: {mode}" if has_policy else mode.capitalize()
             ax.set_title(head + ("\n" + tau_text if tau_text else ""), fontsize="small")
             fig.colorbar(im, ax=ax, fraction=0.05, label="mean ABC")

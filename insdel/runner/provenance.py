@@ -237,6 +237,14 @@ def versions() -> dict:
     return out
 
 
+def model_hash_of(model) -> str:
+    """What :func:`model_hash` hashes for ``model``: ``"parameters"`` (a torch module's parameters
+    and buffers, whatever file it came from) or ``"file"`` (the file another model was loaded
+    from); printed beside the hash so that a torch file's hash is not read as the file's."""
+    torch = sys.modules.get("torch")
+    return "parameters" if torch is not None and isinstance(model, torch.nn.Module) else "file"
+
+
 def model_hash(model, file_sha256: str | None = None) -> str:
     """SHA-256 of a torch module's parameters and buffers (names, dtypes, shapes, bytes); for
     other models, the SHA-256 of the file they were loaded from."""

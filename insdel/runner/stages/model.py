@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from ... import _checkpoint as ck
-from ..provenance import Stages, model_hash
+from ...report import model_sha256_text
+from ..provenance import Stages, model_hash, model_hash_of
 
 __all__ = ["get_model", "model_files", "model_stage"]
 
@@ -48,6 +49,12 @@ def get_model(cfg: dict, dataset, data_hash: str, out: Path, log, progress
     with ck.atomic_write(path, suffix=".pt") as tmp:
         models.save_model(model, tmp, dataset=dataset, params=spec, metrics=metrics)
     ck.atomic_write_text(keyfile, key + "\n")
+    hp = metrics["params"]
+    why = ("params num_threads" if hp.get("num_threads") is not None else threads_rule(
+        models.mlp_parameters(np.shape(dataset.X_train)[1], hp["hidden"]), hp["batch_size"],
+        "batch"))
+    log(f"model: trained in {metrics['seconds']:.1f} s on {metrics['num_threads']} torch "
+        f"thread(s) ({why})")
     return model, dict(metrics or {}), {"source": "trained", "preset": m["preset"], "key": key}
 
 
@@ -80,11 +87,12 @@ def model_stage(cfg: dict, dataset, data_info: dict, out: Path, stages: Stages, 
     model_info["methods"] = supported(model)
     model_info["file_sha256"] = model_info.pop("sha256", None)
     model_info["sha256"] = model_hash(model, model_info["file_sha256"])
+    model_info["sha256_of"] = model_hash_of(model)  # "parameters" or "file"
     stages.add("model", time.perf_counter() - t0, **{"source": model_info["source"]})
     log(f"model: {model_info['source']}"
         + (f" {model_info['path']}" if model_info.get("path") else "")
         + (f" ({model_info['format']})" if model_info.get("format") else "")
-        + f", sha256 {model_info['sha256'][:12]}")
+        + f", {model_sha256_text(model_info, 12)}")
     device = cfg["compute"]["device"]
     try:
         import torch
@@ -95,6 +103,26 @@ def model_stage(cfg: dict, dataset, data_info: dict, out: Path, stages: Stages, 
                 model.to(device)
                 log(f"compute: model on {device} "
                     f"({torch.cuda.get_device_name(torch.device(device)) if device.startswith('cuda') else device})")
+        if isinstance(model, torch.nn.Module):
+            from ..._threads import module_parameters
+            from ...adapter import as_model
+
+            f = as_model(model)
+            n = torch.get_num_threads() if f.threads is None else f.threads
+            model_info["eval_threads"] = n
+            log(f"compute: the model evaluates on {n} torch thread(s) "
+                f"({threads_rule(module_parameters(model), f.batch_size, 'call')})")
     except ImportError:  # pragma: no cover
         pass
     return model, metrics, model_info
+
+
+def threads_rule(n_params: int, rows: int, per: str) -> str:
+    """Why torch runs on the thread count it does (:func:`insdel._threads.torch_threads_for`):
+    ``"27009 parameters x 8192 rows per call < 1e9: 1 thread"`` or ``"... >= 1e9: torch's
+    setting"``."""
+    from ..._threads import SMALL_WORK, torch_threads_for
+
+    small = torch_threads_for(n_params, rows) == 1
+    return (f"{n_params} parameters x {rows} rows per {per} {'<' if small else '>='} "
+            f"{SMALL_WORK:.0e}: {'1 thread' if small else 'torch' + chr(39) + 's setting'}")
