@@ -183,3 +183,14 @@ def test_engines_never_ask_a_removals_kind(module):
     src = (Path(insdel.__file__).parent / module).read_text(encoding="utf-8")
     assert not re.findall(r"isinstance\(.*(Removal|Baseline|Marginal|Cohort)", src)
     assert "resolve(" not in src and "check_targets(" not in src
+
+
+def test_docs_game_md_runs_as_written(capsys):
+    doc = Path(insdel.__file__).parents[1] / "docs" / "game.md"
+    blocks = re.findall(r"^```python\n(.*?)^```", doc.read_text(encoding="utf-8"), re.S | re.M)
+    assert len(blocks) == 2
+    for code in blocks:
+        exec(compile(code, str(doc), "exec"), {"__name__": "docs_game"})
+    out = capsys.readouterr().out
+    assert "RemovalGame(B=5, n=4, m=4, removal=Baseline())" in out
+    assert out.count("True") >= 3 and "0 True" in out
