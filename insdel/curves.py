@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -53,23 +54,20 @@ from ._validation import (
     _first,
     align_attributions,
     as_float_array,
-    check_bool,
     check_finite,
     check_mode,
     check_orders,
-    check_pairs,
     check_positive_int,
 )
 from .adapter import ModelLike, as_model
+from .game import Game, as_game, from_parts
 from .groups import (
     Groups,
-    check_groups,
     check_positions,
     full_positions,
     group_attributions,
 )
 from .groups import positions as make_positions
-from .removal.values import coalition_values, unique_coalitions
 
 __all__ = ["curves", "orderings", "unit_orderings", "trace", "TraceResult", "DEFAULT_CHUNK_SIZE",
            "clear_workspace"]
@@ -372,16 +370,18 @@ def _blocks(B: int, work: int, threads: int, parallel_min: int | None = None) ->
     return min(B, 4 * max(1, threads))
 
 
-def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=MODES,
-          groups=None, positions: ArrayLike | None = None, batch_size: int | None = None,
-          chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None,
-          validate: bool = True, client=None, removal=None) -> TraceResult:
+def trace(f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, orders: ArrayLike, *,
+          modes=MODES, groups=None, positions: ArrayLike | None = None,
+          batch_size: int | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE,
+          progress: bool | None = None, validate: bool | None = None, client=None,
+          removal=None) -> TraceResult:
     """Trace insertion and/or deletion curves of every pair under every given ordering.
 
     Parameters
     ----------
-    f : model
-        Anything :func:`insdel.as_model` accepts.
+    f : model or insdel.game.Game
+        Anything :func:`insdel.as_model` accepts, or a game (:func:`insdel.game.as_game`) that
+        holds the pairs, the removal and the groups (then X and R are None).
     X, R : array_like (B, n)
         Targets and references (a 1-D R is one reference for all targets).
     orders : array_like of int, (B, m) or (B, K, m)
@@ -399,6 +399,8 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
         Maximum number of curve points indexed at once (bounds memory).
     progress : bool, optional
         Show a progress bar (default: only on long runs in a terminal).
+    validate : bool, optional
+        Deprecated and ignored: the inputs are checked once, by :func:`insdel.game.as_game`.
     client : dask.distributed.Client, optional
         Trace each chunk of pairs (the ``chunk_size`` chunks above) on the client's workers; the
         curves are identical to ``client=None`` (the same chunks, the same model calls). A smaller
@@ -408,34 +410,42 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
         (R is the reference). The curves are those of the pair's value function ``v``: from
         ``v(∅)`` (``TraceResult.fr``) to ``v(all)`` (``fx``). ``marginal`` traces the K pairs
         (x, b_k) and averages; a sampled removal (``conditional_*``) evaluates each distinct
-        coalition of a pair once, with M rows (:func:`insdel.removal.values.coalition_values`).
+        coalition of a pair once, with M rows (:meth:`insdel.game.Game.values`).
 
     Returns
     -------
     TraceResult
     """
-    validate = check_bool("validate", validate)
-    chunk_size = check_positive_int("chunk_size", chunk_size)
-    if removal is not None:
-        from .removal import Baseline, check_targets, resolve
+    if validate is not None:
+        warnings.warn("trace(validate=) is deprecated and ignored: the inputs are checked once, "
+                      "when the game is built (insdel.game.as_game).", DeprecationWarning,
+                      stacklevel=2)
+    game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size)
+    return _trace_game(_curve_job(game, orders, modes=modes, positions=positions,
+                                  chunk_size=chunk_size, progress=progress, client=client))
 
-        rem = resolve(removal)
-        if not isinstance(rem, Baseline):
-            if validate:  # evaluate and curves have checked them already
-                X, R = check_targets(X, R, rem)
-            return _trace_removal(f, X, R, orders, rem, modes=modes, groups=groups,
-                                  positions=positions, batch_size=batch_size,
-                                  chunk_size=chunk_size, progress=progress, client=client)
-    model = as_model(f, batch_size=batch_size)
-    if validate:
-        X, R = check_pairs(X, R, finite=False)  # finiteness: checked in the pass below
-    B, n = X.shape
-    grp = check_groups(groups, n)
-    if grp is not None and grp.singleton:
-        grp = None
-    m = n if grp is None else grp.m
-    pos = _full_positions(m) if positions is None else check_positions(positions, m)
-    S = pos.shape[0]
+
+class _CurveJob(NamedTuple):
+    """A checked curve problem: the game and the options, trusted by the drivers."""
+
+    game: Game
+    orders: np.ndarray  # (B, K, m) int64; permutations checked, or checked in the fused pass
+    modes: tuple  # the engine's order (insertion first)
+    asked: tuple  # the order asked (the result's dict follows it)
+    pos: np.ndarray
+    full: bool  # every step recorded (positions 0 .. m)
+    chunk_size: int
+    progress: bool | None
+    client: object
+
+
+def _curve_job(game: Game, orders, *, modes, positions, chunk_size, progress,
+               client) -> _CurveJob:
+    """The options of a curve problem on ``game``, checked once (the front door's second half)."""
+    chunk_size = check_positive_int("chunk_size", chunk_size)
+    m = game.m
+    full = positions is None
+    pos = _full_positions(m) if full else check_positions(positions, m)
     asked = modes
     if modes is not MODES:
         asked = tuple(check_mode(mo) for mo in modes)
@@ -445,8 +455,51 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
             raise ValueError(f"modes must name each mode at most once; got {asked}.")
         # the engine's order (insertion first); the result's dict follows the order asked
         modes = tuple(mo for mo in MODES if mo in asked)
-    # shape and integer values here; the permutation check is part of the pass below
-    orders = check_orders(orders, m, name="orders", B=B, check_perm=False)
+    # shape and integer values; the row kernels' pass over the pairs checks the permutations
+    orders = check_orders(orders, m, name="orders", B=game.B,
+                          check_perm=game.references is None)
+    return _CurveJob(game, orders, modes, tuple(asked), pos, full, chunk_size, progress, client)
+
+
+def _trace_game(job: _CurveJob) -> TraceResult:
+    """The curves of a checked problem: the game's closed form, its references' row kernels, or
+    its values."""
+    game = job.game
+    if game.knows("curves"):
+        curves_out = game.curves(job.orders, modes=job.modes, positions=job.pos)
+        B, K, S = job.orders.shape[0], job.orders.shape[1], job.pos.shape[0]
+        res = TraceResult(curves=curves_out, fx=game.v_all(), fr=game.v_empty(),
+                          n_points=B * K * len(job.modes) * S, positions=job.pos, m=game.m,
+                          groups=game.groups)
+        return _in_order(res, job.asked)
+    if game.references is None:
+        return _trace_values(job)
+    refs = game.references
+    B, Kr, n = refs.shape
+    if Kr == 1:
+        res = _trace_pairs(job, game.model, game.groups, game.X, refs[:, 0, :], job.orders,
+                           getattr(game, "f", None))
+    else:  # v is the mean of the K single-reference games: trace the pairs (x, b_k), average
+        res = _trace_pairs(job, game.model, game.groups, np.repeat(game.X, Kr, axis=0),
+                           refs.reshape(B * Kr, n), np.repeat(job.orders, Kr, axis=0),
+                           getattr(game, "f", None))
+        res.curves = {mo: c.reshape((B, Kr) + c.shape[1:]).mean(axis=1)
+                      for mo, c in res.curves.items()}
+        res.fx = res.fx.reshape(B, Kr).mean(axis=1)
+        res.fr = res.fr.reshape(B, Kr).mean(axis=1)
+        res.n_points //= Kr
+    return res
+
+
+def _trace_pairs(job: _CurveJob, model, grp: Groups | None, X, R, orders, f=None
+                 ) -> TraceResult:
+    """The curves of the single-reference pairs (X, R) (rows written by the numba kernels of
+    :mod:`insdel._curve_kernels`); with a client, one task per chunk of pairs (``f``: the model
+    as the workers receive it)."""
+    modes, pos, client = job.modes, job.pos, job.client
+    B, n = X.shape
+    m = n if grp is None else grp.m
+    S = pos.shape[0]
     K = orders.shape[1]
     do_ins, do_del = "insertion" in modes, "deletion" in modes
     M = int(do_ins) + int(do_del)
@@ -454,7 +507,7 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
     ins_at = 0 if do_ins else -1
     del_at = int(do_ins) if do_del else -1
     per_pair = K * M * S
-    chunk_pairs = max(1, int(chunk_size) // max(per_pair, 1))
+    chunk_pairs = max(1, int(job.chunk_size) // max(per_pair, 1))
     # the row kernels read the pairs directly (C-contiguous float64: a broadcast R is copied)
     X = np.ascontiguousarray(X, dtype=np.float64)
     R = np.ascontiguousarray(R, dtype=np.float64)
@@ -465,11 +518,11 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
         n_d = ws.get("n_d", (B,), np.int64)
         threads = numba_threads()
         nblk = _blocks(B, B * (n + K * m), threads, PREPARE_PARALLEL_MIN)
-        finite, perms = kern.prepare(nblk, X, R, orders, validate, diff, n_d)
-        if validate and not finite:
+        finite, perms = kern.prepare(nblk, X, R, orders, True, diff, n_d)
+        if not finite:
             check_finite("X", X)
             check_finite("R", R)
-        if validate and not perms:
+        if not perms:
             check_orders(orders, m, name="orders", B=B)
         if client is not None:
             # the serial loop's chunks of pairs, one task each (the same rows in the same batches)
@@ -477,13 +530,14 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
 
             bounds = chunk_bounds(B, chunk_pairs)
             res = run_chunked(
-                _trace_chunk, [(lo, hi, modes, batch_size, chunk_size) for lo, hi in bounds],
-                shared={"f": f, "X": X, "R": R, "orders": orders, "groups": grp,
-                        "positions": pos},
-                client=client, concat=_concat_traces, progress=progress, desc="curves",
+                _trace_chunk, [(lo, hi, modes, model.batch_size, job.chunk_size)
+                               for lo, hi in bounds],
+                shared={"f": model if f is None else f, "X": X, "R": R, "orders": orders,
+                        "groups": grp, "positions": None if job.full else pos},
+                client=client, concat=_concat_traces, progress=job.progress, desc="curves",
                 name="insdel-curves",
                 describe=lambda k: f"curves of pairs {bounds[k][0]}..{bounds[k][1] - 1}")
-            return _in_order(res, asked)
+            return _in_order(res, job.asked)
         if grp is None:
             starts, members = _identity_units(n)
         else:  # units are groups: D = the groups with a differing column
@@ -495,75 +549,38 @@ def trace(f: ModelLike, X: ArrayLike, R: ArrayLike, orders: ArrayLike, *, modes=
         # a float32 model sees together in a batch, on which its rounding can depend)
         plan = _Plan(_read_only(pos), _read_only(starts), _read_only(members), ins_at, del_at,
                      grp is None and S == m + 1, threads)
-        res = _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, chunk_pairs, progress,
-                            grp, ws)
+        res = _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, chunk_pairs,
+                            job.progress, grp, ws)
         res.positions = pos  # the caller's array (the plan holds a read-only view of it)
-        return _in_order(res, asked)
+        return _in_order(res, job.asked)
 
 
-def _trace_removal(f, X, R, orders, rem, *, modes, groups, positions, batch_size, chunk_size,
-                   progress, client, offset: int = 0) -> TraceResult:
-    """:func:`trace` under a removal other than the baseline (conventions: *Removal*).
-
-    ``offset``: X holds the run's targets from that index on (one chunk on a Dask worker); the
-    removal's draws are seeded by the run's index, so a chunk gives what the whole run gives."""
-    from .removal import ReferenceRemoval
-
-    B, n = X.shape
-    if isinstance(rem, ReferenceRemoval):
-        # v is the mean of the K single-reference games: trace the pairs (x, b_k), average
-        refs = np.asarray(rem.references(X, R), dtype=np.float64)
-        Kr = refs.shape[1]
-        grp = check_groups(groups, n)
-        m = n if grp is None else grp.m
-        o = check_orders(orders, m, name="orders", B=B)
-        res = trace(f, np.repeat(X, Kr, axis=0), refs.reshape(B * Kr, n),
-                    np.repeat(o, Kr, axis=0), modes=modes, groups=grp, positions=positions,
-                    batch_size=batch_size, chunk_size=chunk_size, progress=progress,
-                    validate=True, client=client)
-        res.curves = {mo: c.reshape((B, Kr) + c.shape[1:]).mean(axis=1)
-                      for mo, c in res.curves.items()}
-        res.fx = res.fx.reshape(B, Kr).mean(axis=1)
-        res.fr = res.fr.reshape(B, Kr).mean(axis=1)
-        res.n_points //= Kr
-        return res
-    check_finite("X", X)
-    from .removal import GameRemoval
-
-    # a game read off the data evaluates no model row: f may be None
-    model = None if f is None and isinstance(rem, GameRemoval) else as_model(
-        f, batch_size=batch_size)
-    grp = check_groups(groups, n)
-    if grp is not None and grp.singleton:
-        grp = None
-    m = n if grp is None else grp.m
-    pos = _full_positions(m) if positions is None else check_positions(positions, m)
-    asked = tuple(check_mode(mo) for mo in modes)
-    if not asked or len(set(asked)) != len(asked):
-        raise ValueError(f"modes must name each of 'insertion', 'deletion' at most once and at "
-                         f"least one; got {asked}.")
-    orders = check_orders(orders, m, name="orders", B=B)
-    if client is not None:
+def _trace_values(job: _CurveJob) -> TraceResult:
+    """The curves read from the game's values (conventions: *Removal*): every curve point's
+    coalition requested from :meth:`insdel.game.Game.values`, each distinct one evaluated once;
+    with a client, one task per chunk of pairs (a chunk's draws are seeded by the run's index of
+    its pairs, so it gives what the whole run gives)."""
+    game, orders, pos, asked = job.game, job.orders, job.pos, job.asked
+    B, m = game.B, game.m
+    if job.client is not None:
         from .distributed import chunk_bounds, run_chunked
 
-        bounds = chunk_bounds(B, max(1, chunk_size // (orders.shape[1] * len(asked) * pos.shape[0]
-                                                        + 2)))
+        bounds = chunk_bounds(B, max(1, job.chunk_size // (orders.shape[1] * len(asked)
+                                                           * pos.shape[0] + 2)))
         return _in_order(run_chunked(
-            _trace_removal_chunk, [(lo, hi, asked, batch_size, chunk_size) for lo, hi in bounds],
-            shared={"f": f, "X": X, "orders": orders, "removal": rem, "groups": grp,
-                    "positions": positions},
-            client=client, concat=_concat_traces, progress=progress,
-            desc=f"curves ({rem.name})", name="insdel-curves-removal",
+            _trace_values_chunk, [(lo, hi, asked, job.chunk_size) for lo, hi in bounds],
+            shared={**game.parts(), "orders": orders, "positions": pos},
+            client=job.client, concat=_concat_traces, progress=job.progress,
+            desc=f"curves ({game.name})", name="insdel-curves-removal",
             describe=lambda k: f"curves of pairs {bounds[k][0]}..{bounds[k][1] - 1}"), asked)
     K, S, Mm = orders.shape[1], pos.shape[0], len(asked)
     per_pair = K * Mm * S + 2
-    chunk_pairs = max(1, chunk_size // per_pair)
+    chunk_pairs = max(1, job.chunk_size // per_pair)
     out = np.empty((Mm, B, K, S))
     fx, fr = np.empty(B), np.empty(B)
     clock: dict = {}
-    n_unique = 0
     t0 = time.perf_counter()
-    with progress_bar(total=B, desc=f"curves ({rem.name})", unit="pair", enable=progress,
+    with progress_bar(total=B, desc=f"curves ({game.name})", unit="pair", enable=job.progress,
                       auto=B * per_pair > 200_000) as bar:
         for b0 in range(0, B, chunk_pairs):
             b1 = min(B, b0 + chunk_pairs)
@@ -576,37 +593,33 @@ def _trace_removal(f, X, R, orders, rem, *, modes, groups, positions, batch_size
                                    np.zeros((Bc, m), bool)])
             pairs = np.concatenate([np.repeat(np.arange(b0, b1), K * Mm * S),
                                     np.arange(b0, b1), np.arange(b0, b1)])
-            up, uk, inv = unique_coalitions(pairs, keep)
-            cols = uk if grp is None else grp.expand(uk)
-            v = coalition_values(model, rem, X, up, np.ascontiguousarray(cols), clock=clock,
-                                 offset=offset)
-            if not np.all(np.isfinite(v)):
-                bad = int(up[~np.isfinite(v)][0])
+            vals = game.values(pairs, keep, clock=clock)
+            if not np.all(np.isfinite(vals)):
+                bad = int(pairs[~np.isfinite(vals)].min())
                 raise ValueError(f"the model returned a non-finite value under removal "
-                                 f"{rem.name!r} for pair {bad + offset}.")
-            vals = v[inv]
+                                 f"{game.name!r} for pair {bad + game.offset}.")
             N = Bc * K * Mm * S
             out[:, b0:b1] = vals[:N].reshape(Bc, K, Mm, S).transpose(2, 0, 1, 3)
             fx[b0:b1] = vals[N:N + Bc]
             fr[b0:b1] = vals[N + Bc:]
-            n_unique += len(up) * int(rem.n_draws)
             bar.update(Bc)
     total = time.perf_counter() - t0
     timings = {"model_s": clock.get("model_s", 0.0), "sampling_s": clock.get("sampling_s", 0.0),
                "bookkeeping_s": total - clock.get("model_s", 0.0) - clock.get("sampling_s", 0.0)}
     return TraceResult(curves={mo: out[i] for i, mo in enumerate(asked)}, fx=fx, fr=fr,
-                       n_points=B * K * Mm * S, n_unique=n_unique, timings=timings,
-                       positions=pos, m=m, groups=grp)
+                       n_points=B * K * Mm * S,
+                       n_unique=clock.get("coalitions", 0) * int(game.n_draws), timings=timings,
+                       positions=pos, m=m, groups=game.groups)
 
 
-def _trace_removal_chunk(b0: int, b1: int, modes: tuple, batch_size: int | None,
-                         chunk_size: int, *, f, X, orders, removal, groups=None,
-                         positions=None) -> TraceResult:
-    """One chunk of pairs of :func:`trace` under a sampled removal (a Dask task): its draws are
-    seeded by the pairs' indices in the whole run."""
-    return _trace_removal(f, X[b0:b1], None, orders[b0:b1], removal, modes=modes, groups=groups,
-                          positions=positions, batch_size=batch_size, chunk_size=chunk_size,
-                          progress=False, client=None, offset=b0)
+def _trace_values_chunk(b0: int, b1: int, modes: tuple, chunk_size: int, *, orders, positions,
+                        **parts) -> TraceResult:
+    """One chunk of pairs of :func:`_trace_values` (a Dask task): the game rebuilt from its
+    parts, cut to the chunk (its draws seeded by the pairs' indices in the whole run)."""
+    game = from_parts(**parts).subset(b0, b1)
+    job = _CurveJob(game, orders[b0:b1], modes, modes, positions, False, chunk_size, False,
+                    None)
+    return _trace_values(job)
 
 
 def _in_order(res: TraceResult, asked: tuple) -> TraceResult:
@@ -691,12 +704,14 @@ def unit_orderings(A: np.ndarray, groups: Groups | None, *, order: str = "signed
 
 def _trace_chunk(b0: int, b1: int, modes: tuple, batch_size: int | None, chunk_size: int, *,
                  f, X, R, orders, groups=None, positions=None) -> TraceResult:
-    """One chunk of pairs of :func:`trace` (the task :func:`insdel.distributed.run_chunked` runs on
-    a Dask worker): exactly one chunk of the serial loop, so the same rows reach the model in the
-    same batches."""
-    return trace(f, X[b0:b1], R[b0:b1], orders[b0:b1], modes=modes, groups=groups,
-                 positions=positions, batch_size=batch_size, chunk_size=chunk_size,
-                 progress=False, validate=False)
+    """One chunk of pairs of :func:`_trace_pairs` (the task :func:`insdel.distributed.run_chunked`
+    runs on a Dask worker): exactly one chunk of the serial loop, so the same rows reach the model
+    in the same batches."""
+    m = X.shape[1] if groups is None else groups.m
+    pos = _full_positions(m) if positions is None else positions
+    job = _CurveJob(None, None, modes, modes, pos, positions is None, chunk_size, False, None)
+    return _trace_pairs(job, as_model(f, batch_size=batch_size), groups, X[b0:b1], R[b0:b1],
+                        orders[b0:b1])
 
 
 def _concat_traces(parts: list) -> TraceResult:
@@ -763,26 +778,22 @@ def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str 
     """
     check_mode(mode)
     names = list(X.columns) if hasattr(X, "columns") else None
-    from .removal import check_targets, resolve
-
-    rem = resolve(removal)
-    X, R = check_targets(X, R, rem)
-    grp = check_groups(groups, X.shape[1])
+    game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size)
+    B, n, m = game.B, game.n, game.m
     # a labelled A (DataFrame) is matched to X's columns (or the groups) by name, as in evaluate
-    A = align_attributions("A", A, names, None if grp is None else list(grp.names))
+    A = align_attributions("A", A, names, game.unit_names)
     A = as_float_array("A", A, ndim=(2, 3))
-    units = (X.shape[1],) if grp is None else (grp.n, grp.m)
-    if A.shape[0] != X.shape[0] or A.shape[-1] not in units:
+    units = (n,) if game.unit_names is None else (n, m)
+    if A.shape[0] != B or A.shape[-1] not in units:
         raise ValueError(
-            f"A must have shape (B, n) or (B, K, n) with (B, n) = {X.shape}"
-            + ("" if grp is None else f" (or m = {grp.m} per group)") + f"; got {A.shape}."
-        )
-    m = X.shape[1] if grp is None else grp.m
+            f"A must have shape (B, n) or (B, K, n) with (B, n) = {(B, n)}"
+            + ("" if game.unit_names is None else f" (or m = {m} per group)")
+            + f"; got {A.shape}.")
     pos = None
     if step is not None or fractions is not None or max_fraction is not None:
         pos = make_positions(m, step=step, fractions=fractions, max_fraction=max_fraction)
-    res = trace(f, X, R, unit_orderings(A, grp, order=order), modes=(mode,), groups=grp,
-                positions=pos, batch_size=batch_size, chunk_size=chunk_size, progress=progress,
-                validate=False, removal=removal)
+    orders = orderings(group_attributions(A, game.groups), order=order)
+    res = _trace_game(_curve_job(game, orders, modes=(mode,), positions=pos,
+                                 chunk_size=chunk_size, progress=progress, client=None))
     c = res.curves[mode]
     return c[:, 0, :] if A.ndim == 2 else c
