@@ -28,8 +28,9 @@ from ._validation import (
 )
 from .adapter import ModelLike
 from .areas import abc as _abc
-from .curves import DEFAULT_CHUNK_SIZE, check_order, orderings, trace
-from .groups import Groups, check_groups, group_attributions, is_full
+from .curves import DEFAULT_CHUNK_SIZE, _curve_job, _trace_game, check_order, orderings
+from .game import as_game
+from .groups import Groups, group_attributions, is_full
 from .groups import positions as make_positions
 
 __all__ = ["evaluate", "Evaluation", "summarize", "to_markdown", "random_orderings"]
@@ -509,22 +510,16 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
     add_random = check_bool("add_random", add_random)
     n_random = check_positive_int("n_random", n_random, minimum=0)
     seed = check_positive_int("seed", seed, minimum=0)
-    chunk_size = check_positive_int("chunk_size", chunk_size)
-    names = feature_names_of(X, feature_names)
-    from .removal import check_targets, resolve
-
-    rem = resolve(removal)
-    X, R = check_targets(X, R, rem)
-    B, n = X.shape
+    names = feature_names_of(X, feature_names) if X is not None else feature_names
+    game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size,
+                   feature_names=names)
+    B, n, m = game.B, game.n, game.m
     clusters = check_clusters(clusters, B)
     if names is not None and len(names) != n:
         raise ValueError(f"feature_names has {len(names)} names for n = {n} features.")
     if not isinstance(attributions, Mapping):
         raise TypeError("attributions must be a mapping name -> array (B, n).")
-    grp = check_groups(groups, n, feature_names=names)
-    if grp is not None and grp.singleton:
-        grp = None
-    m = n if grp is None else grp.m
+    grp = game.groups
     pos = None
     if step is not None or fractions is not None or max_fraction is not None:
         pos = make_positions(m, step=step, fractions=fractions, max_fraction=max_fraction)
@@ -542,10 +537,10 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
     orders = []
     for name in methods:
         raw = align_attributions(f"attributions[{name!r}]", attributions[name], names,
-                                 None if grp is None else list(grp.names))
+                                 game.unit_names)
         A = as_float_array(f"attributions[{name!r}]", attribution_values(raw), ndim=(2,))
-        if A.shape[0] != B or A.shape[1] not in ((n,) if grp is None else (n, m)):
-            per = "" if grp is None else f" (or (B, m) = {(B, m)} per group)"
+        if A.shape[0] != B or A.shape[1] not in ((n,) if game.unit_names is None else (n, m)):
+            per = "" if game.unit_names is None else f" (or (B, m) = {(B, m)} per group)"
             raise ValueError(f"attributions[{name!r}] must have shape (B, n) = {(B, n)}{per}; "
                              f"got {A.shape}.")
         orders.append(orderings(group_attributions(A, grp, name=f"attributions[{name!r}]"),
@@ -558,9 +553,8 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         raise ValueError("attributions is empty and add_random is False: nothing to evaluate.")
     all_orders = np.concatenate([np.stack(orders, axis=1), rand[:, 1:, :]], axis=1)
     t0 = time.perf_counter()
-    res = trace(f, X, R, all_orders, modes=modes, groups=grp, positions=pos,
-                batch_size=batch_size, chunk_size=chunk_size, progress=progress, validate=False,
-                client=client, removal=None if removal is None else rem)
+    res = _trace_game(_curve_job(game, all_orders, modes=modes, positions=pos,
+                                 chunk_size=chunk_size, progress=progress, client=client))
     elapsed = time.perf_counter() - t0
     Km = len(methods)
     stats = {"curve_points": res.n_points, "model_evaluations": res.n_unique,
@@ -571,4 +565,4 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         random_curves={m: res.curves[m][:, Km:, :] for m in modes},
         fx=res.fx, fr=res.fr, normalize=normalize, orders=all_orders[:, :Km, :], stats=stats,
         feature_names=names, order=order, groups=grp, positions=pos, clusters=clusters,
-        removal=None if removal is None or rem.name == "baseline" else rem.params())
+        removal=None if game.name == "baseline" else game.params())

@@ -321,7 +321,6 @@ BOOL = {
     ("auc", "normalize"): lambda v: insdel.auc(np.arange(4.0), normalize=v),
     ("aul", "normalize"): lambda v: insdel.aul(np.arange(4.0), normalize=v),
     ("hybrid", "outer"): lambda v: hybrid(X, R[0], [1, 2], outer=v),
-    ("trace", "validate"): lambda v: insdel.trace(f, X, R, ORDERS, validate=v),
     ("batch_decomposition", "dedup"): lambda v: batch_decomposition(f, X, R, dedup=v),
     ("AnchoredDecomposition.abc", "normalize"): lambda v: anchored_decomposition(
         f, X[0], R[0]).abc([0, 1, 2], normalize=v),

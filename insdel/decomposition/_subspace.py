@@ -10,12 +10,10 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import _decomposition_kernels as K
-from .._validation import (
-    check_pairs,
-    check_positive_int,
-)
-from ..adapter import Model, as_model
-from ..groups import Groups, check_groups
+from .._validation import check_positive_int
+from ..adapter import Model
+from ..game import Game
+from ..groups import Groups
 
 DEFAULT_MAX_D = 20
 """Largest |D| (differing features of a pair) decomposed unless ``max_d=`` is raised (2^20 evaluations)."""
@@ -95,22 +93,6 @@ def _n_from_length(N: int, name: str) -> int:
     return n
 
 
-def _subspaces(X: np.ndarray, R: np.ndarray, dedup: bool = True, groups: Groups | None = None
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per pair: |D| (B,), the units (features or groups) of every D in increasing order (flat)
-    and their offsets. A group is in D when any of its columns differs."""
-    diff = X != R
-    if groups is not None:
-        diff = groups.reduce_any(diff)
-    if not dedup:
-        diff = np.ones(diff.shape, dtype=bool)
-    dsz = diff.sum(axis=1).astype(np.int64)
-    Dflat = np.nonzero(diff)[1].astype(np.int64)
-    doff = np.zeros(X.shape[0] + 1, dtype=np.int64)
-    np.cumsum(dsz, out=doff[1:])
-    return dsz, Dflat, doff
-
-
 def _value_offsets(dsz: np.ndarray) -> np.ndarray:
     off = np.zeros(dsz.shape[0] + 1, dtype=np.int64)
     np.cumsum(np.left_shift(np.int64(1), dsz), out=off[1:])
@@ -151,20 +133,6 @@ def _evaluate(model: Model, Xd: np.ndarray, Rd: np.ndarray, pairs: np.ndarray, d
     return vals, off, t_model
 
 
-def _prepare(f, X, R, batch_size, groups=None):
-    """Model, checked pairs (and in the model's dtype), the grouping (None for singleton groups)
-    and the group names (kept for singleton groups too)."""
-    model = as_model(f, batch_size=batch_size)
-    X, R = check_pairs(X, R)
-    Xd = np.ascontiguousarray(X, dtype=model.dtype)
-    Rd = np.ascontiguousarray(R, dtype=model.dtype)
-    grp = check_groups(groups, X.shape[1])
-    names = None if grp is None else list(grp.names)
-    if grp is not None and grp.singleton:
-        grp = None
-    return model, X, R, Xd, Rd, grp, names
-
-
 def _ragged_repeat(dsz: np.ndarray, Dflat: np.ndarray, doff: np.ndarray, idx: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The D lists of the plan entries ``idx`` (entry p takes pair ``idx[p]``'s D)."""
@@ -176,38 +144,61 @@ def _ragged_repeat(dsz: np.ndarray, Dflat: np.ndarray, doff: np.ndarray, idx: np
     return dsz_e, Dflat_e, doff_e
 
 
-def _removal_values(model: Model, X: np.ndarray, R, rem, grp: Groups | None, max_d, bar_factory,
-                    probe) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, int]:
-    """``v_b(u)`` for every subset u of each pair's D under a removal other than the baseline.
+def _ragged(diff: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """|D| per pair, the units of every D in increasing order (flat) and their offsets, from the
+    (B, m) mask of D."""
+    dsz = diff.sum(axis=1).astype(np.int64)
+    Dflat = np.nonzero(diff)[1].astype(np.int64)
+    doff = np.zeros(diff.shape[0] + 1, dtype=np.int64)
+    np.cumsum(dsz, out=doff[1:])
+    return dsz, Dflat, doff
 
-    ``marginal`` (K references): D_b is the union of the K pairs' differing units and
-    ``v_b(u) = mean_k f(hybrid(x_b, b_k, u))``, built by the same row kernel as the baseline over
-    the K plan entries of each pair. A sampled removal: D_b is every unit and ``v_b(u)`` the mean
-    of f over the removal's M rows (:func:`insdel.removal.values.coalition_values`).
+
+def _what(game: Game, what: str) -> str:
+    """The refusal's name of the computation, with the game's removal when not the paper's."""
+    return what if game.name == "baseline" else f"{what} under removal {game.name!r}"
+
+
+def _subset_values(game: Game, max_d, bar_factory, *, dedup: bool = True,
+                   what: str = "exact anchored decomposition"
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, int]:
+    """``v_b(u)`` for every subset u of each pair's D_b (``dedup=False``: D_b = every unit).
+
+    A game of K references (``game.references``): the 2^|D_b| hybrids of each of the K pairs
+    (x_b, b_k) written by the subset row kernel (:func:`_evaluate`), averaged over k (K = 1,
+    the baseline: used as they are). Any other game: the subsets requested from
+    :meth:`insdel.game.Game.values` (each once, in order: pair after pair, subset index
+    increasing, bit t = the t-th unit of D_b).
 
     Returns ``dsz, Dflat, doff, values, model seconds, evaluations``.
     """
-    from ..removal import ReferenceRemoval
-    from ..removal.base import differing_from
-    from ..removal.values import coalition_values
-
-    B, n = X.shape
-    m = n if grp is None else grp.m
-    if isinstance(rem, ReferenceRemoval):
-        refs = np.asarray(rem.references(X, R), dtype=np.float64)
+    B, m = game.B, game.m
+    grp = game.groups
+    diff = game.differing() if dedup else np.ones((B, m), dtype=bool)
+    dsz, Dflat, doff = _ragged(diff)
+    model = game.model
+    refs = game.references
+    probe = None
+    if model is not None:
+        Xp = np.ascontiguousarray(game.X[:1], dtype=model.dtype)
+        probe = lambda: _seconds_per_row(model, Xp)  # noqa: E731
+    if refs is None and bool(diff.all()):
+        what += " (every unit is removable)"
+    _check_d(dsz, m, max_d, probe=probe, groups=grp is not None, what=_what(game, what))
+    if refs is not None:
         Kr = refs.shape[1]
-        diff = differing_from(X, refs)
-        if grp is not None:
-            diff = grp.reduce_any(diff)
-        dsz = diff.sum(axis=1).astype(np.int64)
-        Dflat = np.nonzero(diff)[1].astype(np.int64)
-        doff = np.zeros(B + 1, dtype=np.int64)
-        np.cumsum(dsz, out=doff[1:])
-        _check_d(dsz, m, max_d, probe=probe, groups=grp is not None,
-                 what=f"exact decomposition under removal {rem.name!r}")
+        if Kr == 1:
+            Xd = np.ascontiguousarray(game.X, dtype=model.dtype)
+            Rd = np.ascontiguousarray(refs[:, 0, :], dtype=model.dtype)
+            total = int(np.sum(np.left_shift(np.int64(1), dsz)))
+            with bar_factory(total) as bar:
+                vals, _, t_model = _evaluate(model, Xd, Rd, np.arange(B), dsz, Dflat, doff, bar,
+                                             grp)
+            return dsz, Dflat, doff, vals, t_model, total
+        n = game.n
         idx = np.repeat(np.arange(B), Kr)
         dsz_e, Dflat_e, doff_e = _ragged_repeat(dsz, Dflat, doff, idx)
-        Xd = np.ascontiguousarray(np.repeat(X, Kr, axis=0), dtype=model.dtype)
+        Xd = np.ascontiguousarray(np.repeat(game.X, Kr, axis=0), dtype=model.dtype)
         Rd = np.ascontiguousarray(refs.reshape(B * Kr, n), dtype=model.dtype)
         total = int(np.sum(np.left_shift(np.int64(1), dsz_e)))
         with bar_factory(total) as bar:
@@ -220,24 +211,33 @@ def _removal_values(model: Model, X: np.ndarray, R, rem, grp: Groups | None, max
         target = np.repeat(off[idx], np.diff(off_e)) + within
         vals = np.bincount(target, weights=vals_e, minlength=int(off[-1])) / Kr
         return dsz, Dflat, doff, vals, t_model, total
-    dsz = np.full(B, m, dtype=np.int64)
-    _check_d(dsz, m, max_d, probe=probe, groups=grp is not None,
-             what=f"exact decomposition under removal {rem.name!r} (every unit is removable)")
-    Dflat = np.tile(np.arange(m, dtype=np.int64), B)
-    doff = np.arange(B + 1, dtype=np.int64) * m
-    S = 1 << m
-    subsets = (np.arange(S, dtype=np.int64)[:, None] >> np.arange(m)) & 1  # bit t = unit t
-    keep_units = subsets.astype(bool)
-    keep = keep_units if grp is None else grp.expand(keep_units)
-    vals = np.empty(B * S)
+    off = _value_offsets(dsz)
+    vals = np.empty(int(off[-1]))
     clock: dict = {}
-    per = max(1, (1 << 22) // max(1, S * int(rem.n_draws)))  # pairs per slice of rows
-    with bar_factory(B * S) as bar:
+    S = 1 << int(dsz.max(initial=0))
+    per = max(1, (1 << 22) // max(1, S * int(game.n_draws)))  # pairs per slice of requests
+    with bar_factory(int(off[-1])) as bar:
         for b0 in range(0, B, per):
             b1 = min(B, b0 + per)
-            targets = np.repeat(np.arange(b0, b1), S)
-            vals[b0 * S:b1 * S] = coalition_values(
-                model, rem, X, targets, np.ascontiguousarray(np.tile(keep, (b1 - b0, 1))),
-                clock=clock)
-            bar.update((b1 - b0) * S)
-    return dsz, Dflat, doff, vals, clock.get("model_s", 0.0), B * S * int(rem.n_draws)
+            pairs, keep = _subset_requests(dsz, Dflat, doff, b0, b1, m)
+            vals[off[b0]:off[b1]] = game.values(pairs, keep, unique=True, clock=clock)
+            bar.update(int(off[b1] - off[b0]))
+    return (dsz, Dflat, doff, vals, clock.get("model_s", 0.0),
+            int(off[-1]) * int(game.n_draws))
+
+
+def _subset_requests(dsz: np.ndarray, Dflat: np.ndarray, doff: np.ndarray, b0: int, b1: int,
+                     m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every subset of D_b of the pairs ``b0 .. b1 - 1`` as (pair, coalition over the m units)
+    requests: pair after pair, subset index increasing (bit t = the t-th unit of D_b)."""
+    d = dsz[b0:b1]
+    count = np.left_shift(np.int64(1), d)
+    pairs = np.repeat(np.arange(b0, b1, dtype=np.int64), count)
+    first = np.repeat(np.cumsum(count) - count, count)
+    s = np.arange(pairs.size, dtype=np.int64) - first  # the subset's index within its pair
+    t = np.arange(int(d.max(initial=0)), dtype=np.int64)
+    bit = ((s[:, None] >> t[None, :]) & 1).astype(bool) & (t[None, :] < dsz[pairs][:, None])
+    rows, ts = np.nonzero(bit)
+    keep = np.zeros((pairs.size, m), dtype=bool)
+    keep[rows, Dflat[doff[pairs[rows]] + ts]] = True
+    return pairs, keep

@@ -22,18 +22,13 @@ from .._validation import (
     feature_names_of,
     repeated,
 )
-from ..adapter import ModelLike, as_model
-from ..groups import check_groups
+from ..adapter import ModelLike
+from ..game import Game, as_game
 from ._subspace import (
     DEFAULT_MAX_D,
     FULL_LAYOUT_MAX_N,
-    _check_d,
-    _evaluate,
     _n_from_length,
-    _prepare,
-    _removal_values,
-    _seconds_per_row,
-    _subspaces,
+    _subset_values,
     _value_offsets,
 )
 from .algebra import Interaction, expected_last_position
@@ -620,69 +615,44 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
         A pair with |D| > ``max_d``.
     """
     t0 = time.perf_counter()
-    columns = feature_names_of(X)  # a DataFrame's column names (None otherwise)
-    if removal is not None:
-        from ..removal import Baseline, resolve
-
-        rem = resolve(removal)
-        if not isinstance(rem, Baseline):
-            return _decompose_removal(f, X, R, rem, batch_size=batch_size, progress=progress,
-                                      max_d=max_d, feature_names=feature_names, groups=groups,
-                                      columns=columns, t0=t0)
-    model, X, R, Xd, Rd, grp, gnames = _prepare(f, X, R, batch_size, groups)
-    B = X.shape[0]
-    n = X.shape[1] if grp is None else grp.m
+    columns = feature_names_of(X) if X is not None else None  # a DataFrame's column names
+    game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size)
+    dedup = check_bool("dedup", dedup)
+    n = game.m
     if feature_names is None:
-        feature_names = gnames if gnames is not None else columns
-    elif grp is not None and len(feature_names) != n:
+        feature_names = game.unit_names if game.unit_names is not None else columns
+    elif game.groups is not None and len(feature_names) != n:
         raise ValueError(f"feature_names has {len(feature_names)} names but groups= makes the "
                          f"units the m = {n} groups: give one name per group (or none: the "
                          "groups' names are used).")
-    dedup = check_bool("dedup", dedup)
-    dsz, Dflat, doff = _subspaces(X, R, dedup, grp)
-    _check_d(dsz, n, max_d, probe=lambda: _seconds_per_row(model, Xd), groups=grp is not None)
-    total = int(np.sum(np.left_shift(np.int64(1), dsz)))
-    with progress_bar(total, "decomposition", unit="row", enable=progress,
-                      auto=total > 4_000_000) as bar:
-        vals, _, t_model = _evaluate(model, Xd, Rd, np.arange(B), dsz, Dflat, doff, bar, grp)
-    delta = vals.copy()
-    K.mobius_ragged(delta, _value_offsets(dsz), dsz)
+    return _decompose(game, max_d=max_d, dedup=dedup, feature_names=feature_names,
+                      progress=progress, t0=t0)
+
+
+def _decompose(game: Game, *, max_d, dedup: bool = True, feature_names=None, progress=None,
+               t0: float | None = None) -> BatchDecomposition:
+    """The decomposition of a checked game: its closed-form effects, or the Möbius transform of
+    its values on every subset of each D_b (:func:`insdel.decomposition._subspace._subset_values`).
+    """
+    t0 = time.perf_counter() if t0 is None else t0
+    if game.knows("effects"):
+        dsz, Dflat, doff, delta = game.effects()
+        vals = np.array(delta, dtype=np.float64)
+        K.zeta_ragged(vals, _value_offsets(dsz), dsz)
+        t_model, evals = 0.0, 0
+    else:
+        label = "decomposition" if game.name == "baseline" else f"decomposition ({game.name})"
+
+        def bar(total):
+            return progress_bar(total, label, unit="row", enable=progress,
+                                auto=total > 4_000_000)
+
+        dsz, Dflat, doff, vals, t_model, evals = _subset_values(game, max_d, bar, dedup=dedup)
+        delta = vals.copy()
+        K.mobius_ragged(delta, _value_offsets(dsz), dsz)
     elapsed = time.perf_counter() - t0
     timings = {"model_s": t_model, "total_s": elapsed, "other_s": elapsed - t_model}
-    return BatchDecomposition._from_parts(n, dsz, Dflat, doff, vals, delta,
-                                          feature_names=feature_names, n_evals=total,
-                                          timings=timings)
-
-
-def _decompose_removal(f, X, R, rem, *, batch_size, progress, max_d, feature_names, groups,
-                       columns, t0) -> BatchDecomposition:
-    """:func:`batch_decomposition` under a removal other than the baseline."""
-    from ..removal import GameRemoval, check_targets
-
-    # a game read off the data evaluates no model row: f may be None
-    model = None if f is None and isinstance(rem, GameRemoval) else as_model(
-        f, batch_size=batch_size)
-    X, R = check_targets(X, R, rem)
-    grp = check_groups(groups, X.shape[1])
-    gnames = None if grp is None else list(grp.names)
-    if grp is not None and grp.singleton:
-        grp = None
-    n = X.shape[1] if grp is None else grp.m
-    if feature_names is None:
-        feature_names = gnames if gnames is not None else columns
-
-    def bar(total):
-        return progress_bar(total, f"decomposition ({rem.name})", unit="row", enable=progress,
-                            auto=total > 4_000_000)
-
-    dsz, Dflat, doff, vals, t_model, evals = _removal_values(
-        model, X, R, rem, grp, max_d, bar,
-        probe=None if model is None else (lambda: _seconds_per_row(model, X[:1])))
-    delta = vals.copy()
-    K.mobius_ragged(delta, _value_offsets(dsz), dsz)
-    elapsed = time.perf_counter() - t0
-    timings = {"model_s": t_model, "total_s": elapsed, "other_s": elapsed - t_model}
-    return BatchDecomposition._from_parts(n, dsz, Dflat, doff, vals, delta,
+    return BatchDecomposition._from_parts(game.m, dsz, Dflat, doff, vals, delta,
                                           feature_names=feature_names, n_evals=evals,
                                           timings=timings)
 

@@ -10,18 +10,16 @@ from .. import _decomposition_kernels as K
 from .._progress import progress_bar
 from .._validation import (
     check_finite,
-    check_pairs,
     check_positive_int,
 )
 from ..adapter import ModelLike
-from ..groups import check_groups
+from ..game import Game, as_game, from_parts
 from ._subspace import (
     DEFAULT_MAX_D,
     _check_d,
     _evaluate,
-    _prepare,
+    _ragged,
     _seconds_per_row,
-    _subspaces,
 )
 
 
@@ -64,34 +62,29 @@ def shapley_values(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
     -------
     ndarray (B, n) or (B, m); rows sum to f(x_b) - f(r_b).
     """
-    if removal is not None:
-        from ..removal import Baseline, resolve
-
-        rem = resolve(removal)
-        if not isinstance(rem, Baseline):
-            if client is not None:
-                raise ValueError(f"shapley_values: client= is not supported with removal "
-                                 f"{rem.name!r} yet; run without a client.")
-            from .batch import batch_decomposition
-
-            return batch_decomposition(f, X, R, batch_size=batch_size, progress=progress,
-                                       max_d=max_d, groups=groups, removal=rem).shapley()
-    if client is None:
-        return subspace_shapley(f, X, R, max_d=max_d, batch_size=batch_size, progress=progress,
-                                max_rows=max_rows, groups=groups)[0]
-    X, R = check_pairs(X, R)
+    game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size)
     max_rows = check_positive_int("max_rows", max_rows)
-    grp = check_groups(groups, X.shape[1])
-    dsz = _subspaces(X, R, groups=grp)[0]
+    if game.knows("shapley"):
+        return game.shapley()
+    refs = game.references
+    if refs is None or refs.shape[1] != 1:
+        if client is not None:
+            raise ValueError(f"shapley_values: client= is not supported with removal "
+                             f"{game.name!r} yet; run without a client.")
+        from .batch import _decompose
+
+        return _decompose(game, max_d=max_d, progress=progress).shapley()
+    if client is None:
+        return _subspace_shapley(game, max_d=max_d, progress=progress, max_rows=max_rows)[0]
+    dsz = _ragged(game.differing())[0]
     if int(dsz.max(initial=0)) > int(max_d):  # the serial call names the pair and the cost
-        return subspace_shapley(f, X, R, max_d=max_d, batch_size=batch_size, max_rows=max_rows,
-                                groups=grp)[0]
+        return _subspace_shapley(game, max_d=max_d, max_rows=max_rows)[0]
     from ..distributed import run_chunked
 
     bounds = _stream_chunks(dsz, max_rows)  # the chunks subspace_shapley streams, one task each
-    return run_chunked(_shapley_chunk, [(s, e, max_d, batch_size, max_rows) for s, e in bounds],
-                       shared={"f": f, "X": X, "R": R, "groups": grp}, client=client,
-                       progress=progress, desc="exact Shapley", name="insdel-shapley",
+    return run_chunked(_shapley_chunk, [(s, e, max_d, max_rows) for s, e in bounds],
+                       shared=game.parts(), client=client, progress=progress,
+                       desc="exact Shapley", name="insdel-shapley",
                        describe=lambda k: f"exact Shapley of pairs {bounds[k][0]}.."
                        f"{bounds[k][1] - 1}")
 
@@ -108,12 +101,11 @@ def _stream_chunks(dsz: np.ndarray, max_rows: int) -> list[tuple[int, int]]:
     return [(s, e) for s, e in zip(starts.tolist(), ends.tolist(), strict=True) if s < e]
 
 
-def _shapley_chunk(s: int, e: int, max_d: int, batch_size: int | None, max_rows: int, *,
-                   f, X, R, groups=None) -> np.ndarray:
+def _shapley_chunk(s: int, e: int, max_d: int, max_rows: int, **parts) -> np.ndarray:
     """Exact Shapley values of pairs s..e - 1, one streamed chunk (the task
     :func:`insdel.distributed.run_chunked` runs on a Dask worker)."""
-    return subspace_shapley(f, X[s:e], R[s:e], max_d=max_d, batch_size=batch_size,
-                            max_rows=max_rows, groups=groups)[0]
+    return _subspace_shapley(from_parts(**parts).subset(s, e), max_d=max_d,
+                             max_rows=max_rows)[0]
 
 
 def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = DEFAULT_MAX_D,
@@ -159,11 +151,9 @@ def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = D
     ValueError
         A pair with |D| > ``max_d``; the message names the pair, its |D| and the cost.
     """
-    model, X, R, Xd, Rd, grp, _ = _prepare(f, X, R, batch_size, groups)
+    game = as_game(f, X, R, groups=groups, batch_size=batch_size)
     max_rows = check_positive_int("max_rows", max_rows)
-    B = X.shape[0]
-    n = X.shape[1] if grp is None else grp.m
-    dsz, Dflat, doff = _subspaces(X, R, groups=grp)
+    B = game.B
     if pairs is None:
         todo = np.arange(B, dtype=np.int64)
     else:
@@ -174,6 +164,28 @@ def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = D
         if bad.any():
             raise ValueError(f"pairs: index {int(todo[bad][0])} out of range for B = {B} pairs.")
         todo = todo.astype(np.int64)
+    refs = game.references
+    if refs is None or refs.shape[1] != 1:  # no single reference: from the decomposition
+        from .batch import _decompose
+
+        phi = np.full((B, game.m), np.nan)
+        phi[todo] = _decompose(game, max_d=max_d, progress=progress).shapley()[todo]
+        return phi, _ragged(game.differing())[0]
+    return _subspace_shapley(game, max_d=max_d, progress=progress, todo=todo,
+                             max_rows=max_rows)
+
+
+def _subspace_shapley(game: Game, *, max_d, progress=None, todo: np.ndarray | None = None,
+                      max_rows: int = 1 << 20) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`subspace_shapley` of a checked single-reference game (``game.references`` with
+    K = 1): each pair's 2^|D| hybrids streamed through the subset row kernel."""
+    model, grp = game.model, game.groups
+    B, n = game.B, game.m
+    Xd = np.ascontiguousarray(game.X, dtype=model.dtype)
+    Rd = np.ascontiguousarray(game.references[:, 0, :], dtype=model.dtype)
+    dsz, Dflat, doff = _ragged(game.differing())
+    if todo is None:
+        todo = np.arange(B, dtype=np.int64)
     _check_d(dsz[todo], n, max_d, pairs=todo, what="exact Shapley computation",
              probe=lambda: _seconds_per_row(model, Xd), groups=grp is not None)
     phi = np.full((B, n), np.nan)
@@ -222,24 +234,20 @@ def sampled_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, removal=None,
         Standard errors over the ``n_orderings / 2`` antithetic couples.
     """
     from .._validation import check_seed
-    from ..curves import trace
+    from ..curves import DEFAULT_CHUNK_SIZE, _curve_job, _trace_game
 
     n_orderings = check_positive_int("n_orderings", n_orderings, minimum=2)
     if n_orderings % 2:
         raise ValueError(f"n_orderings must be even (antithetic couples); got {n_orderings}.")
     seed = check_seed(seed)
-    Xa = np.asarray(X, dtype=np.float64)
-    if Xa.ndim != 2:
-        raise ValueError(f"X must have shape (B, n); got {Xa.shape}.")
-    B, n = Xa.shape
-    grp = check_groups(groups, n)
-    m = n if grp is None else grp.m
+    game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size)
+    B, m = game.B, game.m
     half = n_orderings // 2
     rng = np.random.default_rng(seed)
     o = np.argsort(rng.random((B, half, m)), axis=-1, kind="stable").astype(np.int64)
     orders = np.concatenate([o, o[:, :, ::-1]], axis=1)
-    res = trace(f, X, R, orders, modes=("insertion",), groups=grp, batch_size=batch_size,
-                progress=progress, removal=removal)
+    res = _trace_game(_curve_job(game, orders, modes=("insertion",), positions=None,
+                                 chunk_size=DEFAULT_CHUNK_SIZE, progress=progress, client=None))
     steps = np.diff(res.curves["insertion"], axis=-1)  # (B, K, m): contribution of orders[..., s]
     contrib = np.empty_like(steps)
     np.put_along_axis(contrib, orders, steps, axis=-1)
