@@ -86,7 +86,9 @@ def build_removal(name: str, options: Mapping, X_train: np.ndarray):
     if "data" in _removal.options_of(name):
         opts["data"] = np.asarray(X_train, dtype=np.float64)
     rem = _removal.build(name, **opts)
-    if not isinstance(rem, _removal.SampledRemoval):
+    from ..road import draws_rows
+
+    if not draws_rows(rem):
         raise TypeError(f"road.removal = {name!r} ({cls.__name__}) is not a SampledRemoval: ROAD "
                         "imputes removed features from the kept ones.")
     return rem
