@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["single_reference", "empty_rows", "value_ends", "values_fn", "take", "averaged",
-           "refuse"]
+           "refuse", "refuse_captum"]
 
 
 def single_reference(game) -> np.ndarray | None:
@@ -42,6 +42,14 @@ def single_reference(game) -> np.ndarray | None:
 def refuse(method: str, game, why: str, instead: str) -> None:
     """Raise the error of a method (or engine) that cannot take the game's removal."""
     raise ValueError(f"{method}: removal {game.name!r} is not supported {why}; {instead}.")
+
+
+def refuse_captum(method: str, game, captum_name: str, what: str) -> None:
+    """Raise the error of a method's ``engine="captum"`` (one baseline per point) on a game
+    without one reference per target; ``what`` the method evaluates under the removal."""
+    refuse(method, game, f"by engine='captum' (captum's {captum_name} takes one baseline per "
+           "point)", f"use engine='insdel' (the default), which evaluates every {what} under the "
+           "removal")
 
 
 def empty_rows(game) -> np.ndarray:

@@ -101,16 +101,14 @@ class Lime(Attribution):
         if interpretable_model is not None and alpha != DEFAULT_LIME_ALPHA:
             raise ValueError(f"lime: alpha={alpha} and interpretable_model were both given; "
                              "the interpretable model has its own penalty (give one of them).")
-        from ._removal import empty_rows, refuse, single_reference, values_fn
+        from ._removal import empty_rows, refuse_captum, single_reference, values_fn
 
         def compute(game):
             model, X = game.model, game.X
             R = single_reference(game)
             if R is None:
                 if engine == "captum":
-                    refuse("lime", game, "by engine='captum' (captum's Lime takes one baseline "
-                           "per point)", "use engine='insdel' (the default), which evaluates "
-                           "every perturbation under the removal")
+                    refuse_captum("lime", game, "Lime", "perturbation")
                 values = values_fn(game, np.arange(game.B))
                 A, distinct = _lime_batched(model, X, empty_rows(game).mean(axis=1), ns, seed,
                                             alpha, chunk_rows, progress, values=values)

@@ -121,16 +121,14 @@ class KernelShap(Attribution):
         if exact not in ("auto", "never"):
             raise ValueError(f"kernel_shap: exact must be 'auto' or 'never'; got {exact!r}.")
 
-        from ._removal import refuse, single_reference
+        from ._removal import refuse_captum, single_reference
 
         def compute(game):
             model, X, grp = game.model, game.X, game.groups
             R = single_reference(game)
             if R is None:
                 if engine == "captum":
-                    refuse("kernel_shap", game, "by engine='captum' (captum's KernelShap takes "
-                           "one baseline per point)", "use engine='insdel' (the default), which "
-                           "evaluates every coalition under the removal")
+                    refuse_captum("kernel_shap", game, "KernelShap", "coalition")
                 return _kernel_shap_removal(game, ns, seed, chunk_rows, exact, progress)
             from ..decomposition import subspace_shapley
 
