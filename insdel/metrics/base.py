@@ -9,7 +9,8 @@ insdel replaces them by the pair's reference r, so the policy chooses the baseli
 Owen, §4); with ``R = 0`` the two coincide, which is how the metrics are checked against the peers'
 own code.
 
-:class:`MetricContext` holds the pairs and a :class:`HybridCache`: a metric asks for the values of
+:class:`MetricContext` holds the game (:func:`insdel.game.as_game`: the pairs, the removal and the
+groups, checked once) and a :class:`HybridCache` on it: a metric asks for the values of
 boolean masks (B, K, m) (True: the unit comes from x) and each distinct hybrid of a pair is
 evaluated once, for every metric and every method sharing the context (the same dedup rule as the
 curve engine: a set is first reduced to its canonical form ``S ∩ D`` with ``D`` the units where x
