@@ -38,11 +38,11 @@ from ._validation import check_finite
 from .adapter import Model, ModelLike, as_model
 from .groups import Groups, check_groups
 from .hybrid import build_rows, masks_to_words
-from .removal import GameRemoval, ReferenceRemoval, Removal, check_targets, resolve
+from .removal import Baseline, GameRemoval, ReferenceRemoval, Removal, check_targets, resolve
 from .removal.base import differing_from
 from .removal.values import coalition_values, unique_coalitions
 
-__all__ = ["Game", "RemovalGame", "as_game", "HOOKS"]
+__all__ = ["Game", "RemovalGame", "as_game", "from_parts", "HOOKS"]
 
 #: The questions a game may answer in closed form (:attr:`Game.closed_form`).
 HOOKS = ("curves", "shapley", "effects")
@@ -158,6 +158,11 @@ class Game:
         """What determines the values beyond the pairs, as plain JSON (None: nothing to record)."""
         return None
 
+    def parts(self) -> dict[str, Any]:
+        """What rebuilds this game on a Dask worker (:func:`from_parts`), as keyword arguments
+        shared once by :func:`insdel.distributed.run_chunked`: the game itself by default."""
+        return {"game": self}
+
     # -- closed forms: a game lists the ones it answers in ``closed_form`` ----------------------
 
     def curves(self, orders: np.ndarray, *, modes: tuple, positions: np.ndarray
@@ -207,7 +212,9 @@ class RemovalGame(Game):
         self.unit_names = unit_names
         self.offset = offset
         self.n_draws = int(getattr(removal, "n_draws", 1))
-        if references is None and isinstance(removal, ReferenceRemoval):
+        if references is None and isinstance(removal, Baseline):
+            references = R[:, None, :]  # R checked (B, n) float64 by the front door: a view
+        elif references is None and isinstance(removal, ReferenceRemoval):
             references = np.asarray(removal.references(X, R), dtype=np.float64)
         self.references = references
         self._rows = None  # the K pairs' targets and references in the model's dtype
@@ -264,8 +271,8 @@ class RemovalGame(Game):
                            batch_size=self.batch_size)
 
     def parts(self) -> dict[str, Any]:
-        """What rebuilds this game elsewhere (a Dask worker): the model as given, the pairs,
-        the removal, the groups (:meth:`from_parts`)."""
+        """The model as given, the pairs, the removal, the groups (a torch module travels to the
+        workers once, as :func:`insdel.distributed.run_chunked` ships a shared ``f``)."""
         return {"f": self.f, "X": self.X, "R": self.R, "removal": self.removal,
                 "groups": self.groups, "references": self.references,
                 "batch_size": self.batch_size, "offset": self.offset}
@@ -284,6 +291,11 @@ class RemovalGame(Game):
     def __repr__(self) -> str:
         return (f"RemovalGame(B={self.B}, n={self.n}, m={self.m}, removal={self.removal!r}"
                 + ("" if self.offset == 0 else f", offset={self.offset}") + ")")
+
+
+def from_parts(game: Game | None = None, **parts) -> Game:
+    """The game that :meth:`Game.parts` describes (trusted: it was checked where it was built)."""
+    return game if game is not None else RemovalGame.from_parts(**parts)
 
 
 def _adapt(f, removal: Removal, batch_size: int | None) -> Model | None:
@@ -331,7 +343,8 @@ def as_game(f: ModelLike | Game, X: ArrayLike | None = None, R: ArrayLike | None
     rem = resolve(removal)
     model = _adapt(f, rem, batch_size)
     X, R = check_targets(X, R, rem)
-    check_finite("X", X)
+    if not isinstance(rem, Baseline):  # the baseline's pairs are checked finite already
+        check_finite("X", X)
     grp = check_groups(groups, X.shape[1], feature_names=feature_names)
     names = None if grp is None else list(grp.names)
     if grp is not None and grp.singleton:
