@@ -7,10 +7,14 @@ the constant a constant sampled removal fills in, v(all) - v(∅) from direct mo
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 from _removals import MeanImpute, Shuffled
 
+import insdel
 from insdel import removal as RM
 from insdel.attribution import attribute, available
 from insdel.decomposition import shapley_values
@@ -360,3 +364,14 @@ def test_kernel_shap_exact_road_on_pairs_that_are_not_consecutive(data):
     assert info["exact"].tolist() == [True, False, True, False, False]
     exact = shapley_values(f, X[[0, 2]], None, removal=rem)
     np.testing.assert_allclose(A[[0, 2]], exact, rtol=0, atol=1e-12)
+
+
+_METHODS_DIR = Path(insdel.__file__).parent / "attribution"
+
+
+@pytest.mark.parametrize("module", sorted(p.name for p in _METHODS_DIR.glob("*.py")))
+def test_methods_never_ask_a_removals_kind(module):
+    """The methods read the game; the one check of the removal is insdel.game.as_game."""
+    src = (_METHODS_DIR / module).read_text(encoding="utf-8")
+    assert not re.findall(r"isinstance\(.*(Removal|Baseline|Marginal|Cohort)", src)
+    assert "resolve(" not in src and "check_targets(" not in src

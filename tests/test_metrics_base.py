@@ -1,6 +1,9 @@
 """insdel.metrics: the shared hybrid cache, the registry, evaluate_metrics, runs and leaderboard."""
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -328,3 +331,13 @@ def test_metric_call_still_takes_the_arguments_compute_reads(pairs):
     sub[:, ::2, 1] = True
     M.build("faithfulness_correlation")(_f, X, R, A, subsets=sub)
     assert M.build("sensitivity").call_arguments() >= {"explainer", "method"}
+
+
+@pytest.mark.parametrize("module", ["base.py", "__init__.py", "insertion_deletion.py",
+                                    "quantus_family.py", "beexai_family.py", "openxai_family.py",
+                                    "xaibench_family.py", "ground_truth.py", "agreement.py"])
+def test_metrics_never_ask_a_removals_kind(module):
+    """The context builds the game once (insdel.game.as_game); the metrics read it."""
+    src = (Path(insdel.__file__).parent / "metrics" / module).read_text(encoding="utf-8")
+    assert not re.findall(r"isinstance\(.*(Removal|Baseline|Marginal|Cohort)", src)
+    assert "resolve(" not in src and "check_targets(" not in src
