@@ -68,6 +68,7 @@ from ..adapter import (
     model_capabilities,
     torch_kind,
 )
+from ..game import Game
 from .base import MODEL_AGNOSTIC, Attribution
 from .cohort import IGCS, CohortShapley, _CohortAttribution
 from .deeplift import DeepLift
@@ -196,7 +197,7 @@ def options_of(name: str) -> dict[str, Any]:
 DEFAULT_PAIRS_PER_CHUNK = 50
 
 
-def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str | Any, *,
+def attribute(f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, method: str | Any, *,
               return_info: bool = False, client: Any = None, pairs_per_chunk: int | None = None,
               **options: Any):
     """Attributions of one method for B pairs, explaining ``f(x) - f(r)``.
@@ -207,7 +208,9 @@ def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str | Any, *,
         Gradient methods (``integrated_gradients``, ``vanilla_grad``, ``input_x_gradient``)
         need a torch module (TorchScript and ``torch.export`` programs included), ``deeplift``
         an eager ``torch.nn.Module``; the others accept anything :func:`insdel.as_model`
-        accepts (:func:`supported`).
+        accepts (:func:`supported`). Or a game (:func:`insdel.game.as_game`) that holds the
+        model, the pairs, the removal and the groups: then X and R are None, and ``removal=``,
+        ``groups=`` and ``batch_size=`` are not given.
     X : array_like (B, n) or (n,)
         Targets.
     R : array_like (B, n) or (n,)
