@@ -198,8 +198,14 @@ def _check_orders(orders) -> tuple[str, ...]:
     return orders
 
 
+def draws_rows(removal) -> bool:
+    """Whether ``removal`` imputes removed features from the kept ones: it draws rows
+    (``sample(X, keep, targets)``, ``n_draws`` of them per row), as ROAD needs."""
+    return callable(getattr(removal, "sample", None)) and int(getattr(removal, "n_draws", 0)) >= 1
+
+
 def _check_removal(removal) -> SampledRemoval:
-    if not isinstance(removal, SampledRemoval):
+    if not draws_rows(removal):
         raise TypeError("removal must be a SampledRemoval (e.g. insdel.removal's "
                         "conditional_gaussian fitted on training rows, or "
                         "insdel.road.constant_removal(values) for a fixed reference); got "

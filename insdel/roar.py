@@ -107,16 +107,15 @@ def impute(X: np.ndarray, orders: np.ndarray, k: int, removal, *, offset: int = 
     removal's value for the row: the first reference of a ``marginal`` removal, the first draw
     of a sampled one given the kept features (row i is target ``offset + i`` of the removal's
     seeded draws)."""
-    from .removal import ReferenceRemoval
-
     X = np.asarray(X, dtype=np.float64)
     out = X.copy()
     if not k:
         return out
     keep = np.ones(X.shape, dtype=bool)
     np.put_along_axis(keep, orders[:, :k], False, axis=1)
-    if isinstance(removal, ReferenceRemoval):
-        fill = np.asarray(removal.references(X, None), dtype=np.float64)[:, 0, :]
+    references = getattr(removal, "references", None)  # K fixed rows per target, or drawn
+    if references is not None:
+        fill = np.asarray(references(X, None), dtype=np.float64)[:, 0, :]
     else:
         targets = offset + np.arange(X.shape[0], dtype=np.int64)
         fill = np.asarray(removal.sample(X, keep, targets), dtype=np.float64)[:, 0, :]
@@ -225,12 +224,12 @@ def roar(dataset, attributions: Mapping[str, np.ndarray], *, params: str | Mappi
     values = removal_values(dataset)
     rem = None
     if removal is not None:
-        from .removal import Baseline, resolve
+        from .removal import resolve
 
         rem = resolve(removal)
-        if isinstance(rem, Baseline):
-            raise ValueError("roar: removal='baseline' needs one reference per row; the paper's "
-                             "ROAR uses removal_values (removal=None).")
+        if rem.uses_reference:  # ROAR's rows have no pairs' references R
+            raise ValueError(f"roar: removal={rem.name!r} needs one reference per row; the "
+                             "paper's ROAR uses removal_values (removal=None).")
     rep_seeds = [int(np.random.SeedSequence([seed, 7_365, r]).generate_state(1)[0] & 0x7FFFFFFF)
                  for r in range(replicates)]
     # the resolved hyper-parameters, not the name given: params=None picks a preset by the data

@@ -7,6 +7,9 @@ the constant a constant sampled removal fills in, v(all) - v(∅) from direct mo
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 from _removals import MeanImpute, Shuffled
@@ -343,3 +346,48 @@ def test_under_the_cohort_game_kernel_shap_is_cohort_shapley_and_lime_is_refused
     with pytest.raises(ValueError, match="removal 'cohort' is a game read off the data: it has "
                                          "no reference rows"):
         insdel.attribute(lambda Z: Z.sum(axis=1), D[:5], None, "lime", removal=g)
+
+
+@pytest.mark.parametrize("method,kw", [("kernel_shap", {"n_samples": 40}), ("exact_shapley", {}),
+                                       ("lime", {"n_samples": 50}), ("random", {})])
+def test_a_game_gives_what_the_model_pairs_and_removal_give(data, method, kw):
+    from insdel.game import as_game
+
+    X, bg = data
+    for rem in (RM.Marginal(bg, n_references=2), Shuffled(bg, n_draws=2, seed=4)):
+        want, info0 = attribute(f, X, None, method, removal=rem, return_info=True, **kw)
+        game = as_game(f, X, None, removal=rem)
+        got, info = attribute(game, None, None, method, return_info=True, **kw)
+        assert got.tobytes() == want.tobytes()
+        np.testing.assert_array_equal(info["completeness_gap"], info0["completeness_gap"])
+        assert info["removal"] == rem.params()
+        chunked = attribute(game, None, None, method, pairs_per_chunk=2, **kw)
+        np.testing.assert_array_equal(chunked, attribute(f, X, None, method, removal=rem,
+                                                         pairs_per_chunk=2, **kw))
+    with pytest.raises(TypeError, match="do not give removal"):
+        attribute(game, None, None, method, removal="marginal", **kw)
+
+
+@pytest.mark.filterwarnings("ignore:kernel_shap")
+def test_kernel_shap_exact_road_on_pairs_that_are_not_consecutive(data):
+    """Under marginal the pairs with small |D| (here 0 and 2) take the exact road on their own."""
+    X, bg = data
+    X, two = X.copy(), bg[:2].copy()
+    two[1, 2:] = two[0, 2:]
+    X[[0, 2], 2:] = two[0, 2:]  # pairs 0 and 2 differ from both references in 2 features
+    rem = RM.Marginal(two, how="all")
+    A, info = attribute(f, X, None, "kernel_shap", removal=rem, n_samples=9, return_info=True)
+    assert info["exact"].tolist() == [True, False, True, False, False]
+    exact = shapley_values(f, X[[0, 2]], None, removal=rem)
+    np.testing.assert_allclose(A[[0, 2]], exact, rtol=0, atol=1e-12)
+
+
+_METHODS_DIR = Path(insdel.__file__).parent / "attribution"
+
+
+@pytest.mark.parametrize("module", sorted(p.name for p in _METHODS_DIR.glob("*.py")))
+def test_methods_never_ask_a_removals_kind(module):
+    """The methods read the game; the one check of the removal is insdel.game.as_game."""
+    src = (_METHODS_DIR / module).read_text(encoding="utf-8")
+    assert not re.findall(r"isinstance\(.*(Removal|Baseline|Marginal|Cohort)", src)
+    assert "resolve(" not in src and "check_targets(" not in src

@@ -1,6 +1,9 @@
 """insdel.metrics: the shared hybrid cache, the registry, evaluate_metrics, runs and leaderboard."""
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,6 +12,7 @@ from hypothesis import strategies as st
 
 import insdel
 from insdel import metrics as M
+from insdel.game import as_game
 from insdel.groups import Groups
 from insdel.hybrid import hybrid
 from insdel.metrics.base import HybridCache, MetricContext, rank_of, top_units
@@ -151,9 +155,31 @@ def test_registry_errors_name_the_problem():
 
 def test_cache_rejects_bad_masks():
     X, R, _ = _pairs(B=3, n=4)
-    cache = HybridCache(insdel.as_model(lambda Z: Z.sum(1)), X, R, None)
+    cache = HybridCache(as_game(lambda Z: Z.sum(1), X, R))
     with pytest.raises(ValueError, match="masks must have shape"):
         cache.values(np.ones((3, 2, 5), bool))
+
+
+def test_cache_old_spelling_warns_and_gives_the_same_values():
+    X, R, rng = _pairs(B=4, n=5)
+    f = lambda Z: np.tanh(Z).sum(1)  # noqa: E731
+    masks = rng.random((4, 3, 5)) < 0.5
+    with pytest.warns(DeprecationWarning, match="HybridCache"):
+        old = HybridCache(insdel.as_model(f), X, R, None)
+    np.testing.assert_array_equal(old.values(masks),
+                                  HybridCache(as_game(f, X, R)).values(masks))
+    with pytest.raises(TypeError, match="game only"):
+        HybridCache(as_game(f, X, R), R)
+
+
+def test_context_takes_a_game():
+    X, R, rng = _pairs(B=4, n=5)
+    f = lambda Z: np.tanh(Z).sum(1)  # noqa: E731
+    A = rng.normal(size=(4, 5))
+    m = M.build("insertion_abc")
+    ctx = MetricContext(as_game(f, X, R), None, None)
+    np.testing.assert_array_equal(m.compute(ctx, A), m(f, X, R, A))
+    np.testing.assert_array_equal(ctx.R, R)
 
 
 TOML = """
@@ -305,3 +331,13 @@ def test_metric_call_still_takes_the_arguments_compute_reads(pairs):
     sub[:, ::2, 1] = True
     M.build("faithfulness_correlation")(_f, X, R, A, subsets=sub)
     assert M.build("sensitivity").call_arguments() >= {"explainer", "method"}
+
+
+@pytest.mark.parametrize("module", ["base.py", "__init__.py", "insertion_deletion.py",
+                                    "quantus_family.py", "beexai_family.py", "openxai_family.py",
+                                    "xaibench_family.py", "ground_truth.py", "agreement.py"])
+def test_metrics_never_ask_a_removals_kind(module):
+    """The context builds the game once (insdel.game.as_game); the metrics read it."""
+    src = (Path(insdel.__file__).parent / "metrics" / module).read_text(encoding="utf-8")
+    assert not re.findall(r"isinstance\(.*(Removal|Baseline|Marginal|Cohort)", src)
+    assert "resolve(" not in src and "check_targets(" not in src

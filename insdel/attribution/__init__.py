@@ -68,6 +68,7 @@ from ..adapter import (
     model_capabilities,
     torch_kind,
 )
+from ..game import Game
 from .base import MODEL_AGNOSTIC, Attribution
 from .cohort import IGCS, CohortShapley, _CohortAttribution
 from .deeplift import DeepLift
@@ -196,7 +197,7 @@ def options_of(name: str) -> dict[str, Any]:
 DEFAULT_PAIRS_PER_CHUNK = 50
 
 
-def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str | Any, *,
+def attribute(f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, method: str | Any, *,
               return_info: bool = False, client: Any = None, pairs_per_chunk: int | None = None,
               **options: Any):
     """Attributions of one method for B pairs, explaining ``f(x) - f(r)``.
@@ -207,7 +208,9 @@ def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str | Any, *,
         Gradient methods (``integrated_gradients``, ``vanilla_grad``, ``input_x_gradient``)
         need a torch module (TorchScript and ``torch.export`` programs included), ``deeplift``
         an eager ``torch.nn.Module``; the others accept anything :func:`insdel.as_model`
-        accepts (:func:`supported`).
+        accepts (:func:`supported`). Or a game (:func:`insdel.game.as_game`) that holds the
+        model, the pairs, the removal and the groups: then X and R are None, and ``removal=``,
+        ``groups=`` and ``batch_size=`` are not given.
     X : array_like (B, n) or (n,)
         Targets.
     R : array_like (B, n) or (n,)
@@ -258,15 +261,18 @@ def attribute(f: ModelLike, X: ArrayLike, R: ArrayLike, method: str | Any, *,
         return _attribute_chunked(f, X, R, method, return_info, client, pairs_per_chunk, options)
     if not isinstance(method, str):
         if "removal" in options:
-            from ._removal import active, refuse
+            from ..game import as_game
+            from ._removal import refuse, single_reference
 
-            rem = active(options.pop("removal"))
-            if rem is not None:
-                refuse(getattr(method, "__name__", None) or type(method).__name__, rem,
+            game = as_game(f, X, R, removal=options.pop("removal"))
+            R1 = single_reference(game)
+            if R1 is None:
+                refuse(getattr(method, "__name__", None) or type(method).__name__, game,
                        "by an external method (it is called with one reference per target, "
                        "(X, R) -> A)", f"use one of insdel's methods ({', '.join(available())}:"
                        " each states what its reference means under a removal), or call it "
                        "once per reference and average")
+            X, R = game.X, R1
         obj = External(f, method)
         A = obj.attribute(X, R, **options)
         if not return_info:
@@ -296,28 +302,24 @@ def _check_options(cls: type[Attribution], options: dict) -> None:
                             f"{', '.join(valid)}.")
 
 
-_NO_REMOVAL = object()
-
-
-def _attribute_task(lo: int, hi: int, method: str, options: dict, *, f, X, R, seed=None,
-                    removal=_NO_REMOVAL):
+def _attribute_task(lo: int, hi: int, method: str, options: dict, *, seed=None, f=None, X=None,
+                    R=None, **parts):
     """One chunk of :func:`attribute` (pairs lo..hi - 1), on a Dask worker or here; ``seed`` (the
     chunk's own, from :func:`insdel.distributed.run_chunked`) replaces the method's option.
 
-    ``removal`` (shared): a sampled removal sees the chunk's targets by their global indices
-    (:class:`insdel.attribution._removal.Reindexed`: the same draws as an unchunked call); a
-    reference removal comes resolved, its references of every target in R (B, K, n)."""
+    ``parts`` (shared): the game's (:meth:`insdel.game.Game.parts`); the chunk is its
+    :meth:`~insdel.game.Game.subset` (a sampled removal's draws keep the run's indices, a
+    reference game's references are the run's). Without them (the cohort methods, which play
+    their own game): the model and the pairs ``f, X, R``."""
     if seed is not None:
         options = {**options, "seed": seed}
-    if removal is not _NO_REMOVAL:
-        from ..removal import SampledRemoval
-        from ._removal import reindexed
+    if not parts:
+        return attribute(f, X[lo:hi], None if R is None else R[lo:hi], method, return_info=True,
+                         **options)
+    from ..game import from_parts
 
-        if isinstance(removal, SampledRemoval):
-            removal = reindexed(removal, np.arange(lo, hi))
-        options = {**options, "removal": removal}
-    return attribute(f, X[lo:hi], None if R is None else R[lo:hi], method, return_info=True,
-                     **options)
+    game = from_parts(f=f, X=X, R=R, **parts).subset(lo, hi)
+    return attribute(game, None, None, method, return_info=True, **options)
 
 
 def _concat_attributions(parts: list) -> tuple[np.ndarray, dict]:
@@ -354,30 +356,22 @@ def _attribute_chunked(f, X, R, method, return_info: bool, client, pairs_per_chu
                         f"{', '.join(available())}); got {type(method).__name__}.")
     cls = get(method)
     _check_options(cls, options)
-    shared: dict[str, Any] = {}
     removal = options.pop("removal", None)
-    rem = None
-    if removal is not None:
-        from ..removal import Baseline, Marginal, ReferenceRemoval, check_targets, resolve
-
-        rem = resolve(removal)
-        if isinstance(rem, Baseline):
-            shared["removal"] = rem
-            rem = None
-        else:
-            X, R = check_targets(X, R, rem)
-            if isinstance(rem, ReferenceRemoval):
-                # the references of every target, once (marginal's random draws are seeded by
-                # the target's index): each chunk reads its rows of R (B, K, n)
-                R = np.ascontiguousarray(rem.references(X, R), dtype=np.float64)
-                shared["removal"] = Marginal()
-            else:
-                R = None  # a sampled removal reads no reference
-                shared["removal"] = rem
-    if rem is None:
-        if R is None and issubclass(cls, _CohortAttribution):  # R is ignored: any stand-in
+    game = None
+    if issubclass(cls, _CohortAttribution):  # their own game: the pairs as given
+        if R is None:  # R is ignored: any stand-in
             R = X
         X, R = check_pairs(X, R)
+        shared: dict[str, Any] = {"f": f, "X": X, "R": R}
+        if removal is not None:
+            options["removal"] = removal
+    else:  # the game, built once; each chunk is a subset of it
+        from ..game import as_game
+
+        game = as_game(f, X, R, removal=removal, groups=options.pop("groups", None),
+                       batch_size=options.pop("batch_size", None))
+        X = game.X
+        shared = game.parts()
     options = resolve_std_scale(cls.name, options, X)
     size = DEFAULT_PAIRS_PER_CHUNK if pairs_per_chunk is None else pairs_per_chunk
     bounds = chunk_bounds(X.shape[0], size)
@@ -387,17 +381,15 @@ def _attribute_chunked(f, X, R, method, return_info: bool, client, pairs_per_chu
         check_positive_int("seed", seed, minimum=0)
     A, info = run_chunked(
         _attribute_task, [(lo, hi, cls.name, options) for lo, hi in bounds],
-        shared={"f": f, "X": X, "R": R, **shared}, client=client, seed=seed,
+        shared=shared, client=client, seed=seed,
         seed_names=(cls.name,),
         concat=_concat_attributions, progress=options.get("progress"), desc=cls.name,
         name=f"insdel-{cls.name}",
         describe=lambda k: f"{cls.name} on pairs {bounds[k][0]}..{bounds[k][1] - 1}")
     if not return_info:
         return A
-    if removal is not None:
-        from ..removal import resolve
-
-        info["removal"] = (resolve(removal) if rem is None else rem).params()
+    if removal is not None and game is not None:
+        info["removal"] = game.params()
     return A, {"method": cls.name, **info, "pairs_per_chunk": int(size)}
 
 
@@ -429,8 +421,14 @@ class External(Attribution):
     def attribute(self, X: ArrayLike, R: ArrayLike, **options: Any) -> np.ndarray:
         """Attributions (B, n) from the external source; ``options`` go to it unchanged."""
         from ..evaluation import attribution_values
+        from ._removal import refuse, single_reference
 
-        def compute(model, X, R):
+        def compute(game):
+            model, X, R = game.model, game.X, single_reference(game)
+            if R is None:
+                refuse(self.name, game, "by an external method (it is called with one "
+                       "reference per target, (X, R) -> A)", "give it a game of one reference "
+                       "per target")
             if hasattr(self.source, "attribute"):
                 import torch
 

@@ -1,143 +1,152 @@
-"""The attribution methods under a removal (conventions: *Removal*; docs/attribution.md, *Removal*).
+"""The attribution methods on a game (conventions: *Removal*; docs/attribution.md, *Removal*).
 
-A method explains ``v(all) - v(∅)`` of the pair's value function v under the removal. What the
-reference means, per method:
+A method explains ``v(all) - v(∅)`` of the pair's value function v, read from the game
+(:mod:`insdel.game`) that :meth:`insdel.attribution.base.Attribution._run` builds once from the
+model, the pairs and the removal. What the reference means, per method:
 
-* Kernel SHAP, exact Shapley, LIME: the coalitions' values are v(u) under the removal
-  (``marginal``: the mean of f over the K references' hybrids; a sampled removal: the mean of f
-  over its M rows, :func:`insdel.removal.values.coalition_values`).
+* a game with one reference per target (:func:`single_reference`: the baseline, R): every method
+  runs its single-reference path.
+* Kernel SHAP, exact Shapley, LIME: the coalitions' values are the game's v(u)
+  (:meth:`insdel.game.Game.values`: ``marginal``, the mean of f over the K references' hybrids;
+  a sampled removal, the mean of f over its M rows).
 * Integrated gradients, DeepLIFT: the averaged-baseline form, the mean of the single-reference
-  attributions over the removal's *reference rows* (:func:`reference_rows`): the K references of
+  attributions over the game's *empty rows* (:func:`empty_rows`): the K references of
   ``marginal`` (expected gradients over the K references, an exact average), or the M rows a
   sampled removal draws for the empty coalition (the same rows v(∅) averages f over).
 * vanilla gradient, input x gradient, random: no reference is read; the removal is recorded and
   the completeness gap is taken against ``v(all) - v(∅)``.
 
-The sampled removals seed their draws by the target's index (common random numbers);
-:class:`Reindexed` keeps those indices global when a method works on a subset of the targets
-(a chunk of :func:`insdel.attribute`, the pairs of Kernel SHAP's exact road).
+The methods never ask what removal a game was built from: they ask the game for one reference
+per target, its empty rows or its values. A sampled removal's draws are seeded by the target's
+index in the run (:attr:`insdel.game.Game.offset` for a chunk), so a method reads the values of
+any subset of its pairs from the whole game.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from ..removal import Baseline, GameRemoval, ReferenceRemoval, Removal, SampledRemoval, resolve
-
-__all__ = ["active", "Reindexed", "ReindexedGame", "reindexed", "reference_rows", "value_ends", "averaged",
-           "refuse"]
+__all__ = ["single_reference", "empty_rows", "value_ends", "values_fn", "take", "averaged",
+           "refuse", "refuse_captum"]
 
 
-def active(removal) -> Removal | None:
-    """The removal to apply, or None for the baseline (None, ``"baseline"``, a :class:`Baseline`):
-    the methods' one-reference path, unchanged."""
-    if removal is None:
+def single_reference(game) -> np.ndarray | None:
+    """(B, n) float64: the one reference of each target when the game is a single-reference game
+    (``v_b(u) = f(hybrid(x_b, r_b, u))``, the baseline), a fresh writable copy; else None."""
+    refs = game.references
+    if refs is None or refs.shape[1] != 1:
         return None
-    rem = resolve(removal)
-    return None if isinstance(rem, Baseline) else rem
+    return np.array(refs[:, 0, :], dtype=np.float64)
 
 
-def refuse(method: str, rem: Removal, why: str, instead: str) -> None:
-    """Raise the error of a method (or engine) that cannot take the removal ``rem``."""
-    raise ValueError(f"{method}: removal {rem.name!r} is not supported {why}; {instead}.")
+def refuse(method: str, game, why: str, instead: str) -> None:
+    """Raise the error of a method (or engine) that cannot take the game's removal."""
+    raise ValueError(f"{method}: removal {game.name!r} is not supported {why}; {instead}.")
 
 
-class _Reindexing:
-    """What :class:`Reindexed` and :class:`ReindexedGame` share: the inner removal, the global
-    index of each of the current targets, and the inner removal's name, revision and params."""
-
-    def __init__(self, inner, index: np.ndarray) -> None:
-        self.inner = inner
-        self.index = np.asarray(index, dtype=np.int64)
-        self.name = inner.name
-        self.revision = inner.revision
-
-    def _global(self, targets) -> np.ndarray:
-        return self.index[np.asarray(targets, dtype=np.int64)]
-
-    def params(self) -> dict[str, Any]:
-        return self.inner.params()
-
-    def __repr__(self) -> str:
-        return repr(self.inner)
+def refuse_captum(method: str, game, captum_name: str, what: str) -> None:
+    """Raise the error of a method's ``engine="captum"`` (one baseline per point) on a game
+    without one reference per target; ``what`` the method evaluates under the removal."""
+    refuse(method, game, f"by engine='captum' (captum's {captum_name} takes one baseline per "
+           "point)", f"use engine='insdel' (the default), which evaluates every {what} under the "
+           "removal")
 
 
-class Reindexed(_Reindexing, SampledRemoval):
-    """A sampled removal whose targets are rows ``index`` of a larger set: ``sample`` is called
-    with the global indices, so the draws (seeded by the target's index) are those of the whole
-    run whatever subset or chunk a method works on."""
+def empty_rows(game) -> np.ndarray:
+    """(B, K, n) float64: the rows whose mean model value is ``v(∅)``, which the
+    averaged-baseline form averages over.
 
-    def __init__(self, inner: SampledRemoval, index: np.ndarray) -> None:
-        super().__init__(inner, index)
-        self.n_draws = inner.n_draws
-        self.seed = getattr(inner, "seed", 0)
-        self.max_rows = getattr(inner, "max_rows", None)
-
-    def sample(self, X: np.ndarray, keep: np.ndarray, targets: np.ndarray) -> np.ndarray:
-        return self.inner.sample(X, keep, self._global(targets))
-
-
-class ReindexedGame(_Reindexing, GameRemoval):
-    """A game read off the data (:class:`~insdel.removal.GameRemoval`) whose targets are rows
-    ``index`` of a larger set, as :class:`Reindexed` is for a sampled removal."""
-
-    def values(self, X: np.ndarray, keep: np.ndarray, targets: np.ndarray) -> np.ndarray:
-        return self.inner.values(X, keep, self._global(targets))
-
-
-def reindexed(rem: SampledRemoval | GameRemoval, index) -> SampledRemoval | GameRemoval:
-    """``rem`` seen from the targets ``index`` of its current targets (composes)."""
-    index = np.asarray(index, dtype=np.int64)
-    if isinstance(rem, ReindexedGame):
-        return ReindexedGame(rem.inner, rem.index[index])
-    if isinstance(rem, GameRemoval):
-        return ReindexedGame(rem, index)
-    if isinstance(rem, Reindexed):
-        return Reindexed(rem.inner, rem.index[index])
-    return Reindexed(rem, index)
-
-
-def reference_rows(rem: Removal, X: np.ndarray, R) -> np.ndarray:
-    """(B, K, n) float64: the rows the averaged-baseline form averages over.
-
-    A reference removal: its K references per target. A sampled removal: its M draws for the
-    empty coalition (every feature removed), ``sample(X, all-False, targets)``: the rows whose mean
-    model value is v(∅)."""
-    X = np.asarray(X, dtype=np.float64)
-    B, n = X.shape
-    if isinstance(rem, ReferenceRemoval):
-        rows = np.asarray(rem.references(X, R), dtype=np.float64)
-    elif isinstance(rem, GameRemoval):
-        raise ValueError(f"removal {rem.name!r} is a game read off the data: it has no reference "
+    A reference game: its K references per target. A game of model rows drawn per coalition
+    (``n_draws`` M): its M draws for the empty coalition (every feature removed), seeded by the
+    targets' indices in the run. A game read off the data has no such rows (an error)."""
+    own = getattr(game, "empty_rows", None)
+    if own is not None:
+        return np.ascontiguousarray(own(), dtype=np.float64)
+    if game.references is not None:
+        return np.ascontiguousarray(game.references, dtype=np.float64)
+    rem = getattr(game, "removal", None)
+    if game.n_draws < 1 or rem is None or not hasattr(rem, "sample"):
+        raise ValueError(f"removal {game.name!r} is a game read off the data: it has no reference "
                          "rows for a method to average over; under it, use a method that reads "
                          "coalition values (kernel_shap, exact_shapley) or the game's own "
                          "methods (cohort_shapley, igcs).")
-    else:
-        rows = np.asarray(rem.sample(X, np.zeros((B, n), bool), np.arange(B)), dtype=np.float64)
-        M = int(rem.n_draws)
-        if rows.shape != (B, M, n):
-            raise ValueError(f"removal {rem.name!r}: sample() returned shape {rows.shape}; "
-                             f"expected (N, n_draws, n) = {(B, M, n)}.")
+    B, n = game.X.shape
+    rows = np.asarray(rem.sample(game.X, np.zeros((B, n), bool), game.offset + np.arange(B)),
+                      dtype=np.float64)
+    M = int(game.n_draws)
+    if rows.shape != (B, M, n):
+        raise ValueError(f"removal {game.name!r}: sample() returned shape {rows.shape}; "
+                         f"expected (N, n_draws, n) = {(B, M, n)}.")
     return np.ascontiguousarray(rows)
 
 
-def value_ends(model, rem: Removal, X: np.ndarray, R) -> tuple[np.ndarray, np.ndarray]:
-    """``v(all)`` and ``v(∅)`` (B,) of every target under the removal."""
-    from ..removal.values import coalition_values
+def value_ends(game) -> tuple[np.ndarray, np.ndarray]:
+    """``v(all)`` and ``v(∅)`` (B,) of every target."""
+    return game.v_all(), game.v_empty()
 
-    B, n = X.shape
-    if isinstance(rem, ReferenceRemoval):
-        refs = reference_rows(rem, X, R)
-        K = refs.shape[1]
-        return (np.asarray(model(X), dtype=np.float64),
-                np.asarray(model(refs.reshape(B * K, n)), dtype=np.float64).reshape(B, K)
-                .mean(axis=1))
-    targets = np.concatenate([np.arange(B), np.arange(B)])
-    keep = np.concatenate([np.ones((B, n), bool), np.zeros((B, n), bool)])
-    v = coalition_values(model, rem, X, targets, keep)
-    return v[:B], v[B:]
+
+def take(game, idx: np.ndarray):
+    """The game of its pairs ``idx`` (sorted, distinct), their values unchanged.
+
+    A run of consecutive pairs: :meth:`insdel.game.Game.subset` (a sampled removal's draws keep
+    the run's indices). Other pairs of a reference game: the same game on those targets and
+    their references. A game of drawn values is taken as a whole or in a run (every unit of a
+    pair is removable there, so its pairs' |D| are equal)."""
+    idx = np.asarray(idx, dtype=np.int64)
+    own = getattr(game, "take", None)
+    if own is not None:
+        return own(idx)
+    lo, hi = int(idx[0]), int(idx[-1]) + 1
+    if hi - lo == idx.size:
+        return game if (lo, hi) == (0, game.B) else game.subset(lo, hi)
+    if game.references is None:
+        raise ValueError(f"the pairs {idx.tolist()} of a game of removal {game.name!r} are "
+                         "not consecutive: take them in runs (Game.subset).")
+    part = game.subset(0, game.B)
+    part.X = game.X[idx]
+    part.references = game.references[idx]
+    R = getattr(game, "R", None)
+    part.R = R[idx] if R is not None and np.ndim(R) >= 2 else R
+    return part
+
+
+def values_fn(game, pairs: np.ndarray, *, columns: bool = True):
+    """``values(b0, masks) -> (y, distinct)``: v of the coalitions ``masks`` (P, S, n) of the
+    game's pairs ``pairs[b0 .. b0 + P - 1]`` (the sampled engines' value callback).
+
+    A reference game with K references: the mean of the K single-reference values (each pair's
+    distinct hybrids once per reference, :func:`insdel.attribution._sampling.evaluate_coalitions`).
+    Any other game: :meth:`insdel.game.Game.values`, each distinct coalition of a pair once;
+    ``masks`` are over the columns (``columns=True``: a grouped game's masks hold each group's
+    columns together, reduced here to its units) or over the units."""
+    from ._sampling import evaluate_coalitions
+
+    pairs = np.asarray(pairs, dtype=np.int64)
+    refs = game.references
+    if refs is not None:
+        model = game.model
+        Xd = np.ascontiguousarray(game.X[pairs], dtype=model.dtype)
+        Rk = [np.ascontiguousarray(refs[pairs, k], dtype=model.dtype)
+              for k in range(refs.shape[1])]
+
+        def values(b0, masks):
+            y, distinct = 0.0, 0
+            for Rd in Rk:
+                yk, dk = evaluate_coalitions(model, Xd, Rd, b0, masks)
+                y, distinct = y + yk, distinct + dk
+            return y / len(Rk), distinct
+        return values
+    grp = game.groups
+
+    def values(b0, masks):
+        P, S, w = masks.shape
+        keep = masks.reshape(P * S, w)
+        if columns and grp is not None:  # a group's columns move together: its first column
+            keep = keep[:, grp.members[grp.starts[:-1]]]
+        clock: dict = {}
+        v = game.values(np.repeat(pairs[b0:b0 + P], S), keep, clock=clock)
+        return v.reshape(P, S), int(clock["coalitions"]) * int(game.n_draws)
+    return values
 
 
 def averaged(compute, model, X: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, dict]:

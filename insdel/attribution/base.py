@@ -12,8 +12,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._progress import progress_bar
-from .._validation import check_finite, check_pairs
+from .._validation import check_finite
 from ..adapter import Model, ModelLike, as_model
+from ..game import Game
 
 #: Methods that need only model values (any model :func:`insdel.as_model` accepts).
 MODEL_AGNOSTIC = ("kernel_shap", "exact_shapley", "lime", "random")
@@ -46,10 +47,14 @@ class Attribution:
     #: The revision of the method's numbers: raised whenever the same call gives other values, so
     #: that a run's checkpointed attribution chunks (keyed by it) are recomputed, never reused.
     revision: ClassVar[int] = 1
+    _game: Game | None = None
 
-    def __init__(self, f: ModelLike) -> None:
+    def __init__(self, f: ModelLike | Game) -> None:
         self.f = f
-        self.model: Model = as_model(f)
+        # a game (insdel.game.as_game) holds the model, the pairs and the removal: attribute(None,
+        # None, ...) explains it
+        self._game: Game | None = f if isinstance(f, Game) else None
+        self.model: Model = f.model if self._game is not None else as_model(f)
         self.seconds_ = float("nan")
         self.n_evals_ = 0
         self.completeness_gap_: np.ndarray | None = None
@@ -58,31 +63,26 @@ class Attribution:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model.name})"
 
-    def _run(self, X: ArrayLike, R: ArrayLike,
-             compute: Callable[[Model, np.ndarray, np.ndarray], tuple[np.ndarray, dict]],
-             m: int | None = None, removal: Any = None) -> np.ndarray:
-        """Validate, time and count one call of ``compute(model, X, R) -> (A, info)``; then the
-        completeness gap (from ``info["fx_minus_fr"]`` when the method has f(x) - f(r), else from
-        two extra evaluations that are not counted as the method's). ``m``: the result has one
-        column per group (m groups) instead of one per feature.
+    def _run(self, X: ArrayLike | None, R: ArrayLike | None,
+             compute: Callable[[Game], tuple[np.ndarray, dict]],
+             m: int | None = None, removal: Any = None, groups: Any = None,
+             batch_size: int | None = None) -> np.ndarray:
+        """Build the game once, then time and count one call of ``compute(game) -> (A, info)``;
+        then the completeness gap (from ``info["fx_minus_fr"]`` when the method has
+        ``v(all) - v(∅)``, else from the game's ends, not counted as the method's). ``m``: the
+        result has one column per unit (m of them) instead of one per feature; a game of groups
+        has one per group.
 
-        ``removal`` (:mod:`insdel.removal`): None or the baseline run exactly as before; another
-        removal checks the targets as :func:`insdel.removal.check_targets` does (R may be None
-        when the removal does not read it), takes the gap against ``v(all) - v(∅)`` and records
-        ``info_["removal"]`` (its ``params()``) and ``info_["v_all_minus_v_empty"]``."""
-        from ._removal import value_ends
+        The game (:func:`insdel.game.as_game`, the one check of the model, X, R, ``removal``,
+        ``groups`` and ``batch_size``): the method reads it (one reference per target, its
+        empty rows or its values: :mod:`insdel.attribution._removal`). Under a removal other than
+        the baseline the gap is taken against ``v(all) - v(∅)`` (``info_["v_all_minus_v_empty"]``);
+        a removal given (or a game) is recorded as ``info_["removal"]`` (its ``params()``)."""
+        from ..game import as_game
+        from ._removal import single_reference, value_ends
 
-        if removal is not None:
-            from ..removal import Baseline, resolve
-
-            removal = resolve(removal)
-        rem = None if removal is None or isinstance(removal, Baseline) else removal
-        if rem is None:
-            X, R = check_pairs(X, R)
-        else:
-            from ..removal import check_targets
-
-            X, R = check_targets(X, R, rem)
+        game = as_game(self.model if self._game is None else self._game, X, R, removal=removal,
+                       groups=groups, batch_size=batch_size)
         model = self.model
         if self.requires not in model.capabilities:
             from . import check_supported
@@ -90,24 +90,26 @@ class Attribution:
             check_supported(model, [self.name])
         e0 = model.n_evals
         t0 = time.perf_counter()
-        A, info = compute(model, X, R)
+        A, info = compute(game)
         self.seconds_ = time.perf_counter() - t0
         self.n_evals_ = model.n_evals - e0
         A = np.ascontiguousarray(A, dtype=np.float64)
-        expected = X.shape if m is None else (X.shape[0], m)
+        B, n = game.X.shape
+        expected = (B, n) if m is None and game.groups is None else \
+            (B, game.m if m is None else m)
         if A.shape != expected:
             raise ValueError(f"{self.name} returned shape {A.shape}; expected {expected}.")
         check_finite(f"{self.name}'s attributions", A)  # NaN / inf: an error naming the rows
         dfx = info.pop("fx_minus_fr", None)
-        if rem is not None:
+        if game.name != "baseline":
             if dfx is None:
-                v_all, v_empty = value_ends(model, rem, X, R)
+                v_all, v_empty = value_ends(game)
                 dfx = v_all - v_empty
             info["v_all_minus_v_empty"] = dfx
         elif dfx is None:
-            dfx = model(X) - model(R)
-        if removal is not None:
-            info["removal"] = removal.params()
+            dfx = model(game.X) - model(single_reference(game))
+        if removal is not None or self._game is not None:
+            info["removal"] = game.params()
         gap = A.sum(axis=1) - dfx
         self.completeness_gap_ = gap
         self.info_ = {**info, "delta": gap, "max_abs_delta": float(np.abs(gap).max())}

@@ -199,17 +199,17 @@ class DeepLift(Attribution):
         -------
         ndarray of float64, shape (B, n)
         """
-        from ._removal import active, averaged, reference_rows
+        from ._removal import averaged, empty_rows, single_reference
 
-        rem = active(removal)
         cs = check_positive_int("chunk_rows", chunk_rows)
         prelu_rescale = check_bool("prelu_rescale", prelu_rescale)
         eps = check_scalar("eps", eps, float, min_val=0.0, finite=True)
 
-        def compute(model, X, R):
-            if rem is None:
-                return single(model, X, R)
-            return averaged(single, model, X, reference_rows(rem, X, R))
+        def compute(game):
+            R = single_reference(game)
+            if R is not None:
+                return single(game.model, game.X, R)
+            return averaged(single, game.model, game.X, empty_rows(game))
 
         def single(model, X, R):
             import torch
@@ -246,7 +246,7 @@ class DeepLift(Attribution):
                     bar.update(e - s)
             return A, {}
 
-        A = self._run(X, R, compute, removal=removal if rem is None else rem)
+        A = self._run(X, R, compute, removal=removal)
         if callable(self.model.output) and prelu_rescale:  # completeness expected
             gap = np.abs(self.completeness_gap_)
             dfx = np.abs(A.sum(axis=1) - self.completeness_gap_)

@@ -90,7 +90,8 @@ class VanillaGrad(Attribution):
         cs = check_positive_int("chunk_rows", chunk_rows)
         abs = check_bool("abs", abs)
 
-        def compute(model, X, R):
+        def compute(game):
+            model, X = game.model, game.X
             A = model.grad(X, chunk_rows=cs) * _scale_vector(scale, X)
             return (np.abs(A) if abs else A), {}
 
@@ -147,7 +148,8 @@ class InputXGradient(Attribution):
         if binary_zero is not None:
             binary_zero = check_scalar("binary_zero", binary_zero, float, finite=True)
 
-        def compute(model, X, R):
+        def compute(game):
+            model, X = game.model, game.X
             Xm = X
             if binary_zero is not None:
                 spec = _ig.binary_spec(binary, "infer", X, X)

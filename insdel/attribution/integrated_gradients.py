@@ -105,9 +105,8 @@ class IntegratedGradients(Attribution):
                              "features; \"dataset\" in a configuration); without it every "
                              "feature is continuous and plain IG would be returned.")
 
-        from ._removal import active, averaged, reference_rows
+        from ._removal import averaged, empty_rows, single_reference
 
-        rem = active(removal)
 
         def single(model, X, R):
             return _ig.integrated_gradients(
@@ -117,9 +116,10 @@ class IntegratedGradients(Attribution):
                 n_orders=n_orders, seed=seed, chunk_rows=chunk_rows, progress=progress,
                 feature_names=feature_names)
 
-        def compute(model, X, R):
-            if rem is None:
-                return single(model, X, R)
-            return averaged(single, model, X, reference_rows(rem, X, R))
+        def compute(game):
+            R = single_reference(game)
+            if R is not None:
+                return single(game.model, game.X, R)
+            return averaged(single, game.model, game.X, empty_rows(game))
 
-        return self._run(X, R, compute, removal=removal if rem is None else rem)
+        return self._run(X, R, compute, removal=removal)

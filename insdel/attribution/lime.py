@@ -101,24 +101,17 @@ class Lime(Attribution):
         if interpretable_model is not None and alpha != DEFAULT_LIME_ALPHA:
             raise ValueError(f"lime: alpha={alpha} and interpretable_model were both given; "
                              "the interpretable model has its own penalty (give one of them).")
-        from ._removal import active, reference_rows, refuse
+        from ._removal import empty_rows, refuse_captum, single_reference, values_fn
 
-        rem = active(removal)
-        if rem is not None and engine == "captum":
-            refuse("lime", rem, "by engine='captum' (captum's Lime takes one baseline per "
-                   "point)", "use engine='insdel' (the default), which evaluates every "
-                   "perturbation under the removal")
-
-        def compute(model, X, R):
-            if rem is not None:
-                from ..removal import ReferenceRemoval
-                from .shapley import _removal_values_fn
-
-                rows = reference_rows(rem, X, R)
-                values = _removal_values_fn(model, X, rem,
-                                            rows if isinstance(rem, ReferenceRemoval) else None)
-                A, distinct = _lime_batched(model, X, rows.mean(axis=1), ns, seed, alpha,
-                                            chunk_rows, progress, values=values)
+        def compute(game):
+            model, X = game.model, game.X
+            R = single_reference(game)
+            if R is None:
+                if engine == "captum":
+                    refuse_captum("lime", game, "Lime", "perturbation")
+                values = values_fn(game, np.arange(game.B))
+                A, distinct = _lime_batched(model, X, empty_rows(game).mean(axis=1), ns, seed,
+                                            alpha, chunk_rows, progress, values=values)
                 return A, {"n_samples": ns, "engine": engine, "distinct_rows": distinct}
             if engine == "insdel":
                 A, distinct = _lime_batched(model, X, R, ns, seed, alpha, chunk_rows, progress)
@@ -134,7 +127,7 @@ class Lime(Attribution):
             A = captum_per_point(lime, X, R, ns, perturbations_per_eval, seed, progress, "lime")
             return A, {"n_samples": ns, "engine": engine}
 
-        return self._run(X, R, compute, removal=removal if rem is None else rem)
+        return self._run(X, R, compute, removal=removal)
 
 
 def _lime_batched(model: Model, X: np.ndarray, R: np.ndarray, n_samples: int, seed: int,
@@ -144,7 +137,7 @@ def _lime_batched(model: Model, X: np.ndarray, R: np.ndarray, n_samples: int, se
     attributions (B, n) and the number of distinct rows evaluated.
 
     ``values(b0, masks) -> (y, distinct)``, when given, gives the perturbations' model values (a
-    removal's v, :func:`insdel.attribution.shapley._removal_values_fn`); R then only enters the
+    game's v, :func:`insdel.attribution._removal.values_fn`); R then only enters the
     similarity weights.
 
     The cosine distance between x and the hybrid h = z x + (1 - z) r needs no rows:

@@ -48,7 +48,8 @@ class RandomAttribution(Attribution):
         grp = _groups_of(groups, X)
         m = None if grp is None else grp.m
 
-        def compute(model, X, R):
+        def compute(game):
+            X = game.X
             shape = X.shape if m is None else (X.shape[0], m)
             return np.random.default_rng(seed).random(shape), {}
 

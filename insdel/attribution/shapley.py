@@ -121,19 +121,15 @@ class KernelShap(Attribution):
         if exact not in ("auto", "never"):
             raise ValueError(f"kernel_shap: exact must be 'auto' or 'never'; got {exact!r}.")
 
-        from ._removal import active, refuse
+        from ._removal import refuse_captum, single_reference
 
-        rem = active(removal)
-        if rem is not None and engine == "captum":
-            refuse("kernel_shap", rem, "by engine='captum' (captum's KernelShap takes one "
-                   "baseline per point)", "use engine='insdel' (the default), which evaluates "
-                   "every coalition under the removal")
-        grp = _groups_of(groups, X)
-
-        def compute(model, X, R):
-            if rem is not None:
-                return _kernel_shap_removal(model, X, R, rem, ns, seed, chunk_rows, exact,
-                                            progress, grp)
+        def compute(game):
+            model, X, grp = game.model, game.X, game.groups
+            R = single_reference(game)
+            if R is None:
+                if engine == "captum":
+                    refuse_captum("kernel_shap", game, "KernelShap", "coalition")
+                return _kernel_shap_removal(game, ns, seed, chunk_rows, exact, progress)
             from ..decomposition import subspace_shapley
 
             B = X.shape[0]
@@ -167,8 +163,7 @@ class KernelShap(Attribution):
                 info["groups"] = grp.m
             return A, info
 
-        return self._run(X, R, compute, m=None if grp is None else grp.m,
-                         removal=removal if rem is None else rem)
+        return self._run(X, R, compute, removal=removal, groups=groups)
 
 
 def _warn_deficient(deficient: np.ndarray, B: int, ns: int, m: int, total: str) -> None:
@@ -181,45 +176,31 @@ def _warn_deficient(deficient: np.ndarray, B: int, ns: int, m: int, total: str) 
             "n_samples (info_['underdetermined'] marks the pairs).", stacklevel=5)
 
 
-def _kernel_shap_removal(model: Model, X: np.ndarray, R, rem, ns: int, seed: int,
-                         chunk_rows: int, exact: str, progress, grp) -> tuple[np.ndarray, dict]:
-    """Kernel SHAP (insdel engine) of the value function under a removal other than the
-    baseline: the exact road by :func:`insdel.decomposition.shapley_values` with the removal,
-    the sampled one by :func:`_kernel_shap_batched` with v(u) from the removal."""
+def _kernel_shap_removal(game, ns: int, seed: int, chunk_rows: int, exact: str, progress
+                         ) -> tuple[np.ndarray, dict]:
+    """Kernel SHAP (insdel engine) of a game without one reference per target: the exact road
+    by :func:`insdel.decomposition.shapley_values` of the game's pairs that take it, the sampled
+    one by :func:`_kernel_shap_batched` with v(u) from the game
+    (:func:`insdel.attribution._removal.values_fn`)."""
     from ..decomposition import shapley_values
-    from ..removal import Marginal, ReferenceRemoval
-    from ..removal.base import differing_from
-    from ._removal import reference_rows, reindexed
+    from ._removal import take, values_fn
 
-    B, n = X.shape
-    refs = None
-    if isinstance(rem, ReferenceRemoval):  # the K references, resolved once for every subset
-        refs = reference_rows(rem, X, R)
-        diff = differing_from(X, refs)
-    else:
-        diff = np.ones((B, n), bool)
-    d = diff.sum(axis=1) if grp is None else grp.reduce_any(diff).sum(axis=1)
+    model, X, grp = game.model, game.X, game.groups
+    B = game.B
+    d = game.differing().sum(axis=1)
     is_exact = (d <= np.log2(ns)) if exact == "auto" else np.zeros(B, bool)
-    A = np.empty((B, n if grp is None else grp.m))
-
-    def on(idx):  # the removal and references of the targets idx (global draws' indices)
-        if refs is not None:
-            return Marginal(), refs[idx]
-        return reindexed(rem, idx), None
-
+    A = np.empty((B, game.m))
     ex = np.flatnonzero(is_exact)
     if ex.size:
-        r_ex, R_ex = on(ex)
-        A[ex] = shapley_values(model, X[ex], R_ex, max_d=int(np.log2(ns)), progress=progress,
-                               groups=grp, removal=r_ex)
+        A[ex] = shapley_values(take(game, ex), None, None, max_d=int(np.log2(ns)),
+                               progress=progress)
     rest = np.flatnonzero(~is_exact)
     distinct = 0
     underdetermined = np.zeros(B, bool)
     if rest.size:
-        r_rest, R_rest = on(rest)
-        values = _removal_values_fn(model, X[rest], r_rest, R_rest)
         A[rest], distinct, deficient = _kernel_shap_batched(
-            model, X[rest], None, ns, seed, chunk_rows, progress, groups=grp, values=values)
+            model, X[rest], None, ns, seed, chunk_rows, progress, groups=grp,
+            values=values_fn(game, rest))
         underdetermined[rest] = deficient
         _warn_deficient(deficient, B, ns, A.shape[1], "v(all) - v(∅)")
     info = {"n_samples": ns, "engine": "insdel", "exact": is_exact,
@@ -228,35 +209,6 @@ def _kernel_shap_removal(model: Model, X: np.ndarray, R, rem, ns: int, seed: int
     if grp is not None:
         info["groups"] = grp.m
     return A, info
-
-
-def _removal_values_fn(model: Model, X: np.ndarray, rem, refs):
-    """``values(b0, masks) -> (y, distinct)``: v of the coalitions ``masks`` (P, S, n) of targets
-    ``b0 .. b0 + P - 1`` under the removal. K references ``refs`` (B, K, n): the mean of the K
-    single-reference values (each pair's distinct hybrids once per reference); a sampled
-    removal: :func:`insdel.removal.values.coalition_values` on each pair's distinct coalitions."""
-    from ..removal.values import coalition_values, unique_coalitions
-    from ._sampling import evaluate_coalitions
-
-    if refs is not None:
-        Xd = np.ascontiguousarray(X, dtype=model.dtype)
-        Rk = [np.ascontiguousarray(refs[:, k], dtype=model.dtype) for k in range(refs.shape[1])]
-
-        def values(b0, masks):
-            y, distinct = 0.0, 0
-            for Rd in Rk:
-                yk, dk = evaluate_coalitions(model, Xd, Rd, b0, masks)
-                y, distinct = y + yk, distinct + dk
-            return y / len(Rk), distinct
-        return values
-
-    def values(b0, masks):
-        P, S, n = masks.shape
-        pairs = np.repeat(np.arange(b0, b0 + P), S)
-        up, uk, inv = unique_coalitions(pairs, masks.reshape(P * S, n))
-        v = coalition_values(model, rem, X, up, np.ascontiguousarray(uk))
-        return v[inv].reshape(P, S), len(up) * int(rem.n_draws)
-    return values
 
 
 @nb.njit(cache=True, nogil=True)
@@ -301,7 +253,7 @@ def _kernel_shap_batched(model: Model, X, R, n_samples: int, seed: int, chunk_ro
     coalitions are drawn over m players, expanded to their columns for the hybrids, and the fit
     has m coefficients (Kernel SHAP of the group game).
 
-    ``values(b0, cols) -> (y, distinct)`` (:func:`_removal_values_fn`), when given, replaces the
+    ``values(b0, cols) -> (y, distinct)`` (:func:`insdel.attribution._removal.values_fn`), when given, replaces the
     hybrids with r: v of the coalitions under a removal (R is then not read; the all-ones and
     all-zeros coalitions give v(all) and v(∅)).
 
@@ -469,25 +421,18 @@ class ExactShapley(Attribution):
         -------
         ndarray of float64, shape (B, n) (or (B, m) with groups)
         """
-        from ..decomposition import subspace_shapley
-        from ._removal import active
+        from ..decomposition import batch_decomposition, subspace_shapley
+        from ._removal import single_reference
 
-        rem = active(removal)
-        grp = _groups_of(groups, X)
-
-        def compute(model, X, R):
-            if rem is not None:
-                from ..decomposition import batch_decomposition
-
-                dec = batch_decomposition(model, X, R, batch_size=batch_size, progress=progress,
-                                          max_d=max_d, groups=grp, removal=rem)
+        def compute(game):
+            R = single_reference(game)
+            if R is None:
+                dec = batch_decomposition(game, None, None, progress=progress, max_d=max_d)
                 return dec.shapley(), {"d": dec.d}
-            phi, d = subspace_shapley(model, X, R, max_d=max_d, batch_size=batch_size,
-                                      progress=progress, groups=grp)
+            phi, d = subspace_shapley(game, None, None, max_d=max_d, progress=progress)
             return phi, {"d": d}
 
-        return self._run(X, R, compute, m=None if grp is None else grp.m,
-                         removal=removal if rem is None else rem)
+        return self._run(X, R, compute, removal=removal, groups=groups, batch_size=batch_size)
 
 
 def _groups_of(groups, X):

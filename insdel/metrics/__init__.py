@@ -315,10 +315,10 @@ def evaluate_metrics(f: ModelLike, X: ArrayLike, R: ArrayLike,
         import warnings
 
         warnings.warn(f"metrics {ignores} build their own points and do not read removal "
-                      f"{ctx.removal.name!r}: their scores are those of the model alone.",
+                      f"{ctx.game.name!r}: their scores are those of the model alone.",
                       stacklevel=2)
     stats = {**ctx.stats, "model_rows": int(ctx.model.n_evals)}
     if ctx.removal is not None:
-        stats.update(removal=ctx.removal.params(), ignores_removal=ignores)
+        stats.update(removal=ctx.game.params(), ignores_removal=ignores)
     return MetricResults(scores=pd.concat(rows, ignore_index=True),
                          directions={m.name: m.higher_is_better for m in ms}, stats=stats)

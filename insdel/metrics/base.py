@@ -9,7 +9,8 @@ insdel replaces them by the pair's reference r, so the policy chooses the baseli
 Owen, §4); with ``R = 0`` the two coincide, which is how the metrics are checked against the peers'
 own code.
 
-:class:`MetricContext` holds the pairs and a :class:`HybridCache`: a metric asks for the values of
+:class:`MetricContext` holds the game (:func:`insdel.game.as_game`: the pairs, the removal and the
+groups, checked once) and a :class:`HybridCache` on it: a metric asks for the values of
 boolean masks (B, K, m) (True: the unit comes from x) and each distinct hybrid of a pair is
 evaluated once, for every metric and every method sharing the context (the same dedup rule as the
 curve engine: a set is first reduced to its canonical form ``S ∩ D`` with ``D`` the units where x
@@ -34,10 +35,11 @@ from .._validation import (
     check_seed,
     feature_names_of,
 )
-from ..adapter import ModelLike, as_model
+from ..adapter import ModelLike
 from ..curves import orderings
-from ..groups import Groups, check_groups, group_attributions
-from ..hybrid import build_rows, masks_to_words, n_words
+from ..game import Game, as_game
+from ..groups import group_attributions
+from ..hybrid import masks_to_words, n_words
 
 __all__ = ["HybridCache", "MetricContext", "Metric", "top_units", "unit_positions", "rank_of",
            "pearson_rows", "spearman_rows"]
@@ -48,42 +50,37 @@ class HybridCache:
 
     Parameters
     ----------
-    model : insdel.Model
-    X, R : ndarray (B, n)
-    groups : Groups or None
-        Units are the groups' (m of them), else the n columns.
-    removal : insdel.removal.Removal, optional
-        What a removed unit becomes (None: the baseline, R). ``marginal``: a value is the mean
-        over the K references' hybrids; a sampled removal: the mean over its M rows
-        (:func:`insdel.removal.values.coalition_values`). D follows the removal.
+    game : insdel.game.Game
+        The pairs' value functions (:func:`insdel.game.as_game`): a distinct canonical set of a
+        pair is one request to :meth:`insdel.game.Game.values` (a reference game writes the
+        hybrid rows, a sampled removal's game averages its M rows); D is
+        :meth:`insdel.game.Game.differing`, over the game's units (its groups, or the columns).
+
+    The spelling ``HybridCache(model, X, R, groups, removal=None)`` is deprecated: it builds the
+    game with :func:`insdel.game.as_game`.
     """
 
-    def __init__(self, model, X: np.ndarray, R: np.ndarray | None, groups: Groups | None,
-                 removal=None):
-        from ..removal import Baseline, ReferenceRemoval
-        from ..removal.base import differing_from
+    def __init__(self, game, *args, **kwargs):
+        from ..game import Game, as_game
 
-        self.model = model
-        self.removal = None if removal is None or isinstance(removal, Baseline) else removal
-        self._refs = None
-        if isinstance(self.removal, ReferenceRemoval):  # the K references, resolved once
-            refs = np.asarray(self.removal.references(X, R), dtype=np.float64)
-            B, Kr, n = refs.shape
-            self._refs = Kr
-            X_rows, R_rows = np.repeat(X, Kr, axis=0), refs.reshape(B * Kr, n)
-            diff = differing_from(X, refs)
-        elif self.removal is not None:  # drawn or read off the data: every unit is removable
-            X_rows, R_rows = X, (X if R is None else R)
-            diff = self.removal.differing(X, R)
-        else:
-            X_rows, R_rows = X, R
-            diff = X != R
-        self.X = np.ascontiguousarray(X_rows, dtype=model.dtype)
-        self.R = np.ascontiguousarray(R_rows, dtype=model.dtype)
-        self._X64 = np.asarray(X, dtype=np.float64)
-        self.groups = groups
-        self.diff = diff if groups is None else groups.reduce_any(diff)
-        self.m = self.diff.shape[1]
+        if not isinstance(game, Game):
+            import warnings
+
+            warnings.warn("HybridCache(model, X, R, groups, removal=None) is deprecated: give "
+                          "the game, HybridCache(insdel.game.as_game(model, X, R, "
+                          "removal=removal, groups=groups)).", DeprecationWarning, stacklevel=2)
+            names = ("X", "R", "groups", "removal")
+            opts = dict(zip(names, args, strict=False)) | kwargs
+            game = as_game(game, opts.get("X"), opts.get("R"), removal=opts.get("removal"),
+                           groups=opts.get("groups"))
+        elif args or kwargs:
+            raise TypeError("HybridCache(game) takes the game only: it holds the pairs, the "
+                            "removal and the groups.")
+        self.game = game
+        self.model = game.model
+        self.groups = game.groups
+        self.diff = game.differing()
+        self.m = game.m
         self.W = n_words(self.m)
         self._keys = np.empty((0, self.W + 1), dtype=np.uint64)
         self._vals = np.empty(0)
@@ -110,7 +107,7 @@ class HybridCache:
             M = M[:, None, :]
         if M.ndim != 3 or M.shape[2] != self.m:
             raise ValueError(f"masks must have shape (B, K, m) with m = {self.m}; got {M.shape}.")
-        pairs = np.arange(self._X64.shape[0]) if pairs is None else np.asarray(pairs, np.int64)
+        pairs = np.arange(self.game.B) if pairs is None else np.asarray(pairs, np.int64)
         if M.shape[0] != pairs.shape[0]:
             raise ValueError(f"masks cover {M.shape[0]} pairs; expected {pairs.shape[0]}.")
         Bq, K, _ = M.shape
@@ -143,36 +140,11 @@ class HybridCache:
         return out[:, 0] if squeeze else out
 
     def _evaluate(self, keys: np.ndarray) -> np.ndarray:
+        """The game's values of distinct keys (pair, set words), in the keys' order."""
         pair = keys[:, 0].astype(np.int64)
         words = np.ascontiguousarray(keys[:, 1:])
-        if self.removal is not None and self._refs is None:  # a sampled removal
-            from ..removal.values import coalition_values
-
-            bits = np.unpackbits(words.view(np.uint8), axis=1, bitorder="little")
-            keep = bits[:, :self.m].astype(bool)
-            if self.groups is not None:
-                keep = self.groups.expand(keep)
-            return coalition_values(self.model, self.removal, self._X64, pair,
-                                    np.ascontiguousarray(keep))
-        if self._refs is not None:  # marginal: the mean over the K references' hybrids
-            Kr = self._refs
-            vals = self._hybrid_values(np.repeat(pair * Kr, Kr) + np.tile(np.arange(Kr), len(pair)),
-                                       np.repeat(words, Kr, axis=0))
-            return vals.reshape(len(pair), Kr).mean(axis=1)
-        return self._hybrid_values(pair, words)
-
-    def _hybrid_values(self, pair: np.ndarray, words: np.ndarray) -> np.ndarray:
-        bs = self.model.batch_size
-        N = words.shape[0]
-        out = np.empty(N)
-        unit_of = None if self.groups is None else self.groups.labels
-        buf = np.empty((min(bs, N), self.X.shape[1]), dtype=self.model.dtype)
-        for s0 in range(0, N, bs):
-            s1 = min(N, s0 + bs)
-            rows = build_rows(self.X, self.R, pair[s0:s1], words[s0:s1], out=buf[: s1 - s0],
-                              unit_of=unit_of)
-            out[s0:s1] = self.model(rows)
-        return out
+        bits = np.unpackbits(words.view(np.uint8), axis=1, bitorder="little")
+        return self.game.values(pair, bits[:, :self.m].astype(bool), unique=True)
 
 
 class MetricContext:
@@ -180,11 +152,13 @@ class MetricContext:
 
     Parameters
     ----------
-    f : model
+    f : model or insdel.game.Game
         Anything :func:`insdel.as_model` accepts (a scalar output: regression, or a class's
-        probability selected by the adapter).
+        probability selected by the adapter), or a game (:func:`insdel.game.as_game`) that holds
+        the pairs, the removal and the groups (then X and R are None).
     X, R : array_like (B, n)
-        Targets and references (a 1-D R is one reference for all targets).
+        Targets and references (a 1-D R is one reference for all targets), checked once by
+        :func:`insdel.game.as_game`.
     groups : optional
         Units that move together (:mod:`insdel.groups`); metrics rank and perturb units.
     seed : int, default 0
@@ -196,27 +170,33 @@ class MetricContext:
         What a removed unit becomes (:mod:`insdel.removal`): every metric that reads hybrids
         (:meth:`values`, :meth:`removed`) reads the removal's value function instead. Metrics
         that perturb points themselves (:meth:`predict`: Gaussian noise, ROAD's imputation, the
-        explainer's re-runs) read R, so under a removal that does not read R they refuse.
+        explainer's re-runs) read R (:meth:`reference`), so under a removal without one
+        reference per target they refuse.
     """
 
-    def __init__(self, f: ModelLike, X: ArrayLike, R: ArrayLike, *, groups=None, seed: int = 0,
-                 batch_size: int | None = None, removal=None):
-        from ..removal import Baseline, check_targets, resolve
-
-        self.model = as_model(f, batch_size=batch_size)
+    def __init__(self, f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, *,
+                 groups=None, seed: int = 0, batch_size: int | None = None, removal=None):
         self.labels = feature_names_of(X)  # a DataFrame's columns: attributions match them by name
-        rem = resolve(removal)
-        self.removal = None if isinstance(rem, Baseline) else rem
-        X, R = check_targets(X, R, rem)
-        self.X = X
-        self.R = R if R is None or np.ndim(R) == 2 else None  # (B, K, n): only the cache reads it
+        self.game = game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size)
+        self.model = game.model
+        self.X = game.X
         self.B, self.n = self.X.shape
-        grp = check_groups(groups, self.n)
-        self.groups = None if grp is None or grp.singleton else grp
-        self.m = self.n if self.groups is None else self.groups.m
+        self.groups = game.groups
+        self.m = game.m
         self.seed = check_seed(seed)
-        self.cache = HybridCache(self.model, self.X, R, self.groups, self.removal)
+        self.cache = HybridCache(game)
         self._fx = self._fr = None
+
+    @property
+    def removal(self):
+        """The game's removal; None for the paper's baseline (R)."""
+        return None if self.game.name == "baseline" else getattr(self.game, "removal", None)
+
+    @property
+    def R(self) -> np.ndarray | None:
+        """(B, n): the one reference of each target, where the game has one (else None)."""
+        refs = self.game.references
+        return None if refs is None or refs.shape[1] != 1 else refs[:, 0, :]
 
     @property
     def diff(self) -> np.ndarray:
@@ -248,12 +228,12 @@ class MetricContext:
     def reference(self, metric: str) -> np.ndarray:
         """R (B, n) for a metric that builds its own points from the references; refused under
         a removal that has no single reference per target."""
-        if self.R is None or (self.removal is not None and self.removal.name != "baseline"
-                              and not self.removal.uses_reference):
+        R = self.R
+        if R is None:
             raise ValueError(f"metric {metric!r} builds its own points from the reference R; "
-                             f"under removal {self.removal.name!r} there is no single reference "
+                             f"under removal {self.game.name!r} there is no single reference "
                              "per target. Use it with the baseline removal.")
-        return self.R
+        return R
 
     def predict(self, rows: ArrayLike) -> np.ndarray:
         """f at arbitrary points (..., n) (not hybrids: no deduplication)."""

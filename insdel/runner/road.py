@@ -103,7 +103,9 @@ def build_removal(name: str, options: Mapping, X_train: np.ndarray, *,
                                  f"{', '.join(one_hot or {}) or 'none'}).")
             opts["one_hot"] = {g: one_hot[g] for g in named} or None
     rem = _removal.build(name, **opts)
-    if not isinstance(rem, _removal.SampledRemoval):
+    from ..road import draws_rows
+
+    if not draws_rows(rem):
         raise TypeError(f"road.removal = {name!r} ({cls.__name__}) is not a SampledRemoval: ROAD "
                         "imputes removed features from the kept ones.")
     return rem

@@ -111,8 +111,11 @@ def attribute_chunk(model, X, R, method: str, options: dict) -> tuple[np.ndarray
     from ... import attribution
 
     A, info = attribution.attribute(model, X, R, method, return_info=True, **options)
-    grp = options.get("groups")
-    expected = X.shape if grp is None else (X.shape[0], grp.m)
+    if X is None:  # a game holds the chunk's targets and units
+        expected = (model.B, model.m)
+    else:
+        grp = options.get("groups")
+        expected = X.shape if grp is None else (X.shape[0], grp.m)
     if A.shape != expected:
         raise ValueError(f"attribution method {method!r} returned shape {A.shape}; "
                          f"expected {expected}.")
@@ -124,16 +127,16 @@ def attribution_task(lo: int, hi: int, method: str, kw: dict, where: str, *, mod
     the method and the rows (``where`` formats them). A sampled ``removal`` in ``kw`` sees the
     chunk's targets by their indices among all rows (the draws of an unchunked call)."""
     t0 = time.perf_counter()
-    rem = kw.get("removal")
-    if rem is not None:
-        from ...attribution._removal import reindexed
-        from ...removal import GameRemoval, SampledRemoval
+    f, Xc, Rc = resolve_model(model), X[lo:hi], None if R is None else R[lo:hi]
+    if kw.get("removal") is not None:
+        from ...game import as_game
 
-        if isinstance(rem, (SampledRemoval, GameRemoval)):
-            kw = {**kw, "removal": reindexed(rem, np.arange(lo, hi))}
+        game = as_game(f, X, R, removal=kw["removal"], groups=kw.get("groups"))
+        if game.references is None:  # drawn or read off the data: targets keep their run index
+            f, Xc, Rc = game.subset(lo, hi), None, None
+            kw = {k: v for k, v in kw.items() if k not in ("removal", "groups")}
     try:
-        A, info = attribute_chunk(resolve_model(model), X[lo:hi],
-                                  None if R is None else R[lo:hi], method, kw)
+        A, info = attribute_chunk(f, Xc, Rc, method, kw)
     except Exception as exc:
         raise type(exc)(f"{method} on {rows_text(where, lo, hi)}: {exc}") from exc
     return A, info["model_evaluations"], time.perf_counter() - t0
