@@ -18,8 +18,8 @@ Usage::
     python bench/outputs_identity.py --old /path/to/old/checkout --new .
     python bench/outputs_identity.py --old ../main --new . --experiments demo paper-cern
 
-Each tree is a checkout's root (the folder holding ``insdel/``, ``policies/`` and
-``data_recipes/``). The runs go to a temporary folder (``--keep DIR`` keeps them).
+Each tree is a checkout's root (the folder holding ``insdel/``). The runs go to a temporary
+folder (``--keep DIR`` keeps them).
 """
 
 from __future__ import annotations
@@ -41,6 +41,9 @@ VOLATILE = {"seconds", "wall_seconds", "started", "finished", "time", "timings",
             "platform", "threads", "driver_threads", "host", "hostname", "pid", "out", "path",
             "folder", "versions", "elapsed", "duration", "cpu", "user", "created", "stale",
             "files", "insdel_file", "command", "argv", "cwd"}
+# top-level fields of manifest.json that name where the run's configuration was read from (a
+# shipped configuration's path inside the package), not what it computed
+SOURCE = {"source"}
 
 
 def _command(experiment: str, out: Path) -> list[str]:
@@ -61,13 +64,14 @@ def _run(tree: Path, experiment: str, out: Path) -> float:
     return time.perf_counter() - t0
 
 
-def _strip(obj):
+def _strip(obj, top: bool = True):
     """A manifest without the fields that describe the run rather than its results."""
     if isinstance(obj, dict):
-        return {k: _strip(v) for k, v in obj.items()
-                if k not in VOLATILE and "seconds" not in k and not k.endswith(("_time", "sha256"))}
+        return {k: _strip(v, False) for k, v in obj.items()
+                if k not in VOLATILE and not (top and k in SOURCE) and "seconds" not in k
+                and not k.endswith(("_time", "sha256"))}
     if isinstance(obj, list):
-        return [_strip(v) for v in obj]
+        return [_strip(v, False) for v in obj]
     return obj
 
 

@@ -1,4 +1,5 @@
-"""Data sets: a registry of recipes (``data_recipes/``) that yields model-ready, split, scaled data.
+"""Data sets: a registry of recipes (``insdel/shipped/data_recipes/``) that yields model-ready,
+split, scaled data.
 
 The paper's experiments (§5, Appendix A.2 and A.4) use two public regression data sets; insdel
 rebuilds both from a user's own copy of the files, and ships simulators shaped like them so that

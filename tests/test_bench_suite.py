@@ -180,3 +180,17 @@ def test_outputs_identity_ignores_run_records_and_nothing_else(tmp_path):
     assert {k for k in runs["a"] if runs["a"][k] != changed[k]} == {"abc.csv", "model.pt"}
     with pytest.raises(SystemExit):
         oi.main(["--old", str(tmp_path), "--new", str(tmp_path)])  # not a checkout
+
+
+def test_outputs_identity_ignores_where_the_configuration_was_read_from():
+    """A manifest's top-level ``source`` (the configuration's file: a shipped one's path inside the
+    package) is a run record; a ``source`` deeper in (how the model was obtained) still counts."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        oi = importlib.import_module("outputs_identity")
+    finally:
+        sys.path.remove(str(BENCH))
+    old = {"source": "insdel/configs/demo.toml", "model": {"source": "trained"}}
+    new = {"source": "insdel/shipped/configs/demo.toml", "model": {"source": "trained"}}
+    assert oi._strip(old) == oi._strip(new) == {"model": {"source": "trained"}}
+    assert oi._strip(old) != oi._strip({**new, "model": {"source": "cache"}})

@@ -85,7 +85,7 @@ def test_a_missing_toml_file_is_not_replaced_by_a_shipped_configuration(tmp_path
     monkeypatch.chdir(tmp_path)
     with pytest.raises(FileNotFoundError, match=r"'demo\.toml' does not exist.*'demo'"):
         C.load("demo.toml")
-    assert C.load("demo")["source"] == "insdel/configs/demo.toml"
+    assert C.load("demo")["source"] == "insdel/shipped/configs/demo.toml"
     (tmp_path / "demo.toml").write_text(
         'name = "mine"\n[data]\nrecipe = "diabetes"\n[model]\npreset = "quick_housing"\n')
     assert C.load("demo.toml")["name"] == "mine"
@@ -135,7 +135,7 @@ def test_shipped_configurations_and_quick(tmp_path):
     for name in C.available():
         if name == "demo":
             with pytest.raises(C.ConfigError,
-                               match=r"^insdel/configs/demo\.toml: .*no \[quick\] table"):
+                               match=r"^insdel/shipped/configs/demo\.toml: .*no \[quick\] table"):
                 C.load(name, quick=True)
             continue
         full, quick = C.load(name), C.load(name, quick=True)

@@ -102,7 +102,7 @@ def test_shipped_configs_load():
         for quick in (False, True) if name != "demo" else (False,):
             cfg = C.load(name, quick=quick)
             assert cfg["methods"]["names"] and cfg["policies"]
-    with pytest.raises(C.ConfigError, match=r"insdel/configs/demo\.toml: .*no \[quick\] table"):
+    with pytest.raises(C.ConfigError, match=r"insdel/shipped/configs/demo\.toml: .*no \[quick\] table"):
         C.load("demo", quick=True)
     full = C.load("paper-cern")
     quick = C.load("paper-cern", quick=True)

@@ -62,20 +62,47 @@ def _names(folder: str, pattern: str) -> set[str]:
     return {p.relative_to(ROOT).as_posix() for p in (ROOT / folder).glob(pattern)}
 
 
+#: The shipped data: insdel/shipped/F is the package insdel.shipped.F; its data files by pattern.
+SHIPPED = {"configs": ("*.toml",), "policies": ("*.toml",),
+           "data_recipes": ("*.py", "*.toml", "*.json")}
+#: Where shipped data lived before it moved under insdel/shipped/: nothing may be left there.
+OLD_PLACES = ("policies/", "data_recipes/", "insdel/configs/")
+
+
+def _shipped_files() -> set[str]:
+    """Every data file of every shipped folder, as a path relative to the repository."""
+    return {n for f, patterns in SHIPPED.items() for pat in patterns
+            for n in _names(f"insdel/shipped/{f}", pat)}
+
+
+def test_shipped_data_lives_in_one_place():
+    """Every shipped folder is a plain package under insdel/shipped/: listed with its data in
+    pyproject.toml, mapped to no other folder, and nothing is left at the old places."""
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "package-dir" not in cfg, cfg.get("package-dir")
+    assert set(SHIPPED) == {p.name for p in (ROOT / "insdel" / "shipped").iterdir()
+                            if p.is_dir() and p.name != "__pycache__"}
+    for f, patterns in SHIPPED.items():
+        assert (ROOT / "insdel" / "shipped" / f / "__init__.py").is_file(), f
+        assert f"insdel.shipped.{f}" in cfg["packages"]
+        assert tuple(cfg["package-data"][f"insdel.shipped.{f}"]) == patterns
+    assert not [p for p in OLD_PLACES if (ROOT / p).exists()]
+    import insdel.shipped
+
+    assert len(insdel.shipped.__path__) == 1  # the package's own folder and nothing else
+    assert len([n for n in _shipped_files() if n.startswith("insdel/shipped/configs/")]) >= 8
+    assert len([n for n in _shipped_files() if n.startswith("insdel/shipped/policies/")]) >= 4
+
+
 def test_wheel_ships_the_packages_and_their_data(dists):
     with zipfile.ZipFile(dists["wheel"]) as z:
         names = set(z.namelist())
-    want = {f"insdel/shipped/policies/{p.name}" for p in (ROOT / "policies").glob("*.toml")}
-    want |= {f"insdel/shipped/data_recipes/{p.name}" for p in (ROOT / "data_recipes").iterdir()
-             if p.suffix in (".py", ".toml", ".json")}
-    want |= _names("insdel/configs", "*.toml")
+    want = _shipped_files()
     want |= {p.relative_to(ROOT).as_posix() for p in (ROOT / "insdel").rglob("*.py")
              if "__pycache__" not in p.parts}
-    assert len([n for n in want if n.startswith("insdel/configs/")]) >= 8
-    assert len([n for n in want if n.startswith("insdel/shipped/policies/")]) >= 4
     missing = sorted(want - names)
     assert not missing, f"the wheel lacks {missing}"
-    assert not [n for n in names if n.startswith(("tests/", "docs/", "policies/", "data_recipes/"))]
+    assert not [n for n in names if n.startswith(("tests/", "docs/") + OLD_PLACES)]
     meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
     with zipfile.ZipFile(dists["wheel"]) as z:
         text = z.read(meta).decode()
@@ -95,8 +122,9 @@ def test_sdist_holds_the_tests_and_their_data(dists):
             if p.is_file()}
     want |= _names("tests", "*.py") | {"pyproject.toml", "README.md", "MANIFEST.in",
                                        "CONTRIBUTING.md"}
-    want |= _names("docs", "*.md") | _names("notebooks", "*.ipynb")
+    want |= _names("docs", "*.md") | _names("notebooks", "*.ipynb") | _shipped_files()
     assert {"tests/data/README.md"} <= want
     missing = sorted(want - names)
     assert not missing, f"the sdist lacks {missing}"
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    assert not [n for n in names if n.startswith(OLD_PLACES)]

@@ -1,7 +1,7 @@
 """Experiment configurations: read, merge and strictly validate TOML files (docs/experiments.md).
 
-An experiment is a TOML file (the shipped ones are in ``insdel/configs/``: ``paper_cern``,
-``paper_bangalore``, ``demo``)::
+An experiment is a TOML file (the shipped ones are in ``insdel/shipped/configs/``:
+``paper_cern``, ``paper_bangalore``, ``demo``)::
 
     name = "my_run"
     seed = 0
@@ -82,8 +82,8 @@ __all__ = ["ALL_METHODS", "PAPER_CONFIGS", "PAPER_EXPERIMENTS", "SCHEMA", "DEFAU
 
 # -- registry verbs ---------------------------------------------------------------------------------
 def available() -> list[str]:
-    """Names of the configurations shipped in ``insdel/configs``, sorted."""
-    folder = importlib.resources.files("insdel") / "configs"
+    """Names of the configurations shipped in ``insdel/shipped/configs``, sorted."""
+    folder = importlib.resources.files("insdel.shipped.configs")
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml"))
 
 
@@ -112,7 +112,7 @@ def get(name: str) -> str:
     stem = PAPER_CONFIGS.get(str(name), str(name))
     if stem not in available():
         raise _unknown(name)
-    res = importlib.resources.files("insdel") / "configs" / f"{stem}.toml"
+    res = importlib.resources.files("insdel.shipped.configs") / f"{stem}.toml"
     return res.read_bytes().decode("utf-8")
 
 
@@ -148,9 +148,9 @@ def _read_text(config: str | os.PathLike) -> tuple[str, str, Path | None]:
         return path.read_text(encoding="utf-8"), str(path), path.absolute().parent.resolve()
     name = str(config)
     name = PAPER_CONFIGS.get(name, name)
-    res = importlib.resources.files("insdel") / "configs" / f"{name}.toml"
+    res = importlib.resources.files("insdel.shipped.configs") / f"{name}.toml"
     if not name.endswith(".toml") and res.is_file():
-        return res.read_text(encoding="utf-8"), f"insdel/configs/{name}.toml", None
+        return res.read_text(encoding="utf-8"), f"insdel/shipped/configs/{name}.toml", None
     stem = Path(name).name[:-5] if name.endswith(".toml") else None
     if stem and stem in available():  # a missing file never quietly becomes a shipped one
         raise FileNotFoundError(

@@ -5,8 +5,8 @@ parameterised and pluggable:
 
 * :func:`build` returns a registered policy with its parameters (:func:`get` the registered class
   or function, :func:`options_of` its parameters and defaults); :func:`load` reads a TOML
-  specification (a file, a spec shipped in ``insdel.shipped.policies``, i.e. the top-level
-  ``policies/`` folder) or an inline dict;
+  specification (a file, a spec shipped in ``insdel.shipped.policies``, the folder
+  ``insdel/shipped/policies/``) or an inline dict;
 * ``policy.pair(f, X_pool, *, targets=None, seed=0)`` returns a :class:`Pairing` (targets ``X``,
   references ``R``, their pool indices, the parameters used);
 * :func:`register` adds a user policy (a function ``fn(f, X_pool, targets, seed, **params)`` or a

@@ -1,5 +1,5 @@
-"""Policy specifications in TOML: shipped ones (``insdel.shipped.policies``, the top-level
-``policies/`` folder), files and inline dicts."""
+"""Policy specifications in TOML: shipped ones (``insdel.shipped.policies``, the folder
+``insdel/shipped/policies/``), files and inline dicts."""
 
 from __future__ import annotations
 

@@ -1,26 +1,18 @@
-"""Data folders that live at the top of the repository and ship inside the package.
+"""The data insdel ships: plain package folders, read with ``importlib.resources``.
 
-One convention for all of them: the top-level folder ``F/`` installs as ``insdel.shipped.F``.
+=====================================  =======================================================
+package (folder ``insdel/shipped/F``)  what it holds
+=====================================  =======================================================
+``insdel.shipped.configs``             the shipped experiment configurations (TOML), read by
+                                       :mod:`insdel.config`
+``insdel.shipped.policies``            TOML reference-point policy specifications, read by
+                                       :mod:`insdel.policies.specs`
+``insdel.shipped.data_recipes``        data recipes: raw files or simulators -> model-ready data
+                                       sets, imported by :mod:`insdel.datasets`
+=====================================  =======================================================
 
-=====================  ===================================  ============================================
-repository folder      package                              what it holds
-=====================  ===================================  ============================================
-``policies/``          ``insdel.shipped.policies``          TOML reference-point policy specifications
-``data_recipes/``      ``insdel.shipped.data_recipes``      data recipes: raw files or simulators ->
-                                                            model-ready data sets
-=====================  ===================================  ============================================
-
-``pyproject.toml`` maps each package to its folder, so a wheel carries them. In a source checkout used
-without installing (``PYTHONPATH=.``), the repository root is added to this package's path below,
-so the same names resolve there too. Read them with ``importlib.resources`` or by importing the
+Each folder is a package listed in ``pyproject.toml`` (its data files in ``package-data``), so a
+wheel, an editable install and a source checkout on ``PYTHONPATH`` hold the same files at the same
+names. Read them through ``importlib.resources.files("insdel.shipped.F")`` or by importing the
 module, never by a path relative to the repository.
 """
-
-from __future__ import annotations
-
-from pathlib import Path
-
-_ROOT = Path(__file__).resolve().parents[2]
-if (_ROOT / "policies").is_dir() and (_ROOT / "data_recipes").is_dir() \
-        and str(_ROOT) not in __path__:
-    __path__.append(str(_ROOT))  # source checkout: insdel/shipped/F -> <repo>/F

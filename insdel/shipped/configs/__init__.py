@@ -1,0 +1,1 @@
+"""The shipped experiment configurations (TOML): ``insdel configs list``, read by insdel.config."""
