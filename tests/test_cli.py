@@ -14,6 +14,7 @@ import insdel
 from insdel import cli, config, functional, runner
 
 ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "insdel" / "shipped" / "configs"  # the shipped configurations
 
 
 def _commands(parser: argparse.ArgumentParser, path=()):
@@ -89,7 +90,7 @@ def test_functional_help_says_it_grades_every_metric():
 @pytest.mark.parametrize("name", ["paper_cern", "paper-cern", "demo", "paper_roar_bangalore"])
 def test_configs_show_prints_the_shipped_toml_exactly(name, capsys):
     stem = config.PAPER_CONFIGS.get(name, name)
-    shipped = (ROOT / "insdel" / "shipped" / "configs" / f"{stem}.toml").read_text(encoding="utf-8")
+    shipped = (CONFIGS / f"{stem}.toml").read_text(encoding="utf-8")
     assert cli.main(["configs", "show", name]) == 0
     assert capsys.readouterr().out == shipped
 
@@ -97,7 +98,7 @@ def test_configs_show_prints_the_shipped_toml_exactly(name, capsys):
 def test_configs_show_out_writes_a_file_that_runs_as_the_shipped_one(tmp_path, capsys):
     out = tmp_path / "mine.toml"
     assert cli.main(["configs", "show", "paper-cern", "--out", str(out)]) == 0
-    assert out.read_bytes() == (ROOT / "insdel" / "shipped" / "configs" / "paper_cern.toml").read_bytes()
+    assert out.read_bytes() == (CONFIGS / "paper_cern.toml").read_bytes()
     assert f"insdel run {out}" in capsys.readouterr().out
     mine, shipped = config.load(out, quick=True), config.load("paper_cern", quick=True)
     assert {k: v for k, v in mine.items() if k != "source"} == {
