@@ -27,7 +27,8 @@ every order) has SRG near 0: a method below it ranks features worse than chance.
 **Ranking.** ``ranking="absolute"`` (default) orders features by |a_j|: a squared or absolute loss
 against y is hurt by removing a feature that moves f either way, so the magnitude is the relevance;
 ``ranking="signed"`` orders by a_j (the insertion/deletion tests' ordering). Ties are broken by
-feature index (stable sort, :func:`insdel.roar.removal_orders`).
+feature index (stable sort, :func:`insdel.ordering.sort_orderings`; ``morf`` / ``lerf`` in
+:mod:`insdel.ordering`).
 
 **Leakage.** :func:`leakage` is ROAD's diagnostic of the imputation itself: can a classifier tell,
 from an imputed row's values, which features were removed? Near chance, the removal leaks nothing
@@ -51,8 +52,9 @@ import pandas as pd
 from ._progress import progress_bar
 from ._validation import as_float_array, check_choice, check_scalar, check_seed
 from .adapter import as_model
+from .ordering import check_ordering, sort_orderings
 from .removal.base import SampledRemoval
-from .roar import PAPER_FRACTIONS, _check_fractions, n_removed, removal_orders
+from .roar import PAPER_FRACTIONS, _check_fractions, n_removed
 
 __all__ = ["ORDERS", "LOSSES", "RANKINGS", "RoadResult", "LeakageResult", "road", "leakage",
            "constant_removal", "ConstantRemoval", "srg_table"]
@@ -149,7 +151,7 @@ def _check_orders(orders) -> tuple[str, ...]:
     if not orders:
         raise ValueError(f"orders must name at least one of {list(ORDERS)}.")
     for o in orders:
-        check_choice("orders", o, ORDERS)
+        check_ordering(o, allowed=ORDERS, argument="orders")
     if len(set(orders)) != len(orders):
         raise ValueError(f"orders names an order twice: {list(orders)}.")
     return orders
@@ -306,7 +308,8 @@ def road(f, X, y, attributions: Mapping[str, np.ndarray], removal: SampledRemova
 
     # units: k = 0 and k = n are shared by every curve; other (method, order, k) once each
     ks = sorted({n_removed(q, n) for q in qs})
-    plans = {(m, o): removal_orders(S, "signed" if o == "morf" else "kar_signed")
+    # the scores are the relevance (|a| under ranking="absolute"): morf / lerf sort them signed
+    plans = {(m, o): sort_orderings(S, check_ordering(o, allowed=ORDERS, ranking="signed"))
              for m, S in scores.items() for o in orders}
     units = [(m, o, k) for (m, o) in plans for k in ks if 0 < k < n]
     cache: dict[Any, dict[str, float]] = {}

@@ -26,14 +26,12 @@ def _check_roar(cfg: dict, source: str) -> None:
     r = cfg["roar"]
     if not r["orderings"]:
         raise ConfigError(f"{source}: roar.orderings must name at least one ordering.")
-    if len(set(map(str, r["orderings"]))) != len(r["orderings"]):
+    canon = [_check_ordering(source, "roar.orderings", o, allowed=_roar._CANONICAL, ranking=None)
+             for o in r["orderings"]]
+    if len(set(canon)) != len(canon):
         raise ConfigError(f"{source}: roar.orderings names an ordering twice: "
-                          f"{list(r['orderings'])} (each would be retrained and listed twice).")
-    for o in r["orderings"]:
-        if o not in _roar.ORDERINGS:
-            raise ConfigError(f"{source}: roar.orderings: unknown ordering {o!r}"
-                              f"{_suggest(str(o), _roar.ORDERINGS)} (known: "
-                              f"{', '.join(_roar.ORDERINGS)}).")
+                          f"{list(r['orderings'])} (each would be retrained and listed twice; "
+                          "kar_signed is ascending, kar_absolute is least).")
     try:  # replicates, points_per_chunk and max_epochs: ranges in the schema
         _roar._check_fractions(r["fractions"])
     except (TypeError, ValueError) as exc:
@@ -66,6 +64,17 @@ def _check_roar(cfg: dict, source: str) -> None:
     _check_removal_options(source, "roar.removal_options", name, r["removal_options"])
 
 
+def _check_ordering(source: str, where: str, name, **kwargs) -> str:
+    """:func:`insdel.ordering.check_ordering` with the error a :class:`ConfigError` naming the
+    key."""
+    from ..ordering import check_ordering
+
+    try:
+        return check_ordering(name, argument=where, **kwargs)
+    except ValueError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
 def _check_choices(source: str, where: str, values, known) -> None:
     for v in values:
         if v not in known:
@@ -89,7 +98,8 @@ def _check_road(cfg: dict, source: str) -> None:
     if not r["orders"]:
         raise ConfigError(f"{source}: road.orders must name at least one of "
                           f"{', '.join(_road.ORDERS)}.")
-    _check_choices(source, "road.orders", r["orders"], _road.ORDERS)
+    for o in r["orders"]:
+        _check_ordering(source, "road.orders", o, allowed=_road.ORDERS)
     if len(set(r["orders"])) != len(r["orders"]):
         raise ConfigError(f"{source}: road.orders names an order twice: {list(r['orders'])}.")
     _check_choices(source, "road.ranking", [r["ranking"]], _road.RANKINGS)
@@ -306,10 +316,8 @@ def _check_values(cfg: dict, source: str) -> None:
     _check_compute(source, cfg["compute"])
     from ..curves import ORDERS
 
-    if cfg["evaluation"]["order"] not in ORDERS:
-        raise ConfigError(f"{source}: evaluation.order must be one of {ORDERS}; got "
-                          f"{cfg['evaluation']['order']!r}"
-                          f"{_suggest(str(cfg['evaluation']['order']), ORDERS)}")
+    _check_ordering(source, "evaluation.order", cfg["evaluation"]["order"], allowed=ORDERS,
+                    ranking=None)
     if "roar" in cfg.get("sections", ()):
         _check_roar(cfg, source)
     if "road" in cfg.get("sections", ()):

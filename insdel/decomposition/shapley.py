@@ -15,6 +15,7 @@ from .._validation import (
 )
 from ..adapter import ModelLike
 from ..groups import check_groups
+from ..ordering import random_permutations
 from ._subspace import (
     DEFAULT_MAX_D,
     _check_d,
@@ -235,8 +236,7 @@ def sampled_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, removal=None,
     grp = check_groups(groups, n)
     m = n if grp is None else grp.m
     half = n_orderings // 2
-    rng = np.random.default_rng(seed)
-    o = np.argsort(rng.random((B, half, m)), axis=-1, kind="stable").astype(np.int64)
+    o = random_permutations(np.random.default_rng(seed), (B, half, m))
     orders = np.concatenate([o, o[:, :, ::-1]], axis=1)
     res = trace(f, X, R, orders, modes=("insertion",), groups=grp, batch_size=batch_size,
                 progress=progress, removal=removal)

@@ -38,6 +38,7 @@ from ..adapter import ModelLike, as_model
 from ..curves import orderings
 from ..groups import Groups, check_groups, group_attributions
 from ..hybrid import build_rows, masks_to_words, n_words
+from ..ordering import check_ordering, sort_orderings
 
 __all__ = ["HybridCache", "MetricContext", "Metric", "top_units", "unit_positions", "rank_of",
            "pearson_rows", "spearman_rows"]
@@ -294,14 +295,14 @@ def rank_of(A: np.ndarray, *, order: str = "absolute") -> np.ndarray:
     """Unit orderings (B, m), most important first, ties by index (stable).
 
     ``"absolute"``: decreasing |a| (MoRF); ``"signed"``: decreasing a (the paper's order);
-    ``"ascending"``: increasing a (LeRF); ``"least"``: increasing |a|.
+    ``"ascending"``: increasing a (LeRF); ``"least"``: increasing |a|; their aliases
+    (:mod:`insdel.ordering`).
     """
+    order = check_ordering(order, allowed=("absolute", "signed", "ascending", "least"),
+                           ranking=None)
     if order == "least":  # LeRF by magnitude: only the metrics use it, the curves do not
-        return np.argsort(np.abs(A), axis=-1, kind="stable")
-    if order not in ("absolute", "signed", "ascending"):
-        raise ValueError("order must be one of ['absolute', 'ascending', 'least', 'signed']; "
-                         f"got {order!r}.")
-    return orderings(A, order=order)  # the tie-break rule lives in insdel.curves.orderings
+        return sort_orderings(A, order)
+    return orderings(A, order=order)  # the checked attributions' orderings
 
 
 def unit_positions(orders: np.ndarray) -> np.ndarray:
