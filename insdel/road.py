@@ -52,6 +52,7 @@ import pandas as pd
 from ._progress import progress_bar
 from ._validation import as_float_array, check_choice, check_scalar, check_seed
 from .adapter import as_model
+from .areas import trapezoid_area
 from .ordering import check_ordering, sort_orderings
 from .removal.base import SampledRemoval
 from .roar import PAPER_FRACTIONS, _check_fractions, n_removed
@@ -201,10 +202,6 @@ def _losses(pred: np.ndarray, y: np.ndarray) -> dict[str, float]:
     return {"mse": mse, "rmse": float(np.sqrt(mse)), "mae": float(np.mean(np.abs(err)))}
 
 
-def _trapezoid(q: np.ndarray, L: np.ndarray) -> float:
-    return float(np.sum((L[1:] + L[:-1]) * np.diff(q)) / 2.0)
-
-
 def srg_table(curves: pd.DataFrame, loss: str = "mse") -> pd.DataFrame:
     """Per method: the areas of its MoRF and LeRF ``loss`` curves over q (trapezoid on the actual
     q), SRG = morf_area - lerf_area, and ranks (1 = best; ties share the lower rank). A method
@@ -215,7 +212,7 @@ def srg_table(curves: pd.DataFrame, loss: str = "mse") -> pd.DataFrame:
         areas = {}
         for o in ORDERS:
             c = g[g["order"] == o].sort_values("q")
-            areas[o] = (_trapezoid(c["q"].to_numpy(float), c[loss].to_numpy(float))
+            areas[o] = (float(trapezoid_area(c[loss].to_numpy(float), c["q"].to_numpy(float)))
                         if len(c) else float("nan"))
         rows.append({"method": m, "morf_area": areas["morf"], "lerf_area": areas["lerf"],
                      "srg": areas["morf"] - areas["lerf"]})

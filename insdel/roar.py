@@ -43,6 +43,7 @@ import pandas as pd
 
 from . import _checkpoint as ck
 from ._progress import progress_bar
+from .areas import trapezoid_area
 from .ordering import check_ordering, random_permutations, sort_orderings
 
 __all__ = ["ORDERINGS", "PAPER_FRACTIONS", "removal_values", "removal_orders", "remove", "impute",
@@ -330,13 +331,6 @@ def _load_unit(path: Path, key: str) -> dict | None:
     return res
 
 
-def _area(q: np.ndarray, L: np.ndarray) -> float:
-    """∫_0^1 (L - line) dq by the trapezoid on the given q (q[0] = 0, q[-1] = 1)."""
-    line = L[0] + (L[-1] - L[0]) * q
-    d = L - line
-    return float(np.sum((d[1:] + d[:-1]) * np.diff(q)) / 2.0)
-
-
 def summarize(table: pd.DataFrame) -> pd.DataFrame:
     """Mean ± one standard error (over replicates) of the loss per (method, ordering, q), the
     q = 0 baseline joined to every curve, and each curve's area against the straight line from
@@ -353,7 +347,9 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
             out.append({"method": m, "ordering": o, "q": q, "mean": float(v.mean()),
                         "std_error": float(v.std(ddof=1) / np.sqrt(R)) if R > 1 else float("nan"),
                         "n": R})
-        areas = np.array([_area(qv, row) for row in wide.to_numpy()])
+        # ∫_0^1 (L - line) dq by the trapezoid on the given q (q[0] = 0, q[-1] = 1)
+        areas = np.array([float(trapezoid_area(row, qv, minus_line=True))
+                          for row in wide.to_numpy()])
         out.append({"method": m, "ordering": o, "q": float("nan"), "mean": float(areas.mean()),
                     "std_error": float(areas.std(ddof=1) / np.sqrt(R)) if R > 1 else float("nan"),
                     "n": R})
