@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from .schema import ConfigError, _suggest
+from .._registry import check_options
+from .schema import ConfigError, UnknownKeyError, _suggest
 
 
 def policy_label(entry: Mapping) -> str:
@@ -391,10 +392,7 @@ def _check_label(source: str, i: int, entry: Mapping) -> None:
 
 def _check_free(where: str, given: Mapping, valid, source: str) -> None:
     """Keys of a free-form table (recipe options, policy or model parameters) against ``valid``."""
-    for k in given:
-        if k not in valid:
-            raise ConfigError(f"{source}: unknown key '{where}.{k}'{_suggest(str(k), valid)} "
-                              f"(valid keys here: {', '.join(valid) or 'none'}).")
+    check_options(source, given, valid, noun="key", prefix=f"{where}.", error=UnknownKeyError)
 
 
 def _check_data(cfg: dict, source: str) -> None:
@@ -469,11 +467,8 @@ def _checked_options(cfg: dict, table: str, options_of, source: str):
                               f"{table}.names {names}{_suggest(m, names)}")
         if not isinstance(opts, Mapping):
             raise ConfigError(f"{source}: {table}.options.{m} must be a table; got {opts!r}.")
-        valid = options_of(m)
-        for k in opts:
-            if k not in valid:
-                raise ConfigError(f"{source}: unknown key '{table}.options.{m}.{k}'"
-                                  f"{_suggest(k, valid)} (options of {m}: {', '.join(valid)}).")
+        check_options(source, opts, options_of(m), noun="key", prefix=f"{table}.options.{m}.",
+                      error=UnknownKeyError)
         yield m, opts
 
 
@@ -603,9 +598,7 @@ def _check_removal_options(source: str, where: str, name: str, opts: Mapping) ->
         if k in RUN_GIVEN_REMOVAL_OPTIONS:
             raise ConfigError(f"{source}: {where}.{k}: the run gives {name} its training rows "
                               "(the data set's X_train); remove the key.")
-        if k not in valid:
-            raise ConfigError(f"{source}: unknown key '{where}.{k}'{_suggest(k, valid)} "
-                              f"(options of {name}: {', '.join(valid) or 'none'}).")
+    check_options(source, opts, valid, noun="key", prefix=f"{where}.", error=UnknownKeyError)
 
 
 def _check_removal(cfg: dict, source: str) -> None:

@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.stats import rankdata
 
+from .._registry import check_options
 from .._validation import (
     align_attributions,
     as_float_array,
@@ -384,12 +385,10 @@ class Metric(ABC):
             One score per pair (NaN where the metric is undefined for the pair, e.g. a
             correlation over constant values).
         """
-        unknown = sorted(set(kwargs) - self.call_arguments())
-        if unknown:
-            raise ValueError(
-                f"metric {self.name!r}: unknown argument(s) {unknown} (not used, so refused); "
-                f"the call takes {sorted(self.call_arguments())}, and the metric's options "
-                f"are set when it is built (insdel.metrics.build({self.name!r}, ...)).")
+        check_options(f"metric {self.name!r} call", sorted(kwargs),
+                      sorted(self.call_arguments()), noun="argument",
+                      note="An unused argument is refused; the metric's options are set when it "
+                           f"is built (insdel.metrics.build({self.name!r}, ...)).")
         ctx = MetricContext(f, X, R, groups=groups, seed=seed, batch_size=batch_size,
                             removal=removal)
         return self.compute(ctx, ctx.unit_attributions(A), **kwargs)
