@@ -670,6 +670,8 @@ UNKNOWN_OPTION = (
         f"policy '{p}'", "parameter") for p in policies.available() for o in policies.options_of(p)]
     + [("removal", r, o, lambda r, k: removal.build(r, **{k: 1}), f"removal '{r}'", "option")
        for r in removal.available() for o in removal.options_of(r)]
+    + [("datasets", d, o, lambda d, k: datasets.load(d, **{k: 1}), f"data set '{d}'", "option")
+       for d in datasets.available() for o in datasets.options_of(d)]
     + [("config", t, o, lambda t, k: config.load({**_CONFIG, t: {k: 1}}), "<dict>", "key")
        for t in ("evaluation", "compute", "roar", "road") for o in config.DEFAULTS[t]])
 
