@@ -156,13 +156,13 @@ def check_sanity(cfg: dict, source: str) -> None:
     schema's."""
     from .. import metrics as _metrics
     from ..sanity import ADVERSARIAL_TESTS, RESILIENCE_TESTS, SIMILARITIES
-    from ..sanity.randomisation import ORDERS
+    from ..sanity.randomisation import LAYER_ORDERS
 
     s, m = cfg["sanity"], cfg["meta"]
     if not s["orders"]:
         raise ConfigError(f"{source}: sanity.orders must name at least one of "
-                          f"{', '.join(ORDERS)}.")
-    _check_distinct(source, "sanity.orders", s["orders"], ORDERS)
+                          f"{', '.join(LAYER_ORDERS)}.")
+    _check_distinct(source, "sanity.orders", s["orders"], LAYER_ORDERS)
     if not s["similarity"]:
         raise ConfigError(f"{source}: sanity.similarity must name at least one of "
                           f"{', '.join(SIMILARITIES)}.")
