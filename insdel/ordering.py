@@ -26,6 +26,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from ._registry import UnknownNameError
+
 __all__ = ["ORDERINGS", "ALIASES", "RELEVANCE", "check_ordering", "sort_orderings",
            "random_permutations", "RANDOM_SCHEMES"]
 
@@ -91,8 +93,6 @@ def check_ordering(name, *, allowed: Iterable[str] | None = None, ranking: str |
     insdel.UnknownNameError
         (a ``ValueError``) naming the argument, the name, the closest and the allowed names.
     """
-    from ._registry import UnknownNameError
-
     if ranking is not None and ranking not in RANKINGS:
         raise UnknownNameError.of("ranking", ranking, RANKINGS)
     if allowed is None:
@@ -137,6 +137,4 @@ def random_permutations(rng: np.random.Generator, shape: tuple[int, ...], *,
     if scheme == "permuted":
         base = np.broadcast_to(np.arange(shape[-1], dtype=np.int64), shape).copy()
         return rng.permuted(base, axis=-1)
-    from ._registry import UnknownNameError
-
     raise UnknownNameError.of("random ordering scheme", scheme, RANDOM_SCHEMES)
