@@ -280,8 +280,8 @@ def _check_table(raw: Mapping, schema: Mapping, prefix: str, source: str, *,
                     f"[data.options] (docs/your_own_data.md), or name the recipe of the data set.")
             valid = [k for k in schema if k != NAMED_TABLES]
             named = (f"Or a table [{prefix}<name>]." if NAMED_TABLES in schema else "")
-            check_options(source, [key], valid, noun="key", prefix=prefix, note=named,
-                          error=UnknownKeyError)
+            check_options(source, [key], valid, noun="top-level key" if not prefix else "key",
+                          prefix=prefix, note=named, error=UnknownKeyError)
         spec = schema[key]
         if isinstance(spec, dict):
             if not isinstance(value, Mapping):
