@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-from ._registry import REQUIRED, UnknownNameError
+from ._registry import REQUIRED, UnknownNameError, UnknownOptionError
 from .adapter import Model, as_model
 from .areas import abc, auc, aul
 from .curves import TraceResult, curves, orderings, trace
@@ -66,5 +66,5 @@ def __dir__():
 
 __all__ = [
     "Model", "as_model", "abc", "auc", "aul", "curves", "orderings", "trace", "TraceResult",
-    "Evaluation", "evaluate", "random_orderings", "hybrid", "UnknownNameError", "REQUIRED", *_LAZY,
+    "Evaluation", "evaluate", "random_orderings", "hybrid", "UnknownNameError", "UnknownOptionError", "REQUIRED", *_LAZY,
 ]

@@ -16,7 +16,8 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["UnknownNameError", "Registry", "REQUIRED", "signature_options", "check_options"]
+__all__ = ["UnknownNameError", "UnknownOptionError", "Registry", "REQUIRED", "signature_options",
+           "check_options", "closest_names"]
 
 #: The default :func:`options_of` gives an option that has none (a required option, or one the
 #: entry resolves itself): ``inspect.Parameter.empty``.
@@ -49,16 +50,58 @@ class UnknownNameError(ValueError):
         return err
 
 
-def check_options(kind: str, name: str, options, valid) -> None:
-    """Refuse an option ``name`` of registry ``kind`` does not take: a ``ValueError`` naming the
-    unknown options, the valid ones and the closest ("Did you mean ...?")."""
+class UnknownOptionError(TypeError, ValueError):
+    """An option (keyword argument, parameter, configuration key) the thing does not take.
+
+    One message format everywhere: ``"<thing>: unknown option 'x'; did you mean 'y'? (valid
+    options: a, b)"`` (``noun`` "key" or "parameter" where that is the word). It is a
+    ``TypeError``, what Python raises for an unexpected keyword argument (and what the attribution
+    methods and policies raised), and a ``ValueError``, what the metric and removal registries and
+    the configuration raised: every existing ``except`` clause keeps catching it. The attributes
+    ``thing``, ``unknown`` (the unknown names), ``closest`` and ``valid`` hold the parts.
+    """
+
+    thing: str = ""
+    unknown: list = []
+    closest: list = []
+    valid: list = []
+
+    @classmethod
+    def of(cls, thing: str, unknown: Iterable, valid: Iterable[str], *, noun: str = "option",
+           note: str = "", prefix: str = "") -> UnknownOptionError:
+        """The error for the ``unknown`` names of ``thing`` (a message prefix such as
+        ``"metric 'x'"`` or a configuration file), whose valid names are ``valid`` (``note``: a
+        sentence added at the end; ``prefix``: written before each unknown name, e.g. a
+        configuration table's dotted path)."""
+        unknown, valid = list(unknown), [str(v) for v in valid]
+        closest = [c for k in unknown for c in closest_names(str(k), valid)]
+        names = ", ".join(repr(f"{prefix}{k}") for k in unknown)
+        hint = f"; did you mean {', '.join(map(repr, closest))}?" if closest else ""
+        plural = "s" if len(unknown) > 1 else ""
+        err = cls(f"{thing}: unknown {noun}{plural} {names}{hint} (valid {noun}s: "
+                  f"{', '.join(valid) or 'none'})." + (f" {note}" if note else ""))
+        err.thing, err.unknown, err.closest, err.valid = thing, unknown, closest, valid
+        return err
+
+
+def closest_names(name: str, valid: Iterable[str]) -> list[str]:
+    """The valid name closest to ``name`` ("did you mean"; the only one when there is one), or
+    none."""
+    valid = list(valid)
+    close = difflib.get_close_matches(name, valid, n=1, cutoff=0.5)
+    return close or (valid if len(valid) == 1 else [])
+
+
+def check_options(thing: str, options: Iterable, valid: Iterable[str], *,
+                  noun: str = "option", note: str = "", prefix: str = "",
+                  error: type[UnknownOptionError] | None = None) -> None:
+    """Refuse the ``options`` ``thing`` does not take: an :class:`UnknownOptionError` (or its
+    subclass ``error``) naming them, the closest valid names and the valid ones."""
     valid = list(valid)
     unknown = [k for k in options if k not in valid]
     if unknown:
-        close = [c for k in unknown for c in difflib.get_close_matches(str(k), valid, n=1)]
-        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
-        raise ValueError(f"{kind} {name!r}: unknown option(s) {unknown}; its options are "
-                         f"{valid}.{hint}")
+        raise (error or UnknownOptionError).of(thing, unknown, valid, noun=noun, note=note,
+                                               prefix=prefix)
 
 
 def signature_options(fn: Callable, *, skip: Iterable[str] = ("self",),

@@ -19,6 +19,9 @@ trapezoid on those positions minus the straight line joining the curve's ends::
 (``t_s = s``) this is exactly eq. (2) divided by n: ``AUC - AUL = n * trapezoid - n * line``,
 because ``sum_k c_k = n * trapezoid + (c_0 + c_n) / 2``. :func:`petsiuk_auc` is Petsiuk et al.'s
 AUC (the trapezoid over the fraction of units moved), the definition of the paper's Table 5.
+
+:func:`trapezoid_area` is the area of a curve over any real points (ROAR's and ROAD's loss curves
+over the fraction q of features removed), optionally against the straight line joining its ends.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import numpy as np
 
 from ._validation import as_float_array, check_bool, check_mode, check_positive_int
 
-__all__ = ["auc", "aul", "abc", "petsiuk_auc"]
+__all__ = ["auc", "aul", "abc", "petsiuk_auc", "trapezoid_area"]
 
 
 @nb.njit(cache=True, nogil=True)
@@ -177,3 +180,34 @@ def abc(curves, *, mode: str = "insertion", normalize: bool = True, positions=No
     trap, line = _trapezoid(c, t, mm)
     sign = 1.0 if mode == "insertion" else -1.0
     return sign * (trap - line) * (1.0 if normalize else mm)
+
+
+def trapezoid_area(curves, x, *, minus_line: bool = False) -> np.ndarray:
+    """The trapezoid area of curves over the points ``x``: ``sum_s (x_s - x_{s-1}) (c_{s-1} +
+    c_s) / 2``, with numpy's summation (what ROAR's and ROAD's tables report).
+
+    Parameters
+    ----------
+    curves : array_like (..., S)
+        Values at the points ``x`` (non-finite values give a non-finite area).
+    x : array_like (S,)
+        Strictly increasing real points (S >= 2), e.g. the fractions q of features removed.
+    minus_line : bool, default False
+        The area of the curve minus the straight line joining its first and last points, ``line_s
+        = c_0 + (c_last - c_0) x_s`` (ROAR's area against the line, for x from 0 to 1).
+
+    Returns
+    -------
+    ndarray of shape (...)
+    """
+    minus_line = check_bool("minus_line", minus_line)
+    c = as_float_array("curves", curves, ndim=tuple(range(1, 8)), finite=False)
+    q = as_float_array("x", x, ndim=(1,))
+    if q.shape != c.shape[-1:] or q.shape[0] < 2:
+        raise ValueError(f"x must have one point per curve point (at least 2); got shape "
+                         f"{q.shape} for curves of shape {c.shape}.")
+    if np.any(np.diff(q) <= 0):
+        raise ValueError(f"x must be strictly increasing; got {q.tolist()}.")
+    if minus_line:
+        c = c - (c[..., :1] + (c[..., -1:] - c[..., :1]) * q)
+    return np.sum((c[..., 1:] + c[..., :-1]) * np.diff(q), axis=-1) / 2.0

@@ -68,6 +68,7 @@ from .groups import (
     group_attributions,
 )
 from .groups import positions as make_positions
+from .ordering import check_ordering, sort_orderings
 
 __all__ = ["curves", "orderings", "unit_orderings", "trace", "TraceResult", "DEFAULT_CHUNK_SIZE",
            "clear_workspace"]
@@ -75,16 +76,15 @@ __all__ = ["curves", "orderings", "unit_orderings", "trace", "TraceResult", "DEF
 DEFAULT_CHUNK_SIZE = 1 << 21  # curve points indexed per chunk of pairs
 MODES = ("insertion", "deletion")
 
-#: How an ordering is derived from attributions (``order=``): the paper's decreasing signed value,
+#: The orderings ``order=`` takes (:mod:`insdel.ordering`): the paper's decreasing signed value,
 #: decreasing absolute value (MoRF, what Quantus and ROAR use) and increasing signed value (LeRF).
 ORDERS = ("signed", "absolute", "ascending")
 
 
 def check_order(order: str) -> str:
-    """Validate an ``order=`` option (one of :data:`ORDERS`)."""
-    if order not in ORDERS:
-        raise ValueError(f"order must be one of {ORDERS}; got {order!r}.")
-    return order
+    """Validate an ``order=`` option (one of :data:`ORDERS` or its aliases in
+    :mod:`insdel.ordering`); returns the canonical name."""
+    return check_ordering(order, allowed=ORDERS, ranking=None)
 
 
 def orderings(A: ArrayLike, *, order: str = "signed") -> np.ndarray:
@@ -96,17 +96,17 @@ def orderings(A: ArrayLike, *, order: str = "signed") -> np.ndarray:
     order : {"signed", "absolute", "ascending"}, default "signed"
         ``"signed"``: decreasing a_j, the paper's ordering (the convention of insdel's tables);
         ``"absolute"``: decreasing |a_j| (MoRF, "most relevant first", as in Quantus and ROAR);
-        ``"ascending"``: increasing a_j (LeRF, "least relevant first").
+        ``"ascending"``: increasing a_j (LeRF, "least relevant first"). The names and their
+        aliases: :mod:`insdel.ordering`.
 
     Returns
     -------
     ndarray of int64, shape (..., n)
         ``order[..., k]`` is the feature moved at step k + 1.
     """
-    check_order(order)
+    order = check_order(order)
     A = as_float_array("A", A, ndim=tuple(range(1, 8)))
-    key = {"signed": -A, "absolute": -np.abs(A), "ascending": A}[order]
-    return np.argsort(key, axis=-1, kind="stable").astype(np.int64)
+    return sort_orderings(A, order)
 
 
 def _raise_non_finite(model, curves_out, fr, fx, b0: int, modes) -> None:

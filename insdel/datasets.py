@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ._checkpoint import sha256_file, to_jsonable
-from ._registry import REQUIRED, Registry, signature_options
+from ._registry import REQUIRED, Registry, check_options, signature_options
 from ._validation import check_finite, check_scalar, repeated
 from .groups import Groups
 
@@ -391,6 +391,8 @@ def load(name: str, *, seed: int = 0, **options) -> Dataset:
     """
     seed = check_scalar("seed", seed, int, min_val=0)
     _, build = _recipe(name)
+    if not _takes_any_option(name):
+        check_options(f"data set {name!r}", options, options_of(name))
     try:
         raw = build(seed=int(seed), **options)
     except TypeError as exc:

@@ -32,6 +32,7 @@ from .curves import DEFAULT_CHUNK_SIZE, _curve_job, _trace_game, check_order, or
 from .game import as_game
 from .groups import Groups, group_attributions, is_full
 from .groups import positions as make_positions
+from .ordering import random_permutations
 
 __all__ = ["evaluate", "Evaluation", "summarize", "to_markdown", "random_orderings"]
 
@@ -55,8 +56,7 @@ def random_orderings(B: int, K: int, n: int, seed: int = 0) -> np.ndarray:
     B = check_positive_int("B", B, minimum=0)
     K = check_positive_int("K", K)
     n = check_positive_int("n", n, minimum=0)
-    rng = np.random.default_rng(check_seed(seed))
-    return np.argsort(rng.random((B, K, n)), axis=-1, kind="stable").astype(np.int64)
+    return random_permutations(np.random.default_rng(check_seed(seed)), (B, K, n))
 
 
 @dataclass

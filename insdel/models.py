@@ -37,7 +37,7 @@ from torch import nn
 
 from ._checkpoint import to_jsonable
 from ._progress import progress_bar
-from ._registry import Registry
+from ._registry import Registry, check_options
 from ._threads import torch_threads, torch_threads_for
 from ._validation import check_positive_int, check_progress, check_scalar
 
@@ -110,10 +110,8 @@ def _resolve_params(params, dataset) -> dict[str, Any]:
                         f"{type(params).__name__}.")
     base = get(params["preset"]) if "preset" in params else dict(_BASE)
     out = {**base, **{k: v for k, v in params.items() if k not in _INFO_KEYS}}
-    unknown = sorted(set(out) - set(_BASE) - {"hidden", "dropout", "lr"})
-    if unknown:
-        raise ValueError(f"params has unknown key(s) {unknown}; known: "
-                         f"{sorted(set(_BASE) | {'hidden', 'dropout', 'lr'})}.")
+    check_options("params", sorted(out), sorted(set(_BASE) | {"hidden", "dropout", "lr"}),
+                  noun="key")
     for key in ("hidden", "dropout", "lr"):
         if key not in out:
             raise ValueError(f"params needs {key!r} (or 'preset': NAME to start from a preset).")

@@ -27,7 +27,8 @@ every order) has SRG near 0: a method below it ranks features worse than chance.
 **Ranking.** ``ranking="absolute"`` (default) orders features by |a_j|: a squared or absolute loss
 against y is hurt by removing a feature that moves f either way, so the magnitude is the relevance;
 ``ranking="signed"`` orders by a_j (the insertion/deletion tests' ordering). Ties are broken by
-feature index (stable sort, :func:`insdel.roar.removal_orders`).
+feature index (stable sort, :func:`insdel.ordering.sort_orderings`; ``morf`` / ``lerf`` in
+:mod:`insdel.ordering`).
 
 **Leakage.** :func:`leakage` is ROAD's diagnostic of the imputation itself: can a classifier tell,
 from an imputed row's values, which features were removed? Near chance, the removal leaks nothing
@@ -52,10 +53,12 @@ from ._progress import progress_bar
 from ._stats import mean_se, normal_quantile, wilson_interval
 from ._validation import as_float_array, check_choice, check_scalar, check_seed
 from .adapter import as_model
+from .areas import trapezoid_area
 from .groups import Groups, check_groups, group_attributions
+from .ordering import check_ordering, sort_orderings
 from .removal.base import SampledRemoval
 from .removal.values import check_rows
-from .roar import PAPER_FRACTIONS, _check_fractions, n_removed, removal_orders
+from .roar import PAPER_FRACTIONS, _check_fractions, n_removed
 
 __all__ = ["ORDERS", "LOSSES", "RANKINGS", "RoadResult", "LeakageResult", "road", "leakage",
            "constant_removal", "ConstantRemoval", "srg_table", "LEAK_MARGIN"]
@@ -192,7 +195,7 @@ def _check_orders(orders) -> tuple[str, ...]:
     if not orders:
         raise ValueError(f"orders must name at least one of {list(ORDERS)}.")
     for o in orders:
-        check_choice("orders", o, ORDERS)
+        check_ordering(o, allowed=ORDERS, argument="orders")
     if len(set(orders)) != len(orders):
         raise ValueError(f"orders names an order twice: {list(orders)}.")
     return orders
@@ -250,10 +253,6 @@ def _losses(pred: np.ndarray, y: np.ndarray) -> dict[str, float]:
     return {"mse": mse, "rmse": float(np.sqrt(mse)), "mae": float(np.mean(np.abs(err)))}
 
 
-def _trapezoid(q: np.ndarray, L: np.ndarray) -> float:
-    return float(np.sum((L[1:] + L[:-1]) * np.diff(q)) / 2.0)
-
-
 def srg_table(curves: pd.DataFrame, loss: str = "mse") -> pd.DataFrame:
     """Per method: the areas of its MoRF and LeRF ``loss`` curves over q (trapezoid on the actual
     q), SRG = morf_area - lerf_area, and ranks (1 = best; ties share the lower rank). A method
@@ -264,7 +263,7 @@ def srg_table(curves: pd.DataFrame, loss: str = "mse") -> pd.DataFrame:
         areas = {}
         for o in ORDERS:
             c = g[g["order"] == o].sort_values("q")
-            areas[o] = (_trapezoid(c["q"].to_numpy(float), c[loss].to_numpy(float))
+            areas[o] = (float(trapezoid_area(c[loss].to_numpy(float), c["q"].to_numpy(float)))
                         if len(c) else float("nan"))
         rows.append({"method": m, "morf_area": areas["morf"], "lerf_area": areas["lerf"],
                      "srg": areas["morf"] - areas["lerf"]})
@@ -426,7 +425,7 @@ def road(f, X, y, attributions: Mapping[str, np.ndarray], removal: SampledRemova
 
     # units: k = 0 and k = m are shared by every curve; other (method, order, k) once each
     ks = sorted({n_removed(q, m) for q in qs})
-    fixed = {(meth, o): removal_orders(S, "signed" if o == "morf" else "kar_signed")
+    fixed = {(meth, o): sort_orderings(S, check_ordering(o, allowed=ORDERS, ranking="signed"))
              for meth, S in scores.items() for o in orders}
     keys = [(meth, o) for meth in [*scores, *(["random"] if random else [])] for o in orders]
     units = [(meth, o, k) for (meth, o) in keys for k in ks if 0 < k < m]
@@ -442,8 +441,8 @@ def road(f, X, y, attributions: Mapping[str, np.ndarray], removal: SampledRemova
             plans = dict(fixed)
             if random:
                 R = random_scores(s)
-                plans.update({("random", o): removal_orders(
-                    R, "signed" if o == "morf" else "kar_signed") for o in orders})
+                plans.update({("random", o): sort_orderings(
+                    R, check_ordering(o, allowed=ORDERS, ranking="signed")) for o in orders})
             preds = {0: pred0, m: _predict_removed(model, removal, X, np.zeros((N, n), bool),
                                                    first=s * N)}
             bar.update(1)

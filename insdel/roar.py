@@ -7,13 +7,14 @@ retrained from scratch with the original architecture and hyper-parameters, and 
 the modified held-out points is recorded. Several training seeds (replicates) give a mean ± one
 standard error per (method, ordering, q).
 
-Orderings (``ORDERINGS``):
+Orderings (``ORDERINGS``; the canonical names of :mod:`insdel.ordering` are taken too):
 
 * ``"absolute"`` — by |a_j|, largest first (what Hooker et al. and Quantus use);
 * ``"signed"`` — by a_j, largest first (the insertion/deletion tests' ordering);
 * ``"random"`` — a seeded random ordering per point, the same for every method (the control);
 * ``"kar_absolute"``, ``"kar_signed"`` — keep and retrain (KAR): the *least* important ⌈q n⌉
-  features are removed first, so at fraction q the top features are kept.
+  features are removed first, so at fraction q the top features are kept (aliases of the
+  orderings ``"least"`` and ``"ascending"``).
 
 The curve's **area** against the straight line joining q = 0 and q = 1 (both computed, whatever the
 grid) is ``∫_0^1 (L(q) - line(q)) dq`` by the trapezoid on the actual q positions (the analogue of
@@ -42,11 +43,15 @@ import pandas as pd
 
 from . import _checkpoint as ck
 from ._progress import progress_bar
+from .areas import trapezoid_area
+from .ordering import check_ordering, random_permutations, sort_orderings
 
 __all__ = ["ORDERINGS", "PAPER_FRACTIONS", "removal_values", "removal_orders", "remove", "impute",
            "n_removed", "roar", "summarize", "to_markdown"]
 
 ORDERINGS = ("absolute", "signed", "random", "kar_absolute", "kar_signed")
+#: The canonical orderings (:mod:`insdel.ordering`) ROAR runs; ORDERINGS are their ROAR spellings.
+_CANONICAL = ("absolute", "signed", "random", "least", "ascending")
 PAPER_FRACTIONS = (0.1, 0.3, 0.5, 0.7, 0.9, 1.0)
 TABLE_COLUMNS = ["method", "ordering", "q", "replicate", "loss", "epochs"]
 
@@ -80,15 +85,11 @@ def removal_orders(A: np.ndarray | None, ordering: str, *, seed: int = 0,
     seed : int
         Seed of the random ordering.
     """
-    if ordering not in ORDERINGS:
-        raise ValueError(f"ordering must be one of {ORDERINGS}; got {ordering!r}.")
-    if ordering == "random":
+    canon = check_ordering(ordering, allowed=_CANONICAL, ranking=None, argument="ordering")
+    if canon == "random":
         N, n = shape if shape is not None else np.shape(A)
-        rng = np.random.default_rng(seed)
-        return np.argsort(rng.random((N, n)), axis=1)
-    A = np.asarray(A, dtype=np.float64)
-    key = {"absolute": -np.abs(A), "signed": -A, "kar_absolute": np.abs(A), "kar_signed": A}
-    return np.argsort(key[ordering], axis=1, kind="stable")
+        return random_permutations(np.random.default_rng(seed), (N, n))
+    return sort_orderings(np.asarray(A, dtype=np.float64), canon)
 
 
 def remove(X: np.ndarray, orders: np.ndarray, k: int, values: np.ndarray) -> np.ndarray:
@@ -199,14 +200,12 @@ def roar(dataset, attributions: Mapping[str, np.ndarray], *, params: str | Mappi
     orderings = tuple(orderings)
     if not orderings:
         raise ValueError("orderings must name at least one ROAR ordering.")
-    if len(set(orderings)) != len(orderings):
+    canon = [check_ordering(o, allowed=_CANONICAL, ranking=None, argument="orderings")
+             for o in orderings]
+    if len(set(canon)) != len(canon):
         raise ValueError(f"orderings names an ordering twice: {list(orderings)} (each would be "
-                         "retrained and listed twice).")
-    for o in orderings:
-        if o not in ORDERINGS:
-            from ._registry import UnknownNameError
-
-            raise UnknownNameError.of("ROAR ordering", o, ORDERINGS)
+                         "retrained and listed twice; kar_signed is ascending, kar_absolute is "
+                         "least).")
     qs = _check_fractions(fractions)
     Xtr = np.asarray(dataset.X_train, np.float64)
     Xte = np.asarray(dataset.X_test, np.float64)
@@ -331,13 +330,6 @@ def _load_unit(path: Path, key: str) -> dict | None:
     return res
 
 
-def _area(q: np.ndarray, L: np.ndarray) -> float:
-    """∫_0^1 (L - line) dq by the trapezoid on the given q (q[0] = 0, q[-1] = 1)."""
-    line = L[0] + (L[-1] - L[0]) * q
-    d = L - line
-    return float(np.sum((d[1:] + d[:-1]) * np.diff(q)) / 2.0)
-
-
 def summarize(table: pd.DataFrame) -> pd.DataFrame:
     """Mean ± one standard error (over replicates) of the loss per (method, ordering, q), the
     q = 0 baseline joined to every curve, and each curve's area against the straight line from
@@ -354,7 +346,9 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
             out.append({"method": m, "ordering": o, "q": q, "mean": float(v.mean()),
                         "std_error": float(v.std(ddof=1) / np.sqrt(R)) if R > 1 else float("nan"),
                         "n": R})
-        areas = np.array([_area(qv, row) for row in wide.to_numpy()])
+        # ∫_0^1 (L - line) dq by the trapezoid on the given q (q[0] = 0, q[-1] = 1)
+        areas = np.array([float(trapezoid_area(row, qv, minus_line=True))
+                          for row in wide.to_numpy()])
         out.append({"method": m, "ordering": o, "q": float("nan"), "mean": float(areas.mean()),
                     "std_error": float(areas.std(ddof=1) / np.sqrt(R)) if R > 1 else float("nan"),
                     "n": R})

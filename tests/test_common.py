@@ -5,8 +5,12 @@
 * ``seed=``, boolean and integer options follow scikit-learn's ``check_scalar``: a wrong type
   (2.7, "1", True for an integer; "no", 1 for a boolean) is a TypeError, an out-of-range value (-1)
   a ValueError; either names the argument.
-* An unknown name (registry entry, option, configuration value) is an error that lists the valid
+* An unknown name (registry entry, configuration value) is an error that lists the valid
   names, and names the closest one where the registry does.
+* An unknown option (a registry entry's option or parameter, a configuration key) is one error,
+  ``insdel.UnknownOptionError`` (a TypeError and a ValueError; a ``ConfigError`` too for a
+  configuration key), with one message: the thing, the option, the closest name and the valid
+  ones.
 
 The registries are read, not listed: a method, metric, policy, data set, preset or configuration
 added later is checked too.
@@ -654,32 +658,37 @@ def test_a_missing_configuration_file_is_file_not_found(tmp_path):
         config.load("demoo")
 
 
-ATTRIBUTION_ALL = [(m, o) for m in attribution.available() for o in attribution.options_of(m)]
+#: One unknown-option rule for every registry's options: (registry, entry, option) -> the call
+#: with the option misspelt, the thing the message names and its noun.
+UNKNOWN_OPTION = (
+    [("attribution", m, o, lambda m, k: attribution.attribute(f, X, R, m, **{k: 1}),
+      f"method '{m}'", "option") for m in attribution.available()
+     for o in attribution.options_of(m)]
+    + [("metrics", m, o, lambda m, k: M.build(m, **{k: 1}), f"metric '{m}'", "option")
+       for m in M.available() for o in M.options_of(m)]
+    + [("policies", p, o, lambda p, k: policies.build(p, **POLICY_PARAMS.get(p, {}), **{k: 1}),
+        f"policy '{p}'", "parameter") for p in policies.available() for o in policies.options_of(p)]
+    + [("removal", r, o, lambda r, k: removal.build(r, **{k: 1}), f"removal '{r}'", "option")
+       for r in removal.available() for o in removal.options_of(r)]
+    + [("datasets", d, o, lambda d, k: datasets.load(d, **{k: 1}), f"data set '{d}'", "option")
+       for d in datasets.available() for o in datasets.options_of(d)]
+    + [("config", t, o, lambda t, k: config.load({**_CONFIG, t: {k: 1}}), "<dict>", "key")
+       for t in ("evaluation", "compute", "roar", "road") for o in config.DEFAULTS[t]])
 
 
-@pytest.mark.parametrize("method, option", ATTRIBUTION_ALL,
-                         ids=[f"{m}.{o}" for m, o in ATTRIBUTION_ALL])
-def test_an_unknown_method_option_names_the_closest(method, option):
-    with pytest.raises(TypeError, match=rf"{method}: unknown option '{_typo(option)}'\. "
-                                        rf"Did you mean '{option}'\?"):
-        attribution.attribute(f, X, R, method, **{_typo(option): 1})
-
-
-METRIC_ALL = [(m, o) for m in M.available() for o in M.options_of(m)]
-
-
-@pytest.mark.parametrize("metric, option", METRIC_ALL, ids=[f"{m}.{o}" for m, o in METRIC_ALL])
-def test_an_unknown_metric_option_lists_the_options(metric, option):
-    with pytest.raises(ValueError, match=rf"metric '{metric}': .*'{_typo(option)}'.*its options "
-                                         rf"are \[.*'{option}'"):
-        M.build(metric, **{_typo(option): 1})
-
-
-POLICY_ALL = [(p, o) for p in policies.available() for o in policies.options_of(p)]
-
-
-@pytest.mark.parametrize("policy, option", POLICY_ALL, ids=[f"{p}.{o}" for p, o in POLICY_ALL])
-def test_an_unknown_policy_parameter_lists_the_parameters(policy, option):
-    with pytest.raises(TypeError, match=rf"policy '{policy}': unknown parameter\(s\) "
-                                        rf"\['{_typo(option)}'\]; known: \[.*'{option}'"):
-        policies.build(policy, **POLICY_PARAMS.get(policy, {}), **{_typo(option): 1})
+@pytest.mark.parametrize("registry, entry, option, call, thing, noun", UNKNOWN_OPTION,
+                         ids=[f"{r}.{e}.{o}" for r, e, o, *_ in UNKNOWN_OPTION])
+def test_an_unknown_option_is_one_error_with_the_closest_and_the_valid_ones(
+        registry, entry, option, call, thing, noun):
+    typo = _typo(option)
+    with pytest.raises(insdel.UnknownOptionError) as exc:
+        call(entry, typo)
+    err = exc.value
+    assert isinstance(err, TypeError) and isinstance(err, ValueError)
+    shown = f"{entry}.{typo}" if registry == "config" else typo
+    assert re.match(rf"{re.escape(thing)}: unknown {noun} '{re.escape(shown)}'; did you mean "
+                    rf"'{re.escape(option)}'\? \(valid {noun}s: [^)]*\b{re.escape(option)}\b",
+                    str(err)), str(err)
+    assert err.unknown == [typo] and err.closest == [option] and option in err.valid
+    if registry == "config":
+        assert isinstance(err, config.ConfigError)

@@ -429,7 +429,7 @@ def test_removal_defaults_to_the_baseline_alone(csv):
      r"\[removal\.marginl\]: unknown removal 'marginl'; did you mean 'marginal'\?"),
     ({"kinds": ["baseline"], "kind": 3}, r"unknown key 'removal\.kind'; did you mean 'kinds'\?"),
     ({"kinds": ["baseline"], "baseline": {"x": 1}},
-     r"unknown key 'removal\.baseline\.x' \(options of baseline: none\)"),
+     r"unknown key 'removal\.baseline\.x' \(valid keys: none\)"),
 ])
 def test_removal_errors_name_the_key(csv, removal, match):
     with pytest.raises(C.ConfigError, match=match):

@@ -89,7 +89,7 @@ def test_rank_of_and_top_units():
     np.testing.assert_array_equal(rank_of(A, order="least"), [[3, 0, 2, 1]])
     t = top_units(rank_of(A, order="absolute"), [0, 2, 4])
     np.testing.assert_array_equal(t[0], [[0, 0, 0, 0], [0, 1, 1, 0], [1, 1, 1, 1]])
-    with pytest.raises(ValueError, match="order must be one of"):
+    with pytest.raises(ValueError, match="order: unknown ordering"):
         rank_of(A, order="morf")
 
 
@@ -138,9 +138,9 @@ def test_registry_errors_name_the_problem():
                                      "insertion_auc"]
     with pytest.raises(ValueError, match="Did you mean 'insertion_abc'"):
         M.build("insertion_abd")
-    with pytest.raises(ValueError, match="its options are"):
+    with pytest.raises(ValueError, match="valid options: "):
         M.build("insertion_abc", nope=1)
-    with pytest.raises(ValueError, match="order must be one of"):
+    with pytest.raises(ValueError, match="order: unknown ordering"):
         M.build("insertion_abc", order="morf")
     cat = M.catalogue()
     assert {"metric", "family", "source", "higher_is_better", "options"} <= set(cat.columns)

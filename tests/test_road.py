@@ -277,7 +277,7 @@ def _road(f, X, y, attributions, removal, **kw):
     (dict(fractions=(-0.1, 0.5)), ValueError, r"fractions\[0\]"),
     (dict(fractions=(0.0,)), ValueError, r"fractions\[0\]"),
     (dict(fractions=(0.5, 0.5)), ValueError, "fractions has repeated"),
-    (dict(orders=("morf", "middle")), ValueError, r"^orders must be one of \['morf', 'lerf'\]"),
+    (dict(orders=("morf", "middle")), ValueError, r"^orders: unknown ordering 'middle'.*Available: morf, lerf"),
     (dict(orders=()), ValueError, "^orders must name"),
     (dict(orders=("lerf", "lerf")), ValueError, "orders names an order twice"),
     (dict(removal=Marginal(np.zeros((4, 3)), n_references=2)), TypeError,

@@ -136,7 +136,7 @@ def tiny(tmp_path, registered):
      r"road\.leakage_options\.classifier: unknown value 'forrest'; did you mean 'forest'"),
     ({"road": {"n_rows": 0}}, r"road\.n_rows"),
     ({"road": {"fractions": [0, 1.0]}}, r"road: fractions\[0\] must be a number in \(0, 1\]"),
-    ({"road": {"orders": ["morf", "lerff"]}}, r"road\.orders: unknown value 'lerff'; did you "
+    ({"road": {"orders": ["morf", "lerff"]}}, r"road\.orders: unknown ordering 'lerff'\. Did you "
                                                r"mean 'lerf'"),
     ({"road": {"orders": []}}, r"road\.orders must name at least one"),
     ({"road": {"orders": ["morf", "morf"]}}, r"road\.orders names an order twice"),

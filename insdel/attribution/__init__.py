@@ -52,14 +52,13 @@ through :class:`insdel.removal.Cohort` and accept ``f=None`` and ``R=None``).
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._registry import Registry, signature_options
+from .._registry import Registry, check_options, signature_options
 from ..adapter import (
     GRADIENT_METHODS,
     TORCH_KINDS,
@@ -293,13 +292,7 @@ def attribute(f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, met
 
 
 def _check_options(cls: type[Attribution], options: dict) -> None:
-    valid = options_of(cls.name)
-    for k in options:
-        if k not in valid:
-            close = difflib.get_close_matches(k, list(valid), n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise TypeError(f"{cls.name}: unknown option {k!r}.{hint} Options: "
-                            f"{', '.join(valid)}.")
+    check_options(f"method {cls.name!r}", options, options_of(cls.name))
 
 
 def _attribute_task(lo: int, hi: int, method: str, options: dict, *, seed=None, f=None, X=None,

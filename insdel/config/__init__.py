@@ -49,6 +49,7 @@ from .schema import (
     RENAMED,
     SCHEMA,
     ConfigError,
+    UnknownKeyError,
     _check_table,
     _merge,
 )
@@ -73,6 +74,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as _toml  # type: ignore[no-redef]
 
 __all__ = ["ALL_METHODS", "PAPER_CONFIGS", "PAPER_EXPERIMENTS", "SCHEMA", "DEFAULTS", "ConfigError",
+           "UnknownKeyError",
            "available", "get", "options_of", "format_list", "load", "policy_label", "PATH_OPTIONS",
            "removal_options", "RUN_GIVEN_METHOD_OPTIONS", "RUN_GIVEN_REMOVAL_OPTIONS",
            "observational_method", "check_sections", "check_sanity", "SCHEDULER_SCHEMES",

@@ -5,9 +5,10 @@ through (unknown keys with did-you-mean, leaf types and ranges, merging)."""
 from __future__ import annotations
 
 import copy
-import difflib
 from collections.abc import Mapping
 from typing import Any
+
+from .._registry import UnknownOptionError, check_options, closest_names
 
 #: The seven methods of the paper's tables (Kernel SHAP, its exact form, and the captum methods);
 #: ``random`` is added by :func:`insdel.evaluate`.
@@ -33,6 +34,11 @@ PAPER_EXPERIMENTS = ("paper-images",)
 
 class ConfigError(ValueError):
     """A configuration key that is unknown, missing or of the wrong type (names the key)."""
+
+
+class UnknownKeyError(ConfigError, UnknownOptionError):
+    """A key a configuration table does not take: the :class:`ConfigError` of a configuration and
+    the one unknown-option error (:class:`insdel.UnknownOptionError`, its message format)."""
 
 
 _INT, _NUM, _STR, _BOOL, _LIST = (int,), (int, float), (str,), (bool,), (list,)
@@ -231,10 +237,7 @@ DEFAULTS = _defaults(SCHEMA)
 
 
 def _suggest(key: str, valid) -> str:
-    valid = list(valid)
-    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
-    if not close and len(valid) == 1:
-        close = valid
+    close = closest_names(key, valid)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
@@ -279,11 +282,10 @@ def _check_table(raw: Mapping, schema: Mapping, prefix: str, source: str, *,
                     f"{source}: data.path is not a key: a file is read by a recipe. Write "
                     f'recipe = "table" (your own CSV or parquet) and put path under '
                     f"[data.options] (docs/your_own_data.md), or name the recipe of the data set.")
-            kind = "top-level key" if not prefix else "key"
             valid = [k for k in schema if k != NAMED_TABLES]
-            named = (f", or a table [{prefix}<name>]" if NAMED_TABLES in schema else "")
-            raise ConfigError(f"{source}: unknown {kind} {where!r}{_suggest(key, valid)} "
-                              f"(valid keys here: {', '.join(valid)}{named}).")
+            named = (f"Or a table [{prefix}<name>]." if NAMED_TABLES in schema else "")
+            check_options(source, [key], valid, noun="top-level key" if not prefix else "key",
+                          prefix=prefix, note=named, error=UnknownKeyError)
         spec = schema[key]
         if isinstance(spec, dict):
             if not isinstance(value, Mapping):

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from .schema import ConfigError, _suggest
+from .._registry import check_options
+from .schema import ConfigError, UnknownKeyError, _suggest
 
 
 def policy_label(entry: Mapping) -> str:
@@ -26,14 +27,12 @@ def _check_roar(cfg: dict, source: str) -> None:
     r = cfg["roar"]
     if not r["orderings"]:
         raise ConfigError(f"{source}: roar.orderings must name at least one ordering.")
-    if len(set(map(str, r["orderings"]))) != len(r["orderings"]):
+    canon = [_check_ordering(source, "roar.orderings", o, allowed=_roar._CANONICAL, ranking=None)
+             for o in r["orderings"]]
+    if len(set(canon)) != len(canon):
         raise ConfigError(f"{source}: roar.orderings names an ordering twice: "
-                          f"{list(r['orderings'])} (each would be retrained and listed twice).")
-    for o in r["orderings"]:
-        if o not in _roar.ORDERINGS:
-            raise ConfigError(f"{source}: roar.orderings: unknown ordering {o!r}"
-                              f"{_suggest(str(o), _roar.ORDERINGS)} (known: "
-                              f"{', '.join(_roar.ORDERINGS)}).")
+                          f"{list(r['orderings'])} (each would be retrained and listed twice; "
+                          "kar_signed is ascending, kar_absolute is least).")
     try:  # replicates, points_per_chunk and max_epochs: ranges in the schema
         _roar._check_fractions(r["fractions"])
     except (TypeError, ValueError) as exc:
@@ -66,6 +65,17 @@ def _check_roar(cfg: dict, source: str) -> None:
     _check_removal_options(source, "roar.removal_options", name, r["removal_options"])
 
 
+def _check_ordering(source: str, where: str, name, **kwargs) -> str:
+    """:func:`insdel.ordering.check_ordering` with the error a :class:`ConfigError` naming the
+    key."""
+    from ..ordering import check_ordering
+
+    try:
+        return check_ordering(name, argument=where, **kwargs)
+    except ValueError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
 def _check_choices(source: str, where: str, values, known) -> None:
     for v in values:
         if v not in known:
@@ -89,7 +99,8 @@ def _check_road(cfg: dict, source: str) -> None:
     if not r["orders"]:
         raise ConfigError(f"{source}: road.orders must name at least one of "
                           f"{', '.join(_road.ORDERS)}.")
-    _check_choices(source, "road.orders", r["orders"], _road.ORDERS)
+    for o in r["orders"]:
+        _check_ordering(source, "road.orders", o, allowed=_road.ORDERS)
     if len(set(r["orders"])) != len(r["orders"]):
         raise ConfigError(f"{source}: road.orders names an order twice: {list(r['orders'])}.")
     _check_choices(source, "road.ranking", [r["ranking"]], _road.RANKINGS)
@@ -150,7 +161,7 @@ def check_sanity(cfg: dict, source: str) -> None:
     refitted is known once it is loaded (:func:`insdel.runner.run_sanity`)."""
     from .. import metrics as _metrics
     from ..sanity import ADVERSARIAL_TESTS, RESILIENCE_TESTS, SIMILARITIES
-    from ..sanity.randomisation import ORDERS
+    from ..sanity.randomisation import LAYER_ORDERS
 
     s, m = cfg["sanity"], cfg["meta"]
     given = set(cfg.get("sections", ()))
@@ -158,9 +169,9 @@ def check_sanity(cfg: dict, source: str) -> None:
             and "meta" not in given:
         raise ConfigError(f"{source}: [sanity] runs nothing: sanity.orders is empty (no "
                           "parameter randomisation), sanity.data_randomisation is false and "
-                          "there is no [meta] table; name an order (" + ", ".join(ORDERS)
+                          "there is no [meta] table; name an order (" + ", ".join(LAYER_ORDERS)
                           + "), set data_randomisation = true or add [meta].")
-    _check_distinct(source, "sanity.orders", s["orders"], ORDERS)
+    _check_distinct(source, "sanity.orders", s["orders"], LAYER_ORDERS)
     if not s["similarity"]:
         raise ConfigError(f"{source}: sanity.similarity must name at least one of "
                           f"{', '.join(SIMILARITIES)}.")
@@ -318,10 +329,8 @@ def _check_values(cfg: dict, source: str) -> None:
     _check_compute(source, cfg["compute"])
     from ..curves import ORDERS
 
-    if cfg["evaluation"]["order"] not in ORDERS:
-        raise ConfigError(f"{source}: evaluation.order must be one of {ORDERS}; got "
-                          f"{cfg['evaluation']['order']!r}"
-                          f"{_suggest(str(cfg['evaluation']['order']), ORDERS)}")
+    _check_ordering(source, "evaluation.order", cfg["evaluation"]["order"], allowed=ORDERS,
+                    ranking=None)
     if "roar" in cfg.get("sections", ()):
         _check_roar(cfg, source)
     if "road" in cfg.get("sections", ()):
@@ -395,10 +404,7 @@ def _check_label(source: str, i: int, entry: Mapping) -> None:
 
 def _check_free(where: str, given: Mapping, valid, source: str) -> None:
     """Keys of a free-form table (recipe options, policy or model parameters) against ``valid``."""
-    for k in given:
-        if k not in valid:
-            raise ConfigError(f"{source}: unknown key '{where}.{k}'{_suggest(str(k), valid)} "
-                              f"(valid keys here: {', '.join(valid) or 'none'}).")
+    check_options(source, given, valid, noun="key", prefix=f"{where}.", error=UnknownKeyError)
 
 
 def _check_data(cfg: dict, source: str) -> None:
@@ -473,11 +479,8 @@ def _checked_options(cfg: dict, table: str, options_of, source: str):
                               f"{table}.names {names}{_suggest(m, names)}")
         if not isinstance(opts, Mapping):
             raise ConfigError(f"{source}: {table}.options.{m} must be a table; got {opts!r}.")
-        valid = options_of(m)
-        for k in opts:
-            if k not in valid:
-                raise ConfigError(f"{source}: unknown key '{table}.options.{m}.{k}'"
-                                  f"{_suggest(k, valid)} (options of {m}: {', '.join(valid)}).")
+        check_options(source, opts, options_of(m), noun="key", prefix=f"{table}.options.{m}.",
+                      error=UnknownKeyError)
         yield m, opts
 
 
@@ -613,9 +616,7 @@ def _check_removal_options(source: str, where: str, name: str, opts: Mapping) ->
         if k in RUN_GIVEN_REMOVAL_OPTIONS:
             raise ConfigError(f"{source}: {where}.{k}: the run gives {name} its training rows "
                               "(the data set's X_train); remove the key.")
-        if k not in valid:
-            raise ConfigError(f"{source}: unknown key '{where}.{k}'{_suggest(k, valid)} "
-                              f"(options of {name}: {', '.join(valid) or 'none'}).")
+    check_options(source, opts, valid, noun="key", prefix=f"{where}.", error=UnknownKeyError)
 
 
 def _check_removal(cfg: dict, source: str) -> None:

@@ -14,6 +14,7 @@ from .._validation import (
 )
 from ..adapter import ModelLike
 from ..game import Game, as_game, from_parts
+from ..ordering import random_permutations
 from ._subspace import (
     DEFAULT_MAX_D,
     _check_d,
@@ -243,8 +244,7 @@ def sampled_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, removal=None,
     game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size)
     B, m = game.B, game.m
     half = n_orderings // 2
-    rng = np.random.default_rng(seed)
-    o = np.argsort(rng.random((B, half, m)), axis=-1, kind="stable").astype(np.int64)
+    o = random_permutations(np.random.default_rng(seed), (B, half, m))
     orders = np.concatenate([o, o[:, :, ::-1]], axis=1)
     res = _trace_game(_curve_job(game, orders, modes=("insertion",), positions=None,
                                  chunk_size=DEFAULT_CHUNK_SIZE, progress=progress, client=None))

@@ -27,6 +27,7 @@ from .._validation import check_pairs
 from ..adapter import as_model
 from ..curves import orderings
 from ..decomposition import BatchDecomposition, batch_decomposition, shapley_values
+from ..ordering import random_permutations
 from . import criteria as C
 from .models import MonotoneAdditive, Quadratic, ReluNet
 
@@ -79,8 +80,7 @@ class Truth:
         if name == "reversed":
             return np.ascontiguousarray(orderings(self.phi)[:, ::-1])
         if name == "random":
-            rng = np.random.default_rng(seed)
-            return np.argsort(rng.random((B, n)), axis=1, kind="stable").astype(np.int64)
+            return random_permutations(np.random.default_rng(seed), (B, n))
         if name in ("best_insertion", "best_deletion"):
             return self.best_order(mode=name.split("_")[1])
         custom = self.extra.get("orderings", {})

@@ -129,7 +129,7 @@ def build(name: str | Metric, **options) -> Metric:
         return name
     cls = get(name)
     valid = list(options_of(name))
-    check_options("metric", name, options, valid)
+    check_options(f"metric {name!r}", options, valid)
     try:
         return cls(**options)
     except (TypeError, ValueError) as e:  # the same type, naming the metric and its options

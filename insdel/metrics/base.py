@@ -29,6 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.stats import rankdata
 
+from .._registry import check_options
 from .._validation import (
     align_attributions,
     as_float_array,
@@ -40,6 +41,7 @@ from ..curves import orderings
 from ..game import Game, as_game
 from ..groups import group_attributions
 from ..hybrid import masks_to_words, n_words
+from ..ordering import check_ordering, sort_orderings
 
 __all__ = ["HybridCache", "MetricContext", "Metric", "top_units", "unit_positions", "rank_of",
            "pearson_rows", "spearman_rows"]
@@ -274,14 +276,14 @@ def rank_of(A: np.ndarray, *, order: str = "absolute") -> np.ndarray:
     """Unit orderings (B, m), most important first, ties by index (stable).
 
     ``"absolute"``: decreasing |a| (MoRF); ``"signed"``: decreasing a (the paper's order);
-    ``"ascending"``: increasing a (LeRF); ``"least"``: increasing |a|.
+    ``"ascending"``: increasing a (LeRF); ``"least"``: increasing |a|; their aliases
+    (:mod:`insdel.ordering`).
     """
+    order = check_ordering(order, allowed=("absolute", "signed", "ascending", "least"),
+                           ranking=None)
     if order == "least":  # LeRF by magnitude: only the metrics use it, the curves do not
-        return np.argsort(np.abs(A), axis=-1, kind="stable")
-    if order not in ("absolute", "signed", "ascending"):
-        raise ValueError("order must be one of ['absolute', 'ascending', 'least', 'signed']; "
-                         f"got {order!r}.")
-    return orderings(A, order=order)  # the tie-break rule lives in insdel.curves.orderings
+        return sort_orderings(A, order)
+    return orderings(A, order=order)  # the checked attributions' orderings
 
 
 def unit_positions(orders: np.ndarray) -> np.ndarray:
@@ -363,12 +365,10 @@ class Metric(ABC):
             One score per pair (NaN where the metric is undefined for the pair, e.g. a
             correlation over constant values).
         """
-        unknown = sorted(set(kwargs) - self.call_arguments())
-        if unknown:
-            raise ValueError(
-                f"metric {self.name!r}: unknown argument(s) {unknown} (not used, so refused); "
-                f"the call takes {sorted(self.call_arguments())}, and the metric's options "
-                f"are set when it is built (insdel.metrics.build({self.name!r}, ...)).")
+        check_options(f"metric {self.name!r} call", sorted(kwargs),
+                      sorted(self.call_arguments()), noun="argument",
+                      note="An unused argument is refused; the metric's options are set when it "
+                           f"is built (insdel.metrics.build({self.name!r}, ...)).")
         ctx = MetricContext(f, X, R, groups=groups, seed=seed, batch_size=batch_size,
                             removal=removal)
         return self.compute(ctx, ctx.unit_attributions(A), **kwargs)

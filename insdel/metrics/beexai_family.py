@@ -24,6 +24,7 @@ import numpy as np
 from .._validation import check_choice, check_scalar
 from ..curves import check_order
 from ..groups import group_attributions
+from ..ordering import random_permutations
 from .base import Metric, MetricContext, pearson_rows, rank_of, top_units
 
 __all__ = ["Comprehensiveness", "Sufficiency", "AucTp", "MonotonicityBEExAI",
@@ -242,8 +243,8 @@ class FaithfulnessCorrelationBEExAI(Metric):
     def subsets(self, ctx: MetricContext, method=None) -> np.ndarray:
         """The random subsets (B, n_repeats, m) of a call, True = unit taken from r."""
         s = max(int(ctx.m * self.subset_fraction), 1)
-        keys = ctx.rng(self.name, method).random((ctx.B, self.n_repeats, ctx.m))
-        pos = np.argsort(np.argsort(keys, axis=-1, kind="stable"), axis=-1, kind="stable")
+        order = random_permutations(ctx.rng(self.name, method), (ctx.B, self.n_repeats, ctx.m))
+        pos = np.argsort(order, axis=-1, kind="stable")  # each unit's place in the ordering
         return pos < s
 
     def compute(self, ctx: MetricContext, A: np.ndarray, *, method=None, **kwargs) -> np.ndarray:

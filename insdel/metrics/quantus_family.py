@@ -37,6 +37,7 @@ from scipy.sparse.linalg import spsolve
 from scipy.spatial.distance import cdist
 
 from .._validation import check_bool, check_choice, check_positive_int, check_scalar
+from ..ordering import check_ordering, random_permutations
 from .base import (
     Metric,
     MetricContext,
@@ -154,7 +155,8 @@ class RegionPerturbation(_QuantusMetric):
 
     def __init__(self, *, order: str = "morf", regions_evaluation: int = 100, score: str = "auc",
                  abs: bool = False):
-        self.order = check_choice("order", order, ("morf", "lerf", "random"))
+        self.order = order
+        check_ordering(order, allowed=("morf", "lerf", "random"))
         self.regions_evaluation = check_positive_int("regions_evaluation", regions_evaluation)
         self.score = check_choice("score", score, ("auc", "aopc"))
         self.abs = check_bool("abs", abs)
@@ -167,10 +169,9 @@ class RegionPerturbation(_QuantusMetric):
         """The drops ``f(x) - f(x_k)``, k = 1..min(regions_evaluation, m), (B, L)."""
         a = self._attr(A)
         if self.order == "random":
-            rng = ctx.rng(self.name, method)
-            orders = rng.permuted(np.broadcast_to(np.arange(ctx.m), a.shape).copy(), axis=1)
-        else:
-            orders = rank_of(a, order="signed" if self.order == "morf" else "ascending")
+            orders = random_permutations(ctx.rng(self.name, method), a.shape, scheme="permuted")
+        else:  # a is the relevance (|A| under abs=True): morf / lerf sort it signed
+            orders = rank_of(a, order=check_ordering(self.order, ranking="signed"))
         L = min(self.regions_evaluation, ctx.m)
         return ctx.fx[:, None] - ctx.removed(top_units(orders, np.arange(1, L + 1)))
 
@@ -360,8 +361,7 @@ class FaithfulnessCorrelation(_QuantusMetric):
         B, m = ctx.B, ctx.m
         if subsets is None:
             k = self._size(m)
-            keys = ctx.rng(self.name, method).random((B, self.nr_runs, m))
-            idx = np.argsort(keys, axis=-1)[..., :k]
+            idx = random_permutations(ctx.rng(self.name, method), (B, self.nr_runs, m))[..., :k]
             M = np.zeros((B, self.nr_runs, m), bool)
             np.put_along_axis(M, idx, True, axis=-1)
             return M

@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
-from .._registry import Registry, signature_options
+from .._registry import Registry, check_options, signature_options
 from .base import FunctionPolicy, Policy, UnknownPolicyError
 
 
@@ -100,9 +100,8 @@ def build(name: str, **params) -> Policy:
         sig = inspect.signature(obj.__init__)
         known = [p for p in sig.parameters if p != "self"]
         var_kw = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
-        bad = [k for k in params if k not in known]
-        if bad and not var_kw:
-            raise TypeError(f"policy {name!r}: unknown parameter(s) {bad}; known: {known}.")
+        if not var_kw:
+            check_options(f"policy {name!r}", params, known, noun="parameter")
         pol = obj(**params)
         if not hasattr(pol, "params"):
             pol.params = dict(params)
@@ -110,9 +109,8 @@ def build(name: str, **params) -> Policy:
             pol.name = name
         return pol
     defaults, var_kw = _function_params(obj)
-    bad = [k for k in params if k not in defaults]
-    if bad and not var_kw:
-        raise TypeError(f"policy {name!r}: unknown parameter(s) {bad}; known: {list(defaults)}.")
+    if not var_kw:
+        check_options(f"policy {name!r}", params, defaults, noun="parameter")
     missing = [k for k, v in defaults.items() if v is inspect.Parameter.empty and k not in params]
     if missing:
         raise TypeError(f"policy {name!r}: missing required parameter(s) {missing}.")

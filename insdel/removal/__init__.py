@@ -95,7 +95,7 @@ def unregister(name: str) -> None:
 def build(name: str, **options) -> Removal:
     """An instance of removal ``name`` with ``options``; an unknown option is named."""
     cls = get(name)
-    check_options("removal", name, options, options_of(name))
+    check_options(f"removal {name!r}", options, options_of(name))
     return cls(**options)
 
 

@@ -63,6 +63,7 @@ from .._validation import (
 )
 from ..adapter import Model, ModelLike, as_model, torch_kind
 from ..groups import check_groups, group_attributions
+from ..ordering import random_permutations
 from .randomisation import _check_layers, randomised_models
 
 __all__ = ["metric_reliability", "ReliabilityResult", "RESILIENCE_TESTS", "ADVERSARIAL_TESTS"]
@@ -270,9 +271,8 @@ def metric_reliability(f: ModelLike, X: ArrayLike, R: ArrayLike,
     shuffles = {}
     if "attribution_shuffle" in tests:
         for p in range(n_perturbations):
-            rng = np.random.default_rng([seed, 3, p])
-            perm = np.argsort(rng.random((X.shape[0], X.shape[1] if grp is None else grp.m)),
-                              axis=1)
+            perm = random_permutations(np.random.default_rng([seed, 3, p]),
+                                       (X.shape[0], X.shape[1] if grp is None else grp.m))
             for k in methods:
                 shuffles[f"{k} (shuffled {p})"] = (p, k, np.take_along_axis(As[k], perm, axis=1))
     base = run(model, X, {**As, **{k: v[2] for k, v in shuffles.items()}})

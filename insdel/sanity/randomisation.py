@@ -80,7 +80,10 @@ DEFAULT_THRESHOLD = 0.5
 #: A method whose mean ABC on the fully randomised model is within this fraction of its trained
 #: ABC (``|ABC_rand - ABC_0| <= tol * |ABC_0|``) is flagged.
 DEFAULT_ABC_TOLERANCE = 0.1
-ORDERS = ("cascading", "independent")
+#: The orders in which layers are randomised (``order=``): a layer order, not an ordering of
+#: features (those are :mod:`insdel.ordering`'s). ``ORDERS`` is the same tuple.
+LAYER_ORDERS = ("cascading", "independent")
+ORDERS = LAYER_ORDERS
 
 
 # -- the measures --------------------------------------------------------------------------------
@@ -176,7 +179,7 @@ def randomised_models(module, layers: Sequence[str], *, order: str = "cascading"
     restored afterwards."""
     from ..attribution.base import torch_seed
 
-    order = check_choice("order", order, ORDERS)
+    order = check_choice("order", order, LAYER_ORDERS)
     work = copy.deepcopy(module) if order == "cascading" else None
     for name in layers:
         target = work if order == "cascading" else copy.deepcopy(module)
@@ -572,7 +575,7 @@ def parameter_randomisation(f: ModelLike, X: ArrayLike, R: ArrayLike, methods, *
     """
     check_progress(progress)
     module = _module_of(f, "parameter_randomisation")
-    order = check_choice("order", order, ORDERS)
+    order = check_choice("order", order, LAYER_ORDERS)
     names = _check_layers(module, layers)
     steps, threshold, abc_tolerance = _common_checks(
         X, R, methods, similarity, seed, abc, method_options, progress, threshold,

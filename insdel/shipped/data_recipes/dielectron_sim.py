@@ -34,6 +34,8 @@ import os
 import numpy as np
 import pandas as pd
 
+from insdel import UnknownOptionError
+
 from ._base import RawData
 from .dielectron import CHARGES, COLUMNS, FEATURES, TARGET
 
@@ -247,11 +249,9 @@ def build(*, seed: int = 0, n_events: int = 100_000, **options) -> RawData:
         Passed to :func:`simulate` (``pair_pt_mean``, ``rapidity_sigma``, ``continuum_scale``,
         ``smear``).
     """
-    allowed = set(OPTIONS)
-    unknown = sorted(set(options) - allowed)
+    unknown = [k for k in options if k not in OPTIONS]
     if unknown:
-        raise TypeError(f"recipe {NAME!r} got unknown option(s) {unknown}; it takes seed, "
-                        f"n_events and {sorted(allowed)}.")
+        raise UnknownOptionError.of(f"recipe {NAME!r}", unknown, OPTIONS)
     df = simulate(n_events, seed=seed, **options)
     desc = (
         f"Simulated dielectron events ({n_events} after acceptance, seed {seed}): continuum "

@@ -51,6 +51,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from insdel import UnknownOptionError
+
 from ._base import RawData, check_path, sha256_file
 
 NAME = "table"
@@ -172,10 +174,7 @@ def build(*, seed: int = 0, **options) -> RawData:
     """Read the user's table (see the module docstring for the options)."""
     unknown = [k for k in options if k not in OPTIONS]
     if unknown:
-        k = unknown[0]
-        close = difflib.get_close_matches(k, OPTIONS, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        _fail(f"unknown option {k!r}{hint} (options: {', '.join(OPTIONS)}).")
+        raise UnknownOptionError.of("recipe 'table'", unknown, OPTIONS)
     p = check_path(options.get("path"), recipe=NAME, source="your CSV or parquet file")
     target = options.get("target")
     if not isinstance(target, str) or not target:
