@@ -312,9 +312,15 @@ def test_methods_options_groups_and_roar_are_refused(tmp_path):
                    "roar": {"fractions": [0.5, 1.0], "replicates": 1}})
     with pytest.raises(ValueError, match=r"ROAR .* does not support groups") as err:
         runner.run_roar(roar, tmp_path / "r", progress=False)
-    # the advice is the same for every data set: no option of one recipe
-    assert "location = 'drop'" not in str(err.value)
-    assert "without the grouped columns" in str(err.value)
+    # the advice names the option of the configuration's own recipe (here housing's location)
+    assert "set data.options.location = 'drop'" in str(err.value)
+    table = C.load({"data": {"recipe": "table", "options": {
+        "path": "x.csv", "target": "y", "categorical": ["region"]}},
+        "model": {"preset": "quick_housing"}, "methods": {"names": ["vanilla_grad"]}})
+    from insdel.runner.stages.data import ungroup_advice
+
+    advice = ungroup_advice(table, None)
+    assert "location" not in advice and "data.options.drop" in advice  # the table recipe's own
 
 
 def test_the_shipped_variant():
