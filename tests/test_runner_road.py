@@ -263,7 +263,11 @@ def test_reproduce_paper_road_bangalore_quick(tmp_path, monkeypatch, capsys):
     out = tmp_path / "q"
     assert cli.main(["reproduce", "paper-road-bangalore", "--quick", "--out", str(out),
                      "--no-progress"]) == 0
-    assert "ROAD: mse under imputation" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "ROAD: mse under imputation" in printed.out
+    # the default leakage n_rows (at most 2000) is no request: 120 test rows are used unnoted
+    assert "leakage_options.n_rows" not in printed.err
+    assert "leakage_options.n_rows" not in (out / "summary.md").read_text()
     summary = pd.read_csv(out / "road_summary.csv")
     assert set(summary["method"]) == {*C.ALL_METHODS, "random"}
     assert "removal: test_road_gaussian (revision = 1, n_draws = 8, seed = 0)" in (

@@ -258,7 +258,9 @@ def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
                            classifier=lo["classifier"], folds=lo["folds"], seed=cfg["seed"],
                            feature_names=dataset.feature_names, groups=grp)
         stages.add("road/leakage", time.perf_counter() - t0)
-        if lk.capped:
+        # the default n_rows is an upper bound, not a request: only a value the user set is noted
+        default = _config.schema.ROAD_SCHEMA["leakage_options"]["n_rows"][1]
+        if lk.capped and lo["n_rows"] != default:
             capped.append(_capped("road.leakage_options.n_rows", lo["n_rows"], lk.n_rows,
                                   "evaluated test rows"))
         log(f"leakage: {lk.verdict_text()}")
