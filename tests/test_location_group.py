@@ -11,13 +11,13 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from insdel.shipped.data_recipes import bangalore as bang_recipe  # noqa: E402
 
 import insdel  # noqa: E402
 from insdel import config as C  # noqa: E402
 from insdel import datasets, runner  # noqa: E402
 from insdel.decomposition import shapley_values  # noqa: E402
 from insdel.groups import Groups  # noqa: E402
+from insdel.shipped.data_recipes import bangalore as bang_recipe  # noqa: E402
 
 
 @pytest.fixture(scope="module")
