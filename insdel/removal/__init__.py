@@ -4,7 +4,8 @@ Every engine that evaluates coalitions (curves, ``evaluate``, the decomposition,
 the metrics, ROAR, the runner) takes ``removal=``: a name, a :class:`Removal` or None (the
 paper's ``baseline``: one reference per target, exactly as fast as before).
 
-Built in: ``baseline`` and ``marginal`` (:mod:`.reference`); ``conditional_gaussian``,
+Built in: ``baseline`` and ``marginal`` (:mod:`.reference`); ``constant`` and ``training_mean``
+(:mod:`.constant`: fixed values, one row per coalition); ``conditional_gaussian``,
 ``conditional_mean`` and ``conditional_knn`` (fitted on training rows); ``cohort`` (:mod:`.cohort`,
 a :class:`GameRemoval`: the observational cohort game, read off the data). Your own: a
 :class:`SampledRemoval` subclass, registered with :func:`register` or passed as an instance.
@@ -26,11 +27,13 @@ from .base import (
     SampledRemoval,
     target_rng,
 )
+from .constant import Constant, TrainingMean, training_mean_values
 from .reference import Baseline, Marginal
 
 __all__ = ["Removal", "ReferenceRemoval", "SampledRemoval", "GameRemoval", "Baseline", "Marginal",
-           "available", "get", "options_of", "register", "unregister", "build", "resolve",
-           "check_targets", "target_rng", "MissingDataError"]
+           "Constant", "TrainingMean", "training_mean_values", "draws_rows", "available", "get",
+           "options_of", "register", "unregister", "build", "resolve", "check_targets",
+           "target_rng", "MissingDataError"]
 
 
 def _check_entry(name: str, cls) -> None:
@@ -61,9 +64,10 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_BUILTINS = ("baseline", "marginal", "conditional_gaussian", "conditional_mean",
-             "conditional_knn", "cohort")
-_REGISTRY = Registry("removal", {"baseline": Baseline, "marginal": Marginal},
+_BUILTINS = ("baseline", "marginal", "constant", "training_mean", "conditional_gaussian",
+             "conditional_mean", "conditional_knn", "cohort")
+_REGISTRY = Registry("removal", {"baseline": Baseline, "marginal": Marginal, "constant": Constant,
+                                 "training_mean": TrainingMean},
                      protected=_BUILTINS, check=_check_entry, loader=_load_builtins)
 
 
@@ -109,6 +113,13 @@ def resolve(removal) -> Removal:
         return build(removal)
     raise TypeError(f"removal must be None, a name {available()} or a Removal; got "
                     f"{removal!r} ({type(removal).__name__}).")
+
+
+def draws_rows(removal) -> bool:
+    """Whether ``removal`` imputes removed features from the kept ones: it writes rows
+    (``sample(X, keep, targets)``, ``n_draws`` >= 1 of them per coalition) that need no
+    reference, as ROAD and its leakage diagnostic read them."""
+    return callable(getattr(removal, "sample", None)) and int(getattr(removal, "n_draws", 0)) >= 1
 
 
 def check_targets(X, R, removal: Removal):
