@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import check_finite
+from ._validation import check_bool, check_finite
 from .adapter import Model, ModelLike, as_model
 from .groups import Groups, check_groups
 from .hybrid import build_rows, masks_to_words
@@ -154,11 +154,28 @@ class Game:
         """The game of pairs ``lo .. hi - 1`` (their values unchanged: a chunk of this game)."""
         raise NotImplementedError(f"{type(self).__name__} cannot be cut into chunks.")
 
-    def imputed(self, pairs: ArrayLike, keep: ArrayLike, *, first: int = 0) -> np.ndarray:
-        """The rows whose mean model value is ``v_b(u)``: (N, M, n) float64, row i the M points
-        of pair ``pairs[i]`` with the units of ``keep[i]`` (N, m) kept from x (what ROAD
-        predicts and ROAR retrains on). ``first``: the draws of pair b are those of target
-        ``offset + first + b`` (a repeat of the draws starts at another ``first``)."""
+    def imputed(self, pairs: ArrayLike, keep: ArrayLike, *, shift: int = 0,
+                draws: int | None = None) -> np.ndarray:
+        """The rows whose mean model value is ``v_b(u)`` (what ROAD predicts and ROAR retrains
+        on), checked: equal to x on the kept units, finite.
+
+        Parameters
+        ----------
+        pairs : array_like of int (N,)
+            The pair of each request.
+        keep : array_like of bool (N, m)
+            The coalition of each request, over the units: True keeps x's value.
+        shift : int, default 0
+            The draws of pair b are those of target ``offset + shift + b`` (a repeat of a
+            sampled removal's draws starts at another ``shift``).
+        draws : int, optional
+            Only the first ``draws`` rows of each request (None: all M).
+
+        Returns
+        -------
+        ndarray of float64 (N, M, n)
+            The K hybrids of a game with ``references``; a sampled removal's M draws.
+        """
         raise NotImplementedError(f"{type(self).__name__} has no rows: its values are not means "
                                   "of model rows.")
 
@@ -282,16 +299,18 @@ class RemovalGame(Game):
             out[s0:s1] = self.model(rows)
         return out
 
-    def imputed(self, pairs, keep, *, first: int = 0) -> np.ndarray:
+    def imputed(self, pairs, keep, *, shift: int = 0, draws: int | None = None) -> np.ndarray:
         pairs = np.asarray(pairs, dtype=np.int64)
         keep = np.asarray(keep, dtype=bool)
         cols = keep if self.groups is None else self.groups.expand(keep)
-        if self.references is not None:  # the K hybrids
-            return np.where(cols[:, None, :], self.X[pairs][:, None, :], self.references[pairs])
+        if self.references is not None:  # the K hybrids (the first ``draws`` of them)
+            return np.where(cols[:, None, :], self.X[pairs][:, None, :],
+                            self.references[pairs, :draws])
         if isinstance(self.removal, GameRemoval):
             raise ValueError(f"removal {self.name!r} reads its values off the data: it writes no "
                              "rows to impute.")
-        return imputed_rows(self.removal, self.X[pairs], cols, self.offset + first + pairs)
+        Z = imputed_rows(self.removal, self.X[pairs], cols, self.offset + shift + pairs)
+        return Z if draws is None else Z[:, :draws]
 
     def check_cost(self, n_coalitions: int, *, what: str) -> int:
         return check_rows(self.removal, n_coalitions, what=what, model=self.model, n=self.n)
@@ -383,7 +402,7 @@ def as_game(f: ModelLike | Game, X: ArrayLike | None = None, R: ArrayLike | None
                              "rows_only=True)): it gives imputed rows, not values; build the "
                              "game from the model.")
         return f
-    if rows_only and f is not None:
+    if check_bool("rows_only", rows_only) and f is not None:
         raise TypeError("as_game: rows_only=True builds a game without a model; give f=None.")
     rem = resolve(removal)
     model = None if rows_only else _adapt(f, rem, batch_size)

@@ -191,17 +191,17 @@ def _check_removal(removal) -> SampledRemoval:
     return removal
 
 
-def _predict_removed(game: Game, keep: np.ndarray, first: int = 0) -> np.ndarray:
+def _predict_removed(game: Game, keep: np.ndarray, shift: int = 0) -> np.ndarray:
     """f under removal, per row: the mean of f over the removal's M imputed rows
     (:meth:`insdel.game.Game.imputed`, ``keep`` over the game's units); row i's draws are those
-    of target ``first + i`` (a repeat of the draws starts at another ``first``)."""
+    of target ``shift + i`` (a repeat of the draws starts at another ``shift``)."""
     N, n = game.B, game.n
     M = max(int(game.n_draws), 1)
     block = max(1, _BLOCK_VALUES // max(M * n, 1))
     out = np.empty(N, dtype=np.float64)
     for s in range(0, N, block):
         e = min(N, s + block)
-        Z = game.imputed(np.arange(s, e, dtype=np.int64), keep[s:e], first=first)
+        Z = game.imputed(np.arange(s, e, dtype=np.int64), keep[s:e], shift=shift)
         out[s:e] = game.model(Z.reshape(-1, n)).reshape(e - s, Z.shape[1]).mean(axis=1)
     return out
 
@@ -403,12 +403,12 @@ def road(f, X, y, attributions: Mapping[str, np.ndarray], removal: SampledRemova
                 R = random_scores(s)
                 plans.update({("random", o): removal_orders(
                     R, "signed" if o == "morf" else "kar_signed") for o in orders})
-            preds = {0: pred0, m: _predict_removed(game, np.zeros((N, m), bool), first=s * N)}
+            preds = {0: pred0, m: _predict_removed(game, np.zeros((N, m), bool), shift=s * N)}
             bar.update(1)
             for (meth, o, k) in units:
                 keep = np.ones((N, m), dtype=bool)
                 np.put_along_axis(keep, plans[(meth, o)][:, :k], False, axis=1)
-                preds[(meth, o, k)] = _predict_removed(game, keep, first=s * N)
+                preds[(meth, o, k)] = _predict_removed(game, keep, shift=s * N)
                 bar.update(1)
             losses = {key: _losses(p, y) for key, p in preds.items()}
             rows, terms = [], {}
@@ -612,7 +612,7 @@ def leakage(X, removal: SampledRemoval, *, fraction: float = 0.5, n_rows: int | 
     removed = rng.random((B, m)) < fraction
     keep = ~removed if grp is None else grp.expand(~removed)
     rows = as_game(None, X, None, removal=removal, rows_only=True)
-    Z = rows.imputed(idx.astype(np.int64), keep)[:, 0, :]
+    Z = rows.imputed(idx.astype(np.int64), keep, draws=1)[:, 0, :]
 
     pred = np.empty_like(removed)
     for train, test in KFold(folds, shuffle=True, random_state=seed).split(Z):

@@ -402,3 +402,32 @@ def test_a_request_past_max_rows_is_refused_with_its_estimate(data):
     assert ok.params() == RM.build("conditional_gaussian", data=bg, n_draws=4).params()
     with pytest.raises(ValueError, match="max_rows"):
         RM.build("conditional_knn", data=bg, max_rows=0)
+
+
+def test_constant_and_training_mean_removals():
+    """``constant`` sets removed features to its values, one row per coalition;
+    ``training_mean`` to the training mean (the mode on binary features: ROAR's removal value),
+    registered, built with data=, and refused without it."""
+    X = np.zeros((2, 3))
+    keep = np.array([[True, False, True], [False, False, False]])
+    rem = RM.build("constant", values=[1.0, 2.0, 3.0])
+    assert isinstance(rem, RM.Constant) and rem.n_draws == 1
+    Z = rem.sample(X, keep, np.arange(2))
+    assert Z.shape == (2, 1, 3)
+    np.testing.assert_array_equal(Z[:, 0], [[0, 2, 0], [1, 2, 3]])
+    assert RM.Constant(5.0).sample(X, keep, np.arange(2))[1, 0].tolist() == [5] * 3
+    assert rem.params()["values"] == [1.0, 2.0, 3.0]
+    with pytest.raises(ValueError, match="values has 2 entries"):
+        RM.Constant([1.0, 2.0]).sample(X, keep, np.arange(2))
+    data = np.array([[0.0, 1.0, 2.0], [1.0, 1.0, 4.0], [1.0, 0.0, 0.0]])
+    tm = RM.build("training_mean", data=data, binary=[True, True, False])
+    np.testing.assert_array_equal(tm.values, [1.0, 1.0, 2.0])
+    np.testing.assert_array_equal(RM.training_mean_values(data), data.mean(axis=0))
+    assert tm.params()["binary"] == [0, 1] and tm.params()["data_rows"] == 3
+    with pytest.raises(RM.MissingDataError, match="training_mean needs training data"):
+        RM.build("training_mean")
+    with pytest.raises(ValueError, match="binary must be a bool mask of shape"):
+        RM.TrainingMean(data, binary=[True])
+    assert {"constant", "training_mean"} <= set(RM.available())
+    with pytest.raises(ValueError, match="built-in removal"):
+        RM.register("constant", RM.Constant)

@@ -131,6 +131,9 @@ def check_targets(X, R, removal: Removal):
     from .._validation import as_float_array, check_pairs, writable
 
     if isinstance(removal, Baseline):
+        if R is None:
+            raise ValueError(f"removal={removal.name!r} needs one reference per target (R); got "
+                             "R=None.")
         return check_pairs(X, R)
     if removal.uses_reference and R is not None and np.ndim(R) == 3:
         X = as_float_array("X", X, ndim=(2,))
