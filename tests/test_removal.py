@@ -431,3 +431,28 @@ def test_constant_and_training_mean_removals():
     assert {"constant", "training_mean"} <= set(RM.available())
     with pytest.raises(ValueError, match="built-in removal"):
         RM.register("constant", RM.Constant)
+
+
+def test_noisy_linear_removal():
+    """``noisy_linear``: Rong et al.'s interpolation from kept neighbours (noise 0: the metrics'
+    imputation of the same rows), the noise drawn per target (common random numbers), and a
+    coalition with nothing kept refused."""
+    from insdel.removal.noisy_linear import noisy_linear_imputation
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4, 6))
+    keep = rng.random((4, 6)) < 0.5
+    keep[:, 0] = True
+    rem = RM.build("noisy_linear", noise=0.0, image_shape=(2, 3))
+    np.testing.assert_allclose(rem.sample(X, keep, np.arange(4))[:, 0],
+                               noisy_linear_imputation(X, ~keep, (2, 3), noise=0.0), atol=1e-12)
+    noisy = RM.NoisyLinear(noise=0.5, seed=3)
+    a = noisy.sample(X, keep, np.arange(4))[:, 0]
+    b = noisy.sample(X[2:], keep[2:], np.arange(2, 4))[:, 0]
+    np.testing.assert_array_equal(a[2:], b)
+    np.testing.assert_array_equal(a[keep], X[keep])
+    assert noisy.params()["noise"] == 0.5
+    with pytest.raises(ValueError, match="keeps none"):
+        noisy.sample(X, np.zeros_like(keep), np.arange(4))
+    with pytest.raises(ValueError, match="does not hold n = 6"):
+        RM.NoisyLinear(image_shape=(4, 4)).sample(X, keep, np.arange(4))

@@ -6,8 +6,10 @@ paper's ``baseline``: one reference per target, exactly as fast as before).
 
 Built in: ``baseline`` and ``marginal`` (:mod:`.reference`); ``constant`` and ``training_mean``
 (:mod:`.constant`: fixed values, one row per coalition); ``conditional_gaussian``,
-``conditional_mean`` and ``conditional_knn`` (fitted on training rows); ``cohort`` (:mod:`.cohort`,
-a :class:`GameRemoval`: the observational cohort game, read off the data). Your own: a
+``conditional_mean`` and ``conditional_knn`` (fitted on training rows); ``noisy_linear``
+(:mod:`.noisy_linear`: Rong et al.'s interpolation from kept neighbours, ROAD's imputation);
+``cohort`` (:mod:`.cohort`, a :class:`GameRemoval`: the observational cohort game, read off the
+data). Your own: a
 :class:`SampledRemoval` subclass, registered with :func:`register` or passed as an instance.
 
 Registry verbs: :func:`available` (names), :func:`get` (the class), :func:`options_of` (its options
@@ -43,17 +45,17 @@ def _check_entry(name: str, cls) -> None:
 
 def _load_builtins(reg: Registry) -> None:
     """The fitted removals (their modules compile numba kernels on first use)."""
-    from . import cohort, gaussian, knn
+    from . import cohort, gaussian, knn, noisy_linear
 
     for cls in (gaussian.ConditionalGaussian, gaussian.ConditionalMean, knn.ConditionalKNN,
-                cohort.Cohort):
+                cohort.Cohort, noisy_linear.NoisyLinear):
         reg.entries.setdefault(cls.name, cls)
 
 
 #: The fitted removals' classes, imported on first access (``insdel.removal.Cohort``): their
 #: modules compile numba kernels.
 _LAZY = {"Cohort": "cohort", "ConditionalGaussian": "gaussian", "ConditionalMean": "gaussian",
-         "ConditionalKNN": "knn"}
+         "ConditionalKNN": "knn", "NoisyLinear": "noisy_linear"}
 
 
 def __getattr__(name: str):
@@ -65,7 +67,7 @@ def __getattr__(name: str):
 
 
 _BUILTINS = ("baseline", "marginal", "constant", "training_mean", "conditional_gaussian",
-             "conditional_mean", "conditional_knn", "cohort")
+             "conditional_mean", "conditional_knn", "cohort", "noisy_linear")
 _REGISTRY = Registry("removal", {"baseline": Baseline, "marginal": Marginal, "constant": Constant,
                                  "training_mean": TrainingMean},
                      protected=_BUILTINS, check=_check_entry, loader=_load_builtins)
