@@ -355,11 +355,10 @@ for _p, _opts in POLICY_OPTIONS.items():
 #: Integer options: (entry point, option) -> call with a value.
 INT = {
     ("evaluate", "n_random"): lambda v: insdel.evaluate(f, X, R, {"a": A}, n_random=v),
-    ("evaluate", "step"): lambda v: insdel.evaluate(f, X, R, {"a": A}, n_random=1, step=v),
+    ("evaluate", "step"): lambda v: insdel.evaluate(f, X, R, {"a": A}, n_random=1,
+                                                    points=insdel.CurvePoints(step=v)),
     ("evaluate", "chunk_size"): lambda v: insdel.evaluate(f, X, R, {"a": A}, n_random=1,
                                                           chunk_size=v),
-    ("evaluate", "batch_size"): lambda v: insdel.evaluate(f, X, R, {"a": A}, n_random=1,
-                                                          batch_size=v),
     ("curves", "step"): lambda v: insdel.curves(f, X, R, A, step=v),
     ("curves", "chunk_size"): lambda v: insdel.curves(f, X, R, A, chunk_size=v),
     ("trace", "batch_size"): lambda v: insdel.trace(f, X, R, ORDERS, batch_size=v),
