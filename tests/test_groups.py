@@ -174,7 +174,7 @@ def test_step_not_below_m_is_refused():
         insdel.evaluate(f, X, R, {"a": A}, points=insdel.CurvePoints(step=9))
     for kw in (dict(fractions=[0.4, 0.8]), dict(max_fraction=0.2), dict(step=6, max_fraction=0.5)):
         with pytest.raises(ValueError, match=r"only 2 points .* is 0 by definition"):
-            insdel.evaluate(f, X, R, {"a": A}, **kw)
+            insdel.evaluate(f, X, R, {"a": A}, points=insdel.CurvePoints(**kw))
     from insdel import metrics
 
     with pytest.raises(ValueError, match=r"step=9 is not smaller than the number of units m = 9"):
