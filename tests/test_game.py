@@ -229,6 +229,20 @@ def test_engines_never_ask_a_removals_kind(module):
     assert "resolve(" not in src and "check_targets(" not in src
 
 
+READERS = ["road.py", "roar.py", "runner/stages/attribution.py", "sanity/meta.py",
+           "sanity/randomisation.py", "metrics/quantus_family.py"]
+
+
+@pytest.mark.parametrize("module", READERS)
+def test_road_roar_sanity_read_rows_through_the_game(module):
+    """ROAD, ROAR, the runner's attribution stage, sanity and the ROAD metric build no removal
+    of their own, never switch on a removal's kind and never draw a removal's rows themselves."""
+    src = (Path(insdel.__file__).parent / module).read_text(encoding="utf-8")
+    assert not re.findall(r"isinstance\(.*(Removal|Baseline|Marginal|Cohort)", src)
+    assert "resolve(" not in src and "check_targets(" not in src
+    assert ".sample(" not in src and "check_rows(" not in src
+
+
 def test_docs_game_md_runs_as_written(capsys):
     doc = Path(insdel.__file__).parents[1] / "docs" / "game.md"
     blocks = re.findall(r"^```python\n(.*?)^```", doc.read_text(encoding="utf-8"), re.S | re.M)
