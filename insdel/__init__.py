@@ -13,7 +13,7 @@ from ._registry import REQUIRED, UnknownNameError, UnknownOptionError
 from .adapter import Model, as_model
 from .areas import abc, auc, aul
 from .curves import TraceResult, curves, orderings, trace
-from .evaluation import Evaluation, evaluate, random_orderings
+from .evaluation import CurvePoints, Evaluation, evaluate, random_orderings
 from .hybrid import hybrid
 
 __version__ = "0.1.0"
@@ -66,5 +66,5 @@ def __dir__():
 
 __all__ = [
     "Model", "as_model", "abc", "auc", "aul", "curves", "orderings", "trace", "TraceResult",
-    "Evaluation", "evaluate", "random_orderings", "hybrid", "UnknownNameError", "UnknownOptionError", "REQUIRED", *_LAZY,
+    "Evaluation", "CurvePoints", "evaluate", "random_orderings", "hybrid", "UnknownNameError", "UnknownOptionError", "REQUIRED", *_LAZY,
 ]

@@ -34,7 +34,41 @@ from .groups import Groups, group_attributions, is_full
 from .groups import positions as make_positions
 from .ordering import random_permutations
 
-__all__ = ["evaluate", "Evaluation", "summarize", "to_markdown", "random_orderings"]
+__all__ = ["evaluate", "Evaluation", "CurvePoints", "summarize", "to_markdown", "random_orderings"]
+
+#: ``evaluate``'s keywords that moved: the curve points into ``points=``
+#: (:class:`CurvePoints`), the rows per model call into the model (``insdel.as_model(f,
+#: batch_size=...)``) or the game (``insdel.game.as_game``), which carries it.
+_MOVED = {"step": "points=insdel.CurvePoints(step=...)",
+          "fractions": "points=insdel.CurvePoints(fractions=...)",
+          "max_fraction": "points=insdel.CurvePoints(max_fraction=...)",
+          "batch_size": "the model or the game: insdel.as_model(f, batch_size=...) or "
+                        "insdel.game.as_game(f, X, R, batch_size=...) as f"}
+
+
+@dataclass(frozen=True)
+class CurvePoints:
+    """Where each curve is recorded (:func:`insdel.groups.positions`): nothing given, at every
+    unit moved.
+
+    Attributes
+    ----------
+    step : int, optional
+        Units moved per step (the curve is the subsequence of the one-per-step curve).
+    fractions : array_like of float, optional
+        Curve points at these fractions of the units (instead of ``step``).
+    max_fraction : float, optional
+        Partial curves that stop after this fraction of the units.
+    """
+
+    step: int | None = None
+    fractions: ArrayLike | None = None
+    max_fraction: float | None = None
+
+    def given(self) -> dict:
+        """The attributes given (not None)."""
+        return {k: v for k, v in (("step", self.step), ("fractions", self.fractions),
+                                  ("max_fraction", self.max_fraction)) if v is not None}
 
 AUTO_DIFFERENCES = (("kernel_shap", "integrated_gradients"), ("exact_shapley", "integrated_gradients"))
 
@@ -436,10 +470,9 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
              modes: Iterable[str] = ("insertion", "deletion"), n_random: int = 20, seed: int = 0,
              normalize: bool = True, feature_names: Sequence[str] | None = None,
              add_random: bool = True, order: str = "signed", groups=None,
-             step: int | None = None, fractions: ArrayLike | None = None,
-             max_fraction: float | None = None, batch_size: int | None = None,
-             chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool | None = None,
-             client=None, clusters: ArrayLike | None = None, removal=None) -> Evaluation:
+             points: CurvePoints | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE,
+             progress: bool | None = None, client=None, clusters: ArrayLike | None = None,
+             removal=None, **moved) -> Evaluation:
     """Insertion/deletion ABCs for several attribution methods on the same pairs (x, r).
 
     Parameters
@@ -475,12 +508,14 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         a list or mapping leaves out are groups of their own, named after the column); each
         method's group attribution is the sum of its columns' (or given per group, (B, m)).
         Curves have m + 1 points and areas are normalised by m.
-    step : int, optional
-        Units moved per step (the curve is the subsequence of the one-per-step curve).
-    fractions : array_like of float, optional
-        Curve points at these fractions of the units (instead of ``step``).
-    max_fraction : float, optional
-        Partial curves that stop after this fraction of the units.
+    points : CurvePoints, optional
+        Where each curve is recorded: ``CurvePoints(step=k)`` every k units,
+        ``CurvePoints(fractions=...)`` at fractions of the units, ``CurvePoints(max_fraction=q)``
+        partial curves (None: at every unit moved).
+    chunk_size : int
+        Curve points per chunk of work (:func:`insdel.trace`).
+    progress : bool, optional
+        Progress bar over the chunks.
     client : dask.distributed.Client, optional
         Trace the curves of each chunk of pairs (``chunk_size`` curve points) on the client's
         workers (:func:`insdel.trace`); the orderings, random ones included, are drawn here, so the
@@ -496,12 +531,34 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         per target; ``conditional_gaussian`` / ``conditional_mean`` / ``conditional_knn`` draw
         the removed features given the kept ones (R is not read). The areas are those of the
         pair's value function v; the removal is recorded as ``Evaluation.removal``.
+    **moved
+        Deprecated keywords, accepted for one release with a ``DeprecationWarning``: ``step``,
+        ``fractions``, ``max_fraction`` (``points=``) and ``batch_size`` (carried by the model,
+        ``insdel.as_model(f, batch_size=...)``, or the game).
 
     Returns
     -------
     Evaluation
     """
     import time
+    import warnings
+
+    for k, v in moved.items():
+        if k not in _MOVED:
+            raise TypeError(f"evaluate() got an unexpected keyword argument {k!r}.")
+        if v is not None:
+            warnings.warn(f"evaluate({k}=...) is deprecated: give it through {_MOVED[k]}.",
+                          DeprecationWarning, stacklevel=2)
+    if points is not None and not isinstance(points, CurvePoints):
+        raise TypeError(f"points must be an insdel.CurvePoints; got {type(points).__name__}.")
+    if points is not None and any(moved.get(k) is not None
+                                  for k in ("step", "fractions", "max_fraction")):
+        raise TypeError("give the curve points once: points= or the deprecated step= / "
+                        "fractions= / max_fraction=, not both.")
+    pts = {**(points.given() if points is not None else {}),
+           **{k: v for k, v in moved.items() if k != "batch_size" and v is not None}}
+    step, fractions, max_fraction = (pts.get(k) for k in ("step", "fractions", "max_fraction"))
+    batch_size = moved.get("batch_size")
 
     modes = tuple(dict.fromkeys(check_mode(m) for m in modes))
     if not modes:

@@ -34,13 +34,13 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import check_finite
+from ._validation import check_bool, check_finite
 from .adapter import Model, ModelLike, as_model
 from .groups import Groups, check_groups
 from .hybrid import build_rows, masks_to_words
 from .removal import Baseline, GameRemoval, ReferenceRemoval, Removal, check_targets, resolve
 from .removal.base import differing_from
-from .removal.values import coalition_values, unique_coalitions
+from .removal.values import check_rows, coalition_values, imputed_rows, unique_coalitions
 
 __all__ = ["Game", "RemovalGame", "as_game", "from_parts", "HOOKS"]
 
@@ -154,6 +154,38 @@ class Game:
         """The game of pairs ``lo .. hi - 1`` (their values unchanged: a chunk of this game)."""
         raise NotImplementedError(f"{type(self).__name__} cannot be cut into chunks.")
 
+    def imputed(self, pairs: ArrayLike, keep: ArrayLike, *, shift: int = 0,
+                draws: int | None = None) -> np.ndarray:
+        """The rows whose mean model value is ``v_b(u)`` (what ROAD predicts and ROAR retrains
+        on), checked: equal to x on the kept units, finite.
+
+        Parameters
+        ----------
+        pairs : array_like of int (N,)
+            The pair of each request.
+        keep : array_like of bool (N, m)
+            The coalition of each request, over the units: True keeps x's value.
+        shift : int, default 0
+            The draws of pair b are those of target ``offset + shift + b`` (a repeat of a
+            sampled removal's draws starts at another ``shift``).
+        draws : int, optional
+            Only the first ``draws`` rows of each request (None: all M).
+
+        Returns
+        -------
+        ndarray of float64 (N, M, n)
+            The K hybrids of a game with ``references``; a sampled removal's M draws.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no rows: its values are not means "
+                                  "of model rows.")
+
+    def check_cost(self, n_coalitions: int, *, what: str) -> int:
+        """Refuse, before any row is written, a request of ``n_coalitions`` coalition values
+        whose model rows (``n_coalitions x n_draws``) exceed the removal's budget
+        (:func:`insdel.removal.values.check_rows`: the error names the estimate and the option
+        that raises it). Returns the rows."""
+        return int(n_coalitions) * max(int(self.n_draws), 1)
+
     def params(self) -> dict[str, Any] | None:
         """What determines the values beyond the pairs, as plain JSON (None: nothing to record)."""
         return None
@@ -218,6 +250,7 @@ class RemovalGame(Game):
             references = np.asarray(removal.references(X, R), dtype=np.float64)
         self.references = references
         self._rows = None  # the K pairs' targets and references in the model's dtype
+        self.rows_only = False  # built without a model: rows, no values (as_game(rows_only=True))
 
     def differing(self) -> np.ndarray:
         if self.references is None:
@@ -229,6 +262,9 @@ class RemovalGame(Game):
         return diff if self.groups is None else self.groups.reduce_any(diff)
 
     def _values(self, pairs, keep, clock):
+        if self.model is None and not isinstance(self.removal, GameRemoval):
+            raise ValueError("this game has no model (as_game(None, ..., rows_only=True)): it "
+                             "gives its imputed rows, not values.")
         if self.references is None:  # drawn, or read off the data
             cols = keep if self.groups is None else self.groups.expand(keep)
             return coalition_values(self.model, self.removal, self.X, pairs,
@@ -263,12 +299,30 @@ class RemovalGame(Game):
             out[s0:s1] = self.model(rows)
         return out
 
+    def imputed(self, pairs, keep, *, shift: int = 0, draws: int | None = None) -> np.ndarray:
+        pairs = np.asarray(pairs, dtype=np.int64)
+        keep = np.asarray(keep, dtype=bool)
+        cols = keep if self.groups is None else self.groups.expand(keep)
+        if self.references is not None:  # the K hybrids (the first ``draws`` of them)
+            return np.where(cols[:, None, :], self.X[pairs][:, None, :],
+                            self.references[pairs, :draws])
+        if isinstance(self.removal, GameRemoval):
+            raise ValueError(f"removal {self.name!r} reads its values off the data: it writes no "
+                             "rows to impute.")
+        Z = imputed_rows(self.removal, self.X[pairs], cols, self.offset + shift + pairs)
+        return Z if draws is None else Z[:, :draws]
+
+    def check_cost(self, n_coalitions: int, *, what: str) -> int:
+        return check_rows(self.removal, n_coalitions, what=what, model=self.model, n=self.n)
+
     def subset(self, lo: int, hi: int) -> RemovalGame:
         R = self.R[lo:hi] if self.R is not None and np.ndim(self.R) >= 2 else self.R
         refs = None if self.references is None else self.references[lo:hi]
-        return RemovalGame(self.f, self.model, self.X[lo:hi], R, self.removal, self.groups,
-                           unit_names=self.unit_names, offset=self.offset + lo, references=refs,
-                           batch_size=self.batch_size)
+        sub = RemovalGame(self.f, self.model, self.X[lo:hi], R, self.removal, self.groups,
+                          unit_names=self.unit_names, offset=self.offset + lo, references=refs,
+                          batch_size=self.batch_size)
+        sub.rows_only = self.rows_only
+        return sub
 
     def parts(self) -> dict[str, Any]:
         """The model as given, the pairs, the removal, the groups (a torch module travels to the
@@ -307,7 +361,7 @@ def _adapt(f, removal: Removal, batch_size: int | None) -> Model | None:
 
 def as_game(f: ModelLike | Game, X: ArrayLike | None = None, R: ArrayLike | None = None, *,
             removal=None, groups=None, batch_size: int | None = None,
-            feature_names: Sequence[str] | None = None) -> Game:
+            feature_names: Sequence[str] | None = None, rows_only: bool = False) -> Game:
     """The game of f on the pairs (X, R) under ``removal``, checked once (the front door).
 
     Parameters
@@ -328,6 +382,10 @@ def as_game(f: ModelLike | Game, X: ArrayLike | None = None, R: ArrayLike | None
         Rows per model call.
     feature_names : sequence of str, optional
         Column names, for groups given by name.
+    rows_only : bool, default False
+        Build the game without a model (``f`` None), for a caller that reads the removal's rows
+        (:meth:`Game.imputed`: ROAR's retraining data, ROAD's leakage diagnostic) and no value.
+        Such a game is refused where a game is taken in place of a model.
 
     Returns
     -------
@@ -339,9 +397,15 @@ def as_game(f: ModelLike | Game, X: ArrayLike | None = None, R: ArrayLike | None
         if given:
             raise TypeError(f"a Game holds its pairs, removal, groups and model; do not give "
                             f"{', '.join(given)} with it.")
+        if getattr(f, "rows_only", False):
+            raise ValueError("this game was built without a model (as_game(None, ..., "
+                             "rows_only=True)): it gives imputed rows, not values; build the "
+                             "game from the model.")
         return f
+    if check_bool("rows_only", rows_only) and f is not None:
+        raise TypeError("as_game: rows_only=True builds a game without a model; give f=None.")
     rem = resolve(removal)
-    model = _adapt(f, rem, batch_size)
+    model = None if rows_only else _adapt(f, rem, batch_size)
     X, R = check_targets(X, R, rem)
     if not isinstance(rem, Baseline):  # the baseline's pairs are checked finite already
         check_finite("X", X)
@@ -349,4 +413,6 @@ def as_game(f: ModelLike | Game, X: ArrayLike | None = None, R: ArrayLike | None
     names = None if grp is None else list(grp.names)
     if grp is not None and grp.singleton:
         grp = None
-    return RemovalGame(f, model, X, R, rem, grp, unit_names=names, batch_size=batch_size)
+    game = RemovalGame(f, model, X, R, rem, grp, unit_names=names, batch_size=batch_size)
+    game.rows_only = bool(rows_only)
+    return game

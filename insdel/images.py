@@ -279,7 +279,7 @@ def evaluate(f, X: ArrayLike, R: ArrayLike, attributions: Mapping[str, ArrayLike
     ImageEvaluation
     """
     from .curves import check_order
-    from .evaluation import Evaluation
+    from .evaluation import CurvePoints, Evaluation
     from .evaluation import evaluate as _evaluate
 
     check_order(order)
@@ -328,10 +328,9 @@ def evaluate(f, X: ArrayLike, R: ArrayLike, attributions: Mapping[str, ArrayLike
         idx = np.flatnonzero(classes == c)
         model = as_model(f, batch_size=batch_size, output=_probability_of(int(c), probability))
         parts.append((idx, _evaluate(model, X[idx], R[idx], {k: a[idx] for k, a in atts.items()},
-                                     groups=grp, step=step, fractions=fractions,
-                                     max_fraction=max_fraction, order=order, modes=modes,
-                                     n_random=n_random, add_random=add_random,
-                                     seed=seed + int(c), batch_size=batch_size,
+                                     groups=grp, points=CurvePoints(step, fractions, max_fraction),
+                                     order=order, modes=modes, n_random=n_random,
+                                     add_random=add_random, seed=seed + int(c),
                                      progress=progress)))
     B = X.shape[0]
     first = parts[0][1]

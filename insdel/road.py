@@ -33,7 +33,8 @@ feature index (stable sort, :func:`insdel.ordering.sort_orderings`; ``morf`` / `
 **Leakage.** :func:`leakage` is ROAD's diagnostic of the imputation itself: can a classifier tell,
 from an imputed row's values, which features were removed? Near chance, the removal leaks nothing
 (the loss measures lost information, not the imputation's artefacts); a constant reference on
-continuous data leaks almost perfectly (:func:`constant_removal` makes one to compare).
+continuous data leaks almost perfectly (the removal ``constant``, :class:`insdel.removal.Constant`,
+makes one to compare).
 
 Every row's draws are seeded by the removal's seed and the row's index (``targets`` =
 ``arange(N)``), so the same row gets the same draws in every method, order and fraction (common
@@ -43,8 +44,8 @@ random numbers: the curves differ only by what is kept).
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -52,16 +53,16 @@ import pandas as pd
 from ._progress import progress_bar
 from ._stats import mean_se, normal_quantile, wilson_interval
 from ._validation import as_float_array, check_choice, check_scalar, check_seed
-from .adapter import as_model
 from .areas import trapezoid_area
-from .groups import Groups, check_groups, group_attributions
+from .game import Game, as_game
+from .groups import check_groups, group_attributions
 from .ordering import check_ordering, sort_orderings
+from .removal import Constant, draws_rows
 from .removal.base import SampledRemoval
-from .removal.values import check_rows
 from .roar import PAPER_FRACTIONS, _check_fractions, n_removed
 
 __all__ = ["ORDERS", "LOSSES", "RANKINGS", "RoadResult", "LeakageResult", "road", "leakage",
-           "constant_removal", "ConstantRemoval", "srg_table", "LEAK_MARGIN"]
+           "constant_removal", "draws_rows", "srg_table", "LEAK_MARGIN"]
 
 ORDERS = ("morf", "lerf")
 LOSSES = ("mse", "rmse", "mae")
@@ -82,39 +83,22 @@ LEAK_MARGIN = 0.05
 _BLOCK_VALUES = 1 << 22
 
 
-class ConstantRemoval(SampledRemoval):
-    """Removed features set to fixed values (one row per coalition, M = 1): the baseline
-    reference as a :class:`~insdel.removal.SampledRemoval`, for :func:`road` and :func:`leakage`
-    to compare against a conditional imputation.
-
-    Parameters
-    ----------
-    values : float or array_like (n,)
-        The value of each removed feature (e.g. the training mean).
+def constant_removal(values) -> Constant:
+    """Deprecated: the removal ``constant`` (``insdel.removal.Constant(values)``, or
+    ``insdel.removal.build("constant", values=...)``), which sets removed features to ``values``.
     """
-
-    name = "constant"
-    n_draws = 1
-
-    def __init__(self, values):
-        self.values = as_float_array("values", values, ndim=(0, 1))
-
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "values": np.atleast_1d(self.values).tolist()}
-
-    def sample(self, X: np.ndarray, keep: np.ndarray, targets: np.ndarray) -> np.ndarray:
-        X = np.asarray(X, dtype=np.float64)
-        v = np.broadcast_to(self.values, X.shape[1:]) if self.values.ndim == 0 else self.values
-        if v.shape != X.shape[1:]:
-            raise ValueError(f"constant removal: values has {v.shape[0]} entries but the rows have "
-                             f"n = {X.shape[1]} features.")
-        return np.where(np.asarray(keep, bool), X, v)[:, None, :]
+    warnings.warn("insdel.road.constant_removal(values) is deprecated: use "
+                  "insdel.removal.Constant(values) (the registered removal 'constant').",
+                  DeprecationWarning, stacklevel=2)
+    return Constant(values)
 
 
-def constant_removal(values) -> ConstantRemoval:
-    """A :class:`SampledRemoval` that sets removed features to ``values`` (a scalar or one value
-    per feature): the baseline reference, e.g. ``constant_removal(X_train.mean(axis=0))``."""
-    return ConstantRemoval(values)
+def __getattr__(name: str):
+    if name == "ConstantRemoval":
+        warnings.warn("insdel.road.ConstantRemoval is deprecated: use insdel.removal.Constant "
+                      "(the registered removal 'constant').", DeprecationWarning, stacklevel=2)
+        return Constant
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclasses.dataclass
@@ -201,49 +185,27 @@ def _check_orders(orders) -> tuple[str, ...]:
     return orders
 
 
-def draws_rows(removal) -> bool:
-    """Whether ``removal`` imputes removed features from the kept ones: it draws rows
-    (``sample(X, keep, targets)``, ``n_draws`` of them per row), as ROAD needs."""
-    return callable(getattr(removal, "sample", None)) and int(getattr(removal, "n_draws", 0)) >= 1
-
-
 def _check_removal(removal) -> SampledRemoval:
     if not draws_rows(removal):
         raise TypeError("removal must be a SampledRemoval (e.g. insdel.removal's "
                         "conditional_gaussian fitted on training rows, or "
-                        "insdel.road.constant_removal(values) for a fixed reference); got "
+                        "insdel.removal.Constant(values) for a fixed reference); got "
                         f"{removal!r} ({type(removal).__name__}).")
     return removal
 
 
-def _imputed(removal: SampledRemoval, X: np.ndarray, keep: np.ndarray,
-             targets: np.ndarray) -> np.ndarray:
-    """``removal.sample`` checked: (B, M, n), finite, equal to X on the kept features."""
-    Z = np.asarray(removal.sample(X, keep, targets), dtype=np.float64)
-    B, n = X.shape
-    if Z.ndim != 3 or Z.shape[0] != B or Z.shape[2] != n or Z.shape[1] < 1:
-        raise ValueError(f"removal {removal!r}: sample() returned shape {Z.shape}; expected "
-                         f"(B, M, n) = ({B}, M, {n}).")
-    if not np.all(np.isfinite(Z)):
-        raise ValueError(f"removal {removal!r}: sample() returned non-finite values.")
-    if np.any(np.where(keep[:, None, :], Z != X[:, None, :], False)):
-        raise ValueError(f"removal {removal!r}: sample() changed kept features (a row must equal "
-                         "x where keep is True).")
-    return Z
-
-
-def _predict_removed(model, removal: SampledRemoval, X: np.ndarray, keep: np.ndarray,
-                     first: int = 0) -> np.ndarray:
-    """f under removal, per row: the mean of f over the removal's M imputed rows; row i's draws
-    are those of target ``first + i`` (a repeat of the draws starts at another ``first``)."""
-    N, n = X.shape
-    M = max(int(getattr(removal, "n_draws", 1)), 1)
+def _predict_removed(game: Game, keep: np.ndarray, shift: int = 0) -> np.ndarray:
+    """f under removal, per row: the mean of f over the removal's M imputed rows
+    (:meth:`insdel.game.Game.imputed`, ``keep`` over the game's units); row i's draws are those
+    of target ``shift + i`` (a repeat of the draws starts at another ``shift``)."""
+    N, n = game.B, game.n
+    M = max(int(game.n_draws), 1)
     block = max(1, _BLOCK_VALUES // max(M * n, 1))
     out = np.empty(N, dtype=np.float64)
     for s in range(0, N, block):
         e = min(N, s + block)
-        Z = _imputed(removal, X[s:e], keep[s:e], np.arange(first + s, first + e, dtype=np.int64))
-        out[s:e] = model(Z.reshape(-1, n)).reshape(e - s, Z.shape[1]).mean(axis=1)
+        Z = game.imputed(np.arange(s, e, dtype=np.int64), keep[s:e], shift=shift)
+        out[s:e] = game.model(Z.reshape(-1, n)).reshape(e - s, Z.shape[1]).mean(axis=1)
     return out
 
 
@@ -376,7 +338,6 @@ def road(f, X, y, attributions: Mapping[str, np.ndarray], removal: SampledRemova
     """
     from ._validation import check_bool, check_positive_int
 
-    model = as_model(f, batch_size=batch_size)
     X = as_float_array("X", X, ndim=(2,))
     N, n = X.shape
     if N < 1 or n < 1:
@@ -400,10 +361,8 @@ def road(f, X, y, attributions: Mapping[str, np.ndarray], removal: SampledRemova
     n_seeds = check_positive_int("n_seeds", n_seeds)
     level = check_scalar("level", level, float, min_val=0.0, max_val=1.0,
                          include_boundaries="neither", finite=True)
-    grp: Groups | None = check_groups(groups, n)
-    if grp is not None and grp.singleton:
-        grp = None
-    m = n if grp is None else grp.m
+    game = as_game(f, X, None, removal=removal, groups=groups, batch_size=batch_size)
+    grp, m = game.groups, game.m
     scores: dict[str, np.ndarray] = {}
     for meth, A in attributions.items():
         if random and meth == "random":
@@ -431,11 +390,11 @@ def road(f, X, y, attributions: Mapping[str, np.ndarray], removal: SampledRemova
     units = [(meth, o, k) for (meth, o) in keys for k in ks if 0 < k < m]
     w = _trapezoid_weights(np.asarray(qs, dtype=np.float64))
     # the cost is refused before any draw
-    check_rows(removal, n_seeds * (len(units) + 1) * N, what="ROAD", model=model, n=n)
+    game.check_cost(n_seeds * (len(units) + 1) * N, what="ROAD")
     runs, influence, srg_runs = [], {}, []
     with progress_bar(n_seeds * (len(units) + 1) + 1, "road units", unit="unit",
                       enable=progress, auto=True) as bar:
-        pred0 = model(X)
+        pred0 = game.model(game.X)
         bar.update(1)
         for s in range(n_seeds):
             plans = dict(fixed)
@@ -443,14 +402,12 @@ def road(f, X, y, attributions: Mapping[str, np.ndarray], removal: SampledRemova
                 R = random_scores(s)
                 plans.update({("random", o): sort_orderings(
                     R, check_ordering(o, allowed=ORDERS, ranking="signed")) for o in orders})
-            preds = {0: pred0, m: _predict_removed(model, removal, X, np.zeros((N, n), bool),
-                                                   first=s * N)}
+            preds = {0: pred0, m: _predict_removed(game, np.zeros((N, m), bool), shift=s * N)}
             bar.update(1)
             for (meth, o, k) in units:
                 keep = np.ones((N, m), dtype=bool)
                 np.put_along_axis(keep, plans[(meth, o)][:, :k], False, axis=1)
-                preds[(meth, o, k)] = _predict_removed(
-                    model, removal, X, keep if grp is None else grp.expand(keep), first=s * N)
+                preds[(meth, o, k)] = _predict_removed(game, keep, shift=s * N)
                 bar.update(1)
             losses = {key: _losses(p, y) for key, p in preds.items()}
             rows, terms = [], {}
@@ -653,7 +610,8 @@ def leakage(X, removal: SampledRemoval, *, fraction: float = 0.5, n_rows: int | 
     idx = np.sort(rng.choice(N, B, replace=False)) if B < N else np.arange(N)
     removed = rng.random((B, m)) < fraction
     keep = ~removed if grp is None else grp.expand(~removed)
-    Z = _imputed(removal, X[idx], keep, idx.astype(np.int64))[:, 0, :]
+    rows = as_game(None, X, None, removal=removal, rows_only=True)
+    Z = rows.imputed(idx.astype(np.int64), keep, draws=1)[:, 0, :]
 
     pred = np.empty_like(removed)
     for train, test in KFold(folds, shuffle=True, random_state=seed).split(Z):

@@ -44,7 +44,9 @@ import pandas as pd
 from . import _checkpoint as ck
 from ._progress import progress_bar
 from .areas import trapezoid_area
+from .game import Game, as_game
 from .ordering import check_ordering, random_permutations, sort_orderings
+from .removal import TrainingMean, training_mean_values
 
 __all__ = ["ORDERINGS", "PAPER_FRACTIONS", "removal_values", "removal_orders", "remove", "impute",
            "n_removed", "roar", "summarize", "to_markdown"]
@@ -58,13 +60,9 @@ TABLE_COLUMNS = ["method", "ordering", "q", "replicate", "loss", "epochs"]
 
 def removal_values(dataset) -> np.ndarray:
     """The value a removed feature takes (paper §6): the training-set mean of a continuous feature,
-    the training-set mode of a binary one (ties go to the lower level)."""
-    X = np.asarray(dataset.X_train, dtype=np.float64)
-    v = X.mean(axis=0)
-    for j in np.flatnonzero(np.asarray(dataset.binary_mask, bool)):
-        levels, counts = np.unique(X[:, j], return_counts=True)
-        v[j] = levels[np.argmax(counts)]
-    return v
+    the training-set mode of a binary one (ties go to the lower level); the values of the removal
+    ``training_mean`` (:class:`insdel.removal.TrainingMean`) fitted on the data set."""
+    return training_mean_values(dataset.X_train, dataset.binary_mask)
 
 
 def n_removed(q: float, n: int) -> int:
@@ -107,19 +105,25 @@ def impute(X: np.ndarray, orders: np.ndarray, k: int, removal, *, offset: int = 
     """A copy of ``X`` with the first ``k`` features of each row's removal order replaced by the
     removal's value for the row: the first reference of a ``marginal`` removal, the first draw
     of a sampled one given the kept features (row i is target ``offset + i`` of the removal's
-    seeded draws)."""
-    X = np.asarray(X, dtype=np.float64)
-    out = X.copy()
+    seeded draws), the value of a ``constant`` or ``training_mean`` one."""
+    return _fill(_rows_game(X, removal), orders, k, shift=offset)
+
+
+def _rows_game(X: np.ndarray, removal) -> Game:
+    """The game of the rows X under ``removal`` without a model: ROAR reads its rows only."""
+    return as_game(None, X, None, removal=removal, rows_only=True)
+
+
+def _fill(game: Game, orders: np.ndarray, k: int, *, shift: int = 0) -> np.ndarray:
+    """The game's targets with the first ``k`` features of each row's removal order replaced by
+    the first of the removal's rows for the row (:meth:`insdel.game.Game.imputed`; row i is
+    target ``shift + i`` of a sampled removal's draws)."""
+    out = game.X.copy()
     if not k:
         return out
-    keep = np.ones(X.shape, dtype=bool)
+    keep = np.ones(out.shape, dtype=bool)
     np.put_along_axis(keep, orders[:, :k], False, axis=1)
-    references = getattr(removal, "references", None)  # K fixed rows per target, or drawn
-    if references is not None:
-        fill = np.asarray(references(X, None), dtype=np.float64)[:, 0, :]
-    else:
-        targets = offset + np.arange(X.shape[0], dtype=np.int64)
-        fill = np.asarray(removal.sample(X, keep, targets), dtype=np.float64)[:, 0, :]
+    fill = game.imputed(np.arange(game.B, dtype=np.int64), keep, shift=shift, draws=1)[:, 0, :]
     np.copyto(out, fill, where=~keep)
     return out
 
@@ -178,7 +182,8 @@ def roar(dataset, attributions: Mapping[str, np.ndarray], *, params: str | Mappi
         Progress bar over the trainings.
     removal : str or insdel.removal.Removal, optional
         What a removed feature becomes (:mod:`insdel.removal`). None: the paper's removal value
-        (:func:`removal_values`). Otherwise each removed feature takes the removal's value for
+        (:func:`removal_values`, the removal ``training_mean`` fitted on the training rows with
+        the data set's binary features). Otherwise each removed feature takes the removal's value for
         that row (:func:`impute`): ``marginal``, the row's first reference; a sampled removal
         (``conditional_gaussian``, ``conditional_knn``, ...) its first draw given the row's
         kept features, seeded by the row's index (training rows, then test rows). Every
@@ -220,15 +225,10 @@ def roar(dataset, attributions: Mapping[str, np.ndarray], *, params: str | Mappi
                              "= the training points then the test points.")
         if not np.all(np.isfinite(A)):
             raise ValueError(f"attributions[{m!r}] has non-finite values.")
-    values = removal_values(dataset)
-    rem = None
-    if removal is not None:
-        from .removal import resolve
-
-        rem = resolve(removal)
-        if rem.uses_reference:  # ROAR's rows have no pairs' references R
-            raise ValueError(f"roar: removal={rem.name!r} needs one reference per row; the "
-                             "paper's ROAR uses removal_values (removal=None).")
+    if removal is None:  # the paper's removal values
+        removal = TrainingMean(Xtr, binary=dataset.binary_mask)
+    # ROAR's rows have no pairs' references R: a removal that reads them is refused here
+    games = (_rows_game(Xtr, removal), _rows_game(Xte, removal))
     rep_seeds = [int(np.random.SeedSequence([seed, 7_365, r]).generate_state(1)[0] & 0x7FFFFFFF)
                  for r in range(replicates)]
     # the resolved hyper-parameters, not the name given: params=None picks a preset by the data
@@ -264,11 +264,8 @@ def roar(dataset, attributions: Mapping[str, np.ndarray], *, params: str | Mappi
             else:
                 od = orders[(m, o)]
                 k = n_removed(q, n)
-                if rem is None:
-                    Xa, Xb = remove(Xtr, od[:N1], k, values), remove(Xte, od[N1:], k, values)
-                else:
-                    Xa = impute(Xtr, od[:N1], k, rem, offset=0)
-                    Xb = impute(Xte, od[N1:], k, rem, offset=N1)
+                Xa = _fill(games[0], od[:N1], k, shift=0)
+                Xb = _fill(games[1], od[N1:], k, shift=N1)
             key = ck.config_hash({"data": base, "removed": ck.sha256_arrays(Xa, Xb),
                                   "model": model_key, "seed": rep_seeds[r]})
             res = done.get(key)

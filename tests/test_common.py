@@ -174,7 +174,7 @@ POLICY_OPTIONS = {p: _options(type(policies.build(p, **POLICY_PARAMS.get(p, {}))
 
 
 def _road(**kw):
-    return road.road(f, X, X.sum(axis=1), {"a": A}, road.constant_removal(0.0), **kw)
+    return road.road(f, X, X.sum(axis=1), {"a": A}, insdel.removal.Constant(0.0), **kw)
 
 
 def _attribute(method: str, **kw):
@@ -289,7 +289,7 @@ SEED = {
     "roar.roar": lambda v, d: roar.roar(tiny_data(), {}, params=MLP, orderings=("random",),
                                         fractions=(1.0,), replicates=1, max_epochs=1, seed=v),
     "road.road": lambda v, d: _road(seed=v),
-    "road.leakage": lambda v, d: road.leakage(X, road.constant_removal(0.0), seed=v),
+    "road.leakage": lambda v, d: road.leakage(X, insdel.removal.Constant(0.0), seed=v),
     "leaderboard": lambda v, d: leaderboard.leaderboard([], seed=v),
     "functional.run_catalogue": lambda v, d: functional.run_catalogue(["random"], seed=v,
                                                                       cases=["additive"]),
@@ -359,11 +359,10 @@ for _p, _opts in POLICY_OPTIONS.items():
 #: Integer options: (entry point, option) -> call with a value.
 INT = {
     ("evaluate", "n_random"): lambda v: insdel.evaluate(f, X, R, {"a": A}, n_random=v),
-    ("evaluate", "step"): lambda v: insdel.evaluate(f, X, R, {"a": A}, n_random=1, step=v),
+    ("evaluate", "step"): lambda v: insdel.evaluate(f, X, R, {"a": A}, n_random=1,
+                                                    points=insdel.CurvePoints(step=v)),
     ("evaluate", "chunk_size"): lambda v: insdel.evaluate(f, X, R, {"a": A}, n_random=1,
                                                           chunk_size=v),
-    ("evaluate", "batch_size"): lambda v: insdel.evaluate(f, X, R, {"a": A}, n_random=1,
-                                                          batch_size=v),
     ("curves", "step"): lambda v: insdel.curves(f, X, R, A, step=v),
     ("curves", "chunk_size"): lambda v: insdel.curves(f, X, R, A, chunk_size=v),
     ("trace", "batch_size"): lambda v: insdel.trace(f, X, R, ORDERS, batch_size=v),
@@ -399,8 +398,8 @@ INT = {
     ("leaderboard", "n_boot"): lambda v: leaderboard.leaderboard([], n_boot=v),
     ("road.road", "batch_size"): lambda v: _road(batch_size=v),
     ("road.road", "n_seeds"): lambda v: _road(n_seeds=v),
-    ("road.leakage", "folds"): lambda v: road.leakage(X, road.constant_removal(0.0), folds=v),
-    ("road.leakage", "n_rows"): lambda v: road.leakage(X, road.constant_removal(0.0), n_rows=v),
+    ("road.leakage", "folds"): lambda v: road.leakage(X, insdel.removal.Constant(0.0), folds=v),
+    ("road.leakage", "n_rows"): lambda v: road.leakage(X, insdel.removal.Constant(0.0), n_rows=v),
     ("sanity.metric_reliability", "n_perturbations"): lambda v: _reliability(n_perturbations=v),
     ("sanity.data_randomisation", "n_pairs"): lambda v: _data_rand(n_pairs=v, progress=False),
     ("load_any", "n_features"): lambda v: load_any(_FILES["state_dict"], preset="quick_cern",

@@ -227,8 +227,8 @@ def test_python_api_client_equals_serial(serial, client):
     n = X.shape[1]
     groups = [list(range(0, n, 2)), list(range(1, n, 2))] if n < 4 else \
         [[0, 1], list(range(2, n // 2)), list(range(n // 2, n))]
-    a = insdel.evaluate(model, X, R, atts, groups=groups, step=2, n_random=2, chunk_size=60)
-    b = insdel.evaluate(model, X, R, atts, groups=groups, step=2, n_random=2, chunk_size=60,
+    a = insdel.evaluate(model, X, R, atts, groups=groups, points=insdel.CurvePoints(step=2), n_random=2, chunk_size=60)
+    b = insdel.evaluate(model, X, R, atts, groups=groups, points=insdel.CurvePoints(step=2), n_random=2, chunk_size=60,
                         client=client)
     assert a.abc.equals(b.abc) and b.positions is not None
     np.testing.assert_array_equal(

@@ -176,3 +176,32 @@ def test_evaluation_markdown_leaves_an_undefined_standard_error_blank():
     text = ev.to_markdown()
     assert "nan" not in text.lower()
     assert "needs at least two pairs" in text
+
+
+def test_curve_points_and_the_moved_keywords():
+    """points=CurvePoints(...) records the curves where step= / fractions= / max_fraction= did;
+    those keywords and batch_size= (carried by the model or the game) still work for one
+    release with a DeprecationWarning and the same numbers; an unknown keyword is a TypeError."""
+    rng = np.random.default_rng(0)
+    X, R = rng.normal(size=(4, 6)), rng.normal(size=(4, 6))
+
+    def g(Z):
+        return Z[:, 0] * Z[:, 1] + np.sin(Z[:, 2:]).sum(1)
+
+    A = {"d": X - R}
+    for given in ({"step": 2}, {"fractions": [0.0, 0.5, 1.0]}, {"max_fraction": 0.5}):
+        new = insdel.evaluate(g, X, R, A, n_random=1, points=insdel.CurvePoints(**given))
+        with pytest.warns(DeprecationWarning, match="points=insdel.CurvePoints"):
+            old = insdel.evaluate(g, X, R, A, n_random=1, **given)
+        pd.testing.assert_frame_equal(new.summary(), old.summary())
+        np.testing.assert_array_equal(new.positions, old.positions)
+    with pytest.warns(DeprecationWarning, match="as_model"):
+        old = insdel.evaluate(g, X, R, A, n_random=1, batch_size=3)
+    new = insdel.evaluate(insdel.as_model(g, batch_size=3), X, R, A, n_random=1)
+    pd.testing.assert_frame_equal(new.summary(), old.summary())
+    with pytest.raises(TypeError, match="unexpected keyword argument 'stepp'"):
+        insdel.evaluate(g, X, R, A, stepp=2)
+    with pytest.raises(TypeError, match="give the curve points once"):
+        insdel.evaluate(g, X, R, A, points=insdel.CurvePoints(step=2), step=2)
+    with pytest.raises(TypeError, match="points must be an insdel.CurvePoints"):
+        insdel.evaluate(g, X, R, A, points=2)

@@ -168,6 +168,50 @@ def test_values_of_a_reference_game_average_the_references():
     np.testing.assert_array_equal(sub.values([0], keep[:1]), g.values([1], keep[:1]))
 
 
+def test_imputed_rows_of_a_coalition():
+    """game.imputed: a reference game's K hybrids, a sampled removal's M draws (seeded by
+    offset + shift + pair, equal to x on the kept units, over groups), the first ``draws`` of
+    them; a rows-only game (no model) gives rows and refuses values and engines."""
+    from insdel.removal import Constant, build
+
+    rng = np.random.default_rng(0)
+    X, R3 = rng.normal(size=(3, 4)), rng.normal(size=(3, 2, 4))
+    keep = np.array([[True, False, True, False], [False] * 4])
+    g = as_game(lambda Z: Z.sum(1), X, R3, removal="marginal")
+    Z = g.imputed([2, 0], keep)
+    assert Z.shape == (2, 2, 4)
+    np.testing.assert_array_equal(Z[0, 1], np.where(keep[0], X[2], R3[2, 1]))
+    np.testing.assert_array_equal(g.imputed([2, 0], keep, draws=1), Z[:, :1])
+    rem = build("conditional_gaussian", data=rng.normal(size=(50, 4)), n_draws=3)
+    rows = as_game(None, X, None, removal=rem, rows_only=True)
+    Z = rows.imputed([1, 2], keep)
+    np.testing.assert_array_equal(Z, rem.sample(X[[1, 2]], keep, np.array([1, 2])))
+    np.testing.assert_array_equal(rows.imputed([1], keep[:1], shift=5),
+                                  rem.sample(X[[1]], keep[:1], np.array([6])))
+    np.testing.assert_array_equal(rows.subset(1, 3).imputed([0], keep[:1]), Z[:1])
+    grouped = as_game(None, X, None, removal=Constant(0.0), groups=[[0, 1], [2, 3]],
+                      rows_only=True)
+    np.testing.assert_array_equal(grouped.imputed([0], [[True, False]])[0, 0],
+                                  [X[0, 0], X[0, 1], 0.0, 0.0])
+    with pytest.raises(ValueError, match="no model"):
+        rows.values([0], keep[:1])
+    with pytest.raises(ValueError, match="without a model"):
+        insdel.trace(rows, None, None, np.arange(4)[None].repeat(3, 0))
+    with pytest.raises(TypeError, match="give f=None"):
+        as_game(lambda Z: Z.sum(1), X, None, removal=rem, rows_only=True)
+    with pytest.raises(ValueError, match="needs one reference per target"):
+        as_game(None, X, None, rows_only=True)
+
+
+def test_the_game_refuses_a_costly_request():
+    rem = insdel.removal.build("conditional_gaussian", data=np.ones((5, 3)) + np.eye(5, 3),
+                               n_draws=4, max_rows=10)
+    g = as_game(lambda Z: Z.sum(1), np.zeros((2, 3)), None, removal=rem)
+    assert g.check_cost(2, what="test") == 8
+    with pytest.raises(ValueError, match="12 model rows.*max_rows = 10"):
+        g.check_cost(3, what="test")
+
+
 def test_trace_validate_is_deprecated():
     X, R = np.ones((2, 3)), np.zeros((2, 3))
     with pytest.warns(DeprecationWarning, match="validate"):
@@ -183,6 +227,20 @@ def test_engines_never_ask_a_removals_kind(module):
     src = (Path(insdel.__file__).parent / module).read_text(encoding="utf-8")
     assert not re.findall(r"isinstance\(.*(Removal|Baseline|Marginal|Cohort)", src)
     assert "resolve(" not in src and "check_targets(" not in src
+
+
+READERS = ["road.py", "roar.py", "runner/stages/attribution.py", "sanity/meta.py",
+           "sanity/randomisation.py", "metrics/quantus_family.py"]
+
+
+@pytest.mark.parametrize("module", READERS)
+def test_road_roar_sanity_read_rows_through_the_game(module):
+    """ROAD, ROAR, the runner's attribution stage, sanity and the ROAD metric build no removal
+    of their own, never switch on a removal's kind and never draw a removal's rows themselves."""
+    src = (Path(insdel.__file__).parent / module).read_text(encoding="utf-8")
+    assert not re.findall(r"isinstance\(.*(Removal|Baseline|Marginal|Cohort)", src)
+    assert "resolve(" not in src and "check_targets(" not in src
+    assert ".sample(" not in src and "check_rows(" not in src
 
 
 def test_docs_game_md_runs_as_written(capsys):

@@ -169,12 +169,12 @@ def test_step_not_below_m_is_refused():
     X, R = _pairs(5, n, 5)
     A = np.random.default_rng(2).normal(size=(5, n))
     with pytest.raises(ValueError, match=r"step=5 is not smaller than the number of units m = 5"):
-        insdel.evaluate(f, X, R, {"a": A}, groups=GROUPS, step=5)
+        insdel.evaluate(f, X, R, {"a": A}, groups=GROUPS, points=insdel.CurvePoints(step=5))
     with pytest.raises(ValueError, match=r"step=9 is not smaller than the number of units m = 9"):
-        insdel.evaluate(f, X, R, {"a": A}, step=9)
+        insdel.evaluate(f, X, R, {"a": A}, points=insdel.CurvePoints(step=9))
     for kw in (dict(fractions=[0.4, 0.8]), dict(max_fraction=0.2), dict(step=6, max_fraction=0.5)):
         with pytest.raises(ValueError, match=r"only 2 points .* is 0 by definition"):
-            insdel.evaluate(f, X, R, {"a": A}, **kw)
+            insdel.evaluate(f, X, R, {"a": A}, points=insdel.CurvePoints(**kw))
     from insdel import metrics
 
     with pytest.raises(ValueError, match=r"step=9 is not smaller than the number of units m = 9"):
@@ -286,7 +286,7 @@ def test_grouped_evaluate_areas_and_saving(tmp_path):
     X, R = _pairs(6, n, 9)
     rng = np.random.default_rng(3)
     A = {"a": rng.normal(size=(6, n)), "per_group": rng.normal(size=(6, 5))}
-    e = insdel.evaluate(f, X, R, A, groups=GROUPS, step=2, n_random=4)
+    e = insdel.evaluate(f, X, R, A, groups=GROUPS, points=insdel.CurvePoints(step=2), n_random=4)
     assert e.curves["insertion"].shape == (6, 3, 4)  # positions 0, 2, 4, 5
     assert e.positions.tolist() == [0, 2, 4, 5] and e.m == 5
     c = e.curves["insertion"][:, 0]
@@ -304,7 +304,7 @@ def test_grouped_evaluate_areas_and_saving(tmp_path):
     assert table["moved"].tolist() == [0, 2, 4, 5] and len(table["name"][1]) == 2
     assert table["feature"][0] == [] and sum(map(len, table["feature"])) == 5
     # positions that do not start at 0: the first point lists the units moved by then
-    late = insdel.evaluate(f, X, R, A, groups=GROUPS, fractions=[0.4, 0.8, 1.0], n_random=0)
+    late = insdel.evaluate(f, X, R, A, groups=GROUPS, points=insdel.CurvePoints(fractions=[0.4, 0.8, 1.0]), n_random=0)
     t2 = late.ordering(0, "a")
     assert t2["moved"].tolist() == [2, 4, 5]
     assert t2["feature"][0] == late.orders[0, 0, :2].tolist()

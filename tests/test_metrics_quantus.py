@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import insdel.metrics as M
 from insdel.metrics import quantus_family as qf
+from insdel.removal import NoisyLinear
 
 B, N = 7, 6
 TOL = dict(rtol=1e-5, atol=1e-6)
@@ -217,9 +218,14 @@ def test_road_noisy_linear_matches_quantus_imputation(setup, shape):
     with torch.no_grad():
         fx = net(torch.from_numpy(X)).numpy().ravel()
         drops = np.stack([fx - net(torch.from_numpy(p)).numpy().ravel() for p in pts], 1)
-    got = ours("road", net, X, A, percentages=pct, imputation="noisy_linear", noise=0.0,
-               image_shape=shape)
+    with pytest.warns(DeprecationWarning, match="removal=insdel.removal.NoisyLinear"):
+        got = ours("road", net, X, A, percentages=pct, imputation="noisy_linear", noise=0.0,
+                   image_shape=shape)
     np.testing.assert_allclose(got, drops.mean(1), rtol=1e-4, atol=1e-5)
+    # the removal noisy_linear gives the metric the same points
+    by_removal = M.build("road", percentages=pct)(
+        net, X, None, A, removal=NoisyLinear(noise=0.0, image_shape=shape))
+    np.testing.assert_allclose(by_removal, drops.mean(1), rtol=1e-4, atol=1e-5)
     # The imputed rows themselves.
     k = [int(N * p / 100) for p in pct]
     order = np.argsort(-A, axis=1, kind="stable")
@@ -232,6 +238,7 @@ def test_road_noisy_linear_matches_quantus_imputation(setup, shape):
                                atol=1e-6)
 
 
+@pytest.mark.filterwarnings("ignore:road. imputation='noisy_linear' is deprecated")
 def test_road_noisy_linear_is_seeded_and_checked():
     rng = np.random.default_rng(0)
     X, R, A = rng.normal(size=(3, 6)), rng.normal(size=(3, 6)), rng.normal(size=(3, 6))

@@ -402,3 +402,57 @@ def test_a_request_past_max_rows_is_refused_with_its_estimate(data):
     assert ok.params() == RM.build("conditional_gaussian", data=bg, n_draws=4).params()
     with pytest.raises(ValueError, match="max_rows"):
         RM.build("conditional_knn", data=bg, max_rows=0)
+
+
+def test_constant_and_training_mean_removals():
+    """``constant`` sets removed features to its values, one row per coalition;
+    ``training_mean`` to the training mean (the mode on binary features: ROAR's removal value),
+    registered, built with data=, and refused without it."""
+    X = np.zeros((2, 3))
+    keep = np.array([[True, False, True], [False, False, False]])
+    rem = RM.build("constant", values=[1.0, 2.0, 3.0])
+    assert isinstance(rem, RM.Constant) and rem.n_draws == 1
+    Z = rem.sample(X, keep, np.arange(2))
+    assert Z.shape == (2, 1, 3)
+    np.testing.assert_array_equal(Z[:, 0], [[0, 2, 0], [1, 2, 3]])
+    assert RM.Constant(5.0).sample(X, keep, np.arange(2))[1, 0].tolist() == [5] * 3
+    assert rem.params()["values"] == [1.0, 2.0, 3.0]
+    with pytest.raises(ValueError, match="values has 2 entries"):
+        RM.Constant([1.0, 2.0]).sample(X, keep, np.arange(2))
+    data = np.array([[0.0, 1.0, 2.0], [1.0, 1.0, 4.0], [1.0, 0.0, 0.0]])
+    tm = RM.build("training_mean", data=data, binary=[True, True, False])
+    np.testing.assert_array_equal(tm.values, [1.0, 1.0, 2.0])
+    np.testing.assert_array_equal(RM.training_mean_values(data), data.mean(axis=0))
+    assert tm.params()["binary"] == [0, 1] and tm.params()["data_rows"] == 3
+    with pytest.raises(RM.MissingDataError, match="training_mean needs training data"):
+        RM.build("training_mean")
+    with pytest.raises(ValueError, match="binary must be a bool mask of shape"):
+        RM.TrainingMean(data, binary=[True])
+    assert {"constant", "training_mean"} <= set(RM.available())
+    with pytest.raises(ValueError, match="built-in removal"):
+        RM.register("constant", RM.Constant)
+
+
+def test_noisy_linear_removal():
+    """``noisy_linear``: Rong et al.'s interpolation from kept neighbours (noise 0: the metrics'
+    imputation of the same rows), the noise drawn per target (common random numbers), and a
+    coalition with nothing kept refused."""
+    from insdel.removal.noisy_linear import noisy_linear_imputation
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4, 6))
+    keep = rng.random((4, 6)) < 0.5
+    keep[:, 0] = True
+    rem = RM.build("noisy_linear", noise=0.0, image_shape=(2, 3))
+    np.testing.assert_allclose(rem.sample(X, keep, np.arange(4))[:, 0],
+                               noisy_linear_imputation(X, ~keep, (2, 3), noise=0.0), atol=1e-12)
+    noisy = RM.NoisyLinear(noise=0.5, seed=3)
+    a = noisy.sample(X, keep, np.arange(4))[:, 0]
+    b = noisy.sample(X[2:], keep[2:], np.arange(2, 4))[:, 0]
+    np.testing.assert_array_equal(a[2:], b)
+    np.testing.assert_array_equal(a[keep], X[keep])
+    assert noisy.params()["noise"] == 0.5
+    with pytest.raises(ValueError, match="keeps none"):
+        noisy.sample(X, np.zeros_like(keep), np.arange(4))
+    with pytest.raises(ValueError, match="does not hold n = 6"):
+        RM.NoisyLinear(image_shape=(4, 4)).sample(X, keep, np.arange(4))

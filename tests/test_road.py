@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from insdel import plotting, road
-from insdel.removal import Marginal, SampledRemoval, target_rng
+from insdel.removal import Constant, Marginal, SampledRemoval, target_rng
 
 matplotlib.use("Agg")
 
@@ -191,10 +191,10 @@ def test_leakage_near_chance_for_a_conditional_gaussian():
 def test_leakage_of_a_constant_reference_is_clear():
     X, mu, S = _correlated()
     # the training mean: continuous features never take it, the forest isolates it
-    res = road.leakage(X, road.constant_removal(mu), n_rows=800, seed=1)
+    res = road.leakage(X, Constant(mu), n_rows=800, seed=1)
     assert res.accuracy > 0.9 and (res.table["accuracy"] > 0.9).all()
     # far outside the data: even a linear classifier sees it
-    lg = road.leakage(X, road.constant_removal(mu + 10.0), n_rows=800, classifier="logistic",
+    lg = road.leakage(X, Constant(mu + 10.0), n_rows=800, classifier="logistic",
                       feature_names=["a", "b", "c", "d"])
     assert lg.accuracy > 0.9
     assert list(lg.table["feature"]) == ["a", "b", "c", "d"]
@@ -218,23 +218,24 @@ class _MarginalRows(SampledRemoval):
         return np.where(keep, X, rows)[:, None, :]
 
 
-def test_constant_removal():
-    rem = road.constant_removal([1.0, 2.0, 3.0])
+def test_constant_removal_is_deprecated_for_the_removal_constant():
+    """road.constant_removal and road.ConstantRemoval: the registered removal ``constant`` with a
+    DeprecationWarning, the same rows."""
     X = np.zeros((2, 3))
     keep = np.array([[True, False, True], [False, False, False]])
-    Z = rem.sample(X, keep, np.arange(2))
-    assert Z.shape == (2, 1, 3)
-    np.testing.assert_array_equal(Z[:, 0], [[0, 2, 0], [1, 2, 3]])
-    assert road.constant_removal(5.0).sample(X, keep, np.arange(2))[1, 0].tolist() == [5] * 3
-    assert rem.params()["values"] == [1.0, 2.0, 3.0]
-    with pytest.raises(ValueError, match="values has 2 entries"):
-        road.constant_removal([1.0, 2.0]).sample(X, keep, np.arange(2))
+    with pytest.warns(DeprecationWarning, match="insdel.removal.Constant"):
+        old = road.constant_removal([1.0, 2.0, 3.0])
+    with pytest.warns(DeprecationWarning, match="insdel.removal.Constant"):
+        assert road.ConstantRemoval is Constant
+    assert isinstance(old, Constant) and old.params() == Constant([1.0, 2.0, 3.0]).params()
+    np.testing.assert_array_equal(old.sample(X, keep, np.arange(2)),
+                                  Constant([1.0, 2.0, 3.0]).sample(X, keep, np.arange(2)))
 
 
 def test_plot_road():
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(40, 3)), rng.normal(size=40)
-    res = road.road(_lin([1.0, 0.0, 2.0]), X, y, {"a": X}, road.constant_removal(0.0),
+    res = road.road(_lin([1.0, 0.0, 2.0]), X, y, {"a": X}, Constant(0.0),
                     fractions=(0.5,))
     ax = plotting.plot_road(res)
     from matplotlib.axes import Axes
@@ -261,7 +262,7 @@ def _args(**kw):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(6, 3))
     a = dict(f=_lin([1.0, 1.0, 1.0]), X=X, y=rng.normal(size=6),
-             attributions={"a": rng.normal(size=(6, 3))}, removal=road.constant_removal(0.0))
+             attributions={"a": rng.normal(size=(6, 3))}, removal=Constant(0.0))
     a.update(kw)
     return a
 
@@ -332,7 +333,7 @@ def test_a_removal_that_breaks_its_contract_is_named(how, match):
 ])
 def test_leakage_bad_inputs(kw, exc, match):
     X = np.random.default_rng(0).normal(size=(50, 3))
-    removal = kw.pop("removal", road.constant_removal(0.0))
+    removal = kw.pop("removal", Constant(0.0))
     with pytest.raises(exc, match=match):
         road.leakage(X, removal, **kw)
 
@@ -350,7 +351,7 @@ def test_srg_standard_error_is_over_rows():
     deterministic removal, so a one-row run gives that row's SRG)."""
     w, X, y = _linear_problem(N=40)
     A = {"truth": w * X}
-    rem = road.constant_removal(0.0)
+    rem = Constant(0.0)
     res = road.road(_lin(w), X, y, A, rem, fractions=(0.4, 0.8), random=False)
     per_row = [road.road(_lin(w), X[i:i + 1], y[i:i + 1], {"truth": A["truth"][i:i + 1]}, rem,
                          fractions=(0.4, 0.8), random=False).summary["srg"].iloc[0]
@@ -404,7 +405,7 @@ def test_repeats_of_the_draws_give_the_spread_over_seeds():
         assert sd > 0 and s.loc[m, "srg_sd_seeds"] == pytest.approx(sd, rel=1e-10)
     assert (s["n_seeds"] == 3).all() and "SD over seeds" in three.to_markdown()
     # a deterministic removal: the repeats differ only by the random control's scores
-    c = road.road(_lin(w), X, y, A, road.constant_removal(0.0), n_seeds=2).summary
+    c = road.road(_lin(w), X, y, A, Constant(0.0), n_seeds=2).summary
     assert c.set_index("method").loc["truth", "srg_sd_seeds"] == 0.0
     with pytest.raises(ValueError, match="^n_seeds must be"):
         road.road(_lin(w), X, y, A, rem, n_seeds=0)
@@ -448,7 +449,7 @@ def test_groups_are_removed_and_ranked_as_units():
     for i in range(N):
         assert not first[i, cols[top[i]]].any() and first[i].sum() == 5 - len(cols[top[i]])
     # attributions given per group (in the groups' order: region, x0, x4) give the same result
-    per_group = road.road(_lin(w), X, y, {"a": G[:, [1, 0, 2]]}, road.constant_removal(0.0),
+    per_group = road.road(_lin(w), X, y, {"a": G[:, [1, 0, 2]]}, Constant(0.0),
                           groups={"region": [1, 2, 3]}, fractions=(0.3, 0.6), random=False)
     pd.testing.assert_frame_equal(per_group.curves, res.curves)
 
@@ -470,7 +471,7 @@ def test_leakage_interval_and_verdict_say_when_rows_are_too_few():
     many = road.leakage(X, rem, n_rows=None, seed=1)
     assert many.n_rows == 1000 and many.verdict() == "no leak"
     assert "no clear leakage" in many.verdict_text()
-    const = road.leakage(X, road.constant_removal(mu), n_rows=100, folds=3, seed=1)
+    const = road.leakage(X, Constant(mu), n_rows=100, folds=3, seed=1)
     assert const.verdict() == "leaks"
     # more rows asked for than X has: capped, and the result says so
     capped = road.leakage(X[:90], rem, n_rows=300, folds=3, seed=1)

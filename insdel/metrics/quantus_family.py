@@ -30,14 +30,14 @@ float per pair, NaN where a correlation meets constant values.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
-from scipy.sparse import coo_matrix, diags
-from scipy.sparse.linalg import spsolve
 from scipy.spatial.distance import cdist
 
 from .._validation import check_bool, check_choice, check_positive_int, check_scalar
 from ..ordering import check_ordering, random_permutations
+from ..removal.noisy_linear import NoisyLinear, noisy_linear_imputation
 from .base import (
     Metric,
     MetricContext,
@@ -419,59 +419,6 @@ class FaithfulnessEstimate(_QuantusMetric):
 
 
 # ------------------------------------------------------------------------------ ROAD, IROF
-#: Quantus' (and Rong et al.'s) neighbour weights of the noisy linear imputation.
-_NLI_OFFSETS = (((1, 1), 1 / 12), ((0, 1), 1 / 6), ((-1, 1), 1 / 12), ((1, -1), 1 / 12),
-                ((0, -1), 1 / 6), ((-1, -1), 1 / 12), ((1, 0), 1 / 6), ((-1, 0), 1 / 6))
-
-
-def noisy_linear_imputation(rows: np.ndarray, removed: np.ndarray, shape: tuple[int, int], *,
-                            noise: float = 0.01,
-                            rng: np.random.Generator | None = None) -> np.ndarray:
-    """Rong et al.'s noisy linear imputation of many rows at once (one sparse solve).
-
-    Each row (n = H * W columns, a one-channel image flattened row by row) has its ``removed``
-    pixels replaced by the solution of "every removed pixel is the weighted mean of its valid
-    8-neighbours" (weights 1/6 edge, 1/12 corner; Quantus' ``noisy_linear_imputation``), plus
-    ``noise * N(0, 1)``. The systems of all rows are stacked block-diagonally and solved once.
-    Every connected group of removed pixels needs a kept neighbour (else the system is singular).
-    """
-    H, W = shape
-    X = np.asarray(rows, np.float64)
-    N, n = X.shape
-    rem = np.asarray(removed, bool).reshape(-1)
-    flat = X.reshape(-1)
-    ridx = np.flatnonzero(rem)
-    V = ridx.size
-    out = flat.copy()
-    if V == 0:
-        return out.reshape(N, n)
-    var_of = np.full(N * n, -1, np.int64)
-    var_of[ridx] = np.arange(V)
-    row, pix = np.divmod(ridx, n)
-    h, w = np.divmod(pix, W)
-    total = np.ones(V)
-    rhs = np.zeros(V)
-    ii, jj, vals = [], [], []
-    for (dh, dw), wt in _NLI_OFFSETS:
-        hh, ww = h + dh, w + dw
-        valid = (hh >= 0) & (ww >= 0) & (hh < H) & (ww < W)
-        total[~valid] -= wt
-        vi = np.flatnonzero(valid)
-        g = row[vi] * n + hh[vi] * W + ww[vi]
-        inside = rem[g]
-        np.subtract.at(rhs, vi[~inside], wt * flat[g[~inside]])
-        ii.append(vi[inside])
-        jj.append(var_of[g[inside]])
-        vals.append(np.full(int(inside.sum()), wt))
-    Msys = coo_matrix((np.concatenate(vals), (np.concatenate(ii), np.concatenate(jj))),
-                      shape=(V, V)).tocsc() - diags(total, format="csc")
-    sol = np.atleast_1d(spsolve(Msys, rhs))
-    if noise:
-        sol = sol + noise * (rng if rng is not None else np.random.default_rng()).standard_normal(V)
-    out[ridx] = sol
-    return out.reshape(N, n)
-
-
 class ROAD(_QuantusMetric):
     """ROAD (Rong et al.): mean prediction drop as the top percentages of units are removed.
 
@@ -486,20 +433,26 @@ class ROAD(_QuantusMetric):
     over the percentages (higher is better: removing what the attribution calls important lowers
     the prediction). The same points Quantus evaluates are used (the tests replay them).
 
-    Imputation. ``imputation="reference"`` (default): removed units take r, the policy's point
-    playing the imputer's role (one hybrid per percentage, through the cache).
-    ``imputation="noisy_linear"``: Quantus' default, Rong et al.'s noisy linear imputation: each
-    removed column is the weighted mean of its 8 neighbours on a one-channel ``image_shape``
-    (H, W) grid (default (1, n): the row as a one-row image, which is what Quantus does with a
-    (1, 1, n) input), plus ``noise`` times a standard normal from the metric's own stream. These
-    points are not hybrids (``ctx.predict``); r is not used; units must be the columns (no
-    groups) and every percentage must keep at least one unit.
+    Imputation. ``imputation="reference"`` (default): removed units take what the removal gives
+    them (r, the policy's point, under the default ``baseline``; Rong et al.'s noisy linear
+    imputation, Quantus' default, under ``removal="noisy_linear"``), through the cache.
+    ``imputation="noisy_linear"`` (deprecated: give ``removal=`` instead): Quantus' default, Rong et al.'s noisy linear imputation
+    (:mod:`insdel.removal.noisy_linear`): each removed column is the weighted mean of its 8
+    neighbours on a one-channel ``image_shape`` (H, W) grid (default (1, n): the row as a one-row
+    image, which is what Quantus does with a (1, 1, n) input), plus ``noise`` times a standard
+    normal from the metric's own stream, all rows and percentages in one draw (Quantus'
+    numbers). These points are not hybrids (``ctx.predict``); r is not used; units must be the
+    columns (no groups) and every percentage must keep at least one unit. The same imputation as
+    the removal of every metric and curve is ``removal="noisy_linear"``
+    (:class:`insdel.removal.NoisyLinear`, the noise drawn per target) with the default
+    ``imputation="reference"``: removed units then take the removal's values.
 
     Parameters
     ----------
     percentages : sequence of float, default range(1, 100, 2)
         In [0, 100].
     imputation : {"reference", "noisy_linear"}, default "reference"
+        ``"noisy_linear"`` is deprecated (the removal ``noisy_linear``).
     noise : float, default 0.01
         Noise of the noisy linear imputation (Quantus' default).
     image_shape : (int, int), optional
@@ -523,14 +476,13 @@ class ROAD(_QuantusMetric):
                              f"got {percentages!r}.")
         self.percentages = [float(v) for v in arr]
         self.imputation = check_choice("imputation", imputation, ("reference", "noisy_linear"))
-        self.noise = check_scalar("noise", noise, float, min_val=0.0)
-        if image_shape is not None:
-            if not isinstance(image_shape, (tuple, list)) or len(image_shape) != 2:
-                raise ValueError(f"image_shape must be (H, W), two positive ints; got "
-                                 f"{image_shape!r}.")
-            image_shape = tuple(check_positive_int(f"image_shape[{i}]", v)
-                                for i, v in enumerate(image_shape))
-        self.image_shape = image_shape
+        if self.imputation == "noisy_linear":
+            warnings.warn("road: imputation='noisy_linear' is deprecated: give the removal "
+                          "instead, removal=insdel.removal.NoisyLinear(noise=..., image_shape=...) "
+                          "(the registered removal 'noisy_linear'; its noise is drawn per target)",
+                          DeprecationWarning, stacklevel=2)
+        imputer = NoisyLinear(noise=noise, image_shape=image_shape)  # checks both
+        self.noise, self.image_shape = imputer.noise, imputer.image_shape
         self.abs = check_bool("abs", abs)
 
     def compute(self, ctx: MetricContext, A: np.ndarray, *, method=None, **kwargs) -> np.ndarray:
@@ -542,9 +494,7 @@ class ROAD(_QuantusMetric):
         if ctx.groups is not None:
             raise ValueError("imputation='noisy_linear' imputes columns on a pixel grid; it "
                              "does not take groups.")
-        shape = (1, ctx.n) if self.image_shape is None else self.image_shape
-        if shape[0] * shape[1] != ctx.n:
-            raise ValueError(f"image_shape {shape} does not hold n = {ctx.n} columns.")
+        shape = NoisyLinear(image_shape=self.image_shape).shape_of(ctx.n)
         if np.any(k >= ctx.m):
             raise ValueError("imputation='noisy_linear' needs every percentage to keep at least "
                              f"one unit; got percentages removing all {ctx.m}.")

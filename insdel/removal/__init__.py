@@ -4,9 +4,12 @@ Every engine that evaluates coalitions (curves, ``evaluate``, the decomposition,
 the metrics, ROAR, the runner) takes ``removal=``: a name, a :class:`Removal` or None (the
 paper's ``baseline``: one reference per target, exactly as fast as before).
 
-Built in: ``baseline`` and ``marginal`` (:mod:`.reference`); ``conditional_gaussian``,
-``conditional_mean`` and ``conditional_knn`` (fitted on training rows); ``cohort`` (:mod:`.cohort`,
-a :class:`GameRemoval`: the observational cohort game, read off the data). Your own: a
+Built in: ``baseline`` and ``marginal`` (:mod:`.reference`); ``constant`` and ``training_mean``
+(:mod:`.constant`: fixed values, one row per coalition); ``conditional_gaussian``,
+``conditional_mean`` and ``conditional_knn`` (fitted on training rows); ``noisy_linear``
+(:mod:`.noisy_linear`: Rong et al.'s interpolation from kept neighbours, ROAD's imputation);
+``cohort`` (:mod:`.cohort`, a :class:`GameRemoval`: the observational cohort game, read off the
+data). Your own: a
 :class:`SampledRemoval` subclass, registered with :func:`register` or passed as an instance.
 
 Registry verbs: :func:`available` (names), :func:`get` (the class), :func:`options_of` (its options
@@ -26,11 +29,13 @@ from .base import (
     SampledRemoval,
     target_rng,
 )
+from .constant import Constant, TrainingMean, training_mean_values
 from .reference import Baseline, Marginal
 
 __all__ = ["Removal", "ReferenceRemoval", "SampledRemoval", "GameRemoval", "Baseline", "Marginal",
-           "available", "get", "options_of", "register", "unregister", "build", "resolve",
-           "check_targets", "target_rng", "MissingDataError"]
+           "Constant", "TrainingMean", "training_mean_values", "draws_rows", "available", "get",
+           "options_of", "register", "unregister", "build", "resolve", "check_targets",
+           "target_rng", "MissingDataError"]
 
 
 def _check_entry(name: str, cls) -> None:
@@ -40,17 +45,17 @@ def _check_entry(name: str, cls) -> None:
 
 def _load_builtins(reg: Registry) -> None:
     """The fitted removals (their modules compile numba kernels on first use)."""
-    from . import cohort, gaussian, knn
+    from . import cohort, gaussian, knn, noisy_linear
 
     for cls in (gaussian.ConditionalGaussian, gaussian.ConditionalMean, knn.ConditionalKNN,
-                cohort.Cohort):
+                cohort.Cohort, noisy_linear.NoisyLinear):
         reg.entries.setdefault(cls.name, cls)
 
 
 #: The fitted removals' classes, imported on first access (``insdel.removal.Cohort``): their
 #: modules compile numba kernels.
 _LAZY = {"Cohort": "cohort", "ConditionalGaussian": "gaussian", "ConditionalMean": "gaussian",
-         "ConditionalKNN": "knn"}
+         "ConditionalKNN": "knn", "NoisyLinear": "noisy_linear"}
 
 
 def __getattr__(name: str):
@@ -61,9 +66,10 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_BUILTINS = ("baseline", "marginal", "conditional_gaussian", "conditional_mean",
-             "conditional_knn", "cohort")
-_REGISTRY = Registry("removal", {"baseline": Baseline, "marginal": Marginal},
+_BUILTINS = ("baseline", "marginal", "constant", "training_mean", "conditional_gaussian",
+             "conditional_mean", "conditional_knn", "cohort", "noisy_linear")
+_REGISTRY = Registry("removal", {"baseline": Baseline, "marginal": Marginal, "constant": Constant,
+                                 "training_mean": TrainingMean},
                      protected=_BUILTINS, check=_check_entry, loader=_load_builtins)
 
 
@@ -111,6 +117,13 @@ def resolve(removal) -> Removal:
                     f"{removal!r} ({type(removal).__name__}).")
 
 
+def draws_rows(removal) -> bool:
+    """Whether ``removal`` imputes removed features from the kept ones: it writes rows
+    (``sample(X, keep, targets)``, ``n_draws`` >= 1 of them per coalition) that need no
+    reference, as ROAD and its leakage diagnostic read them."""
+    return callable(getattr(removal, "sample", None)) and int(getattr(removal, "n_draws", 0)) >= 1
+
+
 def check_targets(X, R, removal: Removal):
     """Targets X (B, n) and, where the removal reads them, references R (checked as
     :func:`insdel._validation.check_pairs` does; ``(B, K, n)`` for ``marginal`` without a
@@ -120,6 +133,9 @@ def check_targets(X, R, removal: Removal):
     from .._validation import as_float_array, check_pairs, writable
 
     if isinstance(removal, Baseline):
+        if R is None:
+            raise ValueError(f"removal={removal.name!r} needs one reference per target (R); got "
+                             "R=None.")
         return check_pairs(X, R)
     if removal.uses_reference and R is not None and np.ndim(R) == 3:
         X = as_float_array("X", X, ndim=(2,))

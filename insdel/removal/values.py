@@ -1,8 +1,10 @@
 """Coalition values of a sampled removal: ``v(u)`` = the mean of f over the removal's M rows.
 
 The one place a :class:`~insdel.removal.SampledRemoval` meets the model: every engine that
-needs ``v`` for a list of (target, coalition) (curves, the decomposition, Shapley values, ROAD)
-calls :func:`coalition_values` with the coalitions it needs, each once.
+needs ``v`` for a list of (target, coalition) (curves, the decomposition, Shapley values) calls
+:func:`coalition_values` with the coalitions it needs, each once, through the game
+(:class:`insdel.game.Game`); ROAD, ROAR and ROAD's leakage diagnostic read the rows themselves
+(:func:`imputed_rows`, through :meth:`insdel.game.Game.imputed`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import numpy as np
 
 from .base import SampledRemoval
 
-__all__ = ["coalition_values", "unique_coalitions", "check_rows", "ROW_BUDGET_BYTES", "MAX_ROWS"]
+__all__ = ["coalition_values", "unique_coalitions", "check_rows", "imputed_rows",
+           "ROW_BUDGET_BYTES", "MAX_ROWS"]
 
 #: Imputed rows held at once (bytes of float64 rows); the coalitions are taken in slices that fit.
 ROW_BUDGET_BYTES = 64 * 2**20
@@ -50,6 +53,23 @@ def check_rows(removal, n_coalitions: int, *, what: str, model=None, n: int | No
         f"n_draws, or raise the removal's budget: the option max_rows= "
         f"(removal.build({removal.name!r}, max_rows=...); in a configuration "
         f"[removal.{removal.name}] max_rows or [road] removal_options.max_rows).")
+
+
+def imputed_rows(removal: SampledRemoval, X: np.ndarray, keep: np.ndarray,
+                 targets: np.ndarray) -> np.ndarray:
+    """``removal.sample(X, keep, targets)`` checked: (N, M, n) float64, finite, equal to X on the
+    kept features (row i is drawn as target ``targets[i]``)."""
+    Z = np.asarray(removal.sample(X, keep, targets), dtype=np.float64)
+    B, n = X.shape
+    if Z.ndim != 3 or Z.shape[0] != B or Z.shape[2] != n or Z.shape[1] < 1:
+        raise ValueError(f"removal {removal!r}: sample() returned shape {Z.shape}; expected "
+                         f"(B, M, n) = ({B}, M, {n}).")
+    if not np.all(np.isfinite(Z)):
+        raise ValueError(f"removal {removal!r}: sample() returned non-finite values.")
+    if np.any(np.where(keep[:, None, :], Z != X[:, None, :], False)):
+        raise ValueError(f"removal {removal!r}: sample() changed kept features (a row must equal "
+                         "x where keep is True).")
+    return Z
 
 
 def coalition_values(model, removal: SampledRemoval, X: np.ndarray, targets: np.ndarray,

@@ -299,16 +299,18 @@ def attribute_all(cfg, model, dataset, X, R, plan: AttributionPlan, base_key: Ma
 
 
 def _removal_inputs(rem, X: np.ndarray, R: np.ndarray):
-    """(the removal each chunk's methods take, the R they read) for attributions under ``rem``:
-    a reference removal's references of every target, once (``marginal``'s random draws are
-    seeded by the target's index), read as R (B, K, n) under :class:`~insdel.removal.Marginal`
-    without a background; a sampled or observational removal itself, with no R."""
-    from ...removal import Marginal, ReferenceRemoval, SampledRemoval, check_targets
+    """(the removal each chunk's methods take, the R they read) for attributions under ``rem``,
+    as its game (without a model) holds them: a game with references gives every target's
+    references once (``marginal``'s random draws are seeded by the target's index), read as R
+    (B, K, n) under :class:`~insdel.removal.Marginal` without a background; a removal that draws
+    rows is taken itself with no R, one read off the data with R as given."""
+    from ...game import as_game
+    from ...removal import Marginal
 
-    X, R = check_targets(X, R, rem)
-    if isinstance(rem, ReferenceRemoval):
-        return Marginal(), np.ascontiguousarray(rem.references(X, R), dtype=np.float64)
-    return rem, (None if isinstance(rem, SampledRemoval) else R)
+    game = as_game(None, X, R, removal=rem, rows_only=True)
+    if game.references is not None:
+        return Marginal(), np.ascontiguousarray(game.references, dtype=np.float64)
+    return rem, (None if game.n_draws >= 1 else R)
 
 
 def removal_plan(cfg: Mapping, out: Path, label: str, rem) -> AttributionPlan:
