@@ -39,6 +39,14 @@ from pathlib import Path
 from typing import Any
 
 from .._registry import UnknownNameError
+from .commands import (  # noqa: I001  (after sections: the built-in specs name its checks)
+    ROAD_SECTIONS,
+    ROAR_SECTIONS,
+    SANITY_SECTIONS,
+    Command,
+    check_sections,
+    check_tables,
+)
 from .schema import (
     ALL_METHODS,
     ANY_TABLE,
@@ -53,15 +61,11 @@ from .schema import (
     _merge,
 )
 from .sections import (
-    ROAD_SECTIONS,
-    ROAR_SECTIONS,
     RUN_GIVEN_METHOD_OPTIONS,
     RUN_GIVEN_REMOVAL_OPTIONS,
-    SANITY_SECTIONS,
     SCHEDULER_SCHEMES,
     _check_values,
     check_sanity,
-    check_sections,
     observational_method,
     policy_label,
     removal_options,
@@ -77,7 +81,7 @@ __all__ = ["ALL_METHODS", "PAPER_CONFIGS", "PAPER_EXPERIMENTS", "SCHEMA", "DEFAU
            "removal_options", "RUN_GIVEN_METHOD_OPTIONS", "RUN_GIVEN_REMOVAL_OPTIONS",
            "observational_method", "check_sections", "check_sanity", "SCHEDULER_SCHEMES",
            "ROAR_SECTIONS", "ROAD_SECTIONS", "SANITY_SECTIONS", "ANY_TABLE", "NAMED_TABLES",
-           "RENAMED"]
+           "RENAMED", "Command", "commands"]
 
 
 # -- registry verbs ---------------------------------------------------------------------------------
@@ -252,6 +256,7 @@ def load(config: str | os.PathLike | Mapping, *, quick: bool = False,
     cfg["sections"] = sorted(set(raw) | (set(quick_over) if quick else set())
                              | set(overrides or {}))
     _check_values(cfg, source)
+    check_tables(cfg, source)
     return cfg
 
 

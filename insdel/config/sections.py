@@ -1,6 +1,7 @@
 """The configuration's section checks (docs/experiments.md): the values of each table against
 the registries they name (data recipes, models, policies, methods, metrics, removals) and the
-commands' own tables (``[roar]``, ``[road]``, ``[sanity]``, ``[meta]``)."""
+checks of the built-in commands' own tables (``[roar]``, ``[road]``, ``[sanity]``, ``[meta]``),
+which their :class:`~insdel.config.commands.Command` specs name."""
 
 from __future__ import annotations
 
@@ -251,67 +252,6 @@ def _check_compute(source: str, c: Mapping) -> None:
                               "own workers are used: remove one of the two.")
 
 
-#: Top-level keys `insdel roar` reads; `insdel run` reads every other one and not ``roar``.
-ROAR_SECTIONS = ("name", "description", "seed", "out", "data", "model", "methods", "compute",
-                 "roar")
-
-
-#: Top-level keys `insdel road` reads; `insdel run` refuses a ``[road]`` table.
-ROAD_SECTIONS = ("name", "description", "seed", "out", "data", "model", "methods", "compute",
-                 "road")
-
-
-#: The tables of the commands that read only some of a configuration: table -> what it reads.
-_COMMAND_SECTIONS = {"roar": ROAR_SECTIONS, "road": ROAD_SECTIONS}
-
-
-_COMMAND_NAMES = {"roar": "ROAR", "road": "ROAD"}
-
-
-#: Top-level keys `insdel sanity` reads; `insdel run`, `roar` and `road` refuse ``[sanity]`` and
-#: ``[meta]``.
-SANITY_SECTIONS = ("name", "description", "seed", "out", "data", "model", "methods", "compute",
-                   "sanity", "meta")
-
-
-_COMMAND_SECTIONS["sanity"] = SANITY_SECTIONS
-
-
-_COMMAND_NAMES["sanity"] = "sanity-check"
-
-
-#: Tables only a command reads besides its own: table -> that command.
-_COMMAND_TABLES = {"meta": "sanity"}
-
-
-#: The tables of which a command needs at least one (default: its own): ``insdel sanity`` runs
-#: the metrics' reliability from ``[meta]`` alone.
-_COMMAND_OWN = {"sanity": ("sanity", "meta")}
-
-
-def check_sections(cfg: Mapping, command: str) -> None:
-    """Refuse a configuration whose tables the command would not read (``"run"``, ``"roar"`` or
-    ``"road"``)."""
-    given = set(cfg.get("sections", ()))
-    if command in _COMMAND_SECTIONS:
-        reads = _COMMAND_SECTIONS[command]
-        tables = _COMMAND_OWN.get(command, (command,))
-        if not given & set(tables):
-            raise ConfigError(f"{cfg['source']}: `insdel {command}` needs a "
-                              + " or a ".join(f"[{t}]" for t in tables)
-                              + f" table (see docs/{command}.md); this configuration has none.")
-        extra = sorted(given - set(reads))
-        if extra:
-            raise ConfigError(f"{cfg['source']}: {', '.join(extra)}: not read by `insdel "
-                              f"{command}` (it reads {', '.join(reads)}); remove them.")
-        return
-    for table, command in [*((t, t) for t in _COMMAND_SECTIONS), *_COMMAND_TABLES.items()]:
-        if table in given:
-            raise ConfigError(f"{cfg['source']}: this is a {_COMMAND_NAMES[command]} "
-                              f"configuration ([{table}] table): run it with `insdel {command}`, "
-                              "not `insdel run`.")
-
-
 def _check_values(cfg: dict, source: str) -> None:
     # numbers were checked against their leaf's range when read (_check_leaf)
     _check_device(source, cfg["compute"]["device"])
@@ -322,12 +262,8 @@ def _check_values(cfg: dict, source: str) -> None:
         raise ConfigError(f"{source}: evaluation.order must be one of {ORDERS}; got "
                           f"{cfg['evaluation']['order']!r}"
                           f"{_suggest(str(cfg['evaluation']['order']), ORDERS)}")
-    if "roar" in cfg.get("sections", ()):
-        _check_roar(cfg, source)
-    if "road" in cfg.get("sections", ()):
-        _check_road(cfg, source)
-    if {"sanity", "meta"} & set(cfg.get("sections", ())):
-        check_sanity(cfg, source)
+    # the commands' own tables ([roar], [road], [sanity], ...) are checked by their command's
+    # check (insdel.config.commands.check_tables)
     modes = cfg["evaluation"]["modes"]
     if not modes:
         raise ConfigError(f"{source}: evaluation.modes must name at least one mode.")

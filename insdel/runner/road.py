@@ -27,7 +27,7 @@ from ..distributed import client_info, scatter
 from ..report import run_header
 from .chunks import shareable_model
 from .context import logger
-from .provenance import Stages, file_hashes, manifest_head, run_files, write_manifest
+from .provenance import Stages, pairs_key, run_manifest
 from .removals import one_hot_of
 from .session import loaded, opened
 from .stages.attribution import AttributionPlan, attribute_all
@@ -232,9 +232,7 @@ def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     y = np.asarray(dataset.y_test[:n_rows], dtype=np.float64)
     log(f"road: {n_rows} of {len(dataset.X_test)} test rows")
     R = _reference(cfg, model, dataset, X, progress, log)
-    base_key = {"data": data_info["arrays_sha256"], "model": model_info["sha256"],
-                "seed": cfg["seed"], "reference": r["reference"], "pairs": ck.sha256_arrays(X, R),
-                "device": device}
+    base_key = pairs_key(cfg, data_info, model_info, X, R, reference=r["reference"])
     remote = None if client is None else dict(zip(("model", "X", "R"), scatter(
         client, [shareable_model(model, cfg, X.shape[1], None), X, R]), strict=True))
     atts = attribute_all(cfg, model, dataset, X, R, road_plan(cfg, out), base_key, stages, log,
@@ -281,28 +279,22 @@ def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
         fig = plotting.plot_road(res, title=f"ROAD on {data_info['name']} "
                                  f"({params.get('name', '?')} imputation)").figure
         fig_path = plotting.save_figure(fig, out / "figures" / "road.png", 110)
-    files = run_files(out, {} if before is None else before, model_files(model_info))
     leak_info = None if lk is None else {
         "accuracy": lk.accuracy, "chance": lk.chance, "excess": lk.excess,
         "fraction": lk.fraction, "classifier": lk.classifier, "n_rows": lk.n_rows,
         "n_rows_requested": lk.n_rows_requested, "folds": r["leakage_options"]["folds"],
         "interval": [lk.ci_low, lk.ci_high], "level": lk.level, "verdict": lk.verdict()}
-    manifest = {
-        **manifest_head(cfg),
-        "data": to_jsonable(data_info),
-        "model": {"metrics": to_jsonable(metrics), **to_jsonable(model_info)},
-        "road": to_jsonable({"fractions": list(r["fractions"]), "orders": list(r["orders"]),
-                             "ranking": res.ranking, "loss": res.loss, "random": r["random"],
-                             "reference": r["reference"], "rows": n_rows,
-                             "n_seeds": res.n_seeds, "units": res.units,
-                             "methods": list(cfg["methods"]["names"]),
-                             "removal": params, "leakage": leak_info}),
-        "compute": {"device": device, **client_info(client),
-                    "seconds_total": time.perf_counter() - t_all,
-                    "cpu_count": os.cpu_count(), "stages": to_jsonable(stages.stages)},
-        "files": file_hashes(out, files),
-    }
-    write_manifest(out, manifest)
+    manifest = run_manifest(
+        cfg, out, before, data_info=data_info, model_info=model_info, model_metrics=metrics,
+        stages=stages, used=model_files(model_info),
+        after_model={"road": {"fractions": list(r["fractions"]), "orders": list(r["orders"]),
+                              "ranking": res.ranking, "loss": res.loss, "random": r["random"],
+                              "reference": r["reference"], "rows": n_rows,
+                              "n_seeds": res.n_seeds, "units": res.units,
+                              "methods": list(cfg["methods"]["names"]),
+                              "removal": params, "leakage": leak_info}},
+        compute={"device": device, **client_info(client),
+                 "seconds_total": time.perf_counter() - t_all})
     return RoadRun(out=out, config=cfg, curves=res.curves, summary=res.summary,
                    leakage=None if lk is None else lk.table, removal=params, manifest=manifest,
                    markdown=text, figure=fig_path)
