@@ -28,7 +28,7 @@ from ..report import run_header
 from .chunks import shareable_model
 from .context import logger
 from .provenance import Stages, pairs_key, run_manifest
-from .removals import one_hot_of
+from .removals import build_removal
 from .session import loaded, opened
 from .stages.attribution import AttributionPlan, attribute_all
 from .stages.data import (
@@ -41,7 +41,7 @@ from .stages.data import (
 )
 from .stages.model import model_files, model_stage
 
-__all__ = ["RoadRun", "run_road", "build_removal", "removal_text"]
+__all__ = ["RoadRun", "run_road", "removal_text"]
 
 
 @dataclass
@@ -73,40 +73,6 @@ def road_plan(cfg: Mapping, out: Path) -> AttributionPlan:
                            folder=out / "checkpoints" / "road_attributions", stream="road",
                            rows="test rows", suffix="", record="attributions",
                            bar="road attributions")
-
-
-def build_removal(name: str, options: Mapping, X_train: np.ndarray, *,
-                  one_hot: Mapping | None = None):
-    """The registered removal ``name`` with ``options``, fitted on ``X_train`` (given as
-    ``data=`` when the removal takes it) and given the one-hot groups ``one_hot`` (name ->
-    columns, :func:`insdel.runner.removals.one_hot_of`) when it takes ``one_hot`` and the
-    options do not name them; refused unless it is a :class:`~insdel.removal.SampledRemoval`."""
-    from .. import removal as _removal
-
-    try:
-        cls = _removal.get(name)
-    except ValueError as exc:
-        raise ValueError(f"road.removal: {exc} (a removal of another insdel version, or your own "
-                         "not registered with insdel.removal.register before the run?)") from None
-    opts = dict(options)
-    if "data" in _removal.options_of(name):
-        opts["data"] = np.asarray(X_train, dtype=np.float64)
-    if "one_hot" in _removal.options_of(name):
-        named = opts.get("one_hot")
-        if named is None:
-            opts["one_hot"] = dict(one_hot or {}) or None
-        elif isinstance(named, list) and all(isinstance(g, str) for g in named):
-            unknown = [g for g in named if g not in (one_hot or {})]
-            if unknown:  # a group name of the data set's one-hot groups, or none
-                raise ValueError(f"road.removal_options.one_hot: {unknown[0]!r} is not a one-hot "
-                                 f"group of the data set (its one-hot groups: "
-                                 f"{', '.join(one_hot or {}) or 'none'}).")
-            opts["one_hot"] = {g: one_hot[g] for g in named} or None
-    rem = _removal.build(name, **opts)
-    if not isinstance(rem, _removal.SampledRemoval):
-        raise TypeError(f"road.removal = {name!r} ({cls.__name__}) is not a SampledRemoval: ROAD "
-                        "imputes removed features from the kept ones.")
-    return rem
 
 
 def removal_text(params: Mapping) -> str:
@@ -217,8 +183,8 @@ def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     if grp is not None:
         log(f"units: {groups_text(grp)}")
     t0 = time.perf_counter()  # before the model: a removal that cannot be built fails at once
-    removal = build_removal(r["removal"], r["removal_options"], dataset.X_train,
-                            one_hot=one_hot_of(dataset))
+    removal = build_removal(cfg, r["removal"], r["removal_options"], dataset,
+                            where="road.removal_options", run_seed=False, sampled=True)
     params = to_jsonable(dict(removal.params()))
     stages.add("road/removal", time.perf_counter() - t0)
     log(f"removal: {removal_text(params)}, fitted on {len(dataset.X_train)} training rows")
