@@ -66,6 +66,7 @@ from .sections import (
     SCHEDULER_SCHEMES,
     _check_values,
     check_sanity,
+    normalize_removals,
     observational_method,
     policy_label,
     removal_options,
@@ -237,6 +238,11 @@ def load(config: str | os.PathLike | Mapping, *, quick: bool = False,
                           f"overrides, but it has {what}: it would run at full size and record "
                           "quick = true. Run it without --quick (quick=False), or add a [quick] "
                           "table of smaller sizes (docs/experiments.md).")
+    normalize_removals(raw, "", source)
+    normalize_removals(quick_over, "quick.", source)
+    if overrides:
+        overrides = copy.deepcopy(dict(overrides))
+        normalize_removals(overrides, "", "overrides")
     _check_table(raw, SCHEMA, "", source, partial=False)
     _check_table(quick_over, SCHEMA, "quick.", source, partial=True)
     if overrides:

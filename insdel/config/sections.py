@@ -593,3 +593,90 @@ def _check_removal(cfg: dict, source: str) -> None:
             pass  # fitted on the run's rows: its other options are checked when the run builds it
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{source}: removal.{name}: {exc}") from None
+
+
+#: The keys of a removal in a configuration: ``{name, options}``.
+REMOVAL_SPEC_KEYS = ("name", "options")
+
+
+#: The commands' tables that configure one removal (``<table>.removal``).
+_REMOVAL_TABLES = ("roar", "road")
+
+
+def _deprecated(source: str, old: str, new: str) -> None:
+    """An old spelling of a removal: a ``DeprecationWarning`` and one plain line on stderr, each
+    naming the new key."""
+    import sys
+    import warnings
+
+    msg = f"{source}: {old} is deprecated: write {new} (docs/experiments.md, *Removals*)."
+    warnings.warn(msg, DeprecationWarning, stacklevel=4)
+    print(f"note: {msg}", file=sys.stderr, flush=True)
+
+
+def _removal_spec(value, where: str, source: str) -> tuple:
+    """(name, options) of a removal given as ``{name, options}``; either may be absent (None)."""
+    _check_free(where, value, REMOVAL_SPEC_KEYS, source)
+    name, options = value.get("name"), value.get("options")
+    if name is not None and not isinstance(name, str):
+        raise ConfigError(f"{source}: {where}.name must be a removal's name; got {name!r}.")
+    if options is not None and not isinstance(options, Mapping):
+        raise ConfigError(f"{source}: {where}.options must be a table of the removal's options; "
+                          f"got {options!r}.")
+    return name, options
+
+
+def normalize_removals(layer: dict, prefix: str, source: str) -> None:
+    """Read every removal of one layer of a configuration (the file's top level, its ``[quick]``
+    table or the overrides) in its one shape, ``{name, options}``, in place.
+
+    ``roar.removal`` / ``road.removal`` is a name or a table ``{name, options}``; each entry of
+    ``removal.kinds`` is a name or a table ``{name, options}``. The loaded configuration records
+    them as before (``<table>.removal`` the name, ``<table>.removal_options`` the options;
+    ``removal.kinds`` the names, ``removal.<name>`` the options), so a run's manifest and its
+    fingerprint do not depend on the spelling. The older spellings (``<table>.removal_options``,
+    ``[removal.<name>]`` tables) keep working, each with a deprecation message naming the new
+    key."""
+    for t in _REMOVAL_TABLES:
+        tab = layer.get(t)
+        if not isinstance(tab, Mapping):
+            continue
+        where = f"{prefix}{t}.removal"
+        if isinstance(tab.get("removal"), Mapping):
+            if "removal_options" in tab:
+                raise ConfigError(f"{source}: {where}.options and {prefix}{t}.removal_options "
+                                  f"both give the removal's options; keep {where}.options.")
+            name, options = _removal_spec(tab["removal"], where, source)
+            del tab["removal"]
+            if name is not None:
+                tab["removal"] = name
+            if options is not None:
+                tab["removal_options"] = dict(options)
+        elif "removal_options" in tab:
+            _deprecated(source, f"{prefix}{t}.removal_options",
+                        f"{where} = {{name = ..., options = {{...}}}} (or [{where}] with name "
+                        f"and [{where}.options])")
+    r = layer.get("removal")
+    if not isinstance(r, Mapping):
+        return
+    kinds = r.get("kinds")
+    given = []  # the removals whose options the kinds entries give
+    if isinstance(kinds, list):
+        for i, entry in enumerate(kinds):
+            if not isinstance(entry, Mapping):
+                continue
+            name, options = _removal_spec(entry, f"{prefix}removal.kinds[{i}]", source)
+            if name is None:
+                raise ConfigError(f"{source}: {prefix}removal.kinds[{i}] needs a name.")
+            if options is not None:
+                if isinstance(r.get(name), Mapping):
+                    raise ConfigError(f"{source}: {prefix}removal.kinds[{i}].options and "
+                                      f"[{prefix}removal.{name}] both give {name}'s options; "
+                                      f"keep {prefix}removal.kinds[{i}].options.")
+                r[name] = dict(options)
+                given.append(name)
+            kinds[i] = name
+    for name, value in r.items():
+        if isinstance(value, Mapping) and name not in given:
+            _deprecated(source, f"[{prefix}removal.{name}]",
+                        f'{prefix}removal.kinds = [..., {{name = "{name}", options = {{...}}}}]')
