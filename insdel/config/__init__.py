@@ -261,8 +261,7 @@ def load(config: str | os.PathLike | Mapping, *, quick: bool = False,
     # other reads, so that no key is silently ignored
     cfg["sections"] = sorted(set(raw) | (set(quick_over) if quick else set())
                              | set(overrides or {}))
-    _check_values(cfg, source)
-    check_tables(cfg, source)
+    _check_values(cfg, source, check_tables)
     return cfg
 
 

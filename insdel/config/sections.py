@@ -252,7 +252,9 @@ def _check_compute(source: str, c: Mapping) -> None:
                               "own workers are used: remove one of the two.")
 
 
-def _check_values(cfg: dict, source: str) -> None:
+def _check_values(cfg: dict, source: str, check_tables=None) -> None:
+    """Every table's values; ``check_tables(cfg, source)`` checks the commands' own tables
+    (:func:`insdel.config.commands.check_tables`, which sits above this module)."""
     # numbers were checked against their leaf's range when read (_check_leaf)
     _check_device(source, cfg["compute"]["device"])
     _check_compute(source, cfg["compute"])
@@ -262,8 +264,8 @@ def _check_values(cfg: dict, source: str) -> None:
         raise ConfigError(f"{source}: evaluation.order must be one of {ORDERS}; got "
                           f"{cfg['evaluation']['order']!r}"
                           f"{_suggest(str(cfg['evaluation']['order']), ORDERS)}")
-    # the commands' own tables ([roar], [road], [sanity], ...) are checked by their command's
-    # check (insdel.config.commands.check_tables)
+    if check_tables is not None:  # the commands' own tables ([roar], [road], [sanity], ...)
+        check_tables(cfg, source)
     modes = cfg["evaluation"]["modes"]
     if not modes:
         raise ConfigError(f"{source}: evaluation.modes must name at least one mode.")
