@@ -386,8 +386,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"insdel {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("run", help="run an experiment described by a TOML file",
-                       description="Run an experiment (docs/experiments.md). CONFIG is a TOML file "
+    run = config.commands.get("run")
+    p = sub.add_parser("run", help=run.help,
+                       description=run.description + " CONFIG is a TOML file "
                        "or a shipped configuration: " + ", ".join(config.available()) + ". `insdel "
                        "configs show NAME --out my.toml` writes a shipped one to edit.")
     p.add_argument("config", metavar="CONFIG")
@@ -427,7 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
     _run_options(p)
     p.set_defaults(func=_cmd_reproduce)
 
-    for name in config.commands.available():
+    for name in config.commands.ordered():
         cmd = config.commands.get(name)
         if name == "run":
             continue

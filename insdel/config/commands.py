@@ -26,7 +26,7 @@ from .schema import DEFAULTS, PAPER_CONFIGS, SCHEMA, ConfigError, _defaults
 from .sections import _check_road, _check_roar, check_sanity
 
 __all__ = ["Command", "COMMON_TABLES", "available", "get", "register", "unregister",
-           "check_sections", "check_tables", "owner", "reproducible", "ROAR_SECTIONS",
+           "ordered", "check_sections", "check_tables", "owner", "reproducible", "ROAR_SECTIONS",
            "ROAD_SECTIONS", "SANITY_SECTIONS"]
 
 #: The top-level keys every command that trains or loads a model reads besides its own tables.
@@ -128,6 +128,11 @@ _BUILTIN_TABLES = ("roar", "road", "sanity", "meta")
 def available() -> list[str]:
     """The registered commands, sorted."""
     return _REGISTRY.available()
+
+
+def ordered() -> list[str]:
+    """The registered commands in the order they were registered (the command line's)."""
+    return list(_REGISTRY.entries)
 
 
 def get(name: str) -> Command:
