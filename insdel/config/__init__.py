@@ -26,7 +26,9 @@ key. Input paths in a file (``data.options.path``, ``model.path``) are relative 
 folder, its output folder ``out`` to the current folder (:func:`load`). Registry verbs
 (CONTRIBUTING.md): :func:`available` (shipped configurations), :func:`get` (one's TOML text, as
 shipped), :func:`options_of` (:func:`load`'s options) and :func:`load` (a file, a shipped name or a
-dict, completed and validated).
+dict, completed and validated). The commands that read a configuration (``insdel run``, ``roar``,
+``road``, ``sanity``, your own) are declared specs in :mod:`insdel.config.commands`: their tables,
+checks and ``insdel reproduce`` experiments are read from there.
 """
 
 from __future__ import annotations

@@ -611,7 +611,8 @@ def _deprecated(source: str, old: str, new: str) -> None:
     import sys
     import warnings
 
-    msg = f"{source}: {old} is deprecated: write {new} (docs/experiments.md, *Removals*)."
+    msg = (f"{source}: {old} is deprecated: write {new} (docs/experiments.md, *One shape for a "
+           "removal*).")
     warnings.warn(msg, DeprecationWarning, stacklevel=4)
     print(f"note: {msg}", file=sys.stderr, flush=True)
 
