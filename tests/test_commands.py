@@ -132,6 +132,10 @@ def test_the_built_in_commands_are_specs_the_cli_and_reproduce_read():
     assert commands.owner(C.load("sanity_cern")).name == "sanity"
     assert commands.owner(C.load("paper_cern")).name == "run"
     assert set(provenance.kinds()) == {"run", "roar", "road", "sanity", "paper-images"}
+    assert commands.options_of("sanity") == {"quick": False, "progress": None,
+                                             "verbose": False, "wait": False}
+    with pytest.raises(ValueError, match=r"unknown command 'roa'. Did you mean 'roar'"):
+        commands.get("roa")
 
 
 def test_a_removal_is_name_and_options_in_every_table(tmp_path):

@@ -10,8 +10,8 @@ configuration checker (:func:`check_sections`, :func:`check_tables`), the tables
 (:func:`insdel.runner.provenance.kinds`) all read this registry, so a new verb is one spec here
 (or one :func:`register` call), one runner module and, if it ships an experiment, its TOML.
 
-Registry verbs (CONTRIBUTING.md): :func:`available`, :func:`get`, :func:`register`,
-:func:`unregister`.
+Registry verbs (CONTRIBUTING.md): :func:`available`, :func:`get`, :func:`options_of`,
+:func:`register`, :func:`unregister`.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._registry import Registry
+from .._registry import Registry, signature_options
 from .schema import DEFAULTS, PAPER_CONFIGS, SCHEMA, ConfigError, _defaults
 from .sections import _check_road, _check_roar, check_sanity
 
-__all__ = ["Command", "COMMON_TABLES", "available", "get", "register", "unregister",
+__all__ = ["Command", "COMMON_TABLES", "available", "get", "options_of", "register", "unregister",
            "ordered", "check_sections", "check_tables", "owner", "reproducible", "ROAR_SECTIONS",
            "ROAD_SECTIONS", "SANITY_SECTIONS"]
 
@@ -139,6 +139,12 @@ def get(name: str) -> Command:
     """The :class:`Command` registered as ``name`` (an :class:`insdel.UnknownNameError` names
     the closest)."""
     return _REGISTRY.get(name)
+
+
+def options_of(name: str) -> dict[str, Any]:
+    """The options of command ``name``'s runner besides the configuration and the output folder
+    (``quick``, ``progress``, ``verbose``, ``wait``, ...), with their defaults."""
+    return signature_options(get(name).runner(), skip=("config", "out"), keyword_only=True)
 
 
 def register(command: Command, *, overwrite: bool = False) -> Command:
