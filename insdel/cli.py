@@ -1,7 +1,9 @@
 """Command-line interface: ``insdel demo | run | reproduce | roar | road | sanity | configs |
 datasets | policies | functional | leaderboard``.
 
-Every sub-command is registered here; the modules it drives expose plain functions (the runner's
+The commands that run a configuration other than ``insdel run`` (``roar``, ``road``, ``sanity``
+and any registered one) are read off their specs (:mod:`insdel.config.commands`): one
+sub-command each, ``reproduce``'s experiments and how a run's files are printed. The modules it drives expose plain functions (the runner's
 :func:`insdel.runner.run_experiment`, the text of :func:`insdel.datasets.format_list` and
 :func:`insdel.policies.format_list` / :func:`insdel.policies.format_show`), so this module only
 parses arguments and prints.
@@ -15,40 +17,24 @@ import sys
 import textwrap
 from pathlib import Path
 
-#: What each ``insdel reproduce`` experiment reproduces (its ``--help``); every choice has a line.
-REPRODUCES = {
-    "paper-bangalore": "paper §5.1: Table 1 and Figures 4-6, Bangalore housing prices "
-                       "(housing_sim, or --data Bangalore.csv)",
-    "paper-bangalore-location": "paper §5.1 with Location kept as one one-hot feature group "
-                                "(beyond the paper, which drops it)",
-    "paper-cern": "paper §5.2: Tables 2-4 and Figures 7-12, CERN dielectron events "
-                  "(dielectron_sim, or --data dielectron.csv)",
-    "paper-bangalore-removals": "paper §5.1 under three removals (baseline, marginal, "
-                                "conditional_gaussian) and how alike they rank the methods "
-                                "(beyond the paper; --removal NAME,... for a subset)",
-    "paper-cern-removals": "paper §5.2 under three removals (baseline, marginal, "
-                           "conditional_gaussian) and how alike they rank the methods (beyond "
-                           "the paper; --removal NAME,... for a subset)",
-    "observational-bangalore": "beyond the paper: §5.1's methods plus cohort Shapley and IGCS on "
-                               "Bangalore housing, ABC under the paper's baseline removal beside "
-                               "the observational (cohort game) ABC and the Kendall tau between "
-                               "the two rankings",
-    "paper-images": "paper Figure 1 and Table 5's layout (Appendix A.1) on scikit-learn's 8 x 8 "
-                    "digits with a small CNN",
-    "paper-roar-bangalore": "paper §6: Figure 13, remove and retrain (ROAR) on Bangalore housing",
-    "paper-roar-cern": "paper §6: Figure 13, remove and retrain (ROAR) on CERN dielectron events",
-    "paper-road-bangalore": "beyond the paper: ROAD, remove and debias without retraining (a "
-                            "conditional imputation, SRG, leakage), on Bangalore housing beside "
-                            "§6's Figure 13",
-    "metrics-cern": "beyond the paper: the faithfulness metrics of insdel.metrics and their "
-                    "agreement (Kendall's tau) on dielectron_sim",
-    "metrics-housing": "beyond the paper: the faithfulness metrics of insdel.metrics and their "
-                       "agreement (Kendall's tau) on housing_sim",
-}
+#: What ``insdel reproduce paper-images`` reproduces; every other experiment's line is in its
+#: command's spec (:func:`insdel.config.commands.reproducible`).
+_PAPER_IMAGES = ("paper Figure 1 and Table 5's layout (Appendix A.1) on scikit-learn's 8 x 8 "
+                 "digits with a small CNN")
 
-REPRODUCES["sanity-cern"] = ("beyond the paper: sanity checks of the methods (model parameter "
-                             "and data randomisation) and the reliability of the metrics "
-                             "(MetaQuantus) on dielectron_sim")
+
+def reproduces() -> dict[str, str]:
+    """What each ``insdel reproduce`` experiment reproduces (its ``--help``), in the commands'
+    order, ``paper-images`` after ``insdel run``'s."""
+    from .config import commands
+
+    described = commands.reproducible()
+    out = {e: described[e] for e in commands.get("run").experiments}
+    out["paper-images"] = _PAPER_IMAGES
+    return {**out, **described}
+
+
+REPRODUCES = reproduces()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -186,18 +172,9 @@ def _cmd_reproduce(args) -> int:
                        "options": {**dict(cfg["data"].get("real_options") or {}),
                                    "path": str(path.resolve())}}
     out = args.out or f"runs/{args.experiment}{'-quick' if args.quick else ''}"
-    if "roar" in cfg["sections"]:
-        from .runner import run_roar
-
-        return _finish_roar(run_roar(cfg, out, verbose=True, progress=_progress(args),
-                                     wait=args.wait))
-    if "road" in cfg["sections"]:
-        from .runner import run_road
-
-        return _finish_road(run_road(cfg, out, verbose=True, progress=_progress(args),
-                                     wait=args.wait))
-    if "sanity" in cfg["sections"]:
-        return _sanity(cfg, out, args)
+    cmd = config.commands.owner(cfg)
+    if cmd.name != "run":
+        return _run_command(cmd, cfg, out, args)
     res = run_experiment(cfg, out, verbose=True, progress=_progress(args), wait=args.wait)
     _print_result(res)
     return 0
@@ -212,66 +189,32 @@ def _command_config(args):
     return config.load(args.config, quick=args.quick, overrides=_device(args, {}) or None)
 
 
-def _cmd_roar(args) -> int:
-    from .runner import run_roar
+def _cmd_command(args) -> int:
+    """``insdel NAME CONFIG`` of a registered command (``roar``, ``road``, ``sanity``, ...)."""
+    from .config import commands
 
-    cfg = _command_config(args)
-    return _finish_roar(run_roar(cfg, args.out, verbose=True, progress=_progress(args),
-                                 wait=args.wait))
-
-
-def _finish_roar(res) -> int:
-    print(res.to_markdown())
-    print(f"results: {res.out} (roar.csv, roar_summary.csv, summary.md, manifest.json)")
-    if res.figure is not None:
-        print(f"figure: {res.figure}")
-    return 0
+    return _run_command(commands.get(args.command), _command_config(args), args.out, args)
 
 
-def _cmd_road(args) -> int:
-    from .runner import run_road
-
-    cfg = _command_config(args)
-    return _finish_road(run_road(cfg, args.out, verbose=True, progress=_progress(args),
-                                 wait=args.wait))
-
-
-def _finish_road(res) -> int:
-    print(res.to_markdown())
-    written = ["road.csv", "road_summary.csv", *(["leakage.csv"] if res.leakage is not None
-                                                 else []), "summary.md", "manifest.json"]
-    print(f"results: {res.out} ({', '.join(written)})")
-    if res.figure is not None:
-        print(f"figure: {res.figure}")
-    return 0
-
-
-def _cmd_sanity(args) -> int:
-    return _sanity(_command_config(args), args.out, args)
-
-
-def _sanity(cfg, out, args) -> int:
-    """``insdel sanity`` and ``insdel reproduce sanity-cern``: run, print the tables and the
-    files."""
-    from .runner import run_sanity
-
+def _run_command(cmd, cfg, out, args) -> int:
+    """Run command ``cmd`` (an :class:`insdel.config.Command`) on a loaded configuration; print
+    its tables, its notes, the data files it wrote and its figures."""
     if getattr(args, "removal", None):
-        raise ValueError("--removal applies to insertion/deletion runs; the sanity checks take "
-                         "none.")
-    if getattr(args, "scheduler", None) not in (None, "serial"):
-        raise ValueError(f"--scheduler {args.scheduler}: the sanity checks run serially (their "
-                         "randomised models are deep copies on this machine); leave the "
-                         "option out.")
-    res = run_sanity(cfg, out, verbose=True, progress=_progress(args), wait=args.wait)
+        raise ValueError(f"--removal applies to insertion/deletion runs; `insdel {cmd.name}` "
+                         "configures its removal in its own table.")
+    if cmd.serial and getattr(args, "scheduler", None) not in (None, "serial"):
+        raise ValueError(f"--scheduler {args.scheduler}: `insdel {cmd.name}` runs serially on "
+                         "this machine; leave the option out.")
+    res = cmd.runner()(cfg, out, verbose=True, progress=_progress(args), wait=args.wait)
     print(res.to_markdown())
-    written = [n for n in ("sanity.csv", "sanity_flags.csv", "reliability.csv",
-                           "reliability_tests.csv", "summary.md", "manifest.json")
-               if (res.out / n).is_file()]
-    if res.results:
-        print(f"methods failing a randomisation check: {', '.join(res.flagged) or 'none'}")
-    print(f"compute: {res.manifest['compute']['seconds_total']:.1f} s")
-    print(f"results: {res.out} ({', '.join(written)})")
-    for fig in res.figures or ():
+    for line in cmd.notes(res) if cmd.notes is not None else ():
+        print(line)
+    written = [n for n in cmd.outputs if (Path(res.out) / n).is_file()]
+    print(f"results: {res.out}" + (f" ({', '.join(written)})" if written else ""))
+    figures = getattr(res, "figures", None)
+    if figures is None and getattr(res, "figure", None) is not None:
+        figures = [res.figure]
+    for fig in figures or ():
         print(f"figure: {fig}")
     return 0
 
@@ -443,8 +386,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"insdel {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("run", help="run an experiment described by a TOML file",
-                       description="Run an experiment (docs/experiments.md). CONFIG is a TOML file "
+    run = config.commands.get("run")
+    p = sub.add_parser("run", help=run.help,
+                       description=run.description + " CONFIG is a TOML file "
                        "or a shipped configuration: " + ", ".join(config.available()) + ". `insdel "
                        "configs show NAME --out my.toml` writes a shipped one to edit.")
     p.add_argument("config", metavar="CONFIG")
@@ -458,15 +402,16 @@ def build_parser() -> argparse.ArgumentParser:
     _run_options(p)
     p.set_defaults(func=_cmd_run)
 
+    described = reproduces()
     experiments = sorted(config.PAPER_CONFIGS) + list(config.PAPER_EXPERIMENTS)
-    listed = sorted(experiments, key=list(REPRODUCES).index)  # the paper's order, then the rest
+    listed = sorted(experiments, key=list(described).index)  # the paper's order, then the rest
     width = max(map(len, experiments))
     p = sub.add_parser("reproduce", help="reproduce the paper's experiments (§5, §6, Figure 1 / "
                        "Table 5) and the metric studies",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Reproduce an experiment on the embedded simulator or, with "
                        "--data, on your copy of the real data.\n\nEXPERIMENT:\n" + "\n".join(
-                           textwrap.fill(REPRODUCES[e], 96, initial_indent=f"  {e:<{width}}  ",
+                           textwrap.fill(described[e], 96, initial_indent=f"  {e:<{width}}  ",
                                          subsequent_indent=" " * (width + 4))
                            for e in listed)
                        + "\n\nEach TOML experiment is a shipped configuration: insdel configs "
@@ -483,42 +428,17 @@ def build_parser() -> argparse.ArgumentParser:
     _run_options(p)
     p.set_defaults(func=_cmd_reproduce)
 
-    p = sub.add_parser("roar", help="remove and retrain (paper section 6, Figure 13)",
-                       description="ROAR for regression (docs/roar.md): CONFIG is a TOML file with "
-                       "a [roar] table, or a shipped one: paper_roar_bangalore, paper_roar_cern.")
-    p.add_argument("config", metavar="CONFIG")
-    p.add_argument("--out", default=None, help="output folder (default: the config's, else "
-                   "runs/<name>)")
-    p.add_argument("--quick", action="store_true", help="apply the config's [quick] sizes")
-    _run_options(p)
-    p.set_defaults(func=_cmd_roar)
-
-    p = sub.add_parser("road", help="remove and debias: ROAD without retraining (docs/road.md)",
-                       description="ROAD for regression (docs/road.md): removed features imputed "
-                       "by a conditional removal fitted on the training rows, MoRF / LeRF losses "
-                       "of the same model, SRG and the leakage diagnostic. CONFIG is a TOML file "
-                       "with a [road] table, or a shipped one: paper_road_bangalore.")
-    p.add_argument("config", metavar="CONFIG")
-    p.add_argument("--out", default=None, help="output folder (default: the config's, else "
-                   "runs/<name>)")
-    p.add_argument("--quick", action="store_true", help="apply the config's [quick] sizes")
-    _run_options(p)
-    p.set_defaults(func=_cmd_road)
-
-    p = sub.add_parser("sanity", help="sanity checks of the methods and the reliability of the "
-                       "metrics (docs/sanity.md)",
-                       description="Model parameter randomisation (MPRT / eMPRT), optionally data "
-                       "randomisation, and MetaQuantus-style reliability of the metrics "
-                       "(docs/sanity.md). CONFIG is a TOML file with a [sanity] table (and "
-                       "optionally [meta]), or a shipped one: sanity_cern. It runs serially "
-                       "on this machine (no Dask scheduler): its randomised models are deep "
-                       "copies of the model.")
-    p.add_argument("config", metavar="CONFIG")
-    p.add_argument("--out", default=None, help="output folder (default: the config's, else "
-                   "runs/<name>)")
-    p.add_argument("--quick", action="store_true", help="apply the config's [quick] sizes")
-    _run_options(p, scheduler=False)
-    p.set_defaults(func=_cmd_sanity)
+    for name in config.commands.ordered():
+        cmd = config.commands.get(name)
+        if name == "run":
+            continue
+        p = sub.add_parser(name, help=cmd.help, description=cmd.description)
+        p.add_argument("config", metavar="CONFIG")
+        p.add_argument("--out", default=None, help="output folder (default: the config's, else "
+                       "runs/<name>)")
+        p.add_argument("--quick", action="store_true", help="apply the config's [quick] sizes")
+        _run_options(p, scheduler=not cmd.serial)
+        p.set_defaults(func=_cmd_command)
 
     p = sub.add_parser("demo", help="the CERN experiment in miniature (a few minutes)",
                        description="dielectron_sim, the three paper policies, all seven methods at "

@@ -353,16 +353,32 @@ def test_road_on_a_table_with_a_categorical_column_uses_groups_and_names_capped_
 
 
 def test_road_s_removal_gets_the_one_hot_groups_or_names_them():
-    from insdel.runner.road import build_removal
+    from types import SimpleNamespace
+
+    from insdel.groups import check_groups
+    from insdel.runner.removals import build_removal
 
     rng = np.random.default_rng(0)
     d = rng.normal(size=(200, 5))
     d[:, 2:] = np.eye(3)[rng.integers(0, 3, 200)]
-    groups = {"region": [2, 3, 4]}
-    assert build_removal("conditional_gaussian", {}, d, one_hot=groups).one_hot == [[2, 3, 4]]
-    assert build_removal("conditional_knn", {"one_hot": ["region"]}, d,
-                         one_hot=groups).one_hot == [[2, 3, 4]]
-    assert build_removal("conditional_gaussian", {"one_hot": []}, d, one_hot=groups).one_hot == []
-    with pytest.raises(ValueError, match=r"road.removal_options.one_hot: 'town' is not a one-hot "
-                                         r"group of the data set \(its one-hot groups: region\)"):
-        build_removal("conditional_gaussian", {"one_hot": ["town"]}, d, one_hot=groups)
+    data = SimpleNamespace(X_train=d, groups=check_groups({"region": [2, 3, 4]}, 5))
+    cfg = {"seed": 7, "source": "<dict>"}
+
+    def road(name, options):  # ROAD's rule: a sampled removal, its own default seed
+        return build_removal(cfg, name, options, data, where="road.removal_options",
+                             run_seed=False, sampled=True)
+
+    assert road("conditional_gaussian", {}).one_hot == [[2, 3, 4]]
+    assert road("conditional_knn", {"one_hot": ["region"]}).one_hot == [[2, 3, 4]]
+    assert road("conditional_gaussian", {"one_hot": []}).one_hot == []
+    with pytest.raises(C.ConfigError, match=r"road.removal_options: one_hot: 'town' is not a "
+                                            r"feature group of the data set \(its groups: "
+                                            r"region\)"):
+        road("conditional_gaussian", {"one_hot": ["town"]})
+    # the seed rule is the caller's: ROAD keeps the removal's default 0, a run gives its seed
+    assert road("conditional_knn", {}).seed == 0
+    assert build_removal(cfg, "conditional_knn", {}, data).seed == 7
+    assert road("conditional_knn", {"seed": 3}).seed == 3
+    with pytest.raises(C.ConfigError, match=r"road.removal_options: 'marginal' \(Marginal\) is "
+                                            r"not a SampledRemoval"):
+        road("marginal", {})

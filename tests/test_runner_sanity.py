@@ -301,7 +301,7 @@ def test_sanity_offers_no_scheduler_and_reproduce_refuses_one_plainly(tiny, tmp_
     assert cli.main(["reproduce", "sanity-cern", "--quick", "--scheduler", "local", "--out",
                      str(out), "--no-progress"]) == 1
     err = capsys.readouterr().err
-    assert "--scheduler local: the sanity checks run serially" in err
+    assert "--scheduler local: `insdel sanity` runs serially" in err
     assert "compute.backend" not in err and not out.exists()
 
 

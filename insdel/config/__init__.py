@@ -26,7 +26,9 @@ key. Input paths in a file (``data.options.path``, ``model.path``) are relative 
 folder, its output folder ``out`` to the current folder (:func:`load`). Registry verbs
 (CONTRIBUTING.md): :func:`available` (shipped configurations), :func:`get` (one's TOML text, as
 shipped), :func:`options_of` (:func:`load`'s options) and :func:`load` (a file, a shipped name or a
-dict, completed and validated).
+dict, completed and validated). The commands that read a configuration (``insdel run``, ``roar``,
+``road``, ``sanity``, your own) are declared specs in :mod:`insdel.config.commands`: their tables,
+checks and ``insdel reproduce`` experiments are read from there.
 """
 
 from __future__ import annotations
@@ -39,6 +41,14 @@ from pathlib import Path
 from typing import Any
 
 from .._registry import UnknownNameError
+from .commands import (  # noqa: I001  (after sections: the built-in specs name its checks)
+    ROAD_SECTIONS,
+    ROAR_SECTIONS,
+    SANITY_SECTIONS,
+    Command,
+    check_sections,
+    check_tables,
+)
 from .schema import (
     ALL_METHODS,
     ANY_TABLE,
@@ -54,15 +64,12 @@ from .schema import (
     _merge,
 )
 from .sections import (
-    ROAD_SECTIONS,
-    ROAR_SECTIONS,
     RUN_GIVEN_METHOD_OPTIONS,
     RUN_GIVEN_REMOVAL_OPTIONS,
-    SANITY_SECTIONS,
     SCHEDULER_SCHEMES,
     _check_values,
     check_sanity,
-    check_sections,
+    normalize_removals,
     observational_method,
     policy_label,
     removal_options,
@@ -79,7 +86,7 @@ __all__ = ["ALL_METHODS", "PAPER_CONFIGS", "PAPER_EXPERIMENTS", "SCHEMA", "DEFAU
            "removal_options", "RUN_GIVEN_METHOD_OPTIONS", "RUN_GIVEN_REMOVAL_OPTIONS",
            "observational_method", "check_sections", "check_sanity", "SCHEDULER_SCHEMES",
            "ROAR_SECTIONS", "ROAD_SECTIONS", "SANITY_SECTIONS", "ANY_TABLE", "NAMED_TABLES",
-           "RENAMED"]
+           "RENAMED", "Command", "commands"]
 
 
 # -- registry verbs ---------------------------------------------------------------------------------
@@ -235,6 +242,11 @@ def load(config: str | os.PathLike | Mapping, *, quick: bool = False,
                           f"overrides, but it has {what}: it would run at full size and record "
                           "quick = true. Run it without --quick (quick=False), or add a [quick] "
                           "table of smaller sizes (docs/experiments.md).")
+    normalize_removals(raw, "", source)
+    normalize_removals(quick_over, "quick.", source)
+    if overrides:
+        overrides = copy.deepcopy(dict(overrides))
+        normalize_removals(overrides, "", "overrides")
     _check_table(raw, SCHEMA, "", source, partial=False)
     _check_table(quick_over, SCHEMA, "quick.", source, partial=True)
     if overrides:
@@ -253,7 +265,7 @@ def load(config: str | os.PathLike | Mapping, *, quick: bool = False,
     # other reads, so that no key is silently ignored
     cfg["sections"] = sorted(set(raw) | (set(quick_over) if quick else set())
                              | set(overrides or {}))
-    _check_values(cfg, source)
+    _check_values(cfg, source, check_tables)
     return cfg
 
 

@@ -16,16 +16,9 @@ ALL_METHODS = ("kernel_shap", "integrated_gradients", "deeplift", "vanilla_grad"
                "input_x_gradient", "lime")
 
 
-#: ``insdel reproduce`` names -> shipped configuration names.
-PAPER_CONFIGS = {"paper-cern": "paper_cern", "paper-bangalore": "paper_bangalore",
-                 "paper-bangalore-location": "paper_bangalore_location",
-                 "paper-bangalore-removals": "paper_bangalore_removals",
-                 "observational-bangalore": "observational_bangalore",
-                 "paper-cern-removals": "paper_cern_removals",
-                 "paper-roar-bangalore": "paper_roar_bangalore",
-                 "paper-roar-cern": "paper_roar_cern",
-                 "paper-road-bangalore": "paper_road_bangalore",
-                 "metrics-cern": "metrics_cern", "metrics-housing": "metrics_housing"}
+#: ``insdel reproduce`` names -> shipped configuration names: filled by each command's spec when
+#: it is registered (:mod:`insdel.config.commands`, ``Command.experiments``).
+PAPER_CONFIGS: dict[str, str] = {}
 
 
 #: ``insdel reproduce`` experiments that are not TOML runs (they take --quick, --out, --seed).
@@ -209,9 +202,6 @@ SCHEMA["sanity"] = SANITY_SCHEMA
 
 
 SCHEMA["meta"] = META_SCHEMA
-
-
-PAPER_CONFIGS["sanity-cern"] = "sanity_cern"
 
 
 #: Keys renamed since earlier versions: an old name is an error that names the new one.

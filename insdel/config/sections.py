@@ -1,6 +1,7 @@
 """The configuration's section checks (docs/experiments.md): the values of each table against
 the registries they name (data recipes, models, policies, methods, metrics, removals) and the
-commands' own tables (``[roar]``, ``[road]``, ``[sanity]``, ``[meta]``)."""
+checks of the built-in commands' own tables (``[roar]``, ``[road]``, ``[sanity]``, ``[meta]``),
+which their :class:`~insdel.config.commands.Command` specs name."""
 
 from __future__ import annotations
 
@@ -262,68 +263,9 @@ def _check_compute(source: str, c: Mapping) -> None:
                               "own workers are used: remove one of the two.")
 
 
-#: Top-level keys `insdel roar` reads; `insdel run` reads every other one and not ``roar``.
-ROAR_SECTIONS = ("name", "description", "seed", "out", "data", "model", "methods", "compute",
-                 "roar")
-
-
-#: Top-level keys `insdel road` reads; `insdel run` refuses a ``[road]`` table.
-ROAD_SECTIONS = ("name", "description", "seed", "out", "data", "model", "methods", "compute",
-                 "road")
-
-
-#: The tables of the commands that read only some of a configuration: table -> what it reads.
-_COMMAND_SECTIONS = {"roar": ROAR_SECTIONS, "road": ROAD_SECTIONS}
-
-
-_COMMAND_NAMES = {"roar": "ROAR", "road": "ROAD"}
-
-
-#: Top-level keys `insdel sanity` reads; `insdel run`, `roar` and `road` refuse ``[sanity]`` and
-#: ``[meta]``.
-SANITY_SECTIONS = ("name", "description", "seed", "out", "data", "model", "methods", "compute",
-                   "sanity", "meta")
-
-
-_COMMAND_SECTIONS["sanity"] = SANITY_SECTIONS
-
-
-_COMMAND_NAMES["sanity"] = "sanity-check"
-
-
-#: Tables only a command reads besides its own: table -> that command.
-_COMMAND_TABLES = {"meta": "sanity"}
-
-
-#: The tables of which a command needs at least one (default: its own): ``insdel sanity`` runs
-#: the metrics' reliability from ``[meta]`` alone.
-_COMMAND_OWN = {"sanity": ("sanity", "meta")}
-
-
-def check_sections(cfg: Mapping, command: str) -> None:
-    """Refuse a configuration whose tables the command would not read (``"run"``, ``"roar"`` or
-    ``"road"``)."""
-    given = set(cfg.get("sections", ()))
-    if command in _COMMAND_SECTIONS:
-        reads = _COMMAND_SECTIONS[command]
-        tables = _COMMAND_OWN.get(command, (command,))
-        if not given & set(tables):
-            raise ConfigError(f"{cfg['source']}: `insdel {command}` needs a "
-                              + " or a ".join(f"[{t}]" for t in tables)
-                              + f" table (see docs/{command}.md); this configuration has none.")
-        extra = sorted(given - set(reads))
-        if extra:
-            raise ConfigError(f"{cfg['source']}: {', '.join(extra)}: not read by `insdel "
-                              f"{command}` (it reads {', '.join(reads)}); remove them.")
-        return
-    for table, command in [*((t, t) for t in _COMMAND_SECTIONS), *_COMMAND_TABLES.items()]:
-        if table in given:
-            raise ConfigError(f"{cfg['source']}: this is a {_COMMAND_NAMES[command]} "
-                              f"configuration ([{table}] table): run it with `insdel {command}`, "
-                              "not `insdel run`.")
-
-
-def _check_values(cfg: dict, source: str) -> None:
+def _check_values(cfg: dict, source: str, check_tables=None) -> None:
+    """Every table's values; ``check_tables(cfg, source)`` checks the commands' own tables
+    (:func:`insdel.config.commands.check_tables`, which sits above this module)."""
     # numbers were checked against their leaf's range when read (_check_leaf)
     _check_device(source, cfg["compute"]["device"])
     _check_compute(source, cfg["compute"])
@@ -331,12 +273,8 @@ def _check_values(cfg: dict, source: str) -> None:
 
     _check_ordering(source, "evaluation.order", cfg["evaluation"]["order"], allowed=ORDERS,
                     ranking=None)
-    if "roar" in cfg.get("sections", ()):
-        _check_roar(cfg, source)
-    if "road" in cfg.get("sections", ()):
-        _check_road(cfg, source)
-    if {"sanity", "meta"} & set(cfg.get("sections", ())):
-        check_sanity(cfg, source)
+    if check_tables is not None:  # the commands' own tables ([roar], [road], [sanity], ...)
+        check_tables(cfg, source)
     modes = cfg["evaluation"]["modes"]
     if not modes:
         raise ConfigError(f"{source}: evaluation.modes must name at least one mode.")
@@ -658,3 +596,91 @@ def _check_removal(cfg: dict, source: str) -> None:
             pass  # fitted on the run's rows: its other options are checked when the run builds it
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{source}: removal.{name}: {exc}") from None
+
+
+#: The keys of a removal in a configuration: ``{name, options}``.
+REMOVAL_SPEC_KEYS = ("name", "options")
+
+
+#: The commands' tables that configure one removal (``<table>.removal``).
+_REMOVAL_TABLES = ("roar", "road")
+
+
+def _deprecated(source: str, old: str, new: str) -> None:
+    """An old spelling of a removal: a ``DeprecationWarning`` and one plain line on stderr, each
+    naming the new key."""
+    import sys
+    import warnings
+
+    msg = (f"{source}: {old} is deprecated: write {new} (docs/experiments.md, *One shape for a "
+           "removal*).")
+    warnings.warn(msg, DeprecationWarning, stacklevel=4)
+    print(f"note: {msg}", file=sys.stderr, flush=True)
+
+
+def _removal_spec(value, where: str, source: str) -> tuple:
+    """(name, options) of a removal given as ``{name, options}``; either may be absent (None)."""
+    _check_free(where, value, REMOVAL_SPEC_KEYS, source)
+    name, options = value.get("name"), value.get("options")
+    if name is not None and not isinstance(name, str):
+        raise ConfigError(f"{source}: {where}.name must be a removal's name; got {name!r}.")
+    if options is not None and not isinstance(options, Mapping):
+        raise ConfigError(f"{source}: {where}.options must be a table of the removal's options; "
+                          f"got {options!r}.")
+    return name, options
+
+
+def normalize_removals(layer: dict, prefix: str, source: str) -> None:
+    """Read every removal of one layer of a configuration (the file's top level, its ``[quick]``
+    table or the overrides) in its one shape, ``{name, options}``, in place.
+
+    ``roar.removal`` / ``road.removal`` is a name or a table ``{name, options}``; each entry of
+    ``removal.kinds`` is a name or a table ``{name, options}``. The loaded configuration records
+    them as before (``<table>.removal`` the name, ``<table>.removal_options`` the options;
+    ``removal.kinds`` the names, ``removal.<name>`` the options), so a run's manifest and its
+    fingerprint do not depend on the spelling. The older spellings (``<table>.removal_options``,
+    ``[removal.<name>]`` tables) keep working, each with a deprecation message naming the new
+    key."""
+    for t in _REMOVAL_TABLES:
+        tab = layer.get(t)
+        if not isinstance(tab, Mapping):
+            continue
+        where = f"{prefix}{t}.removal"
+        if isinstance(tab.get("removal"), Mapping):
+            if "removal_options" in tab:
+                raise ConfigError(f"{source}: {where}.options and {prefix}{t}.removal_options "
+                                  f"both give the removal's options; keep {where}.options.")
+            name, options = _removal_spec(tab["removal"], where, source)
+            del tab["removal"]
+            if name is not None:
+                tab["removal"] = name
+            if options is not None:
+                tab["removal_options"] = dict(options)
+        elif "removal_options" in tab:
+            _deprecated(source, f"{prefix}{t}.removal_options",
+                        f"{where} = {{name = ..., options = {{...}}}} (or [{where}] with name "
+                        f"and [{where}.options])")
+    r = layer.get("removal")
+    if not isinstance(r, Mapping):
+        return
+    kinds = r.get("kinds")
+    given = []  # the removals whose options the kinds entries give
+    if isinstance(kinds, list):
+        for i, entry in enumerate(kinds):
+            if not isinstance(entry, Mapping):
+                continue
+            name, options = _removal_spec(entry, f"{prefix}removal.kinds[{i}]", source)
+            if name is None:
+                raise ConfigError(f"{source}: {prefix}removal.kinds[{i}] needs a name.")
+            if options is not None:
+                if isinstance(r.get(name), Mapping):
+                    raise ConfigError(f"{source}: {prefix}removal.kinds[{i}].options and "
+                                      f"[{prefix}removal.{name}] both give {name}'s options; "
+                                      f"keep {prefix}removal.kinds[{i}].options.")
+                r[name] = dict(options)
+                given.append(name)
+            kinds[i] = name
+    for name, value in r.items():
+        if isinstance(value, Mapping) and name not in given:
+            _deprecated(source, f"[{prefix}removal.{name}]",
+                        f'{prefix}removal.kinds = [..., {{name = "{name}", options = {{...}}}}]')

@@ -20,14 +20,13 @@ import pandas as pd
 
 from .. import _checkpoint as ck
 from .. import config as _config
-from .._checkpoint import to_jsonable
 from .._validation import check_progress
 from ..distributed import client_info, scatter
 from ..evaluation import Evaluation
 from ..report import run_header, run_tables
 from .chunks import shareable_model
 from .context import PolicyRun, logger
-from .provenance import Stages, file_hashes, manifest_head, run_files, write_manifest
+from .provenance import Stages, pairs_key, run_manifest
 from .removals import (
     attributions_text,
     build_removals,
@@ -210,7 +209,6 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
             f"the decomposition and the Shapley values)")
     model, model_metrics, model_info = model_stage(cfg, dataset, data_info, out, stages, log,
                                                    progress)
-    device = cfg["compute"]["device"]
 
     # the model reaches every Dask worker once (a future shared by every stage and policy)
     remote_model = None if client is None else scatter(client, [shareable_model(
@@ -233,8 +231,7 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
         log(f"  {len(pairing)} pairs, mean number of differing features "
             f"{pairing.mean_diff():.2f}{units}")
         X, R = np.ascontiguousarray(pairing.X), np.ascontiguousarray(pairing.R)
-        base_key = {"data": data_info["arrays_sha256"], "model": model_info["sha256"],
-                    "seed": cfg["seed"], "pairs": ck.sha256_arrays(X, R), "device": device}
+        base_key = pairs_key(cfg, data_info, model_info, X, R)
         if grp is not None:  # every chunk's key holds the groups (absent: keys as before)
             base_key["groups"] = grp.to_json()
         if model_info["file_sha256"] not in (None, model_info["sha256"]):
@@ -284,23 +281,15 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     fig_paths = figures_stage(cfg, evaluations, model, dataset, out, stages, log, decomps,
                               robustness=None if robust is None else (robust, kendall))
 
-    total = time.perf_counter() - t_all
-    files = run_files(out, {} if before is None else before, model_files(model_info))
     evals_total = sum(int(v.get("model_evaluations", 0)) for v in stages.stages.values())
-    manifest = {
-        **manifest_head(cfg),
-        "data": to_jsonable(data_info),
-        "policies": list(evaluations),
-        "policy_specs": policy_specs,
-        "removals": removal_info,
-        "removal_attributions": mode,
-        "model": {"metrics": to_jsonable(model_metrics), **to_jsonable(model_info)},
-        "compute": {"device": cfg["compute"]["device"], **client_info(client),
-                    "seconds_total": total, "model_evaluations_total": evals_total,
-                    "cpu_count": os.cpu_count(), "stages": to_jsonable(stages.stages)},
-        "files": file_hashes(out, files),
-    }
-    write_manifest(out, manifest)
+    manifest = run_manifest(
+        cfg, out, before, data_info=data_info, model_info=model_info,
+        model_metrics=model_metrics, stages=stages, used=model_files(model_info),
+        before_model={"policies": list(evaluations), "policy_specs": policy_specs,
+                      "removals": removal_info, "removal_attributions": mode},
+        compute={"device": cfg["compute"]["device"], **client_info(client),
+                 "seconds_total": time.perf_counter() - t_all,
+                 "model_evaluations_total": evals_total})
     return RunResult(out=out, config=cfg, evaluations=evaluations, pairings=pairings,
                      summary=summary, diagnostics=diag, manifest=manifest, figures=fig_paths,
                      model=model, dataset=dataset, decompositions=decomps,

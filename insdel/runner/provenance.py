@@ -23,7 +23,7 @@ from .._checkpoint import is_plain_folder_name, to_jsonable
 __all__ = ["OutputFolderBusy", "OutputFolderOfAnotherKind", "KINDS", "folder_kind", "lock_folder",
            "unfinish", "default_out", "snapshot", "run_files",
            "versions", "model_hash", "Stages", "manifest_head", "file_hashes",
-           "write_manifest"]
+           "write_manifest", "run_manifest", "pairs_key", "kinds"]
 
 
 class OutputFolderBusy(RuntimeError):
@@ -35,9 +35,17 @@ class OutputFolderOfAnotherKind(ValueError):
     ...): writing there would replace that run's ``summary.md`` and ``manifest.json``."""
 
 
-#: The kinds of run folder and the command that writes each.
-KINDS = {"run": "insdel run", "roar": "insdel roar", "road": "insdel road",
-         "sanity": "insdel sanity", "paper-images": "insdel reproduce paper-images"}
+def kinds() -> dict[str, str]:
+    """The kinds of run folder and the command that writes each: every registered command
+    (:mod:`insdel.config.commands`) and ``paper-images``."""
+    from ..config import commands
+
+    return {**{c: f"insdel {c}" for c in commands.available()},
+            "paper-images": "insdel reproduce paper-images"}
+
+
+#: The kinds of run folder of the built-in commands (:func:`kinds` holds the registered ones too).
+KINDS = kinds()
 
 #: The hidden file naming the kind of run a folder holds, written when the folder is locked: it
 #: outlives :func:`unfinish`, so a run stopped half-way still marks its folder.
@@ -46,11 +54,12 @@ KIND_FILE = ".insdel.kind"
 
 def _manifest_kind(manifest: Mapping) -> str | None:
     """The kind of run a manifest describes (its ``kind``, else the command's own entry)."""
-    if manifest.get("kind") in KINDS:
+    known = kinds()
+    if manifest.get("kind") in known:
         return str(manifest["kind"])
     if manifest.get("experiment") == "paper-images":
         return "paper-images"
-    for kind in ("roar", "road", "sanity"):
+    for kind in (k for k in known if k not in ("run", "paper-images")):
         if kind in manifest and not manifest.get("policies"):
             return kind
     return "run" if "policies" in manifest else None
@@ -73,17 +82,18 @@ def folder_kind(out: str | os.PathLike) -> str | None:
         kind = (out / KIND_FILE).read_text().strip()
     except OSError:
         return None
-    return kind if kind in KINDS else None
+    return kind if kind in kinds() else None
 
 
 def _claim(out: Path, kind: str) -> None:
     """Refuse a folder holding another kind of run; mark it as ``kind``'s."""
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {sorted(KINDS)}; got {kind!r}.")
+    known = kinds()
+    if kind not in known:
+        raise ValueError(f"kind must be one of {sorted(known)}; got {kind!r}.")
     held = folder_kind(out)
     if held is not None and held != kind:
         raise OutputFolderOfAnotherKind(
-            f"output folder {out} holds an `{KINDS[held]}` run ({held}); `{KINDS[kind]}` writes "
+            f"output folder {out} holds an `{known[held]}` run ({held}); `{known[kind]}` writes "
             f"a {kind} run and would replace its summary.md and manifest.json: choose another "
             "--out (or out = PATH), or remove the folder.")
     if held is None:
@@ -297,3 +307,45 @@ def write_manifest(out: Path, manifest: Mapping) -> None:
     """Write ``OUT/manifest.json`` (indented JSON, atomically): the last file of a run, the mark
     that it finished."""
     ck.atomic_write_text(Path(out) / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+
+
+def pairs_key(cfg: Mapping, data_info: Mapping, model_info: Mapping, X, R, **extra) -> dict:
+    """The key every checkpoint chunk of a run's pairs starts from: the data's and the model's
+    fingerprints, the seed, ``extra`` (``reference=``: what the references are), the pairs' own
+    SHA-256 and the device."""
+    return {"data": data_info["arrays_sha256"], "model": model_info["sha256"],
+            "seed": cfg["seed"], **extra, "pairs": ck.sha256_arrays(X, R),
+            "device": cfg["compute"]["device"]}
+
+
+def run_manifest(cfg: Mapping, out: Path, before: Mapping[Path, tuple] | None, *,
+                 data_info: Mapping, model_info: Mapping, model_metrics: Mapping,
+                 stages: Stages, compute: Mapping, before_model: Mapping | None = None,
+                 after_model: Mapping | None = None, used: tuple[str, ...] = ()) -> dict:
+    """Build and write (last, :func:`write_manifest`) the manifest of a configured run; every
+    command's one route to its ``manifest.json``.
+
+    Its entries, in order: :func:`manifest_head`, ``data``, ``before_model``'s entries,
+    ``model`` (its metrics and fingerprints), ``after_model``'s (the command's own record),
+    ``compute`` (``compute``'s entries, then ``cpu_count`` and the seconds and evaluations per
+    stage) and ``files``: the files written since ``before`` (:func:`snapshot`) and ``used``
+    (the cached model the run loaded), each with its SHA-256.
+
+    Returns
+    -------
+    dict
+        The manifest written.
+    """
+    files = run_files(out, {} if before is None else before, used)
+    manifest = {
+        **manifest_head(cfg),
+        "data": to_jsonable(data_info),
+        **dict(before_model or {}),
+        "model": {"metrics": to_jsonable(model_metrics), **to_jsonable(model_info)},
+        **{k: to_jsonable(v) for k, v in (after_model or {}).items()},
+        "compute": {**compute, "cpu_count": os.cpu_count(),
+                    "stages": to_jsonable(stages.stages)},
+        "files": file_hashes(out, files),
+    }
+    write_manifest(out, manifest)
+    return manifest

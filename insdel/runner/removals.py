@@ -128,25 +128,59 @@ def _named_one_hot(value, dataset) -> dict[str, list[int]]:
 
 
 def build_removal(cfg: Mapping, name: str, options: Mapping, dataset, *,
-                  where: str | None = None):
-    """One removal of a run: ``options`` (then :data:`RUN_DEFAULTS`), the run's seed where the
-    removal takes a seed, ``dataset.X_train`` where it takes training rows (``background`` or
-    ``data``), the data set's one-hot groups where it takes ``one_hot`` (:func:`one_hot_of`;
-    the options' ``one_hot`` names them instead), and for a game read off the data every
-    observed row and its y. ``where`` names the options' table in an error (default
-    ``removal.<name>``)."""
+                  where: str | None = None, run_seed: bool = True, sampled: bool = False):
+    """One removal of a run: the one place a configured removal is built (``[removal]``'s kinds,
+    ``roar.removal``, ``road.removal``).
+
+    It gets ``options`` (then :data:`RUN_DEFAULTS`), ``dataset.X_train`` where it takes training
+    rows (``background`` or ``data``), the data set's one-hot groups where it takes ``one_hot``
+    (:func:`one_hot_of`; the options' ``one_hot`` names them instead: group names of the data
+    set, ``[]`` for none), and for a game read off the data every observed row and its y.
+
+    Parameters
+    ----------
+    cfg : mapping
+        The loaded configuration (its ``seed`` and ``source``).
+    name : str
+        A registered removal.
+    options : mapping
+        Its options from the configuration.
+    dataset : insdel.datasets.Dataset
+        The run's data set.
+    where : str, optional
+        The options' key, named in an error (default ``removal.<name>``).
+    run_seed : bool
+        Where the removal takes a ``seed`` the options do not give: the run's seed (True: the
+        experiments' and ROAR's rule) or the removal's own default (False: ROAD's rule, so its
+        draws under a configuration stay the same).
+    sampled : bool
+        Refuse a removal that is not a :class:`~insdel.removal.SampledRemoval` (ROAD imputes a
+        removed feature from the kept ones).
+
+    Raises
+    ------
+    insdel.config.ConfigError
+        An unknown removal, a bad option value or, with ``sampled``, a removal of another kind;
+        the message names ``where``.
+    """
     from .. import removal
 
     where = where or f"removal.{name}"
+    try:
+        cls = removal.get(name)
+    except ValueError as exc:
+        raise _config.ConfigError(f"{cfg['source']}: {where}: {exc} (a removal of another insdel "
+                                  "version, or your own not registered with "
+                                  "insdel.removal.register before the run?)") from None
     accepted = removal.options_of(name)
     opts = dict(options or {})
     if not (name == "marginal" and opts.get("how") == "all"):  # K = every row: none to give
         for k, v in RUN_DEFAULTS.get(name, {}).items():
             if k in accepted:
                 opts.setdefault(k, v)
-    if "seed" in accepted:
+    if run_seed and "seed" in accepted:
         opts.setdefault("seed", int(cfg["seed"]))
-    if issubclass(removal.get(name), removal.GameRemoval) and "outcome" in accepted:
+    if issubclass(cls, removal.GameRemoval) and "outcome" in accepted:
         # the observational game: every observed row (the targets among them, so no cohort is
         # empty) and its outcome y
         opts["data"], opts["outcome"] = observed_rows(dataset)
@@ -156,10 +190,16 @@ def build_removal(cfg: Mapping, name: str, options: Mapping, dataset, *,
     try:
         if "one_hot" in accepted:
             opts["one_hot"] = (_named_one_hot(opts["one_hot"], dataset)
-                               if "one_hot" in opts else one_hot_of(dataset)) or None
-        return removal.build(name, **opts)
+                               if opts.get("one_hot") is not None else one_hot_of(dataset)) \
+                or None
+        rem = removal.build(name, **opts)
     except (TypeError, ValueError) as exc:
         raise _config.ConfigError(f"{cfg['source']}: {where}: {exc}") from None
+    if sampled and not removal.draws_rows(rem):
+        raise _config.ConfigError(f"{cfg['source']}: {where}: {name!r} ({cls.__name__}) is not "
+                                  "a SampledRemoval (it draws no rows): ROAD imputes removed "
+                                  "features from the kept ones.")
+    return rem
 
 
 def build_removals(cfg: Mapping, dataset) -> list[RunRemoval]:

@@ -27,8 +27,8 @@ from ..distributed import client_info, scatter
 from ..report import run_header
 from .chunks import shareable_model
 from .context import logger
-from .provenance import Stages, file_hashes, manifest_head, run_files, write_manifest
-from .removals import one_hot_of
+from .provenance import Stages, pairs_key, run_manifest
+from .removals import build_removal
 from .session import loaded, opened
 from .stages.attribution import AttributionPlan, attribute_all
 from .stages.data import (
@@ -41,7 +41,7 @@ from .stages.data import (
 )
 from .stages.model import model_files, model_stage
 
-__all__ = ["RoadRun", "run_road", "build_removal", "removal_text"]
+__all__ = ["RoadRun", "run_road", "removal_text"]
 
 
 @dataclass
@@ -73,42 +73,6 @@ def road_plan(cfg: Mapping, out: Path) -> AttributionPlan:
                            folder=out / "checkpoints" / "road_attributions", stream="road",
                            rows="test rows", suffix="", record="attributions",
                            bar="road attributions")
-
-
-def build_removal(name: str, options: Mapping, X_train: np.ndarray, *,
-                  one_hot: Mapping | None = None):
-    """The registered removal ``name`` with ``options``, fitted on ``X_train`` (given as
-    ``data=`` when the removal takes it) and given the one-hot groups ``one_hot`` (name ->
-    columns, :func:`insdel.runner.removals.one_hot_of`) when it takes ``one_hot`` and the
-    options do not name them; refused unless it is a :class:`~insdel.removal.SampledRemoval`."""
-    from .. import removal as _removal
-
-    try:
-        cls = _removal.get(name)
-    except ValueError as exc:
-        raise ValueError(f"road.removal: {exc} (a removal of another insdel version, or your own "
-                         "not registered with insdel.removal.register before the run?)") from None
-    opts = dict(options)
-    if "data" in _removal.options_of(name):
-        opts["data"] = np.asarray(X_train, dtype=np.float64)
-    if "one_hot" in _removal.options_of(name):
-        named = opts.get("one_hot")
-        if named is None:
-            opts["one_hot"] = dict(one_hot or {}) or None
-        elif isinstance(named, list) and all(isinstance(g, str) for g in named):
-            unknown = [g for g in named if g not in (one_hot or {})]
-            if unknown:  # a group name of the data set's one-hot groups, or none
-                raise ValueError(f"road.removal_options.one_hot: {unknown[0]!r} is not a one-hot "
-                                 f"group of the data set (its one-hot groups: "
-                                 f"{', '.join(one_hot or {}) or 'none'}).")
-            opts["one_hot"] = {g: one_hot[g] for g in named} or None
-    rem = _removal.build(name, **opts)
-    from ..road import draws_rows
-
-    if not draws_rows(rem):
-        raise TypeError(f"road.removal = {name!r} ({cls.__name__}) is not a SampledRemoval: ROAD "
-                        "imputes removed features from the kept ones.")
-    return rem
 
 
 def removal_text(params: Mapping) -> str:
@@ -219,8 +183,8 @@ def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     if grp is not None:
         log(f"units: {groups_text(grp)}")
     t0 = time.perf_counter()  # before the model: a removal that cannot be built fails at once
-    removal = build_removal(r["removal"], r["removal_options"], dataset.X_train,
-                            one_hot=one_hot_of(dataset))
+    removal = build_removal(cfg, r["removal"], r["removal_options"], dataset,
+                            where="road.removal_options", run_seed=False, sampled=True)
     params = to_jsonable(dict(removal.params()))
     stages.add("road/removal", time.perf_counter() - t0)
     log(f"removal: {removal_text(params)}, fitted on {len(dataset.X_train)} training rows")
@@ -234,9 +198,7 @@ def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     y = np.asarray(dataset.y_test[:n_rows], dtype=np.float64)
     log(f"road: {n_rows} of {len(dataset.X_test)} test rows")
     R = _reference(cfg, model, dataset, X, progress, log)
-    base_key = {"data": data_info["arrays_sha256"], "model": model_info["sha256"],
-                "seed": cfg["seed"], "reference": r["reference"], "pairs": ck.sha256_arrays(X, R),
-                "device": device}
+    base_key = pairs_key(cfg, data_info, model_info, X, R, reference=r["reference"])
     remote = None if client is None else dict(zip(("model", "X", "R"), scatter(
         client, [shareable_model(model, cfg, X.shape[1], None), X, R]), strict=True))
     atts = attribute_all(cfg, model, dataset, X, R, road_plan(cfg, out), base_key, stages, log,
@@ -285,28 +247,22 @@ def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
         fig = plotting.plot_road(res, title=f"ROAD on {data_info['name']} "
                                  f"({params.get('name', '?')} imputation)").figure
         fig_path = plotting.save_figure(fig, out / "figures" / "road.png", 110)
-    files = run_files(out, {} if before is None else before, model_files(model_info))
     leak_info = None if lk is None else {
         "accuracy": lk.accuracy, "chance": lk.chance, "excess": lk.excess,
         "fraction": lk.fraction, "classifier": lk.classifier, "n_rows": lk.n_rows,
         "n_rows_requested": lk.n_rows_requested, "folds": r["leakage_options"]["folds"],
         "interval": [lk.ci_low, lk.ci_high], "level": lk.level, "verdict": lk.verdict()}
-    manifest = {
-        **manifest_head(cfg),
-        "data": to_jsonable(data_info),
-        "model": {"metrics": to_jsonable(metrics), **to_jsonable(model_info)},
-        "road": to_jsonable({"fractions": list(r["fractions"]), "orders": list(r["orders"]),
-                             "ranking": res.ranking, "loss": res.loss, "random": r["random"],
-                             "reference": r["reference"], "rows": n_rows,
-                             "n_seeds": res.n_seeds, "units": res.units,
-                             "methods": list(cfg["methods"]["names"]),
-                             "removal": params, "leakage": leak_info}),
-        "compute": {"device": device, **client_info(client),
-                    "seconds_total": time.perf_counter() - t_all,
-                    "cpu_count": os.cpu_count(), "stages": to_jsonable(stages.stages)},
-        "files": file_hashes(out, files),
-    }
-    write_manifest(out, manifest)
+    manifest = run_manifest(
+        cfg, out, before, data_info=data_info, model_info=model_info, model_metrics=metrics,
+        stages=stages, used=model_files(model_info),
+        after_model={"road": {"fractions": list(r["fractions"]), "orders": list(r["orders"]),
+                              "ranking": res.ranking, "loss": res.loss, "random": r["random"],
+                              "reference": r["reference"], "rows": n_rows,
+                              "n_seeds": res.n_seeds, "units": res.units,
+                              "methods": list(cfg["methods"]["names"]),
+                              "removal": params, "leakage": leak_info}},
+        compute={"device": device, **client_info(client),
+                 "seconds_total": time.perf_counter() - t_all})
     return RoadRun(out=out, config=cfg, curves=res.curves, summary=res.summary,
                    leakage=None if lk is None else lk.table, removal=params, manifest=manifest,
                    markdown=text, figure=fig_path)

@@ -17,13 +17,12 @@ import pandas as pd
 
 from .. import _checkpoint as ck
 from .. import config as _config
-from .._checkpoint import to_jsonable
 from .._validation import check_progress
 from ..distributed import client_info, scatter
 from ..report import run_header
 from .chunks import shareable_model
 from .context import logger
-from .provenance import Stages, file_hashes, manifest_head, run_files, write_manifest
+from .provenance import Stages, pairs_key, run_manifest
 from .removals import build_removal, params_text, removal_record
 from .session import loaded, opened
 from .stages.attribution import attribute_all, roar_plan
@@ -111,9 +110,7 @@ def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
         R = policy_references(cfg, model, Xall, ref, progress, log, key="roar.reference",
                               rows="points", need="ROAR needs a reference for every training "
                               "and test point")
-    base_key = {"data": data_info["arrays_sha256"], "model": model_info["sha256"],
-                "seed": cfg["seed"], "reference": ref, "pairs": ck.sha256_arrays(Xall, R),
-                "device": device}
+    base_key = pairs_key(cfg, data_info, model_info, Xall, R, reference=ref)
     remote = None if client is None else dict(zip(("model", "X", "R"), scatter(
         client, [shareable_model(model, cfg, Xall.shape[1], None), Xall, R]), strict=True))
     atts = attribute_all(cfg, model, dataset, Xall, R, roar_plan(cfg, out), base_key, stages, log,
@@ -149,19 +146,13 @@ def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     with plt.rc_context({"figure.max_open_warning": 0}):
         fig = plotting.roar_figure(summary, title=f"ROAR on {data_info['name']}")
         fig_path = plotting.save_figure(fig, out / "figures" / "roar.png", 110)
-    files = run_files(out, {} if before is None else before, model_files(model_info))
-    manifest = {
-        **manifest_head(cfg),
-        "data": to_jsonable(data_info),
-        "model": {"metrics": to_jsonable(metrics), **to_jsonable(model_info)},
-        "roar": to_jsonable({**_roar.run_info(cfg, dataset, values),
-                             **({} if rem is None else {"removal": removal_record(rem)})}),
-        "compute": {"device": device, **client_info(client),
-                    "seconds_total": time.perf_counter() - t_all,
-                    "trainings": int(len(table)), "epochs_total": int(table["epochs"].sum()),
-                    "cpu_count": os.cpu_count(), "stages": to_jsonable(stages.stages)},
-        "files": file_hashes(out, files),
-    }
-    write_manifest(out, manifest)
+    manifest = run_manifest(
+        cfg, out, before, data_info=data_info, model_info=model_info, model_metrics=metrics,
+        stages=stages, used=model_files(model_info),
+        after_model={"roar": {**_roar.run_info(cfg, dataset, values),
+                              **({} if rem is None else {"removal": removal_record(rem)})}},
+        compute={"device": device, **client_info(client),
+                 "seconds_total": time.perf_counter() - t_all, "trainings": int(len(table)),
+                 "epochs_total": int(table["epochs"].sum())})
     return RoarRun(out=out, config=cfg, table=table, summary=summary, manifest=manifest,
                    figure=fig_path)

@@ -26,11 +26,10 @@ import pandas as pd
 
 from .. import _checkpoint as ck
 from .. import config as _config
-from .._checkpoint import to_jsonable
 from .._validation import check_progress
 from ..report import run_header
 from .context import logger
-from .provenance import Stages, file_hashes, manifest_head, run_files, write_manifest
+from .provenance import Stages, run_manifest
 from .session import loaded, opened
 from .stages.attribution import method_options
 from .stages.data import dataset_info, groups_of, load_dataset, log_dataset
@@ -380,25 +379,19 @@ def _run_sanity(cfg, out: Path, progress, verbose: bool,
     header = run_header(data_info, model_info, {"reference": ref})
     ck.atomic_write_text(out / "summary.md", header + "\n" + text)
     figs = _figures(results, rel, out, f"Sanity checks on {data_info['name']}")
-    files = run_files(out, {} if before is None else before, model_files(model_info))
-    manifest = {
-        **manifest_head(cfg),
-        "data": to_jsonable(data_info),
-        "model": {"metrics": to_jsonable(metrics), **to_jsonable(model_info)},
-        "sanity": to_jsonable({
+    manifest = run_manifest(
+        cfg, out, before, data_info=data_info, model_info=model_info, model_metrics=metrics,
+        stages=stages, used=model_files(model_info),
+        after_model={"sanity": {
             "pairs": int(X.shape[0]), "reference": ref, "methods": names,
             "flagged": flagged, "skipped": skipped,
             "groups": None if grp is None else data_info["groups"],
             "tests": {k: {"kind": r.kind, "order": r.order, "layers": list(r.layers),
                           "flagged": r.flagged} for k, r in results.items()},
             "reliability": None if rel is None else {
-                "metrics": list(rel.table["metric"]), "skipped": rel.stats.get("skipped", {})}}),
-        "compute": {"device": cfg["compute"]["device"], "backend": "serial",
-                    "seconds_total": time.perf_counter() - t_all,
-                    "cpu_count": os.cpu_count(), "stages": to_jsonable(stages.stages)},
-        "files": file_hashes(out, files),
-    }
-    write_manifest(out, manifest)
+                "metrics": list(rel.table["metric"]), "skipped": rel.stats.get("skipped", {})}}},
+        compute={"device": cfg["compute"]["device"], "backend": "serial",
+                 "seconds_total": time.perf_counter() - t_all})
     return SanityRun(out=out, config=cfg, results=results, table=table, flags=flags,
                      reliability=rel, flagged=flagged, manifest=manifest, markdown=text,
                      figures=figs)

@@ -1,0 +1,337 @@
+"""The commands (verbs) of insdel, each one declared spec (CONTRIBUTING.md, *Adding a command*).
+
+A :class:`Command` says everything the rest of insdel needs to know about a verb: its name (the
+``insdel NAME`` sub-command and the kind of output folder it writes), the configuration tables
+it owns with their schema, the other tables it reads, the check of its tables' values, the
+function that runs it, the data files it writes and the shipped experiments ``insdel reproduce``
+runs with it. The command line (:mod:`insdel.cli`: sub-commands, ``reproduce``), the
+configuration checker (:func:`check_sections`, :func:`check_tables`), the tables' schema
+(:data:`insdel.config.SCHEMA`) and the output folder's kinds
+(:func:`insdel.runner.provenance.kinds`) all read this registry, so a new verb is one spec here
+(or one :func:`register` call), one runner module and, if it ships an experiment, its TOML.
+
+Registry verbs (CONTRIBUTING.md): :func:`available`, :func:`get`, :func:`options_of`,
+:func:`register`, :func:`unregister`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._registry import Registry, signature_options
+from .schema import DEFAULTS, PAPER_CONFIGS, SCHEMA, ConfigError, _defaults
+from .sections import _check_road, _check_roar, check_sanity
+
+__all__ = ["Command", "COMMON_TABLES", "available", "get", "options_of", "register", "unregister",
+           "ordered", "check_sections", "check_tables", "owner", "reproducible", "ROAR_SECTIONS",
+           "ROAD_SECTIONS", "SANITY_SECTIONS"]
+
+#: The top-level keys every command that trains or loads a model reads besides its own tables.
+COMMON_TABLES = ("name", "description", "seed", "out", "data", "model", "methods", "compute")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One verb of insdel, declared once.
+
+    Attributes
+    ----------
+    name : str
+        The sub-command (``insdel NAME CONFIG``) and the kind of output folder it writes.
+    title : str
+        What a configuration of it is called in messages ("ROAR", "sanity-check").
+    help, description : str
+        The sub-command's one-line help and its ``--help`` text.
+    run : str or callable
+        ``run(config, out, *, progress, verbose, wait)`` returning a result with ``out`` and
+        ``to_markdown()`` (and optionally ``figure`` / ``figures``); a ``"module:function"``
+        string is imported when the command runs (the runner sits above the configuration).
+    tables : mapping
+        The tables it owns: table name -> its schema (leaves as in :data:`insdel.config.SCHEMA`).
+        Registering the command adds them to the schema; ``insdel run`` refuses them.
+    reads : tuple of str
+        The other top-level keys it reads (default :data:`COMMON_TABLES`); any other table given
+        is refused.
+    needs : tuple of str, optional
+        Tables of which a configuration needs at least one (default: every table of ``tables``).
+    check : callable, optional
+        ``check(cfg, source)`` of the tables' values, run by :func:`insdel.config.load` whenever
+        one of ``tables`` is given; raises :class:`insdel.config.ConfigError` naming the key.
+    outputs : tuple of str
+        Its data files: printed after the run (those that exist).
+    experiments : mapping
+        ``insdel reproduce`` name -> (shipped configuration, one-line description).
+    serial : bool
+        It runs on this machine only: the command line offers no ``--scheduler``.
+    notes : callable, optional
+        ``notes(result) -> list[str]``: lines printed after its tables (before the files).
+    """
+
+    name: str
+    title: str
+    help: str
+    description: str
+    run: str | Callable[..., Any]
+    tables: Mapping[str, Mapping] = field(default_factory=dict)
+    reads: tuple[str, ...] = COMMON_TABLES
+    needs: tuple[str, ...] | None = None
+    check: Callable[[dict, str], None] | None = None
+    outputs: tuple[str, ...] = ()
+    experiments: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    serial: bool = False
+    notes: Callable[[Any], list[str]] | None = None
+
+    @property
+    def sections(self) -> tuple[str, ...]:
+        """Every top-level key a configuration of this command may give."""
+        return tuple(self.reads) + tuple(self.tables)
+
+    @property
+    def needed(self) -> tuple[str, ...]:
+        """The tables of which a configuration needs at least one."""
+        return tuple(self.needs if self.needs is not None else self.tables)
+
+    def runner(self) -> Callable[..., Any]:
+        """The function that runs the command (``run``, imported when it is a string)."""
+        if callable(self.run):
+            return self.run
+        module, _, attr = str(self.run).partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+def _check_command(name: str, cmd: Any) -> None:
+    if not isinstance(cmd, Command):
+        raise TypeError(f"a command is an insdel.config.Command; got {type(cmd).__name__}.")
+    if cmd.name != name:
+        raise TypeError(f"the command {cmd.name!r} registered as {name!r}: give it its own name.")
+    taken = {t: c.name for c in _REGISTRY.entries.values() if c.name != name for t in c.tables}
+    for t in cmd.tables:
+        if t in taken or (t in SCHEMA and t not in _BUILTIN_TABLES):
+            raise ValueError(f"command {name!r}: the table [{t}] is already "
+                             + (f"command {taken[t]!r}'s." if t in taken else
+                                "a table of every run; name its own table."))
+    for e, (stem, _) in cmd.experiments.items():
+        if PAPER_CONFIGS.get(e, stem) != stem:
+            raise ValueError(f"command {name!r}: insdel reproduce {e} already runs "
+                             f"{PAPER_CONFIGS[e]!r}.")
+
+
+_REGISTRY = Registry("command", check=_check_command)
+
+#: The tables of the built-in commands, declared in :data:`insdel.config.SCHEMA`.
+_BUILTIN_TABLES = ("roar", "road", "sanity", "meta")
+
+
+def available() -> list[str]:
+    """The registered commands, sorted."""
+    return _REGISTRY.available()
+
+
+def ordered() -> list[str]:
+    """The registered commands in the order they were registered (the command line's)."""
+    return list(_REGISTRY.entries)
+
+
+def get(name: str) -> Command:
+    """The :class:`Command` registered as ``name`` (an :class:`insdel.UnknownNameError` names
+    the closest)."""
+    return _REGISTRY.get(name)
+
+
+def options_of(name: str) -> dict[str, Any]:
+    """The options of command ``name``'s runner besides the configuration and the output folder
+    (``quick``, ``progress``, ``verbose``, ``wait``, ...), with their defaults."""
+    return signature_options(get(name).runner(), skip=("config", "out"), keyword_only=True)
+
+
+def register(command: Command, *, overwrite: bool = False) -> Command:
+    """Register ``command``: its tables join the schema (with their defaults), its experiments
+    ``insdel reproduce``'s table, and the command line offers ``insdel NAME`` from then on.
+
+    Raises
+    ------
+    TypeError
+        ``command`` is not a :class:`Command`.
+    ValueError
+        The name is a built-in one or taken (without ``overwrite``), a table is another
+        command's or a table of every run, or a ``reproduce`` name runs another configuration.
+    """
+    if not isinstance(command, Command):
+        raise TypeError(f"a command is an insdel.config.Command; got {type(command).__name__}.")
+    _REGISTRY.register(command.name, command, overwrite=overwrite)
+    for table, schema in command.tables.items():
+        if SCHEMA.get(table) is not schema:
+            SCHEMA[table] = schema
+            DEFAULTS[table] = _defaults(schema)
+    for e, (stem, _) in command.experiments.items():
+        PAPER_CONFIGS[e] = stem
+    return command
+
+
+def unregister(name: str) -> None:
+    """Remove the user command ``name``, its tables and its experiments (built-ins stay)."""
+    cmd = _REGISTRY.get(name)
+    _REGISTRY.unregister(name)
+    for table in cmd.tables:
+        SCHEMA.pop(table, None)
+        DEFAULTS.pop(table, None)
+    for e in cmd.experiments:
+        PAPER_CONFIGS.pop(e, None)
+
+
+def owner(cfg: Mapping) -> Command:
+    """The command a loaded configuration is for: the one whose tables it gives, else ``run``."""
+    given = set(cfg.get("sections", ()))
+    for name in available():
+        cmd = get(name)
+        if given & set(cmd.tables):
+            return cmd
+    return get("run")
+
+
+def reproducible() -> dict[str, str]:
+    """``insdel reproduce`` name -> its description, every registered command's, in the order
+    they were registered."""
+    return {e: desc for cmd in _REGISTRY.entries.values()
+            for e, (_, desc) in cmd.experiments.items()}
+
+
+def check_tables(cfg: dict, source: str) -> None:
+    """Run each command's check on the tables a configuration gives (the tables' values)."""
+    given = set(cfg.get("sections", ()))
+    for name in available():
+        cmd = get(name)
+        if cmd.check is not None and given & set(cmd.tables):
+            cmd.check(cfg, source)
+
+
+def check_sections(cfg: Mapping, command: str) -> None:
+    """Refuse a configuration whose tables ``command`` would not read: a command needs one of
+    its own tables and reads only :attr:`Command.sections`; ``insdel run`` refuses every other
+    command's tables."""
+    given = set(cfg.get("sections", ()))
+    cmd = get(command)
+    if command != "run":
+        tables = cmd.needed
+        if not given & set(tables):
+            raise ConfigError(f"{cfg['source']}: `insdel {command}` needs a "
+                              + " or a ".join(f"[{t}]" for t in tables)
+                              + f" table (see docs/{command}.md); this configuration has none.")
+        extra = sorted(given - set(cmd.sections))
+        if extra:
+            raise ConfigError(f"{cfg['source']}: {', '.join(extra)}: not read by `insdel "
+                              f"{command}` (it reads {', '.join(cmd.sections)}); remove them.")
+        return
+    for name in available():
+        other = get(name)
+        for table in other.tables:
+            if table in given:
+                raise ConfigError(f"{cfg['source']}: this is a {other.title} configuration "
+                                  f"([{table}] table): run it with `insdel {name}`, not "
+                                  "`insdel run`.")
+
+
+def _sanity_notes(res) -> list[str]:
+    lines = []
+    if res.results:
+        lines.append(f"methods failing a randomisation check: {', '.join(res.flagged) or 'none'}")
+    lines.append(f"compute: {res.manifest['compute']['seconds_total']:.1f} s")
+    return lines
+
+
+for _cmd in (
+    Command(
+        name="run", title="insertion/deletion",
+        help="run an experiment described by a TOML file",
+        description="Run an experiment (docs/experiments.md).",
+        run="insdel.runner.experiment:run_experiment", reads=(),
+        experiments={
+            "paper-bangalore": ("paper_bangalore", "paper §5.1: Table 1 and Figures 4-6, "
+                                "Bangalore housing prices (housing_sim, or --data "
+                                "Bangalore.csv)"),
+            "paper-bangalore-location": ("paper_bangalore_location", "paper §5.1 with Location "
+                                         "kept as one one-hot feature group (beyond the paper, "
+                                         "which drops it)"),
+            "paper-cern": ("paper_cern", "paper §5.2: Tables 2-4 and Figures 7-12, CERN "
+                           "dielectron events (dielectron_sim, or --data dielectron.csv)"),
+            "paper-bangalore-removals": ("paper_bangalore_removals", "paper §5.1 under three "
+                                         "removals (baseline, marginal, conditional_gaussian) "
+                                         "and how alike they rank the methods (beyond the "
+                                         "paper; --removal NAME,... for a subset)"),
+            "paper-cern-removals": ("paper_cern_removals", "paper §5.2 under three removals "
+                                    "(baseline, marginal, conditional_gaussian) and how alike "
+                                    "they rank the methods (beyond the paper; --removal "
+                                    "NAME,... for a subset)"),
+            "observational-bangalore": ("observational_bangalore", "beyond the paper: §5.1's "
+                                        "methods plus cohort Shapley and IGCS on Bangalore "
+                                        "housing, ABC under the paper's baseline removal beside "
+                                        "the observational (cohort game) ABC and the Kendall "
+                                        "tau between the two rankings"),
+            "metrics-cern": ("metrics_cern", "beyond the paper: the faithfulness metrics of "
+                             "insdel.metrics and their agreement (Kendall's tau) on "
+                             "dielectron_sim"),
+            "metrics-housing": ("metrics_housing", "beyond the paper: the faithfulness metrics "
+                                "of insdel.metrics and their agreement (Kendall's tau) on "
+                                "housing_sim"),
+        }),
+    Command(
+        name="roar", title="ROAR", help="remove and retrain (paper section 6, Figure 13)",
+        description="ROAR for regression (docs/roar.md): CONFIG is a TOML file with a [roar] "
+                    "table, or a shipped one: paper_roar_bangalore, paper_roar_cern.",
+        run="insdel.runner.roar:run_roar", tables={"roar": SCHEMA["roar"]}, check=_check_roar,
+        outputs=("roar.csv", "roar_summary.csv", "summary.md", "manifest.json"),
+        experiments={
+            "paper-roar-bangalore": ("paper_roar_bangalore", "paper §6: Figure 13, remove and "
+                                     "retrain (ROAR) on Bangalore housing"),
+            "paper-roar-cern": ("paper_roar_cern", "paper §6: Figure 13, remove and retrain "
+                                "(ROAR) on CERN dielectron events"),
+        }),
+    Command(
+        name="road", title="ROAD",
+        help="remove and debias: ROAD without retraining (docs/road.md)",
+        description="ROAD for regression (docs/road.md): removed features imputed by a "
+                    "conditional removal fitted on the training rows, MoRF / LeRF losses of the "
+                    "same model, SRG and the leakage diagnostic. CONFIG is a TOML file with a "
+                    "[road] table, or a shipped one: paper_road_bangalore.",
+        run="insdel.runner.road:run_road", tables={"road": SCHEMA["road"]}, check=_check_road,
+        outputs=("road.csv", "road_summary.csv", "leakage.csv", "summary.md", "manifest.json"),
+        experiments={
+            "paper-road-bangalore": ("paper_road_bangalore", "beyond the paper: ROAD, remove and "
+                                     "debias without retraining (a conditional imputation, SRG, "
+                                     "leakage), on Bangalore housing beside §6's Figure 13"),
+        }),
+    Command(
+        name="sanity", title="sanity-check",
+        help="sanity checks of the methods and the reliability of the metrics (docs/sanity.md)",
+        description="Model parameter randomisation (MPRT / eMPRT), optionally data "
+                    "randomisation, and MetaQuantus-style reliability of the metrics "
+                    "(docs/sanity.md). CONFIG is a TOML file with a [sanity] table (and "
+                    "optionally [meta]), or a shipped one: sanity_cern. It runs serially on this "
+                    "machine (no Dask scheduler): its randomised models are deep copies of the "
+                    "model.",
+        run="insdel.runner.sanity:run_sanity",
+        tables={"sanity": SCHEMA["sanity"], "meta": SCHEMA["meta"]}, check=check_sanity,
+        outputs=("sanity.csv", "sanity_flags.csv", "reliability.csv", "reliability_tests.csv",
+                 "summary.md", "manifest.json"),
+        serial=True, notes=_sanity_notes,
+        experiments={
+            "sanity-cern": ("sanity_cern", "beyond the paper: sanity checks of the methods (model "
+                            "parameter and data randomisation) and the reliability of the "
+                            "metrics (MetaQuantus) on dielectron_sim"),
+        }),
+):
+    register(_cmd)
+_REGISTRY.protected.update(_REGISTRY.entries)
+
+#: Top-level keys `insdel roar` reads; `insdel run` reads every other one and not ``roar``.
+ROAR_SECTIONS = get("roar").sections
+
+#: Top-level keys `insdel road` reads; `insdel run` refuses a ``[road]`` table.
+ROAD_SECTIONS = get("road").sections
+
+#: Top-level keys `insdel sanity` reads; `insdel run`, `roar` and `road` refuse ``[sanity]`` and
+#: ``[meta]``.
+SANITY_SECTIONS = get("sanity").sections
