@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import fmt_s, machine_line, markdown_table  # noqa: E402
 
 import insdel  # noqa: E402
-from insdel.curves import trace  # noqa: E402
 from insdel.removal import Cohort  # noqa: E402
+from insdel.tracing import trace  # noqa: E402
 
 
 def _data(name: str):

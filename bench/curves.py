@@ -78,7 +78,7 @@ from _common import (  # noqa: E402
 )
 
 import insdel  # noqa: E402
-from insdel.curves import trace  # noqa: E402
+from insdel.tracing import trace  # noqa: E402
 
 MODES = ("insertion", "deletion")
 

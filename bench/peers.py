@@ -58,7 +58,7 @@ from _common import (  # noqa: E402
 from curves import distinct_rows  # noqa: E402
 
 import insdel  # noqa: E402
-from insdel.curves import trace  # noqa: E402
+from insdel.tracing import trace  # noqa: E402
 
 
 class RefPerturb:

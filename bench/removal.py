@@ -27,7 +27,7 @@ from _common import cern_mlp, interleaved_samples, method_orderings, ratio_of_ro
 
 import insdel  # noqa: E402
 from insdel import removal as RM  # noqa: E402
-from insdel.curves import trace  # noqa: E402
+from insdel.tracing import trace  # noqa: E402
 
 MODES = ("insertion", "deletion")
 

@@ -12,9 +12,9 @@ import importlib
 from ._registry import REQUIRED, UnknownNameError, UnknownOptionError
 from .adapter import Model, as_model
 from .areas import abc, auc, aul
-from .curves import TraceResult, curves, orderings, trace
 from .evaluation import CurvePoints, Evaluation, evaluate, random_orderings
-from .hybrid import hybrid
+from .hybrids import hybrid
+from .tracing import TraceResult, curves, orderings, trace
 
 __version__ = "0.1.0"
 

@@ -1,4 +1,4 @@
-"""numba kernels of the curve engine (:mod:`insdel.curves`; conventions: *Curves*).
+"""numba kernels of the curve engine (:mod:`insdel.tracing`; conventions: *Curves*).
 
 A curve point of pair b is a set of units taken from x: insertion's point after k steps is
 ``hybrid(x, r, S_k)``, deletion's ``hybrid(x, r, complement(S_k))``. Units with ``x == r`` do not

@@ -379,7 +379,7 @@ def integrated_gradients(model, X: np.ndarray, R: np.ndarray, *, n_steps: int = 
     np_dtype = model.dtype
     if binary_mode not in BINARY_MODES:
         raise ValueError(f"binary_mode must be one of {BINARY_MODES}; got {binary_mode!r}.")
-    chunk_rows = check_positive_int("chunk_rows", chunk_rows)
+    chunk_rows = check_positive_int(chunk_rows, "chunk_rows")
     B, n = X.shape
     spec = binary_spec(binary, binary_levels, X, R, feature_names)
     Xd = np.ascontiguousarray(X, dtype=np_dtype)

@@ -18,7 +18,7 @@ def start_numba_threads() -> None:
 
     On numba's OpenMP layer, starting it sets the OpenMP thread count that torch reads to numba's:
     a ``torch.set_num_threads(1)`` (or ``OMP_NUM_THREADS=1``) made before insdel's first parallel
-    kernel used to end up at numba's count (the number of cores) without a word, and with it a
+    kernel would end up at numba's count (the number of cores) without a word, and with it a
     float32 model's rounding on some CPUs. Called where insdel's work starts (:class:`Model`,
     :func:`check_pairs`, :func:`insdel.trace`); a flag test after the first call.
     """

@@ -219,21 +219,22 @@ def _bound(b) -> str:
     return f"{b:g}" if isinstance(b, float) else str(b)
 
 
-def check_scalar(name: str, value, target_type: type | tuple[type, ...], *,
+def check_scalar(value, name: str, target_type: type | tuple[type, ...], *,
                  min_val: float | None = None, max_val: float | None = None,
                  include_boundaries: str = "both", finite: bool = False):
     """Validate one scalar option, with scikit-learn's ``check_scalar`` semantics.
 
     A value of the wrong type is a ``TypeError``; a value of the right type out of range is a
     ``ValueError``. Both messages name the argument (or config key) and what it must be, so
-    ``check_scalar("seed", -1, int, min_val=0)`` says ``seed must be an integer >= 0; got -1.``
+    ``check_scalar(-1, "seed", int, min_val=0)`` (scikit-learn's argument order: the value, then
+    its name) says ``seed must be an integer >= 0; got -1.``
 
     Parameters
     ----------
-    name : str
-        The argument or config key, named in the error.
     value : object
         The value to check.
+    name : str
+        The argument or config key, named in the error.
     target_type : type or tuple of types
         ``int`` accepts numpy integers, never a ``bool`` nor a float (2.0 or 2.7 is no size: a
         float is never truncated); ``float`` accepts ints and numpy numbers, never a ``bool``;
@@ -288,29 +289,29 @@ def check_scalar(name: str, value, target_type: type | tuple[type, ...], *,
     return value
 
 
-def check_positive_int(name: str, value, *, minimum: int = 1) -> int:
+def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
     """An integer ``>= minimum`` (a bool or a float is a TypeError; a smaller integer a
     ValueError): :func:`check_scalar` with ``int`` and ``min_val=minimum``, the check of sizes,
     counts and seeds."""
-    return check_scalar(name, value, int, min_val=minimum)
+    return check_scalar(value, name, int, min_val=minimum)
 
 
 def check_seed(value, name: str = "seed") -> int:
     """A seed: an integer ``>= 0`` (a bool, float or string is a TypeError; -1 a ValueError), the
     one check of every ``seed=``; returns it as a Python int."""
-    return check_scalar(name, value, int, min_val=0)
+    return check_scalar(value, name, int, min_val=0)
 
 
-def check_bool(name: str, value) -> bool:
+def check_bool(value, name: str) -> bool:
     """``value`` is True or False (numpy bools accepted; 0 / 1 or a string is a TypeError: its
     truthiness would decide); returns it as a bool."""
-    return check_scalar(name, value, bool)
+    return check_scalar(value, name, bool)
 
 
 def check_progress(progress) -> bool | None:
     """``progress=`` is None (automatic), True or False (numpy bools accepted; ``"no"``, 0 or 1 is a
     TypeError: its truthiness would decide); returns it as None or a bool."""
-    return check_scalar("progress", progress, (type(None), bool))
+    return check_scalar(progress, "progress", (type(None), bool))
 
 
 def check_choice(name: str, value, allowed) -> str:

@@ -117,7 +117,7 @@ class Model:
         self._fn = fn
         self.output = _check_output(output)
         self.dtype = np.dtype(dtype)
-        self.batch_size = check_positive_int("batch_size", batch_size)
+        self.batch_size = check_positive_int(batch_size, "batch_size")
         self.torch_module = torch_module
         self.name = name
         self._counts = _Counts()  # n_evals, n_grad_evals, n_calls (as_model may share it)
@@ -331,7 +331,7 @@ def _check_output(output):
     """``output`` is None, a callable or an integer column (never a bool or a float)."""
     if output is None or callable(output):
         return output
-    return check_scalar("output (a column of the model's outputs, or a callable)", output, int)
+    return check_scalar(output, "output (a column of the model's outputs, or a callable)", int)
 
 
 def _is_torch_module(f) -> bool:
@@ -589,7 +589,7 @@ def as_model(f: ModelLike, *, batch_size: int | None = None, dtype=None,
         ``n_grad_evals``), so the caller's model counts the evaluations made through the copy.
     """
     if batch_size is not None:
-        batch_size = check_positive_int("batch_size", batch_size)
+        batch_size = check_positive_int(batch_size, "batch_size")
     if isinstance(f, Model):
         if (batch_size is not None and batch_size != f.batch_size) or output is not None \
                 or (dtype is not None and np.dtype(dtype) != f.dtype):

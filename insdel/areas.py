@@ -50,7 +50,7 @@ def _areas_kernel(c, sign, scale, out_auc, out_aul, out_abc):  # pragma: no cove
 
 def _areas(curves, mode: str, normalize: bool):
     check_mode(mode)
-    normalize = check_bool("normalize", normalize)
+    normalize = check_bool(normalize, "normalize")
     c = as_float_array("curves", curves, ndim=tuple(range(1, 8)))
     P = c.shape[-1]
     if P < 2:
@@ -102,7 +102,7 @@ def _positions_and_m(positions, m, P: int) -> tuple[np.ndarray, int]:
         if mm < 1:
             raise ValueError(f"positions end at {mm} units moved; give m= (the number of units).")
         return t, mm
-    mm = check_positive_int("m", m)
+    mm = check_positive_int(m, "m")
     return check_positions(t, mm), mm
 
 
@@ -172,7 +172,7 @@ def abc(curves, *, mode: str = "insertion", normalize: bool = True, positions=No
                              "positions= with it (without them the curve has one point per unit).")
         return _areas(curves, mode, normalize)[2]
     check_mode(mode)
-    normalize = check_bool("normalize", normalize)
+    normalize = check_bool(normalize, "normalize")
     c = as_float_array("curves", curves, ndim=tuple(range(1, 8)))
     t, mm = _positions_and_m(positions, m, c.shape[-1])
     if mm == t.shape[0] - 1 and np.array_equal(t, np.arange(mm + 1)):
@@ -200,7 +200,7 @@ def trapezoid_area(curves, x, *, minus_line: bool = False) -> np.ndarray:
     -------
     ndarray of shape (...)
     """
-    minus_line = check_bool("minus_line", minus_line)
+    minus_line = check_bool(minus_line, "minus_line")
     c = as_float_array("curves", curves, ndim=tuple(range(1, 8)), finite=False)
     q = as_float_array("x", x, ndim=(1,))
     if q.shape != c.shape[-1:] or q.shape[0] < 2:

@@ -389,7 +389,7 @@ def load(name: str, *, seed: int = 0, **options) -> Dataset:
     >>> ds.X_train.shape, ds.binary_mask.sum()
     ((1600, 16), 2)
     """
-    seed = check_scalar("seed", seed, int, min_val=0)
+    seed = check_scalar(seed, "seed", int, min_val=0)
     _, build = _recipe(name)
     if not _takes_any_option(name):
         check_options(f"data set {name!r}", options, options_of(name))

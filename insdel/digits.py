@@ -51,9 +51,9 @@ def load(*, test_fraction: float = 0.2, seed: int = 0) -> DigitsData:
 
     from ._validation import check_positive_int, check_scalar
 
-    test_fraction = check_scalar("test_fraction", test_fraction, float, min_val=0.0, max_val=1.0,
+    test_fraction = check_scalar(test_fraction, "test_fraction", float, min_val=0.0, max_val=1.0,
                                  include_boundaries="neither", finite=True)
-    seed = check_positive_int("seed", seed, minimum=0)  # random_state: 1.5 must not become 1
+    seed = check_positive_int(seed, "seed", minimum=0)  # random_state: 1.5 must not become 1
     d = load_digits()
     X = (d.images / 16.0).astype(np.float64)[:, None, :, :]
     y = d.target.astype(np.int64)
@@ -119,8 +119,8 @@ def train_cnn(data: DigitsData, *, preset: str = "digits_cnn", seed: int = 0,
     from ._validation import check_positive_int
 
     p = get(preset)
-    seed = check_positive_int("seed", seed, minimum=0)
-    ep = int(p["epochs"]) if epochs is None else check_positive_int("epochs", epochs)  # 2.7 != 2
+    seed = check_positive_int(seed, "seed", minimum=0)
+    ep = int(p["epochs"]) if epochs is None else check_positive_int(epochs, "epochs")  # 2.7 != 2
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -65,7 +65,7 @@ def chunk_bounds(total: int, size: int) -> list[tuple[int, int]]:
     """``[(lo, hi), ...]`` cutting ``range(total)`` into consecutive chunks of ``size``."""
     from ._validation import check_positive_int
 
-    size = check_positive_int("pairs_per_chunk", size)
+    size = check_positive_int(size, "pairs_per_chunk")
     return [(lo, min(total, lo + size)) for lo in range(0, total, size)]
 
 
@@ -160,10 +160,10 @@ def make_client(compute: Mapping, *, log: Callable[[str], None] | None = None
                          "are); give one or the other.")
     for k in ("n_workers", "threads_per_worker"):
         if compute.get(k) is not None:
-            check_positive_int(f"compute.{k}", compute[k])
+            check_positive_int(compute[k], f"compute.{k}")
     timeout = compute.get("connect_timeout")
     timeout = CONNECT_TIMEOUT if timeout is None else check_scalar(
-        "compute.connect_timeout", timeout, float, min_val=0.0, include_boundaries="neither",
+        timeout, "compute.connect_timeout", float, min_val=0.0, include_boundaries="neither",
         finite=True)
     if backend == "serial":
         yield None

@@ -28,11 +28,11 @@ from ._validation import (
 )
 from .adapter import ModelLike
 from .areas import abc as _abc
-from .curves import DEFAULT_CHUNK_SIZE, _curve_job, _trace_game, check_order, orderings
 from .game import as_game
 from .groups import Groups, group_attributions, is_full
 from .groups import positions as make_positions
 from .ordering import random_permutations
+from .tracing import DEFAULT_CHUNK_SIZE, _curve_job, _trace_game, check_order, orderings
 
 __all__ = ["evaluate", "Evaluation", "CurvePoints", "summarize", "to_markdown", "random_orderings"]
 
@@ -87,9 +87,9 @@ def random_orderings(B: int, K: int, n: int, seed: int = 0) -> np.ndarray:
     """K seeded uniformly random orderings per pair, shape (B, K, n)."""
     from ._validation import check_seed
 
-    B = check_positive_int("B", B, minimum=0)
-    K = check_positive_int("K", K)
-    n = check_positive_int("n", n, minimum=0)
+    B = check_positive_int(B, "B", minimum=0)
+    K = check_positive_int(K, "K")
+    n = check_positive_int(n, "n", minimum=0)
     return random_permutations(np.random.default_rng(check_seed(seed)), (B, K, n))
 
 
@@ -501,7 +501,7 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         It is not added when ``attributions`` already holds a method called ``random``.
     order : {"signed", "absolute", "ascending"}, default "signed"
         How each method's ordering is derived from its attributions
-        (:func:`insdel.curves.orderings`): the paper's decreasing signed value, decreasing |a_j|
+        (:func:`insdel.tracing.orderings`): the paper's decreasing signed value, decreasing |a_j|
         (MoRF) or increasing a_j (LeRF). Recorded as ``Evaluation.order``.
     groups : optional
         A partition of the columns into m groups moved as units (:mod:`insdel.groups`; columns
@@ -564,10 +564,10 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
     if not modes:
         raise ValueError("modes must name at least one of 'insertion', 'deletion'.")
     check_order(order)
-    normalize = check_bool("normalize", normalize)
-    add_random = check_bool("add_random", add_random)
-    n_random = check_positive_int("n_random", n_random, minimum=0)
-    seed = check_positive_int("seed", seed, minimum=0)
+    normalize = check_bool(normalize, "normalize")
+    add_random = check_bool(add_random, "add_random")
+    n_random = check_positive_int(n_random, "n_random", minimum=0)
+    seed = check_positive_int(seed, "seed", minimum=0)
     names = feature_names_of(X, feature_names) if X is not None else feature_names
     game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size,
                    feature_names=names)

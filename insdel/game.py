@@ -37,7 +37,7 @@ from numpy.typing import ArrayLike
 from ._validation import check_bool, check_finite
 from .adapter import Model, ModelLike, as_model
 from .groups import Groups, check_groups
-from .hybrid import build_rows, masks_to_words
+from .hybrids import build_rows, masks_to_words
 from .removal import Baseline, GameRemoval, ReferenceRemoval, Removal, check_targets, resolve
 from .removal.base import differing_from
 from .removal.values import check_rows, coalition_values, imputed_rows, unique_coalitions
@@ -279,7 +279,7 @@ class RemovalGame(Game):
 
     def _hybrid_values(self, rows_of: np.ndarray, words: np.ndarray) -> np.ndarray:
         """f at the hybrids of the K-expanded pairs ``rows_of`` (pair b, reference k: row
-        b K + k), written by :func:`insdel.hybrid.build_rows` one batch at a time."""
+        b K + k), written by :func:`insdel.hybrids.build_rows` one batch at a time."""
         if self._rows is None:
             B, K, n = self.references.shape
             dt = self.model.dtype
@@ -402,7 +402,7 @@ def as_game(f: ModelLike | Game, X: ArrayLike | None = None, R: ArrayLike | None
                              "rows_only=True)): it gives imputed rows, not values; build the "
                              "game from the model.")
         return f
-    if check_bool("rows_only", rows_only) and f is not None:
+    if check_bool(rows_only, "rows_only") and f is not None:
         raise TypeError("as_game: rows_only=True builds a game without a model; give f=None.")
     rem = resolve(removal)
     model = None if rows_only else _adapt(f, rem, batch_size)

@@ -113,7 +113,7 @@ class Groups:
     @classmethod
     def singletons(cls, n: int, names: Sequence[str] | None = None) -> Groups:
         """One group per column (today's features)."""
-        n = check_positive_int("n", n)
+        n = check_positive_int(n, "n")
         ar = np.arange(n, dtype=np.int64)
         return cls(labels=ar, starts=np.arange(n + 1, dtype=np.int64), members=ar.copy(),
                    names=_check_names(names, n) if names is not None
@@ -302,7 +302,7 @@ def positions(m: int, *, step: int | None = None, fractions: ArrayLike | None = 
         for m > 1, or ``fractions`` giving 0 and m alone): such a curve is f(r), f(x) for every
         ordering, and its ABC is 0 by definition.
     """
-    m = check_positive_int("m", m)
+    m = check_positive_int(m, "m")
     if fractions is not None:
         if step is not None or max_fraction is not None:
             raise ValueError("give fractions= alone (it fixes every point), not with step= or "
@@ -330,13 +330,13 @@ def positions(m: int, *, step: int | None = None, fractions: ArrayLike | None = 
         return t
     end = m
     if max_fraction is not None:
-        q = check_scalar("max_fraction", max_fraction, float, min_val=0.0, max_val=1.0,
+        q = check_scalar(max_fraction, "max_fraction", float, min_val=0.0, max_val=1.0,
                          include_boundaries="right")
         end = max(1, int(np.floor(q * m + 1e-9)))
     if step is None:
         k = 1
     else:
-        k = check_positive_int("step", step)  # units moved per step
+        k = check_positive_int(step, "step")  # units moved per step
         if k > 1 and k >= m:
             # positions 0 and m only: both end points are shared by every ordering
             raise ValueError(f"step={k} is not smaller than the number of units m = {m} "

@@ -39,7 +39,7 @@ def check_shape(shape, n: int | None = None, *, name: str = "shape") -> tuple[in
     if len(shape) != 3:
         raise ValueError(f"{name} must be (C, H, W), three integers; got {shape!r}.")
     # each size an integer >= 1: 2.5 (or True) must not silently become 2 (or 1)
-    C, H, W = (check_positive_int(f"{name}[{i}] (C, H, W, three integers)", v)
+    C, H, W = (check_positive_int(v, f"{name}[{i}] (C, H, W, three integers)")
                for i, v in enumerate(shape))
     if n is not None and C * H * W != n:
         raise ValueError(f"{name} = {(C, H, W)} holds {C * H * W} values but the rows have n = {n} "
@@ -89,7 +89,7 @@ def patch_groups(shape, size: int) -> Groups:
     """Square ``size`` x ``size`` patches across channels (the last row/column of patches is
     smaller when ``size`` does not divide H or W); groups numbered row-major, named ``"pr,pc"``."""
     C, H, W = check_shape(shape)
-    size = check_positive_int("patch size", size)
+    size = check_positive_int(size, "patch size")
     pw = -(-W // size)
     ii, jj = np.meshgrid(np.arange(H) // size, np.arange(W) // size, indexing="ij")
     pix = ii * pw + jj
@@ -132,10 +132,10 @@ def rise_kernel(klen: int = RISE_KLEN, sigma: float = RISE_SIGMA) -> np.ndarray:
     :func:`scipy.ndimage.gaussian_filter` with ``sigma`` (Petsiuk et al.'s ``gkern``)."""
     from scipy.ndimage import gaussian_filter
 
-    klen = check_positive_int("klen", klen)
+    klen = check_positive_int(klen, "klen")
     if klen % 2 == 0:
         raise ValueError(f"klen must be a positive odd integer; got {klen!r}.")
-    sigma = check_scalar("sigma", sigma, float, min_val=0.0, include_boundaries="neither",
+    sigma = check_scalar(sigma, "sigma", float, min_val=0.0, include_boundaries="neither",
                          finite=True)
     inp = np.zeros((int(klen), int(klen)))
     inp[int(klen) // 2, int(klen) // 2] = 1.0
@@ -278,14 +278,14 @@ def evaluate(f, X: ArrayLike, R: ArrayLike, attributions: Mapping[str, ArrayLike
     -------
     ImageEvaluation
     """
-    from .curves import check_order
     from .evaluation import CurvePoints, Evaluation
     from .evaluation import evaluate as _evaluate
+    from .tracing import check_order
 
     check_order(order)
     from ._validation import check_bool, check_seed
 
-    probability = check_bool("probability", probability)
+    probability = check_bool(probability, "probability")
     seed = check_seed(seed)
     X = np.asarray(X, dtype=np.float64)
     R = np.asarray(R, dtype=np.float64)

@@ -47,7 +47,7 @@ in the overall table), and one that holds ``reliability.csv`` marks the metrics 
 meta-consistency MC (MetaQuantus: the mean of resilience's and reactivity's four criteria, in
 [0, 1]) is below ``min_reliability`` (default :data:`MIN_RELIABILITY`). An ``insdel sanity`` run
 folder is read for these only; an evaluation run folder may hold them too. Without them the
-leaderboard is as before.
+leaderboard has no reliability columns.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def bootstrap_mean_ranks(blocks: Sequence[np.ndarray], *, n_boot: int = 1000, se
         methods), block means over the resampled pairs ranked, ranks averaged over the blocks.
         With every pair its own unit this is the pairs' bootstrap.
     """
-    n_boot = check_positive_int("n_boot", n_boot)
+    n_boot = check_positive_int(n_boot, "n_boot")
     rng = np.random.default_rng(seed)
     M = blocks[0].shape[1]
     acc = np.zeros((n_boot, M))
@@ -373,7 +373,7 @@ class Leaderboard:
         import matplotlib.pyplot as plt
         from matplotlib.ticker import MaxNLocator
 
-        ncols = check_positive_int("ncols", ncols)
+        ncols = check_positive_int(ncols, "ncols")
         metrics = [m for m in self.labels if m in set(self.overall["metric"])]
         ncols = max(1, min(ncols, len(metrics)))
         nrows = max(1, -(-len(metrics) // ncols))
@@ -536,11 +536,11 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
         (the other folders are skipped with a note each: ROAR and image runs, folders that
         cannot be read).
     """
-    n_boot = check_positive_int("n_boot", n_boot)
-    seed = check_positive_int("seed", seed, minimum=0)
-    level = check_scalar("level", level, float, min_val=0.0, max_val=1.0,
+    n_boot = check_positive_int(n_boot, "n_boot")
+    seed = check_positive_int(seed, "seed", minimum=0)
+    level = check_scalar(level, "level", float, min_val=0.0, max_val=1.0,
                          include_boundaries="neither", finite=True)
-    min_reliability = check_scalar("min_reliability", min_reliability, float, min_val=0.0,
+    min_reliability = check_scalar(min_reliability, "min_reliability", float, min_val=0.0,
                                    max_val=1.0, finite=True)
     found, notes = find_runs_noted(run_dirs)
     sanity, reliability = _checks(found, min_reliability, notes)

@@ -148,9 +148,9 @@ def load_any(path: str | Path, *, trust: bool = False, preset: str | None = None
     """
     from ._validation import check_bool, check_positive_int
 
-    trust = check_bool("trust", trust)  # "no" is truthy: never load a pickle on a string
+    trust = check_bool(trust, "trust")  # "no" is truthy: never load a pickle on a string
     if n_features is not None:
-        n_features = check_positive_int("n_features", n_features)
+        n_features = check_positive_int(n_features, "n_features")
     if preset is not None and not isinstance(preset, str):
         raise ValueError(f"preset must be the name of an insdel MLP preset; got {preset!r}.")
     p = Path(path).expanduser()

@@ -120,17 +120,17 @@ def _resolve_params(params, dataset) -> dict[str, Any]:
         # "64" is not [6, 4]
         raise TypeError(f"params['hidden'] must be a non-empty list of integer layer sizes; got "
                         f"{hidden!r}.")
-    out["hidden"] = [check_positive_int(f"params['hidden'][{i}]", h) for i, h in enumerate(hidden)]
+    out["hidden"] = [check_positive_int(h, f"params['hidden'][{i}]") for i, h in enumerate(hidden)]
     for key in ("batch_size", "max_epochs", "patience", "num_threads"):
         if key != "num_threads" or out[key] is not None:  # num_threads None: torch's default
-            out[key] = check_positive_int(f"params[{key!r}]", out[key])
+            out[key] = check_positive_int(out[key], f"params[{key!r}]")
     # (key, lower bound, upper bound, which bounds are allowed values)
     for key, lo, hi, bounds in (("dropout", 0.0, 1.0, "left"), ("lr", 0.0, None, "neither"),
                                 ("val_fraction", 0.0, 1.0, "neither"),
                                 ("huber_delta", 0.0, None, "neither"),
                                 ("weight_decay", 0.0, None, "both")):
         # checked, not converted: the resolved params key ROAR's checkpoints as given
-        check_scalar(f"params[{key!r}]", out[key], float, min_val=lo, max_val=hi,
+        check_scalar(out[key], f"params[{key!r}]", float, min_val=lo, max_val=hi,
                      include_boundaries=bounds, finite=True)
     if out["lr_schedule"] not in (None, "cosine", "plateau"):
         raise ValueError(f"params['lr_schedule'] must be None, 'cosine' or 'plateau'; got "
@@ -273,7 +273,7 @@ def train_mlp(dataset, params: str | Mapping | None = None, *, seed: int = 0,
         ``num_threads`` (torch threads while training).
     """
     _check_dataset(dataset)
-    check_positive_int("seed", seed, minimum=0)
+    check_positive_int(seed, "seed", minimum=0)
     p = _resolve_params(params, dataset)
     if num_threads is None:
         num_threads = p.get("num_threads")
@@ -281,11 +281,11 @@ def train_mlp(dataset, params: str | Mapping | None = None, *, seed: int = 0,
         num_threads = torch_threads_for(
             mlp_parameters(np.shape(dataset.X_train)[1], p["hidden"]), p["batch_size"])
     if num_threads is not None and int(num_threads) != torch.get_num_threads():
-        with torch_threads(check_positive_int("num_threads", num_threads)):
+        with torch_threads(check_positive_int(num_threads, "num_threads")):
             return train_mlp(dataset, p, seed=seed, max_epochs=max_epochs, progress=progress,
                              device=device, max_seconds=max_seconds, trial=trial)
     if max_epochs is not None:
-        p["max_epochs"] = check_positive_int("max_epochs", max_epochs)
+        p["max_epochs"] = check_positive_int(max_epochs, "max_epochs")
     X = np.asarray(dataset.X_train, dtype=np.float32)
     y = np.asarray(dataset.y_train, dtype=np.float32)
     tr, va = _split_validation(len(X), float(p["val_fraction"]), seed)
@@ -435,8 +435,8 @@ def tune_mlp(dataset, n_trials: int = 50, timeout: float | None = None, *,
     from optuna.trial import TrialState
 
     _check_dataset(dataset)
-    n_trials = check_positive_int("n_trials", n_trials)
-    seed = check_positive_int("seed", seed, minimum=0)
+    n_trials = check_positive_int(n_trials, "n_trials")
+    seed = check_positive_int(seed, "seed", minimum=0)
     url = _storage_url(storage)
     base = {**_BASE, "max_epochs": int(max_epochs), "patience": int(patience),
             "batch_size": int(batch_size)}

@@ -129,14 +129,14 @@ def run_paper_images(out: str | Path = "runs/paper-images", *, quick: bool = Fal
     from ._validation import check_bool, check_positive_int, check_progress, check_scalar
     from .groups import check_positions
 
-    seed = check_positive_int("seed", seed, minimum=0)
-    step = check_positive_int("step", step)
-    quick = check_bool("quick", quick)
+    seed = check_positive_int(seed, "seed", minimum=0)
+    step = check_positive_int(step, "step")
+    quick = check_bool(quick, "quick")
     check_progress(progress)  # before the model is trained, not at the first bar
     if n_images is not None:  # 2.7 images must not become 2
-        n_images = check_positive_int("n_images", n_images)
+        n_images = check_positive_int(n_images, "n_images")
     if epochs is not None:
-        epochs = check_positive_int("epochs", epochs)
+        epochs = check_positive_int(epochs, "epochs")
     t0 = time.perf_counter()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -145,7 +145,7 @@ def run_paper_images(out: str | Path = "runs/paper-images", *, quick: bool = Fal
                                   epochs=epochs if epochs is not None else 15 if quick else None)
     fnet = images.flat_module(net, digits.SHAPE)
     n_img = (100 if quick else data.X_test.shape[0]) if n_images is None else n_images
-    check_scalar("n_images", n_img, int, min_val=1, max_val=data.X_test.shape[0])
+    check_scalar(n_img, "n_images", int, min_val=1, max_val=data.X_test.shape[0])
     X = images.flatten(data.X_test[:n_img])
     classes = images.predicted_class(fnet, X)
     nt = 10 if quick else 50

@@ -61,7 +61,7 @@ from .removal import Constant, draws_rows
 from .removal.base import SampledRemoval
 from .roar import PAPER_FRACTIONS, _check_fractions, n_removed
 
-__all__ = ["ORDERS", "LOSSES", "RANKINGS", "RoadResult", "LeakageResult", "road", "leakage",
+__all__ = ["ORDERS", "LOSSES", "RANKINGS", "RoadResult", "LeakageResult", "evaluate", "leakage",
            "constant_removal", "draws_rows", "srg_table", "LEAK_MARGIN"]
 
 ORDERS = ("morf", "lerf")
@@ -70,7 +70,7 @@ RANKINGS = ("absolute", "signed")
 CLASSIFIERS = ("forest", "logistic")
 CURVE_COLUMNS = ["method", "order", "q", "k", "loss", "mse", "rmse", "mae"]
 AREA_COLUMNS = ["method", "morf_area", "lerf_area", "srg", "rank", "rank_morf", "rank_lerf"]
-#: :func:`srg_table`'s columns, then the spread :func:`road` adds: the standard error of SRG over
+#: :func:`srg_table`'s columns, then the spread :func:`evaluate` adds: the standard error of SRG over
 #: the rows, its s.d. over the removal's seeds (NaN with one seed), the seeds, and the methods whose
 #: SRG is within noise of this one's.
 SUMMARY_COLUMNS = [*AREA_COLUMNS, "srg_se", "srg_sd_seeds", "n_seeds", "tied_with"]
@@ -103,7 +103,7 @@ def __getattr__(name: str):
 
 @dataclasses.dataclass
 class RoadResult:
-    """What :func:`road` measured.
+    """What :func:`evaluate` measured.
 
     Attributes
     ----------
@@ -283,7 +283,7 @@ def _spread(summary: pd.DataFrame, influence: Mapping[str, np.ndarray], srg_repe
     return out[SUMMARY_COLUMNS]
 
 
-def road(f, X, y, attributions: Mapping[str, np.ndarray], removal: SampledRemoval, *,
+def evaluate(f, X, y, attributions: Mapping[str, np.ndarray], removal: SampledRemoval, *,
          fractions: Sequence[float] = PAPER_FRACTIONS, orders: Sequence[str] = ORDERS,
          ranking: str = "absolute", loss: str = "mse", random: bool = True, seed: int = 0,
          groups=None, n_seeds: int = 1, level: float = 0.95, batch_size: int | None = None,
@@ -356,10 +356,10 @@ def road(f, X, y, attributions: Mapping[str, np.ndarray], removal: SampledRemova
     orders = _check_orders(orders)
     ranking = check_choice("ranking", ranking, RANKINGS)
     loss = check_choice("loss", loss, LOSSES)
-    random = check_bool("random", random)
+    random = check_bool(random, "random")
     seed = check_seed(seed)
-    n_seeds = check_positive_int("n_seeds", n_seeds)
-    level = check_scalar("level", level, float, min_val=0.0, max_val=1.0,
+    n_seeds = check_positive_int(n_seeds, "n_seeds")
+    level = check_scalar(level, "level", float, min_val=0.0, max_val=1.0,
                          include_boundaries="neither", finite=True)
     game = as_game(f, X, None, removal=removal, groups=groups, batch_size=batch_size)
     grp, m = game.groups, game.m
@@ -582,16 +582,16 @@ def leakage(X, removal: SampledRemoval, *, fraction: float = 0.5, n_rows: int | 
 
     X = as_float_array("X", X, ndim=(2,))
     removal = _check_removal(removal)
-    fraction = check_scalar("fraction", fraction, float, min_val=0.0, max_val=1.0,
+    fraction = check_scalar(fraction, "fraction", float, min_val=0.0, max_val=1.0,
                             include_boundaries="neither", finite=True)
     classifier = check_choice("classifier", classifier, CLASSIFIERS)
-    folds = check_positive_int("folds", folds, minimum=2)
+    folds = check_positive_int(folds, "folds", minimum=2)
     seed = check_seed(seed)
-    level = check_scalar("level", level, float, min_val=0.0, max_val=1.0,
+    level = check_scalar(level, "level", float, min_val=0.0, max_val=1.0,
                          include_boundaries="neither", finite=True)
     N, n = X.shape
     if n_rows is not None:
-        n_rows = check_positive_int("n_rows", n_rows)
+        n_rows = check_positive_int(n_rows, "n_rows")
     B = N if n_rows is None else min(N, n_rows)
     if B < 2 * folds:
         raise ValueError(f"leakage needs at least 2 * folds = {2 * folds} rows; X has {N}"
@@ -638,3 +638,11 @@ def leakage(X, removal: SampledRemoval, *, fraction: float = 0.5, n_rows: int | 
     return LeakageResult(table=table, accuracy=mean_acc, chance=float(chance.mean()),
                          fraction=fraction, classifier=classifier, n_rows=int(B), ci_low=low,
                          ci_high=high, level=level, n_rows_requested=n_rows)
+
+
+def road(*args, **kwargs) -> RoadResult:
+    """The former name of :func:`evaluate` (a function named like its module), kept for one
+    release: the same arguments, with a DeprecationWarning."""
+    warnings.warn("insdel.road.evaluate is deprecated: call insdel.road.evaluate (the same "
+                  "arguments).", DeprecationWarning, stacklevel=2)
+    return evaluate(*args, **kwargs)

@@ -132,7 +132,7 @@ def _check_fractions(fractions: Sequence[float]) -> list[float]:
     from ._validation import check_scalar
 
     # q is the fraction of features removed (q = 0, nothing removed, is always added)
-    qs = [check_scalar(f"fractions[{i}]", q, float, min_val=0.0, max_val=1.0,
+    qs = [check_scalar(q, f"fractions[{i}]", float, min_val=0.0, max_val=1.0,
                        include_boundaries="right", finite=True) for i, q in enumerate(fractions)]
     if len(set(qs)) != len(qs):
         raise ValueError(f"fractions has repeated values: {qs}.")
@@ -198,8 +198,8 @@ def roar(dataset, attributions: Mapping[str, np.ndarray], *, params: str | Mappi
     from . import models
     from ._validation import check_scalar
 
-    replicates = check_scalar("replicates", replicates, int, min_val=1)
-    seed = check_scalar("seed", seed, int, min_val=0)
+    replicates = check_scalar(replicates, "replicates", int, min_val=1)
+    seed = check_scalar(seed, "seed", int, min_val=0)
     if isinstance(orderings, str):
         orderings = (orderings,)
     orderings = tuple(orderings)

@@ -16,8 +16,8 @@ import pytest
 import insdel
 from insdel import removal as RM
 from insdel.attribution.cohort import igcs_nodes
-from insdel.curves import orderings, trace
 from insdel.removal import Cohort
+from insdel.tracing import orderings, trace
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -378,9 +378,9 @@ def test_the_observational_test_needs_no_model():
     """Under the cohort game no model row is evaluated, so f may be None in trace, evaluate and
     the decomposition."""
     import insdel
-    from insdel.curves import trace
     from insdel.decomposition import shapley_values
     from insdel.removal import Cohort
+    from insdel.tracing import trace
 
     rng = np.random.default_rng(0)
     data = rng.integers(0, 3, size=(40, 4)).astype(float)

@@ -53,7 +53,7 @@ from insdel.decomposition import (
     shapley_values,
 )
 from insdel.groups import positions
-from insdel.hybrid import hybrid
+from insdel.hybrids import hybrid
 from insdel.model_files import load_any
 from insdel.paper_images import run_paper_images
 from insdel.sanity import data_randomisation, metric_reliability, parameter_randomisation
@@ -174,7 +174,7 @@ POLICY_OPTIONS = {p: _options(type(policies.build(p, **POLICY_PARAMS.get(p, {}))
 
 
 def _road(**kw):
-    return road.road(f, X, X.sum(axis=1), {"a": A}, insdel.removal.Constant(0.0), **kw)
+    return road.evaluate(f, X, X.sum(axis=1), {"a": A}, insdel.removal.Constant(0.0), **kw)
 
 
 def _attribute(method: str, **kw):
@@ -219,7 +219,7 @@ PROGRESS = {
     "roar.roar": (lambda v, d: roar.roar(tiny_data(), {}, params=MLP, orderings=("random",),
                                          fractions=(1.0,), replicates=1, max_epochs=1,
                                          progress=v), False),
-    "road.road": (lambda v, d: _road(progress=v), True),
+    "road.evaluate": (lambda v, d: _road(progress=v), True),
     "run_experiment": (lambda v, d: runner.run_experiment({"name": "x"}, d / "out", progress=v),
                        False),
     "run_roar": (lambda v, d: runner.run_roar({"name": "x"}, d / "out", progress=v), False),
@@ -288,7 +288,7 @@ SEED = {
                                                     progress=False),
     "roar.roar": lambda v, d: roar.roar(tiny_data(), {}, params=MLP, orderings=("random",),
                                         fractions=(1.0,), replicates=1, max_epochs=1, seed=v),
-    "road.road": lambda v, d: _road(seed=v),
+    "road.evaluate": lambda v, d: _road(seed=v),
     "road.leakage": lambda v, d: road.leakage(X, insdel.removal.Constant(0.0), seed=v),
     "leaderboard": lambda v, d: leaderboard.leaderboard([], seed=v),
     "functional.run_catalogue": lambda v, d: functional.run_catalogue(["random"], seed=v,
@@ -341,7 +341,7 @@ BOOL = {
     ("load_any", "trust"): lambda v: load_any(_FILES["state_dict"], preset="quick_cern", trust=v),
     ("run_paper_images", "quick"): lambda v: run_paper_images("pi", quick=v, progress=False),
     ("functional.exit_code", "strict"): lambda v: functional.exit_code(_results(), strict=v),
-    ("road.road", "random"): lambda v: _road(random=v),
+    ("road.evaluate", "random"): lambda v: _road(random=v),
     ("sanity.parameter_randomisation", "abc"): lambda v: _mprt(abc=v),
 }
 for _m, _opts in ATTRIBUTION_OPTIONS.items():
@@ -396,8 +396,8 @@ INT = {
                                                      orderings=("random",), fractions=(1.0,),
                                                      replicates=v, max_epochs=1),
     ("leaderboard", "n_boot"): lambda v: leaderboard.leaderboard([], n_boot=v),
-    ("road.road", "batch_size"): lambda v: _road(batch_size=v),
-    ("road.road", "n_seeds"): lambda v: _road(n_seeds=v),
+    ("road.evaluate", "batch_size"): lambda v: _road(batch_size=v),
+    ("road.evaluate", "n_seeds"): lambda v: _road(n_seeds=v),
     ("road.leakage", "folds"): lambda v: road.leakage(X, insdel.removal.Constant(0.0), folds=v),
     ("road.leakage", "n_rows"): lambda v: road.leakage(X, insdel.removal.Constant(0.0), n_rows=v),
     ("sanity.metric_reliability", "n_perturbations"): lambda v: _reliability(n_perturbations=v),

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import insdel
 from insdel.areas import abc, auc, aul
-from insdel.curves import MODES, orderings, trace
+from insdel.tracing import MODES, orderings, trace
 
 # ---------------------------------------------------------------- reference implementation
 
@@ -445,8 +445,8 @@ def test_order_options_signed_absolute_ascending(tmp_path):
 
 
 def _curves_module():
-    """The module ``insdel.curves`` (the package attribute of that name is the function)."""
-    return importlib.import_module("insdel.curves")
+    """The module ``insdel.tracing`` (the curve engine; ``insdel.curves`` is its function)."""
+    return importlib.import_module("insdel.tracing")
 
 
 def _kernels():

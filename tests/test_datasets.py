@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from insdel.shipped.data_recipes import bangalore as bang_recipe
-from insdel.shipped.data_recipes import dielectron_sim as sim
-from insdel.shipped.data_recipes import housing_sim
 
 import insdel
 from insdel import datasets
 from insdel.cli import main as cli_main
+from insdel.shipped.data_recipes import bangalore as bang_recipe
+from insdel.shipped.data_recipes import dielectron_sim as sim
+from insdel.shipped.data_recipes import housing_sim
 
 
 @pytest.fixture(scope="module")

@@ -218,7 +218,7 @@ def test_trace_validate_is_deprecated():
         insdel.trace(lambda Z: Z.sum(1), X, R, np.arange(3)[None].repeat(2, 0), validate=True)
 
 
-ENGINES = ["curves.py", "evaluation.py", "decomposition/batch.py", "decomposition/shapley.py",
+ENGINES = ["tracing.py", "evaluation.py", "decomposition/batch.py", "decomposition/shapley.py",
            "decomposition/_subspace.py", "decomposition/__init__.py"]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from insdel.hybrid import hybrid
+from insdel.hybrids import hybrid
 
 
 # -- hybrid(): options checked ---------------------------------------------------------------------

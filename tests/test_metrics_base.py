@@ -14,7 +14,7 @@ import insdel
 from insdel import metrics as M
 from insdel.game import as_game
 from insdel.groups import Groups
-from insdel.hybrid import hybrid
+from insdel.hybrids import hybrid
 from insdel.metrics.base import HybridCache, MetricContext, rank_of, top_units
 
 

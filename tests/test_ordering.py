@@ -7,7 +7,6 @@ import pytest
 
 import insdel
 from insdel import config, roar
-from insdel.curves import orderings
 from insdel.metrics.base import rank_of
 from insdel.ordering import (
     ALIASES,
@@ -17,6 +16,7 @@ from insdel.ordering import (
     random_permutations,
     sort_orderings,
 )
+from insdel.tracing import orderings
 
 A = np.array([[0.5, -2.0, 0.5, 1.0, 0.0], [3.0, 1.0, -1.0, -3.0, 1.0]])
 

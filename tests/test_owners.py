@@ -4,9 +4,9 @@ import itertools
 import numpy as np
 import pytest
 
-from insdel.curves import orderings
 from insdel.decomposition import batch_decomposition, shapley_values, subspace_shapley
 from insdel.metrics.base import rank_of
+from insdel.tracing import orderings
 
 
 @pytest.mark.parametrize("order", ["signed", "absolute", "ascending"])
@@ -52,9 +52,9 @@ def test_exact_shapley_routes_agree_bitwise_and_with_brute_force():
 @pytest.mark.parametrize("mode", ["insertion", "deletion"])
 @pytest.mark.parametrize("order", ["signed", "absolute"])
 def test_metric_curves_equal_trace(mode, order):
-    from insdel.curves import trace
     from insdel.metrics.base import MetricContext
     from insdel.metrics.insertion_deletion import curve_values
+    from insdel.tracing import trace
 
     rng = np.random.default_rng(1)
     X = rng.normal(size=(6, 4))
@@ -72,9 +72,9 @@ def test_the_three_row_writers_write_the_same_hybrids():
     the hybrids of the sets it needs."""
     import itertools
 
-    from insdel.curves import trace
     from insdel.decomposition import batch_decomposition
-    from insdel.hybrid import build_rows, masks_to_words
+    from insdel.hybrids import build_rows, masks_to_words
+    from insdel.tracing import trace
 
     rng = np.random.default_rng(0)
     X, R = rng.normal(size=(3, 4)), rng.normal(size=(3, 4))

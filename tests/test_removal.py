@@ -15,8 +15,8 @@ from _removals import MeanImpute, Shuffled
 import insdel
 from insdel import removal as RM
 from insdel.areas import abc as area_abc
-from insdel.curves import trace
 from insdel.decomposition import batch_decomposition, sampled_shapley, shapley_values
+from insdel.tracing import trace
 
 
 def f(Z):

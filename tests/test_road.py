@@ -99,7 +99,7 @@ def test_losses_match_a_brute_force_loop(ranking):
     y = rng.normal(size=5)
     A = {"a": rng.normal(size=(5, 4)), "b": np.round(rng.normal(size=(5, 4)))}  # b has ties
     fr = (0.2, 0.5, 0.75)
-    res = road.road(_f, X, y, A, Shifts(), fractions=fr, ranking=ranking, loss="rmse")
+    res = road.evaluate(_f, X, y, A, Shifts(), fractions=fr, ranking=ranking, loss="rmse")
     c = res.curves
     assert sorted(c["q"].unique()) == [0.0, 0.2, 0.5, 0.75, 1.0]
     assert set(c["method"]) == {"a", "b", "random"}
@@ -133,7 +133,7 @@ def test_same_row_same_draws_whatever_the_method():
     X, y = rng.normal(size=(30, 3)), rng.normal(size=30)
     A = rng.normal(size=(30, 3))
     rem = GaussianConditional(np.zeros(3), np.eye(3), n_draws=4, seed=3)
-    c = road.road(_lin([1.0, 2.0, 3.0]), X, y, {"a": A, "b": A.copy()}, rem, random=False).curves
+    c = road.evaluate(_lin([1.0, 2.0, 3.0]), X, y, {"a": A, "b": A.copy()}, rem, random=False).curves
     a, b = (c[c["method"] == m].reset_index(drop=True) for m in ("a", "b"))
     pd.testing.assert_series_equal(a["loss"], b["loss"])
 
@@ -151,7 +151,7 @@ def test_srg_is_positive_for_the_true_relevance():
     y = X @ w + 0.05 * rng.normal(size=N)
     truth = w * X  # exact Shapley values of a linear model against the mean 0
     rem = GaussianConditional(np.zeros(n), np.eye(n), n_draws=8)
-    res = road.road(_lin(w), X, y, {"truth": truth, "inverse": 1.0 / (np.abs(truth) + 1e-3)},
+    res = road.evaluate(_lin(w), X, y, {"truth": truth, "inverse": 1.0 / (np.abs(truth) + 1e-3)},
                     rem, fractions=(0.2, 0.4, 0.6, 0.8))
     s = res.summary.set_index("method")
     c = res.curves.set_index(["method", "order", "q"])["loss"]
@@ -235,7 +235,7 @@ def test_constant_removal_is_deprecated_for_the_removal_constant():
 def test_plot_road():
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(40, 3)), rng.normal(size=40)
-    res = road.road(_lin([1.0, 0.0, 2.0]), X, y, {"a": X}, Constant(0.0),
+    res = road.evaluate(_lin([1.0, 0.0, 2.0]), X, y, {"a": X}, Constant(0.0),
                     fractions=(0.5,))
     ax = plotting.plot_road(res)
     from matplotlib.axes import Axes
@@ -268,7 +268,7 @@ def _args(**kw):
 
 
 def _road(f, X, y, attributions, removal, **kw):
-    return road.road(f, X, y, attributions, removal, **kw)
+    return road.evaluate(f, X, y, attributions, removal, **kw)
 
 
 @pytest.mark.parametrize("kw,exc,match", [
@@ -352,8 +352,8 @@ def test_srg_standard_error_is_over_rows():
     w, X, y = _linear_problem(N=40)
     A = {"truth": w * X}
     rem = Constant(0.0)
-    res = road.road(_lin(w), X, y, A, rem, fractions=(0.4, 0.8), random=False)
-    per_row = [road.road(_lin(w), X[i:i + 1], y[i:i + 1], {"truth": A["truth"][i:i + 1]}, rem,
+    res = road.evaluate(_lin(w), X, y, A, rem, fractions=(0.4, 0.8), random=False)
+    per_row = [road.evaluate(_lin(w), X[i:i + 1], y[i:i + 1], {"truth": A["truth"][i:i + 1]}, rem,
                          fractions=(0.4, 0.8), random=False).summary["srg"].iloc[0]
                for i in range(len(X))]
     s = res.summary.iloc[0]
@@ -371,7 +371,7 @@ def test_ties_within_noise_are_shown_as_ties():
     A = {"truth": truth, "noisy1": truth + noise[0], "noisy2": truth + noise[1],
          "inverse": 1.0 / (np.abs(truth) + 1e-3)}
     rem = GaussianConditional(np.zeros(5), np.eye(5), n_draws=4)
-    res = road.road(_lin(w), X, y, A, rem, fractions=(0.2, 0.6))
+    res = road.evaluate(_lin(w), X, y, A, rem, fractions=(0.2, 0.6))
     s = res.summary.set_index("method")
     assert s.loc["noisy1", "srg"] != s.loc["noisy2", "srg"]  # two point estimates...
     assert "noisy2" in s.loc["noisy1", "tied_with"].split(";")  # ...that noise cannot order
@@ -387,8 +387,8 @@ def test_repeats_of_the_draws_give_the_spread_over_seeds():
     w, X, y = _linear_problem(N=60)
     A = {"truth": w * X}
     rem = GaussianConditional(np.zeros(5), np.eye(5), n_draws=2)
-    one = road.road(_lin(w), X, y, A, rem, fractions=(0.2, 0.6))
-    three = road.road(_lin(w), X, y, A, rem, fractions=(0.2, 0.6), n_seeds=3)
+    one = road.evaluate(_lin(w), X, y, A, rem, fractions=(0.2, 0.6))
+    three = road.evaluate(_lin(w), X, y, A, rem, fractions=(0.2, 0.6), n_seeds=3)
     rep = three.repeats
     assert list(rep.columns) == ["seed", *road.CURVE_COLUMNS] and sorted(rep["seed"].unique()) \
         == [0, 1, 2]
@@ -405,10 +405,10 @@ def test_repeats_of_the_draws_give_the_spread_over_seeds():
         assert sd > 0 and s.loc[m, "srg_sd_seeds"] == pytest.approx(sd, rel=1e-10)
     assert (s["n_seeds"] == 3).all() and "SD over seeds" in three.to_markdown()
     # a deterministic removal: the repeats differ only by the random control's scores
-    c = road.road(_lin(w), X, y, A, Constant(0.0), n_seeds=2).summary
+    c = road.evaluate(_lin(w), X, y, A, Constant(0.0), n_seeds=2).summary
     assert c.set_index("method").loc["truth", "srg_sd_seeds"] == 0.0
     with pytest.raises(ValueError, match="^n_seeds must be"):
-        road.road(_lin(w), X, y, A, rem, n_seeds=0)
+        road.evaluate(_lin(w), X, y, A, rem, n_seeds=0)
 
 
 class _Recording(SampledRemoval):
@@ -435,7 +435,7 @@ def test_groups_are_removed_and_ranked_as_units():
     y = X @ w
     A = w * X
     rem = _Recording()
-    res = road.road(_lin(w), X, y, {"a": A}, rem, groups={"region": [1, 2, 3]},
+    res = road.evaluate(_lin(w), X, y, {"a": A}, rem, groups={"region": [1, 2, 3]},
                     fractions=(0.3, 0.6), random=False)
     assert res.units == ["region", "x0", "x4"]
     assert sorted(res.curves["k"].unique()) == [0, 1, 2, 3]
@@ -449,7 +449,7 @@ def test_groups_are_removed_and_ranked_as_units():
     for i in range(N):
         assert not first[i, cols[top[i]]].any() and first[i].sum() == 5 - len(cols[top[i]])
     # attributions given per group (in the groups' order: region, x0, x4) give the same result
-    per_group = road.road(_lin(w), X, y, {"a": G[:, [1, 0, 2]]}, Constant(0.0),
+    per_group = road.evaluate(_lin(w), X, y, {"a": G[:, [1, 0, 2]]}, Constant(0.0),
                           groups={"region": [1, 2, 3]}, fractions=(0.3, 0.6), random=False)
     pd.testing.assert_frame_equal(per_group.curves, res.curves)
 
@@ -505,5 +505,15 @@ def test_a_removal_costing_more_than_max_rows_is_refused_before_any_draw():
     with pytest.raises(ValueError, match=r"ROAD: .* x n_draws = 10,000,000 of removal 'huge' = "
                                          r"[\d,]+ model rows.*more than max_rows = 100,000,000\. "
                                          r".*max_rows="):
-        road.road(_f, X, _f(X), {"a": X}, Huge())
+        road.evaluate(_f, X, _f(X), {"a": X}, Huge())
     assert calls == []
+
+
+def test_the_former_name_road_road_warns_and_gives_the_same_result():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 5))
+    y = _f(X)
+    want = road.evaluate(_f, X, y, {"a": X}, Constant(0.0), random=False)
+    with pytest.warns(DeprecationWarning, match="insdel.road.evaluate"):
+        got = road.road(_f, X, y, {"a": X}, Constant(0.0), random=False)
+    pd.testing.assert_frame_equal(got.curves, want.curves)

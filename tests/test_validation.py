@@ -73,47 +73,47 @@ def test_check_progress():
 def test_wrong_type_for_an_int_is_a_type_error_naming_the_argument(bad):
     """A bool is not an int, and a float (even 2.0) is never truncated nor taken as one."""
     with pytest.raises(TypeError, match=r"^n_steps must be an integer; got "):
-        check_scalar("n_steps", bad, int, min_val=1)
+        check_scalar(bad, "n_steps", int, min_val=1)
     with pytest.raises(TypeError, match=r"^n_steps must be an integer; got "):
-        check_positive_int("n_steps", bad)
+        check_positive_int(bad, "n_steps")
 
 
 @pytest.mark.parametrize("bad, bound", [(0, ">= 1"), (-3, ">= 1"), (np.int64(0), ">= 1")])
 def test_int_out_of_range_is_a_value_error_naming_the_argument_and_the_bound(bad, bound):
     with pytest.raises(ValueError, match=rf"^n_steps must be an integer {bound}; got "):
-        check_scalar("n_steps", bad, int, min_val=1)
+        check_scalar(bad, "n_steps", int, min_val=1)
     with pytest.raises(ValueError, match=rf"^n_steps must be an integer {bound}; got "):
-        check_positive_int("n_steps", bad)
+        check_positive_int(bad, "n_steps")
 
 
 def test_ints_come_back_as_python_ints():
-    out = check_scalar("seed", np.int32(7), int, min_val=0)
+    out = check_scalar(np.int32(7), "seed", int, min_val=0)
     assert out == 7 and type(out) is int
-    assert type(check_positive_int("seed", np.uint8(0), minimum=0)) is int
+    assert type(check_positive_int(np.uint8(0), "seed", minimum=0)) is int
 
 
 def test_float_options_take_ints_but_not_bools_and_name_their_range():
-    assert check_scalar("alpha", 2, float) == 2.0 and type(check_scalar("alpha", 2, float)) is float
+    assert check_scalar(2, "alpha", float) == 2.0 and type(check_scalar(2, "alpha", float)) is float
     with pytest.raises(TypeError, match=r"alpha must be a number; got True \(bool\)"):
-        check_scalar("alpha", True, float)
+        check_scalar(True, "alpha", float)
     with pytest.raises(TypeError, match="alpha must be a number"):
-        check_scalar("alpha", "0.5", float)
+        check_scalar("0.5", "alpha", float)
     with pytest.raises(ValueError, match=r"^alpha must be a number > 0; got 0\.$"):
-        check_scalar("alpha", 0, float, min_val=0.0, include_boundaries="neither")
+        check_scalar(0, "alpha", float, min_val=0.0, include_boundaries="neither")
     with pytest.raises(ValueError, match=r"^q must be a number in \(0, 1\]; got 1\.5\.$"):
-        check_scalar("q", 1.5, float, min_val=0.0, max_val=1.0, include_boundaries="right")
+        check_scalar(1.5, "q", float, min_val=0.0, max_val=1.0, include_boundaries="right")
     with pytest.raises(ValueError, match=r"^q must be a number < 1; got 1\.$"):
-        check_scalar("q", 1, float, max_val=1.0, include_boundaries="left")
+        check_scalar(1, "q", float, max_val=1.0, include_boundaries="left")
     with pytest.raises(ValueError, match="alpha must be a finite number"):
-        check_scalar("alpha", float("nan"), float, min_val=0.0, finite=True)
-    assert check_scalar("alpha", float("inf"), float, min_val=0.0) == float("inf")  # finite=False
+        check_scalar(float("nan"), "alpha", float, min_val=0.0, finite=True)
+    assert check_scalar(float("inf"), "alpha", float, min_val=0.0) == float("inf")  # finite=False
 
 
 def test_bool_options_refuse_truthy_values_with_a_type_error():
-    assert check_bool("abs", np.False_) is False and check_bool("abs", True) is True
+    assert check_bool(np.False_, "abs") is False and check_bool(True, "abs") is True
     for bad in (0, 1, "no", None):
         with pytest.raises(TypeError, match=r"^abs must be True or False; got "):
-            check_bool("abs", bad)
+            check_bool(bad, "abs")
     assert check_progress(None) is None and check_progress(np.True_) is True
     with pytest.raises(TypeError, match=r"^progress must be None, True or False; got 0 \(int\)"):
         check_progress(0)
@@ -170,4 +170,4 @@ def test_every_numeric_leaf_default_is_in_its_range():
     assert {"seed", "targets.n", "compute.connect_timeout", "roar.replicates"} <= {k for k, _ in found}
     for key, (types, default, bounds) in found:
         if default is not None:
-            check_scalar(key, default, float if float in types else int, **bounds)
+            check_scalar(default, key, float if float in types else int, **bounds)

@@ -255,7 +255,7 @@ def attribute(f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, met
     """
     from .._validation import check_bool
 
-    return_info = check_bool("return_info", return_info)
+    return_info = check_bool(return_info, "return_info")
     if client is not None or pairs_per_chunk is not None:
         return _attribute_chunked(f, X, R, method, return_info, client, pairs_per_chunk, options)
     if not isinstance(method, str):
@@ -371,7 +371,7 @@ def _attribute_chunked(f, X, R, method, return_info: bool, client, pairs_per_chu
     seeded = "seed" in options_of(cls.name)
     seed = options.get("seed", options_of(cls.name).get("seed", 0)) if seeded else None
     if seeded:  # chunk_seed would truncate 2.7 to 2: check it as the method does
-        check_positive_int("seed", seed, minimum=0)
+        check_positive_int(seed, "seed", minimum=0)
     A, info = run_chunked(
         _attribute_task, [(lo, hi, cls.name, options) for lo, hi in bounds],
         shared=shared, client=client, seed=seed,

@@ -12,7 +12,7 @@ import numba as nb
 import numpy as np
 
 from ..adapter import Model
-from ..hybrid import build_rows, masks_to_words
+from ..hybrids import build_rows, masks_to_words
 
 
 def evaluate_coalitions(model: Model, Xd: np.ndarray, Rd: np.ndarray, b0: int,
@@ -20,7 +20,7 @@ def evaluate_coalitions(model: Model, Xd: np.ndarray, Rd: np.ndarray, b0: int,
     """Model values of the hybrids of pairs ``b0 .. b0 + P - 1`` for coalitions ``masks`` (P, S, n).
 
     Each pair's distinct hybrids are found from the coalitions' D-bits (packed, ``np.unique``),
-    built with :func:`insdel.hybrid.build_rows` and evaluated once, in one model call for the P
+    built with :func:`insdel.hybrids.build_rows` and evaluated once, in one model call for the P
     pairs. Returns the values (P, S) and the number of distinct rows evaluated.
     """
     P, S, _ = masks.shape

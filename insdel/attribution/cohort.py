@@ -155,8 +155,8 @@ class CohortShapley(_CohortAttribution):
         from ..decomposition import sampled_shapley, shapley_values
 
         seed = check_seed(seed)
-        max_d = check_positive_int("max_d", max_d)
-        n_orderings = check_positive_int("n_orderings", n_orderings, minimum=2)
+        max_d = check_positive_int(max_d, "max_d")
+        n_orderings = check_positive_int(n_orderings, "n_orderings", minimum=2)
         if n_orderings % 2:
             raise ValueError(f"n_orderings must be even (antithetic couples); got {n_orderings}.")
         t0 = time.perf_counter()
@@ -267,7 +267,7 @@ class IGCS(_CohortAttribution):
         -------
         ndarray (B, n)
         """
-        n_steps = check_positive_int("n_steps", n_steps)
+        n_steps = check_positive_int(n_steps, "n_steps")
         if not isinstance(rule, str) or rule not in IGCS_RULES:
             raise ValueError(f"igcs: rule must be one of {list(IGCS_RULES)}; got {rule!r}.")
         t0 = time.perf_counter()

@@ -201,9 +201,9 @@ class DeepLift(Attribution):
         """
         from ._removal import averaged, empty_rows, single_reference
 
-        cs = check_positive_int("chunk_rows", chunk_rows)
-        prelu_rescale = check_bool("prelu_rescale", prelu_rescale)
-        eps = check_scalar("eps", eps, float, min_val=0.0, finite=True)
+        cs = check_positive_int(chunk_rows, "chunk_rows")
+        prelu_rescale = check_bool(prelu_rescale, "prelu_rescale")
+        eps = check_scalar(eps, "eps", float, min_val=0.0, finite=True)
 
         def compute(game):
             R = single_reference(game)

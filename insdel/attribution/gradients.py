@@ -87,8 +87,8 @@ class VanillaGrad(Attribution):
         ndarray of float64, shape (B, n)
         """
         check_progress(progress)  # no bar is made here: progress_bar would not check it
-        cs = check_positive_int("chunk_rows", chunk_rows)
-        abs = check_bool("abs", abs)
+        cs = check_positive_int(chunk_rows, "chunk_rows")
+        abs = check_bool(abs, "abs")
 
         def compute(game):
             model, X = game.model, game.X
@@ -142,11 +142,11 @@ class InputXGradient(Attribution):
         ndarray of float64, shape (B, n)
         """
         check_progress(progress)  # no bar is made here: progress_bar would not check it
-        cs = check_positive_int("chunk_rows", chunk_rows)
+        cs = check_positive_int(chunk_rows, "chunk_rows")
         if binary_zero is not None and binary is None:
             raise ValueError("input_x_gradient: binary_zero needs binary= (the binary features).")
         if binary_zero is not None:
-            binary_zero = check_scalar("binary_zero", binary_zero, float, finite=True)
+            binary_zero = check_scalar(binary_zero, "binary_zero", float, finite=True)
 
         def compute(game):
             model, X = game.model, game.X

@@ -92,12 +92,12 @@ class IntegratedGradients(Attribution):
             ``info_`` holds ``n_grad_rows``, ``n_value_rows``, ``binary_mode``, ``m`` (differing
             binaries per pair) and the completeness gap ``delta``.
         """
-        check_positive_int("n_steps", n_steps)
-        check_positive_int("n_orders", n_orders)
-        check_positive_int("chunk_rows", chunk_rows)
-        check_positive_int("max_interpolate", max_interpolate, minimum=0)
-        check_positive_int("all_orders_max_m", all_orders_max_m, minimum=0)
-        check_positive_int("seed", seed, minimum=0)  # None or 2.5: not a repeatable run
+        check_positive_int(n_steps, "n_steps")
+        check_positive_int(n_orders, "n_orders")
+        check_positive_int(chunk_rows, "chunk_rows")
+        check_positive_int(max_interpolate, "max_interpolate", minimum=0)
+        check_positive_int(all_orders_max_m, "all_orders_max_m", minimum=0)
+        check_positive_int(seed, "seed", minimum=0)  # None or 2.5: not a repeatable run
         if binary is None and (binary_mode != "cast" or binary_levels is not None):
             given = "binary_mode=" + repr(binary_mode) if binary_mode != "cast" \
                 else "binary_levels"

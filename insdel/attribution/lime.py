@@ -88,11 +88,11 @@ class Lime(Attribution):
         -------
         ndarray of float64, shape (B, n)
         """
-        ns = check_positive_int("n_samples", n_samples, minimum=2)
-        check_positive_int("perturbations_per_eval", perturbations_per_eval)
-        check_positive_int("chunk_rows", chunk_rows)
-        check_positive_int("seed", seed, minimum=0)  # None or 2.5: not a repeatable run
-        alpha = check_scalar("alpha", alpha, float, min_val=0.0, finite=True)
+        ns = check_positive_int(n_samples, "n_samples", minimum=2)
+        check_positive_int(perturbations_per_eval, "perturbations_per_eval")
+        check_positive_int(chunk_rows, "chunk_rows")
+        check_positive_int(seed, "seed", minimum=0)  # None or 2.5: not a repeatable run
+        alpha = check_scalar(alpha, "alpha", float, min_val=0.0, finite=True)
         if engine not in ("insdel", "captum"):
             raise ValueError(f"lime: engine must be 'insdel' or 'captum'; got {engine!r}.")
         if interpretable_model is not None and engine != "captum":

@@ -44,7 +44,7 @@ class RandomAttribution(Attribution):
         """
         from .shapley import _groups_of
 
-        check_positive_int("seed", seed, minimum=0)
+        check_positive_int(seed, "seed", minimum=0)
         grp = _groups_of(groups, X)
         m = None if grp is None else grp.m
 

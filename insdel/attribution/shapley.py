@@ -112,10 +112,10 @@ class KernelShap(Attribution):
             (rank-deficient least squares, e.g. ``n_samples`` below n + 1); those pairs get the
             minimum-norm solution, still efficient, and ``info_["underdetermined"]`` marks them.
         """
-        ns = check_positive_int("n_samples", n_samples, minimum=2)
-        check_positive_int("perturbations_per_eval", perturbations_per_eval)
-        check_positive_int("chunk_rows", chunk_rows)
-        check_positive_int("seed", seed, minimum=0)  # None or 2.5: not a repeatable run
+        ns = check_positive_int(n_samples, "n_samples", minimum=2)
+        check_positive_int(perturbations_per_eval, "perturbations_per_eval")
+        check_positive_int(chunk_rows, "chunk_rows")
+        check_positive_int(seed, "seed", minimum=0)  # None or 2.5: not a repeatable run
         if engine not in ("captum", "insdel"):
             raise ValueError(f"kernel_shap: engine must be 'captum' or 'insdel'; got {engine!r}.")
         if exact not in ("auto", "never"):

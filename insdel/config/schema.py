@@ -253,7 +253,7 @@ def _check_leaf(where: str, value, types, source: str, bounds: Mapping | None = 
         from .._validation import check_scalar
 
         try:
-            check_scalar(where, value, float if float in types else int, **bounds)
+            check_scalar(value, where, float if float in types else int, **bounds)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{source}: {exc}") from None
 

@@ -269,7 +269,7 @@ def _check_values(cfg: dict, source: str, check_tables=None) -> None:
     # numbers were checked against their leaf's range when read (_check_leaf)
     _check_device(source, cfg["compute"]["device"])
     _check_compute(source, cfg["compute"])
-    from ..curves import ORDERS
+    from ..tracing import ORDERS
 
     _check_ordering(source, "evaluation.order", cfg["evaluation"]["order"], allowed=ORDERS,
                     ranking=None)
@@ -500,7 +500,7 @@ def _check_methods(cfg: dict, source: str) -> None:
     for m, opts in _checked_options(cfg, "methods", _method_options, source):
         if "seed" in opts:  # the runner derives each chunk's seed from it: 2.7 is not 2
             try:
-                check_scalar(f"methods.options.{m}.seed", opts["seed"], int, min_val=0)
+                check_scalar(opts["seed"], f"methods.options.{m}.seed", int, min_val=0)
             except (TypeError, ValueError) as exc:
                 raise ConfigError(f"{source}: {exc}") from None
     compare = cfg["figures"]["compare"]
@@ -636,7 +636,7 @@ def normalize_removals(layer: dict, prefix: str, source: str) -> None:
 
     ``roar.removal`` / ``road.removal`` is a name or a table ``{name, options}``; each entry of
     ``removal.kinds`` is a name or a table ``{name, options}``. The loaded configuration records
-    them as before (``<table>.removal`` the name, ``<table>.removal_options`` the options;
+    them in one internal form (``<table>.removal`` the name, ``<table>.removal_options`` the options;
     ``removal.kinds`` the names, ``removal.<name>`` the options), so a run's manifest and its
     fingerprint do not depend on the spelling. The older spellings (``<table>.removal_options``,
     ``[removal.<name>]`` tables) keep working, each with a deprecation message naming the new

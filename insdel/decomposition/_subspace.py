@@ -59,7 +59,7 @@ def _check_d(dsz: np.ndarray, n: int, max_d, pairs: np.ndarray | None = None,
     under the removal in use (default the baseline's ``{j : x_j != r_j}``; ``"all"``: every
     unit, under a drawn or observational removal).
     """
-    max_d = check_positive_int("max_d", max_d, minimum=0)
+    max_d = check_positive_int(max_d, "max_d", minimum=0)
     big = np.flatnonzero(dsz > min(max_d, _HARD_MAX_D))
     if big.size == 0:
         return max_d

@@ -33,7 +33,7 @@ def expected_last_position(size, n: int):
     -------
     float or ndarray of float
     """
-    n = check_positive_int("n", n)
+    n = check_positive_int(n, "n")
     s = np.asarray(size)
     if s.dtype == bool or not np.issubdtype(s.dtype, np.integer):
         raise TypeError(f"size must be an integer (or integer array); got dtype {s.dtype}.")

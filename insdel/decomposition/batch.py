@@ -290,7 +290,7 @@ class BatchDecomposition:
         ndarray (B,) or (B, K)
         """
         check_mode(mode)
-        normalize = check_bool("normalize", normalize)
+        normalize = check_bool(normalize, "normalize")
         (ai, ad, _, _), squeeze = self._areas(orders)
         a = ai if mode == "insertion" else ad
         if normalize:
@@ -305,7 +305,7 @@ class BatchDecomposition:
         by n when ``normalize`` (the paper's tables). Shapes as in :meth:`auc`.
         """
         check_mode(mode)
-        normalize = check_bool("normalize", normalize)
+        normalize = check_bool(normalize, "normalize")
         (_, _, bi, bd), squeeze = self._areas(orders)
         a = bi if mode == "insertion" else bd
         if normalize:
@@ -314,7 +314,7 @@ class BatchDecomposition:
 
     def abc_total(self, orders, *, normalize: bool = True) -> np.ndarray:
         """ABC + ABC' of each ordering, ``sum_{u≠∅} (n - ceil(u) - floor(u) + 1) Delta_u`` (App. B.1)."""
-        normalize = check_bool("normalize", normalize)
+        normalize = check_bool(normalize, "normalize")
         (_, _, bi, bd), squeeze = self._areas(orders)
         a = bi + bd
         if normalize:
@@ -336,7 +336,7 @@ class BatchDecomposition:
         ndarray (B,)
         """
         check_mode(mode)
-        normalize = check_bool("normalize", normalize)
+        normalize = check_bool(normalize, "normalize")
         n = self.n
         e_ceil = expected_last_position(np.arange(n + 1), n)
         half = (n + 1) / 2.0
@@ -395,13 +395,13 @@ class BatchDecomposition:
 
     def best_auc(self, *, mode: str = "insertion", normalize: bool = False) -> np.ndarray:
         """Largest AUC (insertion) or smallest AUC' (deletion) over all n! orderings, (B,)."""
-        normalize = check_bool("normalize", normalize)
+        normalize = check_bool(normalize, "normalize")
         a = self._best_path(mode)[0]
         return a / self.n if normalize else a.copy()
 
     def best_abc(self, *, mode: str = "insertion", normalize: bool = True) -> np.ndarray:
         """Best achievable ABC (insertion) or ABC' (deletion) over all n! orderings, (B,)."""
-        normalize = check_bool("normalize", normalize)
+        normalize = check_bool(normalize, "normalize")
         best = self._best_path(mode)[0]
         aul = (self.n + 1) / 2.0 * (self.fr + self.fx)
         out = best - aul if mode == "insertion" else aul - best
@@ -415,7 +415,7 @@ class BatchDecomposition:
         ``mask`` is the bitmask over all n features (a Python int); ties by bitmask.
         """
         i = self._index(i)
-        top = check_positive_int("top", top)
+        top = check_positive_int(top, "top")
         d = int(self._dsz[i])
         if d < 2:
             return []
@@ -617,7 +617,7 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
     t0 = time.perf_counter()
     columns = feature_names_of(X) if X is not None else None  # a DataFrame's column names
     game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size)
-    dedup = check_bool("dedup", dedup)
+    dedup = check_bool(dedup, "dedup")
     n = game.m
     if feature_names is None:
         feature_names = game.unit_names if game.unit_names is not None else columns

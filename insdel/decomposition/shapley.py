@@ -64,7 +64,7 @@ def shapley_values(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
     ndarray (B, n) or (B, m); rows sum to f(x_b) - f(r_b).
     """
     game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size)
-    max_rows = check_positive_int("max_rows", max_rows)
+    max_rows = check_positive_int(max_rows, "max_rows")
     if game.knows("shapley"):
         return game.shapley()
     refs = game.references
@@ -153,7 +153,7 @@ def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = D
         A pair with |D| > ``max_d``; the message names the pair, its |D| and the cost.
     """
     game = as_game(f, X, R, groups=groups, batch_size=batch_size)
-    max_rows = check_positive_int("max_rows", max_rows)
+    max_rows = check_positive_int(max_rows, "max_rows")
     B = game.B
     if pairs is None:
         todo = np.arange(B, dtype=np.int64)
@@ -223,7 +223,7 @@ def sampled_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, removal=None,
     Parameters
     ----------
     f, X, R, removal, groups, batch_size, progress
-        As in :func:`insdel.curves.trace`.
+        As in :func:`insdel.tracing.trace`.
     n_orderings : int, default 64
         Orderings per pair (even: antithetic couples).
     seed : int, default 0
@@ -235,9 +235,9 @@ def sampled_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, removal=None,
         Standard errors over the ``n_orderings / 2`` antithetic couples.
     """
     from .._validation import check_seed
-    from ..curves import DEFAULT_CHUNK_SIZE, _curve_job, _trace_game
+    from ..tracing import DEFAULT_CHUNK_SIZE, _curve_job, _trace_game
 
-    n_orderings = check_positive_int("n_orderings", n_orderings, minimum=2)
+    n_orderings = check_positive_int(n_orderings, "n_orderings", minimum=2)
     if n_orderings % 2:
         raise ValueError(f"n_orderings must be even (antithetic couples); got {n_orderings}.")
     seed = check_seed(seed)

@@ -25,9 +25,9 @@ from torch import nn
 from .._registry import Registry, signature_options
 from .._validation import check_pairs
 from ..adapter import as_model
-from ..curves import orderings
 from ..decomposition import BatchDecomposition, batch_decomposition, shapley_values
 from ..ordering import random_permutations
+from ..tracing import orderings
 from . import criteria as C
 from .models import MonotoneAdditive, Quadratic, ReluNet
 

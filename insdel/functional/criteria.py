@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..curves import orderings
+from ..tracing import orderings
 
 if TYPE_CHECKING:  # pragma: no cover
     from .cases import Truth

@@ -235,7 +235,7 @@ def exit_code(results: pd.DataFrame, *, strict: bool = False, file=None) -> int:
     after printing :func:`failure_summary` as one line to ``file`` (default ``sys.stderr``).
     The metric grades are not counted.
     """
-    strict = check_bool("strict", strict)
+    strict = check_bool(strict, "strict")
     ok = _passed(results)  # validated whatever strict is
     if not strict or ok.all():
         return 0

@@ -37,11 +37,11 @@ from .._validation import (
     feature_names_of,
 )
 from ..adapter import ModelLike
-from ..curves import orderings
 from ..game import Game, as_game
 from ..groups import group_attributions
-from ..hybrid import masks_to_words, n_words
+from ..hybrids import masks_to_words, n_words
 from ..ordering import check_ordering, sort_orderings
+from ..tracing import orderings
 
 __all__ = ["HybridCache", "MetricContext", "Metric", "top_units", "unit_positions", "rank_of",
            "pearson_rows", "spearman_rows"]

@@ -22,9 +22,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._validation import check_choice, check_scalar
-from ..curves import check_order
 from ..groups import group_attributions
 from ..ordering import random_permutations
+from ..tracing import check_order
 from .base import Metric, MetricContext, pearson_rows, rank_of, top_units
 
 __all__ = ["Comprehensiveness", "Sufficiency", "AucTp", "MonotonicityBEExAI",
@@ -37,7 +37,7 @@ def _check_ratios(name: str, value) -> tuple[float, ...]:
     vals = [value] if not isinstance(value, (list, tuple, np.ndarray)) else list(value)
     if not vals:
         raise ValueError(f"{name} must be a ratio in [0, 1] or a non-empty list of them.")
-    return tuple(check_scalar(f"{name}", v, float, min_val=0.0, max_val=1.0) for v in vals)
+    return tuple(check_scalar(v, f"{name}", float, min_val=0.0, max_val=1.0) for v in vals)
 
 
 class _RatioMetric(Metric):
@@ -235,10 +235,10 @@ class FaithfulnessCorrelationBEExAI(Metric):
 
     def __init__(self, *, subset_fraction: float = 0.2, n_repeats: int = 20,
                  absolute: bool = True):
-        self.subset_fraction = check_scalar("subset_fraction", subset_fraction, float,
+        self.subset_fraction = check_scalar(subset_fraction, "subset_fraction", float,
                                             min_val=0.0, max_val=1.0, include_boundaries="right")
-        self.n_repeats = check_scalar("n_repeats", n_repeats, int, min_val=2)
-        self.absolute = check_scalar("absolute", absolute, bool)
+        self.n_repeats = check_scalar(n_repeats, "n_repeats", int, min_val=2)
+        self.absolute = check_scalar(absolute, "absolute", bool)
 
     def subsets(self, ctx: MetricContext, method=None) -> np.ndarray:
         """The random subsets (B, n_repeats, m) of a call, True = unit taken from r."""
@@ -302,14 +302,14 @@ class Infidelity(Metric):
     def __init__(self, *, perturbation: str = "reference", n_samples: int = 5, p: float = 0.5,
                  sigma: float | str = "auto", absolute: bool = False):
         self.perturbation = check_choice("perturbation", perturbation, ("reference", "gaussian"))
-        self.n_samples = check_scalar("n_samples", n_samples, int, min_val=1)
-        self.p = check_scalar("p", p, float, min_val=0.0, max_val=1.0)
+        self.n_samples = check_scalar(n_samples, "n_samples", int, min_val=1)
+        self.p = check_scalar(p, "p", float, min_val=0.0, max_val=1.0)
         if isinstance(sigma, str):
             self.sigma = check_choice("sigma", sigma, ("auto",))
         else:
-            self.sigma = check_scalar("sigma", sigma, float, min_val=0.0,
+            self.sigma = check_scalar(sigma, "sigma", float, min_val=0.0,
                                       include_boundaries="neither")
-        self.absolute = check_scalar("absolute", absolute, bool)
+        self.absolute = check_scalar(absolute, "absolute", bool)
 
     def perturbations(self, ctx: MetricContext, method=None) -> np.ndarray:
         """The draws of a call: (B, K, m) bool subsets S (reference) or (K, B, n) noise I."""
@@ -377,11 +377,11 @@ class Sensitivity(Metric):
 
     def __init__(self, *, n_samples: int = 5, radius: float | str = 0.5,
                  normalize: str = "noise"):
-        self.n_samples = check_scalar("n_samples", n_samples, int, min_val=1)
+        self.n_samples = check_scalar(n_samples, "n_samples", int, min_val=1)
         if isinstance(radius, str):
             self.radius = check_choice("radius", radius, ("auto",))
         else:
-            self.radius = check_scalar("radius", radius, float, min_val=0.0,
+            self.radius = check_scalar(radius, "radius", float, min_val=0.0,
                                        include_boundaries="neither")
         self.normalize = check_choice("normalize", normalize, ("noise", "explanation", "none"))
 

@@ -12,8 +12,8 @@ import numpy as np
 
 from .._validation import check_mode, check_scalar
 from ..areas import abc, auc, petsiuk_auc
-from ..curves import check_order
 from ..groups import positions as make_positions
+from ..tracing import check_order
 from .base import Metric, MetricContext, rank_of, top_units
 
 __all__ = ["curve_values", "InsertionABC", "DeletionABC", "InsertionAUC", "DeletionAUC"]
@@ -36,7 +36,7 @@ class _CurveMetric(Metric):
 
     def __init__(self, *, order: str = "signed", step: int | None = None):
         self.order = check_order(order)
-        self.step = None if step is None else check_scalar("step", step, int, min_val=1)
+        self.step = None if step is None else check_scalar(step, "step", int, min_val=1)
 
     def compute(self, ctx: MetricContext, A: np.ndarray, **kwargs) -> np.ndarray:
         c, pos = curve_values(ctx, A, mode=self.mode, order=self.order, step=self.step)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._validation import check_scalar
-from ..curves import check_order
+from ..tracing import check_order
 from .base import Metric, MetricContext, rank_of, top_units
 
 __all__ = ["PGI", "PGU", "resolve_k", "check_k"]
@@ -32,8 +32,8 @@ def check_k(k) -> int | float | str:
             raise ValueError(f"k must be an int >= 1, a fraction in (0, 1) or 'auc'; got {k!r}.")
         return k
     if isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
-        return check_scalar("k", k, int, min_val=1)
-    return check_scalar("k", k, float, min_val=0.0, max_val=1.0, include_boundaries="neither")
+        return check_scalar(k, "k", int, min_val=1)
+    return check_scalar(k, "k", float, min_val=0.0, max_val=1.0, include_boundaries="neither")
 
 
 def resolve_k(k, m: int) -> np.ndarray:
@@ -61,18 +61,18 @@ class _PredictionGap(Metric):
             raise ValueError(f"perturbation must be 'reference' or 'gaussian'; got "
                              f"{perturbation!r}.")
         self.perturbation = perturbation
-        self.sigma = check_scalar("sigma", sigma, float, min_val=0.0,
+        self.sigma = check_scalar(sigma, "sigma", float, min_val=0.0,
                                   include_boundaries="neither")
-        self.n_samples = check_scalar("n_samples", n_samples, int, min_val=1)
+        self.n_samples = check_scalar(n_samples, "n_samples", int, min_val=1)
         if binary is None:
             self.binary = None
         else:
             if isinstance(binary, (str, bytes)) or not isinstance(binary, Sequence | np.ndarray):
                 raise TypeError(f"binary must be a sequence of column indices; got {binary!r}.")
-            self.binary = tuple(check_scalar(f"binary[{i}]", j, int, min_val=0)
+            self.binary = tuple(check_scalar(j, f"binary[{i}]", int, min_val=0)
                                 for i, j in enumerate(binary))
         self.flip = (self.sigma * math.sqrt(2 / math.pi) if flip is None
-                     else check_scalar("flip", flip, float, min_val=0.0, max_val=1.0))
+                     else check_scalar(flip, "flip", float, min_val=0.0, max_val=1.0))
         self.order = check_order(order)
 
     def _binary_columns(self, ctx: MetricContext) -> np.ndarray:

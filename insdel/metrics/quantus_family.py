@@ -83,7 +83,7 @@ class _QuantusMetric(Metric):
         return np.abs(A) if self.abs else np.asarray(A, np.float64)
 
     def _check_step(self, features_in_step) -> int:
-        return check_positive_int("features_in_step", features_in_step)
+        return check_positive_int(features_in_step, "features_in_step")
 
 
 # ------------------------------------------------------------------------------ curve metrics
@@ -115,7 +115,7 @@ class PixelFlipping(_QuantusMetric):
 
     def __init__(self, *, features_in_step: int = 1, abs: bool = False):
         self.features_in_step = self._check_step(features_in_step)
-        self.abs = check_bool("abs", abs)
+        self.abs = check_bool(abs, "abs")
 
     def curve(self, ctx: MetricContext, A: np.ndarray) -> np.ndarray:
         """The pixel-flipping curve (B, ceil(m / features_in_step))."""
@@ -157,9 +157,9 @@ class RegionPerturbation(_QuantusMetric):
                  abs: bool = False):
         self.order = order
         check_ordering(order, allowed=("morf", "lerf", "random"))
-        self.regions_evaluation = check_positive_int("regions_evaluation", regions_evaluation)
+        self.regions_evaluation = check_positive_int(regions_evaluation, "regions_evaluation")
         self.score = check_choice("score", score, ("auc", "aopc"))
-        self.abs = check_bool("abs", abs)
+        self.abs = check_bool(abs, "abs")
 
     @property
     def higher_is_better(self) -> bool:  # type: ignore[override]
@@ -203,7 +203,7 @@ class Selectivity(_QuantusMetric):
     higher_is_better = False
 
     def __init__(self, *, abs: bool = False):
-        self.abs = check_bool("abs", abs)
+        self.abs = check_bool(abs, "abs")
 
     def compute(self, ctx: MetricContext, A: np.ndarray, **kwargs) -> np.ndarray:
         orders = rank_of(self._attr(A), order="signed")
@@ -239,7 +239,7 @@ class MonotonicityArya(_QuantusMetric):
 
     def __init__(self, *, features_in_step: int = 1, abs: bool = True):
         self.features_in_step = self._check_step(features_in_step)
-        self.abs = check_bool("abs", abs)
+        self.abs = check_bool(abs, "abs")
 
     def compute(self, ctx: MetricContext, A: np.ndarray, **kwargs) -> np.ndarray:
         orders = rank_of(self._attr(A), order="ascending")
@@ -283,10 +283,10 @@ class MonotonicityNguyen(_QuantusMetric):
     def __init__(self, *, features_in_step: int = 1, eps: float = 1e-5, nr_samples: int = 100,
                  noise: float = 0.0, abs: bool = True):
         self.features_in_step = self._check_step(features_in_step)
-        self.eps = check_scalar("eps", eps, float, min_val=0.0)
-        self.nr_samples = check_positive_int("nr_samples", nr_samples)
-        self.noise = check_scalar("noise", noise, float, min_val=0.0)
-        self.abs = check_bool("abs", abs)
+        self.eps = check_scalar(eps, "eps", float, min_val=0.0)
+        self.nr_samples = check_positive_int(nr_samples, "nr_samples")
+        self.noise = check_scalar(noise, "noise", float, min_val=0.0)
+        self.abs = check_bool(abs, "abs")
 
     def compute(self, ctx: MetricContext, A: np.ndarray, *, method=None, **kwargs) -> np.ndarray:
         a = self._attr(A)
@@ -343,10 +343,10 @@ class FaithfulnessCorrelation(_QuantusMetric):
     source = "Bhatt et al. (2020); quantus.FaithfulnessCorrelation"
 
     def __init__(self, *, nr_runs: int = 100, subset_size: int | None = None, abs: bool = False):
-        self.nr_runs = check_positive_int("nr_runs", nr_runs)
+        self.nr_runs = check_positive_int(nr_runs, "nr_runs")
         self.subset_size = (None if subset_size is None
-                            else check_positive_int("subset_size", subset_size))
-        self.abs = check_bool("abs", abs)
+                            else check_positive_int(subset_size, "subset_size"))
+        self.abs = check_bool(abs, "abs")
 
     def _size(self, m: int) -> int:
         if self.subset_size is None:
@@ -409,7 +409,7 @@ class FaithfulnessEstimate(_QuantusMetric):
 
     def __init__(self, *, features_in_step: int = 1, abs: bool = False):
         self.features_in_step = self._check_step(features_in_step)
-        self.abs = check_bool("abs", abs)
+        self.abs = check_bool(abs, "abs")
 
     def compute(self, ctx: MetricContext, A: np.ndarray, **kwargs) -> np.ndarray:
         a = self._attr(A)
@@ -483,7 +483,7 @@ class ROAD(_QuantusMetric):
                           DeprecationWarning, stacklevel=2)
         imputer = NoisyLinear(noise=noise, image_shape=image_shape)  # checks both
         self.noise, self.image_shape = imputer.noise, imputer.image_shape
-        self.abs = check_bool("abs", abs)
+        self.abs = check_bool(abs, "abs")
 
     def compute(self, ctx: MetricContext, A: np.ndarray, *, method=None, **kwargs) -> np.ndarray:
         orders = rank_of(self._attr(A), order="signed")
@@ -530,7 +530,7 @@ class IROF(_QuantusMetric):
     source = "Rieger & Hansen (2020); quantus.IROF"
 
     def __init__(self, *, abs: bool = False):
-        self.abs = check_bool("abs", abs)
+        self.abs = check_bool(abs, "abs")
 
     def compute(self, ctx: MetricContext, A: np.ndarray, **kwargs) -> np.ndarray:
         a = np.asarray(A, np.float64)
@@ -579,7 +579,7 @@ class SufficiencyDasgupta(_QuantusMetric):
 
     def __init__(self, *, threshold: float = 0.6, distance_func: str = "seuclidean",
                  tol: float | None = None, abs: bool = True):
-        self.threshold = check_scalar("threshold", threshold, float, min_val=0.0)
+        self.threshold = check_scalar(threshold, "threshold", float, min_val=0.0)
         if not isinstance(distance_func, str):
             raise ValueError(f"distance_func must be a metric name of scipy's cdist; got "
                              f"{distance_func!r}.")
@@ -589,8 +589,8 @@ class SufficiencyDasgupta(_QuantusMetric):
             raise ValueError(f"distance_func {distance_func!r} is not a metric of scipy's "
                              f"cdist.") from None
         self.distance_func = distance_func
-        self.tol = None if tol is None else check_scalar("tol", tol, float, min_val=0.0)
-        self.abs = check_bool("abs", abs)
+        self.tol = None if tol is None else check_scalar(tol, "tol", float, min_val=0.0)
+        self.abs = check_bool(abs, "abs")
 
     def compute(self, ctx: MetricContext, A: np.ndarray, **kwargs) -> np.ndarray:
         a = self._attr(A)

@@ -41,8 +41,8 @@ class FaithfulnessXAIBench(Metric):
     source = "Liu et al. (2021) XAI-Bench §3 eq. (2); Bhatt et al. (2020)"
 
     def __init__(self, *, absolute: bool = True, nan_as_zero: bool = True):
-        self.absolute = check_bool("absolute", absolute)
-        self.nan_as_zero = check_bool("nan_as_zero", nan_as_zero)
+        self.absolute = check_bool(absolute, "absolute")
+        self.nan_as_zero = check_bool(nan_as_zero, "nan_as_zero")
 
     def compute(self, ctx: MetricContext, A: np.ndarray, **kwargs) -> np.ndarray:
         masks = np.broadcast_to(~np.eye(ctx.m, dtype=bool), (ctx.B, ctx.m, ctx.m))

@@ -145,7 +145,7 @@ def roar_figure(summary: pd.DataFrame, *, title: str | None = None, ax=None):
 
 
 def plot_road(result, *, title: str | None = None, ax=None):
-    """ROAD (:func:`insdel.road.road`): the loss under imputation against the fraction q of
+    """ROAD (:func:`insdel.road.evaluate`): the loss under imputation against the fraction q of
     features removed, one colour per method, MoRF (most relevant removed first) solid, LeRF
     (least relevant first) dashed, the random baseline grey; each legend entry of a method gives
     its SRG = area(MoRF) − area(LeRF) (higher is better).

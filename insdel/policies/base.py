@@ -346,7 +346,7 @@ def _check_pool(pool: np.ndarray, names: list[str] | None = None) -> None:
 
 
 def _check_seed(seed) -> int:
-    return check_positive_int("seed", seed, minimum=0)
+    return check_positive_int(seed, "seed", minimum=0)
 
 
 def _normalize_targets(targets, pool):

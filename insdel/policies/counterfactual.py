@@ -95,7 +95,7 @@ def _knn(T, pool, self_idx, tol, min_diff, k, progress=None, chunk=DEFAULT_CHUNK
 
 def _check_tol(name: str, value) -> float:
     """One feature's tolerance: a finite real number >= 0 (``bool`` refused)."""
-    return check_scalar(name, value, float, min_val=0.0, finite=True)
+    return check_scalar(value, name, float, min_val=0.0, finite=True)
 
 
 @_builtin("counterfactual")
@@ -133,9 +133,9 @@ class Counterfactual(Policy):
             if min_diff != "all":
                 raise ValueError(f"min_diff must be a non-negative integer or 'all'; got {min_diff!r}.")
         else:
-            min_diff = check_positive_int("min_diff (a non-negative integer or 'all')", min_diff,
+            min_diff = check_positive_int(min_diff, "min_diff (a non-negative integer or 'all')",
                                           minimum=0)
-        k_nearest = check_positive_int("k_nearest", k_nearest)
+        k_nearest = check_positive_int(k_nearest, "k_nearest")
         if on_unmet not in ("error", "skip", "relax"):
             raise ValueError(f"on_unmet must be 'error', 'skip' or 'relax'; got {on_unmet!r}.")
         if np.ndim(tol) == 0:

@@ -50,7 +50,7 @@ class Black(_ImagePolicy):
     default_value = 0.0
 
     def __init__(self, shape=None, value: float | None = None):
-        v = self.default_value if value is None else check_scalar(f"{self.name}: value", value,
+        v = self.default_value if value is None else check_scalar(value, f"{self.name}: value",
                                                                   float, finite=True)
         super().__init__(shape, value=v)
 

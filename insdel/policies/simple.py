@@ -173,7 +173,7 @@ class Fixed(Policy):
         if point is not None:
             point = as_float_array("point", point, ndim=(1,))
         else:
-            index = check_positive_int("fixed: index", index, minimum=0)
+            index = check_positive_int(index, "fixed: index", minimum=0)
         self.params = {"point": point, "index": index}
 
     def _pair(self, pool, f, tidx, T, labels, seed, progress):

@@ -2,7 +2,7 @@
 
 Every engine that evaluates coalitions (curves, ``evaluate``, the decomposition, Shapley values,
 the metrics, ROAR, the runner) takes ``removal=``: a name, a :class:`Removal` or None (the
-paper's ``baseline``: one reference per target, exactly as fast as before).
+paper's ``baseline``: one reference per target, on its own numba fast path).
 
 Built in: ``baseline`` and ``marginal`` (:mod:`.reference`); ``constant`` and ``training_mean``
 (:mod:`.constant`: fixed values, one row per coalition); ``conditional_gaussian``,

@@ -163,12 +163,12 @@ class GameRemoval(Removal):
 
 def check_draws(n_draws, seed) -> tuple[int, int]:
     """``n_draws`` (M >= 1) and ``seed`` (>= 0) of a sampled removal."""
-    return check_positive_int("n_draws", n_draws), check_seed(seed)
+    return check_positive_int(n_draws, "n_draws"), check_seed(seed)
 
 
 def check_max_rows(max_rows) -> int | None:
     """``max_rows`` of a sampled removal: None (the default budget) or an int >= 1."""
-    return None if max_rows is None else check_positive_int("max_rows", max_rows)
+    return None if max_rows is None else check_positive_int(max_rows, "max_rows")
 
 
 class MissingDataError(ValueError):

@@ -255,7 +255,7 @@ class Cohort(GameRemoval):
 
     def __init__(self, data=None, outcome=None, *, tolerance: float = 0.1, categorical=None,
                  empty: str = "raise"):
-        self.tolerance = check_scalar("tolerance", tolerance, float, min_val=0.0, max_val=1.0,
+        self.tolerance = check_scalar(tolerance, "tolerance", float, min_val=0.0, max_val=1.0,
                                       finite=True)
         if not isinstance(empty, str) or empty not in EMPTY_RULES:
             raise ValueError(f"cohort: empty must be one of {list(EMPTY_RULES)}; got {empty!r}.")

@@ -216,7 +216,7 @@ def _fit_moments(name: str, data: np.ndarray, ridge, names,
 def _check_ridge(ridge):
     if ridge is None:
         return None
-    return check_scalar("ridge", ridge, float, min_val=0.0, include_boundaries="neither",
+    return check_scalar(ridge, "ridge", float, min_val=0.0, include_boundaries="neither",
                         finite=True)
 
 

@@ -124,7 +124,7 @@ class ConditionalKNN(SampledRemoval):
         names = getattr(data, "columns", None)
         self.data = check_background(self.name, data)
         self.one_hot = one_hot_groups(self.name, one_hot, self.data, names)
-        self.n_neighbors = check_positive_int("n_neighbors", n_neighbors)
+        self.n_neighbors = check_positive_int(n_neighbors, "n_neighbors")
         self.seed = check_seed(seed)
         N, n = self.data.shape
         if self.n_neighbors > N:

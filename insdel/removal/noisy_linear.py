@@ -96,12 +96,12 @@ class NoisyLinear(SampledRemoval):
 
     def __init__(self, *, noise: float = 0.01, image_shape: tuple[int, int] | None = None,
                  seed: int = 0):
-        self.noise = check_scalar("noise", noise, float, min_val=0.0)
+        self.noise = check_scalar(noise, "noise", float, min_val=0.0)
         if image_shape is not None:
             if not isinstance(image_shape, (tuple, list)) or len(image_shape) != 2:
                 raise ValueError(f"image_shape must be (H, W), two positive ints; got "
                                  f"{image_shape!r}.")
-            image_shape = tuple(check_positive_int(f"image_shape[{i}]", v)
+            image_shape = tuple(check_positive_int(v, f"image_shape[{i}]")
                                 for i, v in enumerate(image_shape))
         self.image_shape = image_shape
         _, self.seed = check_draws(1, seed)

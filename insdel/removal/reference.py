@@ -67,7 +67,7 @@ class Marginal(ReferenceRemoval):
         self.background = None if background is None else check_background("marginal",
                                                                              background)
         if n_references is not None:
-            n_references = check_positive_int("n_references", n_references)
+            n_references = check_positive_int(n_references, "n_references")
         if self.background is not None and self.how != "all":
             if n_references is None:
                 raise ValueError(f"marginal with how={self.how!r} needs n_references= (K, the "

@@ -232,11 +232,11 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
             f"{pairing.mean_diff():.2f}{units}")
         X, R = np.ascontiguousarray(pairing.X), np.ascontiguousarray(pairing.R)
         base_key = pairs_key(cfg, data_info, model_info, X, R)
-        if grp is not None:  # every chunk's key holds the groups (absent: keys as before)
+        if grp is not None:  # every chunk's key holds the groups (none: no key)
             base_key["groups"] = grp.to_json()
         if model_info["file_sha256"] not in (None, model_info["sha256"]):
             # a torch model from a file: its parameters' hash does not cover its code (a
-            # TorchScript forward), the file's does (absent: keys as before)
+            # TorchScript forward), the file's does (none: no key)
             base_key["model_file"] = model_info["file_sha256"]
         remote = None if client is None else dict(
             zip(("model", "X", "R"), [remote_model, *scatter(client, [X, R])], strict=True))
@@ -308,7 +308,7 @@ def _make_policy(entry: Mapping):
 def _removal_lines(removals, mode: str) -> list[str] | None:
     """The header's removal lines (``- removal NAME: options``) and which attributions they
     score (``mode``: ``removal.attributions``), only when the run is not the paper's baseline
-    alone (whose summary.md is as before)."""
+    alone (whose summary.md has no removal lines)."""
     if not removals or (len(removals) == 1 and removals[0]["name"] == "baseline"):
         return None
     lines = []

@@ -2,7 +2,7 @@
 
 ``removal.kinds`` lists them; the first is the *primary* removal, whose curves, tables and figures
 go where they always went (a configuration without ``[removal]`` runs the paper's ``baseline``
-alone, byte for byte as before). Every other removal evaluates the same pairs and attributions;
+alone, byte for byte the paper's run). Every other removal evaluates the same pairs and attributions;
 its evaluation goes to ``<policy>/removal-<name>/`` and the run compares the removals' method
 rankings (:mod:`insdel.robustness`).
 

@@ -2,7 +2,7 @@
 
 The data and model stages and the attribution stage are the experiment's and ROAR's
 (:mod:`insdel.runner.stages`); the removal is built from the registry by name and fitted on the
-training rows; the curves are :func:`insdel.road.road` on the test rows, the imputation's check
+training rows; the curves are :func:`insdel.road.evaluate` on the test rows, the imputation's check
 :func:`insdel.road.leakage`.
 """
 
@@ -93,7 +93,7 @@ def run_road(config: str | os.PathLike | Mapping, out: str | os.PathLike | None 
     ``road.n_rows``; against ``road.reference``: the training mean / mode, or a policy's
     references), checkpointed in chunks. The removal ``road.removal`` (a registered
     :class:`~insdel.removal.SampledRemoval`, with ``road.removal_options``) is fitted on the
-    training rows; :func:`insdel.road.road` gives the MoRF / LeRF loss curves and SRG, and
+    training rows; :func:`insdel.road.evaluate` gives the MoRF / LeRF loss curves and SRG, and
     :func:`insdel.road.leakage` (``road.leakage``) whether the imputation reveals what it removed.
 
     A data set with feature groups (a one-hot categorical column) is evaluated by units: a group
@@ -208,7 +208,7 @@ def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     t0 = time.perf_counter()
     if not bars_shown(progress):  # no bar: one plain line names the long stage
         log(f"road curves: started ({len(atts)} methods, {n_rows} rows, removal {removal.name})")
-    res = _road.road(model, X, y, atts, removal, fractions=r["fractions"], orders=r["orders"],
+    res = _road.evaluate(model, X, y, atts, removal, fractions=r["fractions"], orders=r["orders"],
                      ranking=r["ranking"], loss=r["loss"], random=r["random"], seed=cfg["seed"],
                      groups=grp, n_seeds=r["n_seeds"], progress=progress)
     stages.add("road/curves", time.perf_counter() - t0, units=int(len(res.curves)))

@@ -206,10 +206,10 @@ def metric_reliability(f: ModelLike, X: ArrayLike, R: ArrayLike,
     names = [m.name for m in ms]
     if not names:
         raise ValueError("metrics is empty.")
-    n_perturbations = check_positive_int("n_perturbations", n_perturbations)
-    noise = check_scalar("noise", noise, float, min_val=0.0, include_boundaries="neither",
+    n_perturbations = check_positive_int(n_perturbations, "n_perturbations")
+    noise = check_scalar(noise, "noise", float, min_val=0.0, include_boundaries="neither",
                          finite=True)
-    tolerance = check_scalar("tolerance", tolerance, float, min_val=0.0, finite=True)
+    tolerance = check_scalar(tolerance, "tolerance", float, min_val=0.0, finite=True)
     seed = check_seed(seed)
     tests = [tests] if isinstance(tests, str) else list(tests)
     for t in tests:

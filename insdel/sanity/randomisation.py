@@ -472,9 +472,9 @@ def _common_checks(X, R, methods, similarity, seed, abc, method_options, progres
     items = _method_items(methods)
     similarity = _check_similarity(similarity)
     seed = check_seed(seed)
-    abc = check_bool("abc", abc)
-    threshold = check_scalar("threshold", threshold, float, min_val=-1.0, max_val=1.0)
-    abc_tolerance = check_scalar("abc_tolerance", abc_tolerance, float, min_val=0.0,
+    abc = check_bool(abc, "abc")
+    threshold = check_scalar(threshold, "threshold", float, min_val=-1.0, max_val=1.0)
+    abc_tolerance = check_scalar(abc_tolerance, "abc_tolerance", float, min_val=0.0,
                                  finite=True)
     if isinstance(modes, str):
         modes = (modes,)
@@ -688,7 +688,7 @@ def data_randomisation(dataset, methods, *, params: str | Mapping | None = None,
         def train(ds, p, s):
             return train_mlp(ds, p, seed=s, max_epochs=max_epochs, progress=progress)[0]
     if X is None:
-        n = check_scalar("n_pairs", n_pairs, int, min_val=1)
+        n = check_scalar(n_pairs, "n_pairs", int, min_val=1)
         X = dataset.X_test[:n]
     if R is None:
         R = np.asarray(dataset.X_train, dtype=np.float64).mean(axis=0)

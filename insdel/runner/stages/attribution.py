@@ -94,7 +94,7 @@ def method_options(method: str, options: Mapping, seed: int, dataset) -> dict:
         # still draws its own stream from it (the same seed in every chunk would repeat the
         # first chunk's random draws in all the others)
         if "seed" in kw:  # 2.7, "2" or true are errors, not seeds 2, 2 and 1
-            kw["seed"] = check_scalar(f"methods.options.{method}.seed", kw["seed"], int,
+            kw["seed"] = check_scalar(kw["seed"], f"methods.options.{method}.seed", int,
                                       min_val=0)
         kw["seed"] = seed if "seed" not in kw else chunk_seed(kw["seed"], seed)
     for key, attr in _DATASET_VALUED:
@@ -264,7 +264,7 @@ def attribute_all(cfg, model, dataset, X, R, plan: AttributionPlan, base_key: Ma
                 if observed is None:
                     observed = observed_rows(dataset)
                 game = {**game, "data": observed[0], "outcome": observed[1]}
-                # what the run gives it (absent for the other methods: their keys as before)
+                # what the run gives it (absent for the other methods: their keys without it)
                 defaults = attribution.options_of(method)
                 key_of["observed"] = {"rows": "X_train + X_test", "outcome": "y_train + y_test",
                                       "sha256": ck.sha256_arrays(*observed),

@@ -76,7 +76,7 @@ def decompose(cfg, model, X, R, label, out, base_key, stages, log, progress, int
         kw["max_d"] = cfg["decomposition"]["max_d"]
     key_of = {**base_key, "stage": "decomposition", "K": K, "pairs_per_chunk": cs,
               "normalize": normalize, **{k: v for k, v in kw.items() if k != "progress"}}
-    if removal is not None:  # absent: keys as before
+    if removal is not None:  # absent: the keys of a run without a removal
         from ..removals import removal_record
 
         key_of["removal"] = removal_record(removal)

@@ -155,7 +155,7 @@ def hybrid(x, r, mask, *, outer: bool | None = None) -> np.ndarray:
     if outer is None:
         outer = S[0] != B
     else:
-        outer = check_bool("outer", outer)
+        outer = check_bool(outer, "outer")
     if not outer:
         if S[0] != B:
             raise ValueError(f"mask's first axis ({S[0]}) must equal the number of pairs B = {B}.")

@@ -442,7 +442,7 @@ class _CurveJob(NamedTuple):
 def _curve_job(game: Game, orders, *, modes, positions, chunk_size, progress,
                client) -> _CurveJob:
     """The options of a curve problem on ``game``, checked once (the front door's second half)."""
-    chunk_size = check_positive_int("chunk_size", chunk_size)
+    chunk_size = check_positive_int(chunk_size, "chunk_size")
     m = game.m
     full = positions is None
     pos = _full_positions(m) if full else check_positions(positions, m)
