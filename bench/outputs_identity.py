@@ -9,8 +9,8 @@ Run records that carry wall times, thread counts or paths (``manifest.json``, th
 progress logs) differ between any two runs and are compared with those fields removed. A torch file
 (``model.pt``) holds the random ``serialization_id`` that ``torch.save`` writes into every archive,
 and insdel's model file its training's wall time: it is compared by its tensors and the rest of
-its metadata. A manifest that only gains keys (a new version records more about a run) counts as
-agreeing, and the keys it gains are printed. Every other file must be identical. Exit status 0
+its metadata. A manifest or a torch file that only gains keys (a new version records more about a
+run) counts as agreeing, and the keys it gains are printed. Every other file must be identical. Exit status 0
 when every file agrees.
 
 Usage::
@@ -125,6 +125,20 @@ def manifest_changes(old: Path, new: Path) -> tuple[list[str], list[str], list[s
             sorted(k for k in set(a) & set(b) if a[k] != b[k]))
 
 
+def torch_changes(old: Path, new: Path) -> tuple[list[str], list[str], list[str]]:
+    """Keys of two torch files' content (tensors as digests, metadata without run fields) only in
+    the new one, only in the old one, and with different values (a tensor's key when its values
+    differ)."""
+    import torch
+
+    def flat(path: Path) -> dict[str, str]:
+        return _paths(_canonical(torch.load(path, map_location="cpu", weights_only=True)))
+
+    a, b = flat(old), flat(new)
+    return (sorted(set(b) - set(a)), sorted(set(a) - set(b)),
+            sorted(k for k in set(a) & set(b) if a[k] != b[k]))
+
+
 def _files(root: Path) -> dict[str, str]:
     skip = {".lock", "KEY"}
     return {str(p.relative_to(root)): _digest(p) for p in sorted(root.rglob("*"))
@@ -149,12 +163,13 @@ def compare(old: Path, new: Path, experiments: list[str], work: Path) -> int:
             print(f"  only in {'old' if k in a else 'new'}: {k}")
         added_only = []
         for k in differ:
-            if Path(k).name == "manifest.json":
-                added, removed, changed = manifest_changes(work / "old" / exp / k,
-                                                           work / "new" / exp / k)
+            if Path(k).name == "manifest.json" or Path(k).suffix == ".pt":
+                changes = manifest_changes if Path(k).suffix == ".json" else torch_changes
+                added, removed, changed = changes(work / "old" / exp / k, work / "new" / exp / k)
                 if not removed and not changed:  # the new version records more, nothing else
                     added_only.append(k)
-                    print(f"  {k}: the same record plus {len(added)} new key(s): "
+                    what = "record" if Path(k).suffix == ".json" else "tensors and metadata"
+                    print(f"  {k}: the same {what} plus {len(added)} new key(s): "
                           f"{', '.join(added[:8])}{' ...' if len(added) > 8 else ''}")
                     continue
                 print(f"  differs: {k} (removed {removed[:5]}, changed {changed[:5]})")
