@@ -47,7 +47,7 @@ def test_an_unknown_option_of_a_cohort_method_is_named(csv):
     msg = str(err.value)
     assert "unknown key 'methods.options.cohort_shapley.tolerence'; did you mean 'tolerance'" in msg
     # the options a configuration may give: not the run-given data and outcome
-    listed = msg.split("(options of cohort_shapley: ")[1]
+    listed = msg.split("(valid keys: ")[1]
     assert "tolerance" in listed and "categorical" in listed and "n_orderings" in listed
     assert not re.search(r"\b(data|outcome|y)\b", listed), listed
     assert C.observational_method("igcs") and C.observational_method("cohort_shapley")
