@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import check_bool, check_finite
+from ._validation import check_bool, check_finite, check_scalar
 from .adapter import Model, ModelLike, as_model
 from .groups import Groups, check_groups
 from .hybrids import build_rows, masks_to_words
@@ -361,7 +361,8 @@ def _adapt(f, removal: Removal, batch_size: int | None) -> Model | None:
 
 def as_game(f: ModelLike | Game, X: ArrayLike | None = None, R: ArrayLike | None = None, *,
             removal=None, groups=None, batch_size: int | None = None,
-            feature_names: Sequence[str] | None = None, rows_only: bool = False) -> Game:
+            feature_names: Sequence[str] | None = None, rows_only: bool = False,
+            offset: int = 0) -> Game:
     """The game of f on the pairs (X, R) under ``removal``, checked once (the front door).
 
     Parameters
@@ -386,6 +387,9 @@ def as_game(f: ModelLike | Game, X: ArrayLike | None = None, R: ArrayLike | None
         Build the game without a model (``f`` None), for a caller that reads the removal's rows
         (:meth:`Game.imputed`: ROAR's retraining data, ROAD's leakage diagnostic) and no value.
         Such a game is refused where a game is taken in place of a model.
+    offset : int, default 0
+        The index of the first target in the whole run: a chunk of targets built on its own keeps
+        the draws (seeded by the target's index) of the whole run, as :meth:`Game.subset` does.
 
     Returns
     -------
@@ -413,6 +417,7 @@ def as_game(f: ModelLike | Game, X: ArrayLike | None = None, R: ArrayLike | None
     names = None if grp is None else list(grp.names)
     if grp is not None and grp.singleton:
         grp = None
-    game = RemovalGame(f, model, X, R, rem, grp, unit_names=names, batch_size=batch_size)
+    game = RemovalGame(f, model, X, R, rem, grp, unit_names=names, batch_size=batch_size,
+                       offset=check_scalar(offset, "offset", int, min_val=0))
     game.rows_only = bool(rows_only)
     return game
