@@ -59,9 +59,6 @@ def empty_rows(game) -> np.ndarray:
     A reference game: its K references per target. A game of model rows drawn per coalition
     (``n_draws`` M): its M draws for the empty coalition (every feature removed), seeded by the
     targets' indices in the run. A game read off the data has no such rows (an error)."""
-    own = getattr(game, "empty_rows", None)
-    if own is not None:
-        return np.ascontiguousarray(own(), dtype=np.float64)
     if game.references is not None:
         return np.ascontiguousarray(game.references, dtype=np.float64)
     rem = getattr(game, "removal", None)
@@ -93,9 +90,6 @@ def take(game, idx: np.ndarray):
     their references. A game of drawn values is taken as a whole or in a run (every unit of a
     pair is removable there, so its pairs' |D| are equal)."""
     idx = np.asarray(idx, dtype=np.int64)
-    own = getattr(game, "take", None)
-    if own is not None:
-        return own(idx)
     lo, hi = int(idx[0]), int(idx[-1]) + 1
     if hi - lo == idx.size:
         return game if (lo, hi) == (0, game.B) else game.subset(lo, hi)
