@@ -18,6 +18,7 @@ import numpy as np
 from ... import _checkpoint as ck
 from ..._progress import bars_shown, progress_bar
 from ...evaluation import Evaluation, evaluate
+from ...game import as_game
 from ..chunks import chunk_seed, run_chunks
 from ..context import PolicyRun
 from ..removals import RunRemoval
@@ -111,14 +112,17 @@ def evaluate_removal(p: PolicyRun, rem: RunRemoval) -> Evaluation:
         """The evaluation under the removal, packed: (array, model evaluations, seconds)."""
         t0 = time.perf_counter()
         try:
-            ev = evaluate(p.model, p.X, p.R, atts, modes=ev_cfg["modes"],
+            # the stage builds the game (the front door) once; evaluate reads it
+            game = as_game(p.model, p.X, p.R, groups=p.groups,
+                           feature_names=_feature_names(p),
+                           # the paper's removal runs the engines' unchanged one-reference path
+                           removal=None if rem.is_baseline else rem.removal)
+            ev = evaluate(game, None, None, atts, modes=ev_cfg["modes"],
                           n_random=ev_cfg["n_random"],
                           seed=chunk_seed(p.cfg["seed"], p.label, "orders"),
                           normalize=ev_cfg["normalize"], order=ev_cfg["order"],
-                          progress=p.progress, feature_names=_feature_names(p), groups=p.groups,
-                          clusters=p.pairing.cluster,
-                          # the paper's removal runs the engines' unchanged one-reference path
-                          removal=None if rem.is_baseline else rem.removal)
+                          progress=p.progress, feature_names=_feature_names(p),
+                          clusters=p.pairing.cluster)
         except Exception as exc:
             if rem.is_baseline:
                 raise
