@@ -175,3 +175,12 @@ def test_a_removal_is_name_and_options_in_every_table(tmp_path):
     with pytest.raises(C.ConfigError, match=r"removal.kinds\[1\].options and "
                                             r"\[removal.marginal\] both"):
         C.load({**new, "removal": {**new["removal"], "marginal": {}}})
+    # an unknown option or removal is named under the key the user wrote
+    with pytest.raises(C.ConfigError, match=r"removal.kinds\[1\].options.n_refs"):
+        C.load({**new, "removal": {"kinds": ["baseline", {"name": "marginal",
+                                                          "options": {"n_refs": 5}}]}})
+    with pytest.raises(C.ConfigError, match=r"road.removal.options.n_neighbour"):
+        C.load({**new, "road": {"removal": {"name": "conditional_knn",
+                                            "options": {"n_neighbour": 3}}}})
+    with pytest.raises(C.ConfigError, match=r"road.removal.name: unknown removal 'conditional_kn'"):
+        C.load({**new, "road": {"removal": {"name": "conditional_kn", "options": {}}}})

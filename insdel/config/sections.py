@@ -627,6 +627,10 @@ def _removal_spec(value, where: str, source: str) -> tuple:
     if options is not None and not isinstance(options, Mapping):
         raise ConfigError(f"{source}: {where}.options must be a table of the removal's options; "
                           f"got {options!r}.")
+    if isinstance(name, str) and options is not None:
+        # checked here, under the key the user wrote, before the options move to the internal form
+        _check_removal_name(source, f"{where}.name", name)
+        _check_removal_options(source, f"{where}.options", name, options)
     return name, options
 
 
