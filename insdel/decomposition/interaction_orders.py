@@ -163,7 +163,8 @@ def group_orders(dec: BatchDecomposition, *, bind: float = 0.5,
     dec : BatchDecomposition
     bind : float, default 0.5
         Strength, relative to the two main effects, above which a pairwise effect binds two
-        units (:func:`bound_groups`); a large ``bind`` binds nothing and gives the Shapley ordering.
+        units (:func:`bound_groups`); a large ``bind`` binds only units without main effects (a
+        pure product), and where nothing is bound the group ordering is the Shapley ordering.
     shapley : ndarray (B, n), optional
         The pairs' Shapley values when already computed (``dec.shapley()``).
     """
