@@ -9,7 +9,8 @@ the decomposition's effects:
   the unit with the largest drop ``v_k(T) - v_k(T \\ {j})`` from the kept set T. ``v_k`` is the
   game of order <= k, ``v_k(u) = sum_{w ⊆ u, |w| <= k} Delta_w``
   (:func:`~insdel.decomposition.surrogate.truncated_values`); ``k=None`` uses the exact values g
-  (which the decomposition already holds, so exact greed costs nothing more). Units outside D gain
+  (which the decomposition already holds, so exact greed costs nothing more; both are built, as
+  ``greedy_<mode>`` and ``greedy_exact_<mode>``). Units outside D gain
   exactly 0; ties go to the smallest unit index. Cost O(n^2) per pair after the O(|D| 2^|D|) zeta
   transform.
 * **group** (``group``): units i and j are bound when their pairwise effect is strong beside their
@@ -48,7 +49,9 @@ __all__ = ["InteractionOrderings", "interaction_orderings", "orderings_of_decomp
 #: The orderings of :class:`InteractionOrderings`, and which mode each one is built for (None: both).
 ORDERING_NAMES: dict[str, str | None] = {
     "shapley": None, "group": None, "greedy_insertion": "insertion",
-    "greedy_deletion": "deletion", "best_insertion": "insertion", "best_deletion": "deletion",
+    "greedy_deletion": "deletion", "greedy_exact_insertion": "insertion",
+    "greedy_exact_deletion": "deletion", "best_insertion": "insertion",
+    "best_deletion": "deletion",
 }
 
 
@@ -245,9 +248,10 @@ class InteractionOrderings:
     ----------
     decomposition : BatchDecomposition
     orders : dict
-        :data:`ORDERING_NAMES` -> (B, n) int64 orderings of the units.
+        :data:`ORDERING_NAMES` -> (B, n) int64 orderings of the units: ``greedy_<mode>`` from the
+        effects of order <= k, ``greedy_exact_<mode>`` from the exact values.
     k : int or None
-        Order of the effects of the greedy gains (None: exact values).
+        Order of the effects of the ``greedy_<mode>`` gains (None: exact values).
     bind : float
         The group ordering's binding strength.
     groups : ndarray (B, n)
@@ -313,6 +317,8 @@ def orderings_of_decomposition(dec: BatchDecomposition, *, k: int | None = 2,
         "group": group_orders(dec, bind=bind, shapley=phi),
         "greedy_insertion": greedy_orders(dec, k=k, mode="insertion"),
         "greedy_deletion": greedy_orders(dec, k=k, mode="deletion"),
+        "greedy_exact_insertion": greedy_orders(dec, k=None, mode="insertion"),
+        "greedy_exact_deletion": greedy_orders(dec, k=None, mode="deletion"),
         "best_insertion": dec.best_order(mode="insertion"),
         "best_deletion": dec.best_order(mode="deletion"),
     }
