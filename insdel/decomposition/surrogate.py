@@ -68,25 +68,13 @@ def _surrogate_kernel(delta, values, off, dsz, Dflat, doff, orders, n, kmax, ins
         for t in range(d):
             local[Dflat[doff[b] + t]] = t
         inc = np.empty((kmax + 1, n + 2))
+        size[0] = 0
+        for u in range(1, N):
+            size[u] = size[u & (u - 1)] + 1
         for q in range(Q):
             for s in range(n):
                 pos[orders[b, q, s]] = s + 1
-            ceil[0] = 0
-            flo[0] = n + 1
-            size[0] = 0
-            for i in range(d):
-                lo = np.int64(1) << i
-                p = pos[Dflat[doff[b] + i]]
-                for u in range(lo, 2 * lo):
-                    c = ceil[u - lo]
-                    if p > c:
-                        c = p
-                    f = flo[u - lo]
-                    if p < f:
-                        f = p
-                    ceil[u] = c
-                    flo[u] = f
-                    size[u] = size[u - lo] + 1
+            K.ceil_floor(pos, Dflat, doff[b], d, n, ceil, flo)
             inc[:, :] = 0.0
             for u in range(N):
                 s = size[u]
