@@ -161,3 +161,22 @@ def test_bad_input_is_named():
         order_scores(np.array([[0, 0, 1]]))
     with pytest.raises(ValueError, match="max_d"):
         interaction_orderings(lambda Z: Z.sum(1), np.ones((1, 5)), np.zeros((1, 5)), max_d=3)
+
+
+def test_groups_and_removal_reach_the_decomposition():
+    def f(Z):
+        return Z[:, 0] * Z[:, 1] + Z[:, 2] - Z[:, 3] * Z[:, 4]
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(3, 5))
+    res = interaction_orderings(f, X, np.zeros((3, 5)), groups=[[0, 1], [2], [3, 4]])
+    assert res.decomposition.n == 3 and res.orders["greedy_insertion"].shape == (3, 3)
+    # the group game: {0, 1} and {3, 4} are single players, so orders <= 1 are exact
+    np.testing.assert_array_equal(res.orders["greedy_insertion"],
+                                  res.orders["greedy_exact_insertion"])
+    refs = rng.normal(size=(3, 2, 5))
+    res = interaction_orderings(f, X, refs, removal="marginal")
+    dec = insdel.batch_decomposition(f, X, refs, removal="marginal")
+    np.testing.assert_allclose(res.decomposition.shapley(), dec.shapley())
+    for name, o in res.orders.items():
+        assert (np.sort(o, axis=1) == np.arange(5)).all(), name
