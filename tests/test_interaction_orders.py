@@ -180,3 +180,25 @@ def test_groups_and_removal_reach_the_decomposition():
     np.testing.assert_allclose(res.decomposition.shapley(), dec.shapley())
     for name, o in res.orders.items():
         assert (np.sort(o, axis=1) == np.arange(5)).all(), name
+
+
+def test_top_fraction_binds_the_strongest_pairs():
+    # pairwise effects 3 (units 0, 1), 2 (units 2, 3) and 1 (units 1, 2), strong main effects
+    n = 4
+    d = np.zeros(1 << n)
+    d[[1, 2, 4, 8]] = 10.0
+    d[0b0011], d[0b1100], d[0b0110] = 3.0, -2.0, 1.0
+    dec = BatchDecomposition.from_delta(d[None])
+    assert bound_groups(dec)[0].tolist() == [0, 1, 2, 3]  # relative: nothing is strong enough
+    assert bound_groups(dec, bind=1 / 3, bind_rule="top")[0].tolist() == [0, 0, 2, 3]
+    assert bound_groups(dec, bind=0.5, bind_rule="top")[0].tolist() == [0, 0, 2, 2]
+    assert bound_groups(dec, bind=1.0, bind_rule="top")[0].tolist() == [0, 0, 0, 0]
+    assert bound_groups(dec, bind=0.0, bind_rule="top")[0].tolist() == [0, 1, 2, 3]
+    res = orderings_of_decomposition(dec, bind=0.5, bind_rule="top")
+    assert res.bind_rule == "top" and res.groups[0].tolist() == [0, 0, 2, 2]
+    one = BatchDecomposition.from_delta(np.array([[0.0, 1.0]]))
+    assert bound_groups(one, bind=1.0, bind_rule="top")[0].tolist() == [0]
+    with pytest.raises(ValueError, match="bind_rule"):
+        bound_groups(dec, bind_rule="strongest")
+    with pytest.raises(ValueError, match="bind must"):
+        bound_groups(dec, bind=1.5, bind_rule="top")

@@ -15,7 +15,8 @@ the decomposition's effects:
   transform.
 * **group** (``group``): units i and j are bound when their pairwise effect is strong beside their
   main effects, ``|Delta_ij| >= bind * (|Delta_i| + |Delta_j|)`` (and ``Delta_ij`` is not 0 up to
-  rounding); bound units form groups (connected components) that move together. Groups go by
+  rounding), or, with ``bind_rule="top"``, when it is among the largest fraction ``bind`` of the
+  pair's nonzero pairwise effects; bound units form groups (connected components) that move together. Groups go by
   decreasing sum of their members' Shapley values (ties: the group's smallest unit), members by
   decreasing Shapley value (ties: index). One ordering serves insertion and deletion, as the
   Shapley ordering does.
@@ -35,7 +36,7 @@ import numba as nb
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_mode, check_scalar
+from .._validation import check_choice, check_mode, check_scalar
 from ..adapter import ModelLike
 from ..ordering import sort_orderings
 from ._subspace import DEFAULT_MAX_D
@@ -44,7 +45,7 @@ from .surrogate import pairwise_effects, truncated_values
 
 __all__ = ["InteractionOrderings", "interaction_orderings", "orderings_of_decomposition",
            "greedy_orders", "group_orders", "bound_groups", "gap_closed", "order_scores",
-           "ORDERING_NAMES"]
+           "ORDERING_NAMES", "BIND_RULES"]
 
 #: The orderings of :class:`InteractionOrderings`, and which mode each one is built for (None: both).
 ORDERING_NAMES: dict[str, str | None] = {
@@ -136,28 +137,61 @@ def greedy_orders(dec: BatchDecomposition, *, k: int | None = 2,
     return out
 
 
-def bound_groups(dec: BatchDecomposition, *, bind: float = 0.5) -> np.ndarray:
+BIND_RULES = ("relative", "top")
+
+
+def _check_bind(bind, bind_rule: str) -> float:
+    check_choice("bind_rule", bind_rule, BIND_RULES)
+    if bind_rule == "top":
+        return check_scalar(bind, "bind", float, min_val=0.0, max_val=1.0, finite=True)
+    return check_scalar(bind, "bind", float, min_val=0.0, finite=True)
+
+
+def bound_groups(dec: BatchDecomposition, *, bind: float = 0.5,
+                 bind_rule: str = "relative") -> np.ndarray:
     """Which units a strong pairwise interaction binds together, per pair: (B, n) labels.
 
-    ``label[b, j]`` is the smallest unit of j's group; units i != j are bound when
-    ``|Delta_ij| >= bind * (|Delta_i| + |Delta_j|)`` and ``|Delta_ij|`` is above rounding
-    (``1e-12`` times the pair's largest |effect|); groups are the connected components.
+    ``label[b, j]`` is the smallest unit of j's group; groups are the connected components of the
+    bound pairs. Only effects above rounding (``1e-12`` times the pair's largest |effect|) bind.
+
+    Parameters
+    ----------
+    dec : BatchDecomposition
+    bind : float, default 0.5
+        ``bind_rule="relative"``: units i != j are bound when
+        ``|Delta_ij| >= bind * (|Delta_i| + |Delta_j|)`` (>= 0). ``bind_rule="top"``: the fraction
+        (0..1) of the pair's nonzero pairwise effects that bind, largest |Delta_ij| first (at
+        least one when ``bind > 0``; ties at the cut all bind).
+    bind_rule : {"relative", "top"}
     """
     dec = _check_dec(dec)
-    bind = check_scalar(bind, "bind", float, min_val=0.0, finite=True)
+    bind = _check_bind(bind, bind_rule)
     P = pairwise_effects(dec)
     A = np.abs(P)
-    main = np.diagonal(A, axis1=1, axis2=2)
-    scale = A.reshape(dec.B, -1).max(axis=1, initial=0.0)[:, None, None]
-    bound = (A >= bind * (main[:, :, None] + main[:, None, :])) & (A > 1e-12 * scale)
     idx = np.arange(dec.n)
-    bound[:, idx, idx] = False
+    main = A[:, idx, idx].copy()
+    A[:, idx, idx] = 0.0
+    scale = np.maximum(A.reshape(dec.B, -1).max(axis=1, initial=0.0),
+                       main.max(axis=1, initial=0.0))[:, None, None]
+    real = A > 1e-12 * scale
+    if bind_rule == "relative":
+        bound = (A >= bind * (main[:, :, None] + main[:, None, :])) & real
+    elif dec.n < 2:
+        bound = real
+    else:
+        iu = np.triu_indices(dec.n, 1)
+        upper = np.where(real[:, iu[0], iu[1]], A[:, iu[0], iu[1]], 0.0)
+        count = real[:, iu[0], iu[1]].sum(axis=1)
+        take = np.ceil(bind * count).astype(np.int64)
+        srt = -np.sort(-upper, axis=1)
+        cut = np.where(take > 0, srt[np.arange(dec.B), np.maximum(take - 1, 0)], np.inf)
+        bound = real & (A >= cut[:, None, None]) & (take > 0)[:, None, None]
     label = np.empty((dec.B, dec.n), dtype=np.int64)
     _components_kernel(np.ascontiguousarray(bound), label)
     return label
 
 
-def group_orders(dec: BatchDecomposition, *, bind: float = 0.5,
+def group_orders(dec: BatchDecomposition, *, bind: float = 0.5, bind_rule: str = "relative",
                  shapley: np.ndarray | None = None) -> np.ndarray:
     """The group ordering of every pair (module docstring), (B, n) int64.
 
@@ -168,11 +202,13 @@ def group_orders(dec: BatchDecomposition, *, bind: float = 0.5,
         Strength, relative to the two main effects, above which a pairwise effect binds two
         units (:func:`bound_groups`); a large ``bind`` binds only units without main effects (a
         pure product), and where nothing is bound the group ordering is the Shapley ordering.
+    bind_rule : {"relative", "top"}, default "relative"
+        ``"top"``: ``bind`` is the fraction of each pair's pairwise effects that bind.
     shapley : ndarray (B, n), optional
         The pairs' Shapley values when already computed (``dec.shapley()``).
     """
     dec = _check_dec(dec)
-    label = bound_groups(dec, bind=bind)
+    label = bound_groups(dec, bind=bind, bind_rule=bind_rule)
     phi = dec.shapley() if shapley is None else np.asarray(shapley, dtype=np.float64)
     rows = np.arange(dec.B)[:, None]
     score = np.zeros_like(phi)
@@ -254,6 +290,8 @@ class InteractionOrderings:
         Order of the effects of the ``greedy_<mode>`` gains (None: exact values).
     bind : float
         The group ordering's binding strength.
+    bind_rule : str
+        ``"relative"`` or ``"top"`` (:func:`bound_groups`).
     groups : ndarray (B, n)
         The bound groups' labels (:func:`bound_groups`).
     """
@@ -262,6 +300,7 @@ class InteractionOrderings:
     orders: dict
     k: int | None
     bind: float
+    bind_rule: str
     groups: np.ndarray
 
     def names(self, mode: str) -> list[str]:
@@ -307,14 +346,16 @@ class InteractionOrderings:
 
 
 def orderings_of_decomposition(dec: BatchDecomposition, *, k: int | None = 2,
-                               bind: float = 0.5) -> InteractionOrderings:
+                               bind: float = 0.5,
+                               bind_rule: str = "relative") -> InteractionOrderings:
     """:class:`InteractionOrderings` of pairs already decomposed (no model evaluation)."""
     dec = _check_dec(dec)
     phi = dec.shapley()
-    labels = bound_groups(dec, bind=bind)
+    bind = _check_bind(bind, bind_rule)
+    labels = bound_groups(dec, bind=bind, bind_rule=bind_rule)
     orders = {
         "shapley": sort_orderings(phi, "signed"),
-        "group": group_orders(dec, bind=bind, shapley=phi),
+        "group": group_orders(dec, bind=bind, bind_rule=bind_rule, shapley=phi),
         "greedy_insertion": greedy_orders(dec, k=k, mode="insertion"),
         "greedy_deletion": greedy_orders(dec, k=k, mode="deletion"),
         "greedy_exact_insertion": greedy_orders(dec, k=None, mode="insertion"),
@@ -322,12 +363,13 @@ def orderings_of_decomposition(dec: BatchDecomposition, *, k: int | None = 2,
         "best_insertion": dec.best_order(mode="insertion"),
         "best_deletion": dec.best_order(mode="deletion"),
     }
-    return InteractionOrderings(dec, orders, k, float(bind), labels)
+    return InteractionOrderings(dec, orders, k, float(bind), bind_rule, labels)
 
 
 def interaction_orderings(f: ModelLike, X: ArrayLike, R: ArrayLike, *, k: int | None = 2,
                           removal=None, groups=None, max_d: int = DEFAULT_MAX_D,
-                          bind: float = 0.5, batch_size: int | None = None,
+                          bind: float = 0.5, bind_rule: str = "relative",
+                          batch_size: int | None = None,
                           progress: bool | None = None) -> InteractionOrderings:
     """Interaction-greedy and group orderings of every pair, with the Shapley and best orderings.
 
@@ -352,6 +394,8 @@ def interaction_orderings(f: ModelLike, X: ArrayLike, R: ArrayLike, *, k: int | 
         Refuse a pair with more than ``max_d`` differing units.
     bind : float, default 0.5
         The group ordering's binding strength (:func:`bound_groups`).
+    bind_rule : {"relative", "top"}, default "relative"
+        ``"top"``: ``bind`` is the fraction of each pair's pairwise effects that bind.
     batch_size : int, optional
         Rows per model call.
     progress : bool, optional
@@ -363,7 +407,7 @@ def interaction_orderings(f: ModelLike, X: ArrayLike, R: ArrayLike, *, k: int | 
     """
     if k is not None:
         k = check_scalar(k, "k", int, min_val=1)
-    bind = check_scalar(bind, "bind", float, min_val=0.0, finite=True)
+    bind = _check_bind(bind, bind_rule)
     dec = batch_decomposition(f, X, R, removal=removal, groups=groups, max_d=max_d,
                               batch_size=batch_size, progress=progress)
-    return orderings_of_decomposition(dec, k=k, bind=bind)
+    return orderings_of_decomposition(dec, k=k, bind=bind, bind_rule=bind_rule)
