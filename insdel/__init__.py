@@ -34,6 +34,8 @@ _LAZY = {
     "report": "insdel.report",
     "diagnostics": "insdel.diagnostics",
     "shapley_values": "insdel.decomposition",
+    "interaction_orderings": "insdel.decomposition",
+    "surrogate_curves": "insdel.decomposition",
     "decomposition": "insdel.decomposition",
     "attribution": "insdel.attribution",
     # modules the docs call as insdel.<module>.<name> after a bare ``import insdel``

@@ -15,7 +15,7 @@ import numba as nb
 import numpy as np
 
 __all__ = [
-    "mobius_inplace", "zeta_inplace", "popcounts", "mobius_ragged", "zeta_ragged", "shapley_ragged",
+    "mobius_inplace", "zeta_inplace", "popcounts", "ceil_floor", "mobius_ragged", "zeta_ragged", "shapley_ragged",
     "theorem1_ragged", "size_weighted_sums", "best_paths_ragged", "subspace_rows", "scatter_full",
 ]
 
@@ -75,6 +75,29 @@ def _popcount(u):  # pragma: no cover - numba
         u &= u - 1
         c += 1
     return c
+
+
+@nb.njit(cache=True, nogil=True)
+def ceil_floor(pos, Dflat, d0, d, n, ceil, flo):  # pragma: no cover - numba
+    """``ceil[u]`` / ``flo[u]``: the last / first 1-based position (``pos``) of the members of each
+    subset u of D (local bit t = feature ``Dflat[d0 + t]``); 0 / n + 1 for the empty set.
+
+    Built in increasing u (each u from u minus its highest bit), as Theorem 1 reads them.
+    """
+    ceil[0] = 0
+    flo[0] = n + 1
+    for i in range(d):
+        lo = np.int64(1) << i
+        p = pos[Dflat[d0 + i]]
+        for u in range(lo, 2 * lo):
+            c = ceil[u - lo]
+            if p > c:
+                c = p
+            f = flo[u - lo]
+            if p < f:
+                f = p
+            ceil[u] = c
+            flo[u] = f
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
@@ -152,30 +175,20 @@ def theorem1_ragged(delta, off, dsz, Dflat, doff, orders, n, auc_ins, auc_del, a
         for k in range(K):
             for s in range(n):
                 pos[orders[b, k, s]] = s + 1
-            ceil[0] = 0
-            flo[0] = n + 1
+            ceil_floor(pos, Dflat, doff[b], d, n, ceil, flo)
             d0 = delta[o]
             a_ins = (n + 1) * d0
             a_del = (n + 1) * d0
             c_ins = 0.0
             c_del = 0.0
-            for i in range(d):
-                lo = np.int64(1) << i
-                p = pos[Dflat[doff[b] + i]]
-                for u in range(lo, 2 * lo):
-                    c = ceil[u - lo]
-                    if p > c:
-                        c = p
-                    f = flo[u - lo]
-                    if p < f:
-                        f = p
-                    ceil[u] = c
-                    flo[u] = f
-                    dl = delta[o + u]
-                    a_ins += (n - c + 1) * dl
-                    a_del += f * dl
-                    c_ins += (half - c) * dl
-                    c_del += (half - f) * dl
+            for u in range(1, N):
+                c = ceil[u]
+                f = flo[u]
+                dl = delta[o + u]
+                a_ins += (n - c + 1) * dl
+                a_del += f * dl
+                c_ins += (half - c) * dl
+                c_del += (half - f) * dl
             auc_ins[b, k] = a_ins
             auc_del[b, k] = a_del
             abc_ins[b, k] = c_ins

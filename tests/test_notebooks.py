@@ -13,7 +13,7 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.i
 
 def test_the_notebooks_exist():
     assert {p.stem for p in NOTEBOOKS} >= {"policy_comparison", "anchored_decomposition",
-                                           "binary_ig", "which_removal"}
+                                           "binary_ig", "which_removal", "interactions"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])

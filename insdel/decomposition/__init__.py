@@ -29,7 +29,9 @@ accumulation and the best-path search are ragged numba kernels over all pairs at
 
 Modules: ``_subspace`` (each pair's D, limits, the hybrids' evaluation), ``algebra`` (Proposition 1,
 Möbius and zeta transforms), ``batch`` (:class:`BatchDecomposition`, :class:`AnchoredDecomposition`
-and their constructors), ``shapley`` (exact Shapley values streamed, serially or on Dask); every
+and their constructors), ``shapley`` (exact Shapley values streamed, serially or on Dask),
+``surrogate`` (the order-k surrogate curves of Theorem 1, pairwise effects), ``interaction_orders``
+(interaction-greedy and group orderings, the Shapley-to-best gap they close); every
 public name is importable from ``insdel.decomposition``.
 """
 
@@ -43,10 +45,25 @@ from .batch import (
     anchored_decomposition,
     batch_decomposition,
 )
+from .interaction_orders import (
+    ORDERING_NAMES,
+    InteractionOrderings,
+    bound_groups,
+    gap_closed,
+    greedy_orders,
+    group_orders,
+    interaction_orderings,
+    order_scores,
+    orderings_of_decomposition,
+)
 from .shapley import sampled_shapley, shapley_values, subspace_shapley
+from .surrogate import SurrogateCurves, pairwise_effects, surrogate_curves, truncated_values
 
 __all__ = [
     "DEFAULT_MAX_D", "FULL_LAYOUT_MAX_N", "AnchoredDecomposition", "BatchDecomposition",
     "Interaction", "anchored_decomposition", "batch_decomposition", "shapley_values",
     "subspace_shapley", "sampled_shapley", "expected_last_position", "mobius", "zeta",
+    "ORDERING_NAMES", "InteractionOrderings", "SurrogateCurves", "bound_groups", "gap_closed",
+    "greedy_orders", "group_orders", "interaction_orderings", "order_scores",
+    "orderings_of_decomposition", "pairwise_effects", "surrogate_curves", "truncated_values",
 ]

@@ -23,7 +23,10 @@ Modules: ``_common`` (labels, colours, standard-error notes, :func:`compare_pair
 pair), ``distributions`` (many pairs), ``runs`` (a run's figures, predictions, ROAR, ROAD,
 :func:`save_figure`, the removals' :func:`removal_robustness`), ``sanity`` (:func:`plot_sanity`:
 similarity against the randomised layer; :func:`plot_reliability`: metrics by resilience and
-reactivity); every public name is importable from ``insdel.plotting``.
+reactivity), ``interactions`` (:func:`interaction_heatmap`: the strongest pairwise effects;
+:func:`plot_surrogate`: the order-k surrogate curves beside the real curve;
+:func:`interaction_figure`: both for one pair); every public name is importable from
+``insdel.plotting``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from .distributions import (
     insertion_deletion_scatter,
     random_abc_histogram,
 )
+from .interactions import interaction_figure, interaction_heatmap, plot_surrogate
 from .pairs import figure1, plot_curves, plot_image_curves, plot_pair
 from .runs import (
     plot_predictions,
@@ -55,5 +59,6 @@ __all__ = [
     "random_abc_histogram", "insertion_deletion_scatter", "abc_bars", "figure4",
     "insertion_deletion_figure", "METHOD_LABELS", "plot_predictions", "policy_figures",
     "save_figure", "compare_pair", "decomposition_figure", "roar_figure", "plot_road", "figure1",
-    "plot_sanity", "plot_reliability", "removal_robustness",
+    "plot_sanity", "plot_reliability", "removal_robustness", "interaction_heatmap",
+    "plot_surrogate", "interaction_figure",
 ]
