@@ -30,7 +30,14 @@ from numpy.typing import ArrayLike
 
 from ._progress import progress_bar
 from ._stats import mean_se, unit_ids
-from ._validation import check_choice, check_positive_int, check_progress, check_scalar, check_seed
+from ._validation import (
+    TuningLeakError,
+    check_choice,
+    check_positive_int,
+    check_progress,
+    check_scalar,
+    check_seed,
+)
 
 __all__ = ["SPACES", "DERIVED", "DEEPLIFT_MARGINAL_K", "TuningLeakError", "Split", "TuneResult",
            "split_pairs", "check_split", "space_of", "tune", "rank"]
@@ -57,11 +64,6 @@ DERIVED = ("background_size", "baseline")
 DEEPLIFT_MARGINAL_K = 16
 
 _MODES = ("insertion", "deletion", "total")
-
-
-class TuningLeakError(ValueError):
-    """A ranking of methods on the pairs their settings were tuned on (or on different splits):
-    the tuning ABC is optimistic by construction, so such a ranking is refused."""
 
 
 @dataclass(frozen=True)
@@ -192,7 +194,6 @@ def space_of(method: str, *, options: Mapping | None = None, data: Any = None) -
 
 def _check_space(method: str, space: Mapping, data: Any) -> dict:
     from . import attribution
-
     from ._registry import check_options
 
     check_options(f"tune: the space of {method}", space,

@@ -22,8 +22,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._registry import Registry, signature_options
-from .schema import _INT, _LIST, _NUM, _STR, DEFAULTS, PAPER_CONFIGS, SCHEMA, ConfigError, \
-    _at_least, _defaults
+from .schema import (
+    _INT,
+    _LIST,
+    _NUM,
+    _STR,
+    DEFAULTS,
+    PAPER_CONFIGS,
+    SCHEMA,
+    ConfigError,
+    _at_least,
+    _defaults,
+)
 from .sections import _check_road, _check_roar, check_sanity
 
 __all__ = ["Command", "COMMON_TABLES", "available", "get", "options_of", "register", "unregister",
@@ -288,10 +298,10 @@ def _check_tune(cfg: dict, source: str) -> None:
 
 
 def _tune_notes(res) -> list[str]:
-    return [f"optimism (tuning minus held-out ABC), per method: "
+    return ["optimism (tuning minus held-out ABC), per method: "
             + ", ".join(f"{r.method} {r.optimism[0]:+.4f} ± {r.optimism[1]:.4f}"
                         for r in res.results),
-            f"held-out gain of at least one standard error: "
+            "held-out gain of at least one standard error: "
             + (", ".join(r.method for r in res.results if r.gain[1] > 0
                          and r.gain[0] >= r.gain[1]) or "none")]
 
