@@ -178,6 +178,7 @@ def _blocks_section(board: Leaderboard) -> Section:
     for (g, pol), blk in board.blocks.groupby(["group", "policy"], sort=False):
         base = blk[~blk["metric"].str.contains("@")]
         for m, d in base.groupby("metric", sort=False):
+            d = d.sort_values("rank", kind="stable")
             t = pd.DataFrame({
                 "method": d["method"],
                 "mean ± s.e.": [f"{a:.4f} ± {b:.4f}" if np.isfinite(b) else f"{a:.4f}"
@@ -187,8 +188,7 @@ def _blocks_section(board: Leaderboard) -> Section:
                                                          d["rank_high"], strict=True)],
                 "places": [_places(a, b) for a, b in zip(d["place_low"], d["place_high"],
                                                          strict=True)],
-                "pairs": d["n_pairs"], "units": d["n_units"]}).sort_values(
-                "rank [interval]", key=lambda s: d.loc[s.index, "rank"], kind="stable")
+                "pairs": d["n_pairs"], "units": d["n_units"]})
             sec.tables.append((f"{d['dataset'].iloc[0]} / {pol}: "
                                f"{board.labels.get(m, m)} (group {g})", t))
     for p in board.groups.loc[board.groups["used"], "path"]:
