@@ -68,6 +68,9 @@ def test_tune_reports_held_out_abc_gain_and_optimism():
     d = held.pivot(index="pair", columns="setting", values="abc")
     assert res.gain[0] == pytest.approx((d["tuned"] - d["default"]).mean())
     assert res.held_out[0] == pytest.approx(d["tuned"].mean())
+    assert res.gain_optimism[0] == pytest.approx(res.tuning_gain[0] - res.gain[0])
+    # the defaults were the first trial: the tuning gain is the best trial's lead over them
+    assert res.tuning_gain[0] == pytest.approx(res.tuning[0] - first["tuning_abc"])
     again = tuning.tune(f, X, R, "lime", n_trials=3, seed=1, data=data,
                         options={"n_samples": 100})
     assert again.params == res.params and again.held_out == res.held_out

@@ -298,12 +298,14 @@ def _check_tune(cfg: dict, source: str) -> None:
 
 
 def _tune_notes(res) -> list[str]:
-    return ["optimism (tuning minus held-out ABC), per method: "
-            + ", ".join(f"{r.method} {r.optimism[0]:+.4f} ± {r.optimism[1]:.4f}"
+    return ["optimism (tuning minus held-out ABC; of the gain over the defaults), per method: "
+            + ", ".join(f"{r.method} {r.optimism[0]:+.4f} ± {r.optimism[1]:.4f} "
+                        f"({r.gain_optimism[0]:+.4f} ± {r.gain_optimism[1]:.4f})"
                         for r in res.results),
             "held-out gain of at least one standard error: "
             + (", ".join(r.method for r in res.results if r.gain[1] > 0
                          and r.gain[0] >= r.gain[1]) or "none")]
+
 
 for _cmd in (
     Command(
