@@ -56,6 +56,19 @@ class Section:
     sources: list = field(default_factory=list)    # Path
 
 
+def _score_files(board: Leaderboard) -> list[Path]:
+    """The files the leaderboard's scores come from, per run used: every policy's
+    ``abc.parquet`` (and ``metrics.parquet``), ROAD's ``road_summary.csv``, a tune run's
+    ``held_out_abc.parquet``; the manifest when none is found."""
+    out = []
+    for p in board.groups.loc[board.groups["used"], "path"]:
+        p = Path(p)
+        files = sorted([*p.glob("*/abc.parquet"), *p.glob("*/metrics.parquet"),
+                        *p.glob("road_summary.csv"), *p.glob("held_out_abc.parquet")])
+        out += files or [p / "manifest.json"]
+    return out
+
+
 def _png(fig) -> bytes:
     import matplotlib.pyplot as plt
 
@@ -165,8 +178,7 @@ def verdict_section(runs: Sequence[str | os.PathLike], *, board: Leaderboard | N
     else:
         sec.paragraphs.append("No run among these ranks methods (insertion/deletion, ROAD or "
                               "tuning runs); the evidence below is what the folders hold.")
-    sec.sources += [Path(p) / "manifest.json" for p in board.groups.loc[board.groups["used"],
-                                                                         "path"]]
+    sec.sources += _score_files(board)
     return sec
 
 
@@ -191,8 +203,7 @@ def _blocks_section(board: Leaderboard) -> Section:
                 "pairs": d["n_pairs"], "units": d["n_units"]})
             sec.tables.append((f"{d['dataset'].iloc[0]} / {pol}: "
                                f"{board.labels.get(m, m)} (group {g})", t))
-    for p in board.groups.loc[board.groups["used"], "path"]:
-        sec.sources.append(Path(p))
+    sec.sources += _score_files(board)
     if len(board.overall):
         sec.figures.append(("Mean rank over blocks with its bootstrap interval (leaderboard)",
                             _png(board.figure())))
