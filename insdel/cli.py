@@ -377,6 +377,17 @@ def _run_options(p: argparse.ArgumentParser, *, scheduler: bool = True) -> None:
                         "\".[dask]\" in the insdel clone; results are identical to a serial run)")
 
 
+def _runs_options(p: argparse.ArgumentParser, metavar: str, out: str, what: str) -> None:
+    """The run folders, ``--out`` and the bootstrap's options of the commands that read finished
+    runs (``leaderboard``, ``report``)."""
+    p.add_argument("run_dirs", nargs="+", metavar=metavar,
+                   help="run directories (or folders holding them)")
+    p.add_argument("--out", default=out, metavar="DIR", help=f"{what} (default: ./{out})")
+    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+
+
 def _removal_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--removal", type=_split, default=None, metavar="NAME[,NAME...]",
                    help="what a removed feature becomes (overrides [removal] kinds; "
@@ -535,14 +546,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "kept apart; identical results are counted once. Insertion/deletion and "
                        "ROAD runs are ranked; ROAR and image runs and unreadable folders are "
                        "skipped with a note each.")
-    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
-                   help="run directories (or folders holding them)")
-    p.add_argument("--out", default="insdel-leaderboard", metavar="DIR",
-                   help="where leaderboard.md, the CSVs and leaderboard.png go "
-                        "(default: ./insdel-leaderboard)")
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (default 1000)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    _runs_options(p, "RUN_DIR", "insdel-leaderboard",
+                  "where leaderboard.md, the CSVs and leaderboard.png go")
     p.add_argument("--min-reliability", type=float, default=0.6, metavar="MC",
                    help="metrics of an insdel sanity run's reliability.csv with meta-consistency "
                         "below MC are marked unreliable (default 0.6; docs/leaderboard.md)")
@@ -556,14 +561,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "apart, under which removals the answer holds), then the evidence (ABC "
                        "with intervals, robustness across removals, ROAD, tuning, sanity flags, "
                        "metric reliability, every figure), each section naming its files.")
-    p.add_argument("run_dirs", nargs="+", metavar="RUN",
-                   help="run directories (or folders holding them)")
-    p.add_argument("--out", default="insdel-report", metavar="DIR",
-                   help="where report.html, report.md and report_files/ go "
-                        "(default: ./insdel-report)")
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (default 1000)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    _runs_options(p, "RUN", "insdel-report", "where report.html, report.md and report_files/ go")
     p.set_defaults(func=_cmd_report)
     return parser
 

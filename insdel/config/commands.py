@@ -34,7 +34,7 @@ from .schema import (
     _at_least,
     _defaults,
 )
-from .sections import _check_road, _check_roar, check_sanity
+from .sections import _check_road, _check_roar, check_reference, check_sanity
 
 __all__ = ["Command", "COMMON_TABLES", "available", "get", "options_of", "register", "unregister",
            "ordered", "check_sections", "check_tables", "owner", "reproducible", "ROAR_SECTIONS",
@@ -287,14 +287,7 @@ def _check_tune(cfg: dict, source: str) -> None:
     if t["mode"] not in ("insertion", "deletion", "total"):
         raise ConfigError(f"{source}: tune.mode must be 'insertion', 'deletion' or 'total'; "
                           f"got {t['mode']!r}.")
-    if t["reference"] != "training_mean":
-        from .. import policies
-
-        try:
-            policies.load(t["reference"])
-        except Exception as exc:  # the policy loader's own message says what is wrong
-            raise ConfigError(f"{source}: tune.reference must be 'training_mean' or a policy "
-                              f"spec; {t['reference']!r}: {exc}") from None
+    check_reference(source, "tune.reference", t["reference"])
 
 
 def _tune_notes(res) -> list[str]:
