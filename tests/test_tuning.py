@@ -181,3 +181,22 @@ n_targets = 8
         assert (out / name).is_file()
     # insdel run refuses a [tune] table
     assert main(["run", str(tmp_path / "t.toml"), "--out", str(tmp_path / "r")]) == 1
+
+
+def test_the_tune_table_is_checked_when_the_configuration_is_read(tmp_path):
+    from insdel import config as C
+
+    quick = C.load("tune_cern", quick=True)
+    assert quick["tune"]["n_trials"] == 8 and quick["model"]["preset"] == "quick_cern"
+    assert C.load("tune-cern")["tune"]["n_trials"] == 30
+    base = {"name": "t", "data": {"recipe": "housing_sim"}, "model": {"preset": "quick_housing"},
+            "methods": {"names": ["lime", "vanilla_grad"]}}
+    for tune, match in (({"methods": ["vanilla_grad"]}, "no settings to tune"),
+                        ({"methods": ["deeplift"]}, "not in methods.names"),
+                        ({"mode": "both"}, "tune.mode"),
+                        ({"reference": "no_such_policy"}, "tune.reference"),
+                        ({"n_trials": 0}, "n_trials")):
+        with pytest.raises(C.ConfigError, match=match):
+            C.load({**base, "tune": tune})
+    with pytest.raises(C.ConfigError, match="nothing to tune"):
+        C.load({**base, "methods": {"names": ["vanilla_grad"]}, "tune": {}})
