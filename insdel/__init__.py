@@ -49,6 +49,8 @@ _LAZY = {
     "digits": "insdel.digits",
     "sanity": "insdel.sanity",
     "robustness": "insdel.robustness",
+    "tuning": "insdel.tuning",
+    "report_page": "insdel.report_page",
 }
 
 

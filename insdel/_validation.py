@@ -18,6 +18,12 @@ from ._threads import numba_threads, start_numba_threads
 _MAX_LISTED = 5
 
 
+class TuningLeakError(ValueError):
+    """A ranking of methods on the pairs their settings were tuned on (or on different splits):
+    the tuning ABC is optimistic by construction, so such a ranking is refused
+    (:mod:`insdel.tuning`, the leaderboard's reading of an ``insdel tune`` run)."""
+
+
 def _first(idx: np.ndarray) -> str:
     shown = ", ".join(str(int(i)) for i in idx[:_MAX_LISTED])
     more = f" (and {len(idx) - _MAX_LISTED} more)" if len(idx) > _MAX_LISTED else ""

@@ -1,5 +1,5 @@
-"""Command-line interface: ``insdel demo | run | reproduce | roar | road | sanity | configs |
-datasets | policies | functional | leaderboard``.
+"""Command-line interface: ``insdel demo | run | reproduce | roar | road | sanity | tune |
+configs | datasets | policies | functional | leaderboard | report``.
 
 The commands that run a configuration other than ``insdel run`` (``roar``, ``road``, ``sanity``
 and any registered one) are read off their specs (:mod:`insdel.config.commands`): one
@@ -341,6 +341,16 @@ def _cmd_leaderboard(args) -> int:
     return 0
 
 
+def _cmd_report(args) -> int:
+    from .report_page import build_report
+
+    _use_agg()
+    page = build_report(args.run_dirs, n_boot=args.n_boot, seed=args.seed, level=args.level)
+    paths = page.save(args.out)
+    print("written: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
 def _split(text: str) -> list[str]:
     names = [t.strip() for t in text.split(",") if t.strip()]
     if not names:  # an empty list would run nothing (or everything) without a word
@@ -365,6 +375,17 @@ def _run_options(p: argparse.ArgumentParser, *, scheduler: bool = True) -> None:
                         "machine), a Dask scheduler address such as tcp://host:8786, or 'serial' "
                         "(overrides [compute] backend / address; needs dask: pip install "
                         "\".[dask]\" in the insdel clone; results are identical to a serial run)")
+
+
+def _runs_options(p: argparse.ArgumentParser, metavar: str, out: str, what: str) -> None:
+    """The run folders, ``--out`` and the bootstrap's options of the commands that read finished
+    runs (``leaderboard``, ``report``)."""
+    p.add_argument("run_dirs", nargs="+", metavar=metavar,
+                   help="run directories (or folders holding them)")
+    p.add_argument("--out", default=out, metavar="DIR", help=f"{what} (default: ./{out})")
+    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
 
 
 def _removal_option(p: argparse.ArgumentParser) -> None:
@@ -525,18 +546,23 @@ def build_parser() -> argparse.ArgumentParser:
                        "kept apart; identical results are counted once. Insertion/deletion and "
                        "ROAD runs are ranked; ROAR and image runs and unreadable folders are "
                        "skipped with a note each.")
-    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
-                   help="run directories (or folders holding them)")
-    p.add_argument("--out", default="insdel-leaderboard", metavar="DIR",
-                   help="where leaderboard.md, the CSVs and leaderboard.png go "
-                        "(default: ./insdel-leaderboard)")
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (default 1000)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    _runs_options(p, "RUN_DIR", "insdel-leaderboard",
+                  "where leaderboard.md, the CSVs and leaderboard.png go")
     p.add_argument("--min-reliability", type=float, default=0.6, metavar="MC",
                    help="metrics of an insdel sanity run's reliability.csv with meta-consistency "
                         "below MC are marked unreliable (default 0.6; docs/leaderboard.md)")
     p.set_defaults(func=_cmd_leaderboard)
+
+    p = sub.add_parser("report", help="one page with the answer: the verdict and the evidence of "
+                       "finished runs (HTML and Markdown)",
+                       description="Write a self-contained HTML page (report.html) and the same "
+                       "as Markdown (report.md) from finished run folders (docs/report.md): the "
+                       "question, the verdict (which methods are best, which cannot be told "
+                       "apart, under which removals the answer holds), then the evidence (ABC "
+                       "with intervals, robustness across removals, ROAD, tuning, sanity flags, "
+                       "metric reliability, every figure), each section naming its files.")
+    _runs_options(p, "RUN", "insdel-report", "where report.html, report.md and report_files/ go")
+    p.set_defaults(func=_cmd_report)
     return parser
 
 

@@ -63,7 +63,7 @@ import pandas as pd
 
 from . import _checkpoint as ck
 from ._stats import mean_se, unit_ids
-from ._validation import check_positive_int, check_scalar
+from ._validation import TuningLeakError, check_positive_int, check_scalar
 from .leaderboard_runs import (
     KINDS,
     METRICS,
@@ -614,11 +614,13 @@ def _readable(found: list[Path]) -> tuple[list[RunInfo], list[str]]:
             kind = run_kind(read_manifest(p))
             if kind == "sanity":
                 continue  # read by _checks
-            if kind not in ("evaluation", "road"):
+            if kind not in ("evaluation", "road", "tune"):
                 notes.append(f"{p} skipped: {KINDS[kind]}, not ranked (leaderboards rank "
                              "insertion/deletion and ROAD runs).")
                 continue
             runs.append(read_run(p))
+        except TuningLeakError:  # a ranking on tuning pairs is refused, never skipped quietly
+            raise
         except (OSError, ValueError, KeyError, TypeError) as exc:
             notes.append(f"{p} skipped: cannot be read ({type(exc).__name__}: {exc}).")
     return runs, notes

@@ -43,6 +43,7 @@ ROAD_SCORES = {"srg": ("road_srg", "ROAD SRG", True),
 #: What :func:`run_kind` calls each kind of run folder (the notes' words).
 KINDS = {"evaluation": "an insertion/deletion run", "road": "a ROAD run (insdel road)",
          "roar": "a ROAR run (insdel roar)", "sanity": "a sanity-check run (insdel sanity)",
+         "tune": "a tuning run (insdel tune; ranked on its held-out pairs only)",
          "images": "an image run (reproduce paper-images)",
          "unknown": "not a run of insdel's runner (its manifest has no policies, road, roar or "
                     "sanity entry)"}
@@ -178,7 +179,7 @@ def run_kind(manifest: dict) -> str:
     or ``"unknown"``."""
     if manifest.get("policies"):
         return "evaluation"
-    for kind in ("road", "roar", "sanity"):
+    for kind in ("road", "roar", "sanity", "tune"):
         if kind in manifest:
             return kind
     if str(manifest.get("experiment", "")).endswith("images"):
@@ -203,6 +204,8 @@ def read_run(path: str | os.PathLike) -> RunInfo:
     kind = run_kind(manifest)
     if kind == "road":
         return _read_road(path, manifest)
+    if kind == "tune":
+        return _read_tune(path, manifest)
     if kind != "evaluation":
         raise ValueError(f"{path}: {KINDS[kind]}; leaderboards rank insertion/deletion and ROAD "
                          "runs.")
@@ -276,6 +279,37 @@ def _read_road(path: Path, manifest: dict) -> RunInfo:
                                     "score": summary[col].astype(np.float64)}))
     abc = pd.concat(frames, ignore_index=True)
     return _info(path, manifest, [policy], abc, directions, labels, "road")
+
+
+def _read_tune(path: Path, manifest: dict) -> RunInfo:
+    """An ``insdel tune`` run's held-out scores (``held_out_abc.parquet``): per held-out pair,
+    each method's tuned settings (``<method> (tuned)``) and defaults (``<method> (default)``),
+    under the run's ABC mode, policy ``tune:<reference>``. A pair of the manifest's tuning pairs
+    among them is refused (:class:`insdel._validation.TuningLeakError`): methods are never
+    ranked on the pairs their settings were tuned on."""
+    from ._validation import TuningLeakError
+
+    f = path / "held_out_abc.parquet"
+    if not f.is_file():
+        raise FileNotFoundError(f"{path}: a tuning run without held_out_abc.parquet ({f}).")
+    tune = manifest.get("tune") or {}
+    split = tune.get("split") or {}
+    if "tuning" not in split:
+        raise ValueError(f"{path}: the manifest records no tuning split (tune.split.tuning); "
+                         "without it the held-out pairs cannot be checked.")
+    df = pd.read_parquet(f)
+    leak = np.intersect1d(df["pair"].to_numpy(np.int64), np.asarray(split["tuning"], np.int64))
+    if leak.size:
+        raise TuningLeakError(f"{f}: pair(s) {leak[:10].tolist()} are tuning pairs of this run "
+                              "(manifest tune.split.tuning): a ranking on the pairs the settings "
+                              "were tuned on is refused; rank on the held-out pairs only.")
+    mode = str(tune.get("mode") or "insertion")
+    abc = pd.DataFrame({"policy": f"tune:{tune.get('reference', 'training_mean')}",
+                        "pair": df["pair"].astype(np.int64),
+                        "cluster": df["cluster"].astype(np.int64),
+                        "method": df["method"].astype(str) + " (" + df["setting"].astype(str)
+                        + ")", "metric": mode, "score": df["abc"].astype(np.float64)})
+    return _info(path, manifest, [str(abc["policy"].iloc[0])], abc, {mode: True}, {}, "tune")
 
 
 def _abc_scores(df: pd.DataFrame) -> pd.DataFrame:

@@ -25,9 +25,10 @@ class Lime(Attribution):
     """LIME with baseline r: captum ``Lime``'s default estimator.
 
     Perturbations z are Bernoulli(1/2) over the n features (feature j from x where z_j = 1, from r
-    otherwise); each is weighted by ``exp(-d^2 / 2)`` with d the cosine distance between x and the
-    perturbed input (kernel width 1); the attributions are the coefficients of a Lasso
-    (``alpha = 0.01``, with intercept, scikit-learn's objective) of f(perturbed input) on z.
+    otherwise); each is weighted by ``exp(-d^2 / (2 w^2))`` with d the cosine distance between x
+    and the perturbed input and w the kernel width (``kernel_width``, captum's default 1); the
+    attributions are the coefficients of a Lasso (``alpha = 0.01``, with intercept, scikit-learn's
+    objective) of f(perturbed input) on z.
 
     Parameters
     ----------
@@ -39,7 +40,8 @@ class Lime(Attribution):
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, n_samples: int = DEFAULT_LIME_SAMPLES,
                   perturbations_per_eval: int = 4096, seed: int = 0, engine: str = "insdel",
-                  alpha: float = DEFAULT_LIME_ALPHA, chunk_rows: int = 1 << 18,
+                  alpha: float = DEFAULT_LIME_ALPHA, kernel_width: float = 1.0,
+                  chunk_rows: int = 1 << 18,
                   interpretable_model: Any = None, progress: bool | None = None,
                   removal: Any = None) -> np.ndarray:
         """LIME attributions (B, n) of targets ``X`` against references ``R``.
@@ -68,6 +70,10 @@ class Lime(Attribution):
             The Lasso penalty (captum's ``SkLearnLasso(alpha=0.01)``), for both engines (the
             captum engine fits ``SkLearnLasso(alpha=alpha)`` unless ``interpretable_model`` is
             given, which then needs ``alpha`` left at its default).
+        kernel_width : float, default 1.0
+            Width w of the similarity kernel ``exp(-d^2 / (2 w^2))`` over the cosine distance d
+            (captum's ``get_exp_kernel_similarity_function("cosine", w)``, its default 1.0):
+            smaller widths weight the perturbations close to x more.
         chunk_rows : int, default 262144
             Perturbations per batch of points (insdel engine).
         interpretable_model : captum interpretable model, optional
@@ -93,6 +99,8 @@ class Lime(Attribution):
         check_positive_int(chunk_rows, "chunk_rows")
         check_positive_int(seed, "seed", minimum=0)  # None or 2.5: not a repeatable run
         alpha = check_scalar(alpha, "alpha", float, min_val=0.0, finite=True)
+        width = check_scalar(kernel_width, "kernel_width", float, min_val=0.0,
+                             include_boundaries="neither", finite=True)
         if engine not in ("insdel", "captum"):
             raise ValueError(f"lime: engine must be 'insdel' or 'captum'; got {engine!r}.")
         if interpretable_model is not None and engine != "captum":
@@ -111,10 +119,12 @@ class Lime(Attribution):
                     refuse_captum("lime", game, "Lime", "perturbation")
                 values = values_fn(game, np.arange(game.B))
                 A, distinct = _lime_batched(model, X, empty_rows(game).mean(axis=1), ns, seed,
-                                            alpha, chunk_rows, progress, values=values)
+                                            alpha, chunk_rows, progress, values=values,
+                                            width=width)
                 return A, {"n_samples": ns, "engine": engine, "distinct_rows": distinct}
             if engine == "insdel":
-                A, distinct = _lime_batched(model, X, R, ns, seed, alpha, chunk_rows, progress)
+                A, distinct = _lime_batched(model, X, R, ns, seed, alpha, chunk_rows, progress,
+                                            width=width)
                 return A, {"n_samples": ns, "engine": engine, "distinct_rows": distinct}
             from captum.attr import Lime as _Lime
 
@@ -123,7 +133,12 @@ class Lime(Attribution):
                 from captum._utils.models.linear_model import SkLearnLasso
 
                 interp = SkLearnLasso(alpha=alpha)
-            lime = _Lime(module_forward(model), interpretable_model=interp)
+            similar = {}
+            if width != 1.0:  # captum's default similarity is this kernel of width 1
+                from captum.attr._core.lime import get_exp_kernel_similarity_function
+
+                similar["similarity_func"] = get_exp_kernel_similarity_function("cosine", width)
+            lime = _Lime(module_forward(model), interpretable_model=interp, **similar)
             A = captum_per_point(lime, X, R, ns, perturbations_per_eval, seed, progress, "lime")
             return A, {"n_samples": ns, "engine": engine}
 
@@ -132,7 +147,7 @@ class Lime(Attribution):
 
 def _lime_batched(model: Model, X: np.ndarray, R: np.ndarray, n_samples: int, seed: int,
                   alpha: float, chunk_rows: int, progress,
-                  values=None) -> tuple[np.ndarray, int]:
+                  values=None, width: float = 1.0) -> tuple[np.ndarray, int]:
     """captum's default LIME vectorised over points (``engine="insdel"``); returns the
     attributions (B, n) and the number of distinct rows evaluated.
 
@@ -172,7 +187,7 @@ def _lime_batched(model: Model, X: np.ndarray, R: np.ndarray, n_samples: int, se
             hh = np.maximum(hh[..., 0] + (r * r).sum(1)[:, None], 0.0)
             nx = np.sqrt((x * x).sum(1))[:, None]
             cos = xh / np.maximum(nx * np.sqrt(hh), 1e-8)  # torch's CosineSimilarity eps
-            w = np.exp(-((1.0 - cos) ** 2) / 2.0)
+            w = np.exp(-((1.0 - cos) ** 2) / (2.0 * width * width))
             out[b0:b1] = weighted_lasso(Z, y, w, alpha)[0]
             bar.update(P)
     return out, distinct

@@ -22,12 +22,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._registry import Registry, signature_options
-from .schema import DEFAULTS, PAPER_CONFIGS, SCHEMA, ConfigError, _defaults
-from .sections import _check_road, _check_roar, check_sanity
+from .schema import (
+    _INT,
+    _LIST,
+    _NUM,
+    _STR,
+    DEFAULTS,
+    PAPER_CONFIGS,
+    SCHEMA,
+    ConfigError,
+    _at_least,
+    _defaults,
+)
+from .sections import _check_road, _check_roar, check_reference, check_sanity
 
 __all__ = ["Command", "COMMON_TABLES", "available", "get", "options_of", "register", "unregister",
            "ordered", "check_sections", "check_tables", "owner", "reproducible", "ROAR_SECTIONS",
-           "ROAD_SECTIONS", "SANITY_SECTIONS"]
+           "ROAD_SECTIONS", "SANITY_SECTIONS", "TUNE_SCHEMA"]
 
 #: The top-level keys every command that trains or loads a model reads besides its own tables.
 COMMON_TABLES = ("name", "description", "seed", "out", "data", "model", "methods", "compute")
@@ -242,6 +253,53 @@ def _sanity_notes(res) -> list[str]:
     return lines
 
 
+#: ``[tune]``: honest tuning of the methods' settings (``insdel tune``, :mod:`insdel.tuning`,
+#: docs/tuning.md): optuna on the tuning pairs, the ABC reported on the held-out pairs.
+TUNE_SCHEMA: dict[str, Any] = {
+    "methods": (_LIST, []),
+    "n_trials": (_INT, 20, _at_least(1)),
+    "tune_fraction": (_NUM, 0.5, {"min_val": 0.0, "max_val": 1.0,
+                                  "include_boundaries": "neither", "finite": True}),
+    "mode": (_STR, "insertion"),
+    "n_targets": (_INT, 200, _at_least(4)),
+    "reference": (_STR, "training_mean"),
+}
+
+
+def _check_tune(cfg: dict, source: str) -> None:
+    """``[tune]``: the methods have a search space and are among ``methods.names`` (empty: every
+    method of ``methods.names`` that has one), the mode is an ABC, the reference is
+    ``training_mean`` or a policy spec."""
+    from ..tuning import SPACES
+
+    t = cfg["tune"]
+    names = list(cfg["methods"]["names"])
+    for m in t["methods"]:
+        if m not in SPACES:
+            raise ConfigError(f"{source}: tune.methods: {m!r} has no settings to tune; methods "
+                              f"with a search space: {', '.join(sorted(SPACES))}.")
+        if m not in names:
+            raise ConfigError(f"{source}: tune.methods: {m!r} is not in methods.names (its "
+                              "default options come from there); add it.")
+    if not t["methods"] and not any(m in SPACES for m in names):
+        raise ConfigError(f"{source}: [tune] has nothing to tune: no method of methods.names "
+                          f"has a search space ({', '.join(sorted(SPACES))}).")
+    if t["mode"] not in ("insertion", "deletion", "total"):
+        raise ConfigError(f"{source}: tune.mode must be 'insertion', 'deletion' or 'total'; "
+                          f"got {t['mode']!r}.")
+    check_reference(source, "tune.reference", t["reference"])
+
+
+def _tune_notes(res) -> list[str]:
+    return ["optimism (tuning minus held-out ABC; of the gain over the defaults), per method: "
+            + ", ".join(f"{r.method} {r.optimism[0]:+.4f} ± {r.optimism[1]:.4f} "
+                        f"({r.gain_optimism[0]:+.4f} ± {r.gain_optimism[1]:.4f})"
+                        for r in res.results),
+            "held-out gain of at least one standard error: "
+            + (", ".join(r.method for r in res.results if r.gain[1] > 0
+                         and r.gain[0] >= r.gain[1]) or "none")]
+
+
 for _cmd in (
     Command(
         name="run", title="insertion/deletion",
@@ -321,6 +379,24 @@ for _cmd in (
             "sanity-cern": ("sanity_cern", "beyond the paper: sanity checks of the methods (model "
                             "parameter and data randomisation) and the reliability of the "
                             "metrics (MetaQuantus) on dielectron_sim"),
+        }),
+    Command(
+        name="tune", title="tuning",
+        help="tune the methods' settings on tuning pairs, report them on held-out pairs "
+             "(docs/tuning.md)",
+        description="Honest tuning (docs/tuning.md): optuna (TPE, seeded) chooses each method's "
+                    "settings to maximise the mean ABC on tuning pairs; the tuned settings, the "
+                    "ABC on held-out pairs and the optimism (tuning minus held-out) are reported; "
+                    "the split (by unit) is recorded in the manifest. CONFIG is a TOML file with "
+                    "a [tune] table, or a shipped one: tune_cern.",
+        run="insdel.runner.tune:run_tune", tables={"tune": TUNE_SCHEMA}, check=_check_tune,
+        outputs=("tune.csv", "tune_summary.csv", "trials.csv", "held_out_abc.parquet",
+                 "summary.md", "manifest.json"),
+        serial=True, notes=_tune_notes,
+        experiments={
+            "tune-cern": ("tune_cern", "beyond the paper: honest tuning of IG, Kernel SHAP, "
+                          "LIME and DeepLIFT settings on dielectron_sim: tuned settings, "
+                          "held-out ABC, gain over the defaults and the optimism"),
         }),
 ):
     register(_cmd)

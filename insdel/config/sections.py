@@ -152,6 +152,20 @@ def _check_distinct(source: str, where: str, values, known) -> None:
         raise ConfigError(f"{source}: {where} names a value twice: {list(values)}.")
 
 
+def check_reference(source: str, key: str, value: str) -> None:
+    """A pairs' reference of ``insdel sanity`` / ``insdel tune``: ``training_mean`` or a policy
+    spec that loads (the loader's own message says what is wrong)."""
+    if value == "training_mean":
+        return
+    from .. import policies
+
+    try:
+        policies.load(value)
+    except Exception as exc:  # the policy loader's own message says what is wrong
+        raise ConfigError(f"{source}: {key} must be 'training_mean' or a policy spec; "
+                          f"{value!r}: {exc}") from None
+
+
 def check_sanity(cfg: dict, source: str) -> None:
     """``[sanity]`` and ``[meta]`` of ``insdel sanity``: the orders, similarity measures and
     reliability tests are known names (``sanity.orders`` may be empty: no parameter
@@ -181,14 +195,7 @@ def check_sanity(cfg: dict, source: str) -> None:
             s["layers"]):
         raise ConfigError(f"{source}: sanity.layers must be distinct layer names (empty: every "
                           f"randomisable layer); got {list(s['layers'])!r}.")
-    if s["reference"] != "training_mean":
-        from .. import policies
-
-        try:
-            policies.load(s["reference"])
-        except Exception as exc:  # the policy loader's own message says what is wrong
-            raise ConfigError(f"{source}: sanity.reference must be 'training_mean' or a policy "
-                              f"spec; {s['reference']!r}: {exc}") from None
+    check_reference(source, "sanity.reference", s["reference"])
     if s["data_max_epochs"] is not None and not s["data_randomisation"]:
         raise ConfigError(f"{source}: sanity.data_max_epochs caps the retraining of "
                           "sanity.data_randomisation, which is false: it would not be read.")

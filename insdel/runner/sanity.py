@@ -118,11 +118,12 @@ def run_sanity(config: str | os.PathLike | Mapping, out: str | os.PathLike | Non
         return _run_sanity(cfg, folder, progress, verbose, before)
 
 
-def _pairs(cfg, model, dataset, grp, progress, log):
+def _pairs(cfg, model, dataset, grp, progress, log, table: str = "sanity"):
     """(X, R, clusters): the first ``n_targets`` test rows against the training mean / mode (a
     one-hot group's most common level, :func:`_reference_values`), or a policy's pairs of
-    them."""
-    s = cfg["sanity"]
+    them. ``table``: the configuration table of ``n_targets`` and ``reference`` (``insdel tune``
+    reads its own)."""
+    s = cfg[table]
     n = min(s["n_targets"], len(dataset.X_test))
     X = np.ascontiguousarray(dataset.X_test[:n], dtype=np.float64)
     if s["reference"] == "training_mean":
@@ -134,9 +135,9 @@ def _pairs(cfg, model, dataset, grp, progress, log):
     pol = policies.load(s["reference"])
     pairing = pol.pair(model, X, seed=cfg["seed"], progress=progress)
     if len(pairing) < 2:
-        raise ValueError(f"sanity.reference = {s['reference']!r}: the policy paired "
+        raise ValueError(f"{table}.reference = {s['reference']!r}: the policy paired "
                          f"{len(pairing)} of the {n} test rows; the checks need at least two "
-                         "pairs (raise sanity.n_targets).")
+                         f"pairs (raise {table}.n_targets).")
     log(f"pairs: policy {pol!r} on {n} test rows: {len(pairing)} pairs, mean |D| "
         f"{pairing.mean_diff():.2f}")
     return (np.ascontiguousarray(pairing.X, dtype=np.float64),
