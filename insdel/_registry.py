@@ -41,7 +41,7 @@ class UnknownNameError(ValueError):
         end)."""
         names = list(available)
         pool = list(dict.fromkeys(candidates if candidates is not None else names))
-        close = difflib.get_close_matches(str(name), pool, n=3)
+        close = closest_names(str(name), pool, n=3, fallback=False)
         hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
         msg = (f"unknown {kind} {name!r}.{hint} Available: {', '.join(names) or '(none)'}."
                + (f" {note}" if note else ""))
@@ -84,12 +84,14 @@ class UnknownOptionError(TypeError, ValueError):
         return err
 
 
-def closest_names(name: str, valid: Iterable[str]) -> list[str]:
-    """The valid name closest to ``name`` ("did you mean"; the only one when there is one), or
-    none."""
+def closest_names(name: str, valid: Iterable[str], *, n: int = 1,
+                  fallback: bool = True) -> list[str]:
+    """The one "did you mean" rule: the ``n`` valid names closest to ``name`` (difflib's ratio of
+    at least 0.5), closest first; with ``fallback``, the only valid name when there is one and
+    none is close."""
     valid = list(valid)
-    close = difflib.get_close_matches(name, valid, n=1, cutoff=0.5)
-    return close or (valid if len(valid) == 1 else [])
+    close = difflib.get_close_matches(name, valid, n=n, cutoff=0.5)
+    return close or (valid if fallback and len(valid) == 1 else [])
 
 
 def check_options(thing: str, options: Iterable, valid: Iterable[str], *,
