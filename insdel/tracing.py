@@ -124,6 +124,12 @@ def _raise_non_finite(model, curves_out, fr, fx, b0: int, modes) -> None:
         f"{_first(pairs + b0)}); pair {b0 + b}: {', '.join(ends + where)}.")
 
 
+def _raise_non_finite_at(model, curves_out, fr, fx, b0: int, modes) -> None:
+    """:func:`_raise_non_finite` for one output's curves when any of its values is not finite."""
+    if not (np.isfinite(curves_out).all() and np.isfinite(fr).all() and np.isfinite(fx).all()):
+        _raise_non_finite(model, curves_out, fr, fx, b0, modes)
+
+
 @dataclass
 class TraceResult:
     """Curves of B pairs under K orderings, with the bookkeeping an experiment reports.
@@ -683,8 +689,8 @@ def _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, chunk_pairs, prog
         fx = np.empty(B)
         fr = np.empty(B)
     else:
-        if take is None:
-            take = np.broadcast_to(np.arange(K), (H, K))
+        take = np.ascontiguousarray(np.broadcast_to(np.arange(K), (H, K)) if take is None
+                                    else take, dtype=np.int64)
         Kt = take.shape[1]
         curves_out = np.empty((H, M, B, Kt, S))
         fx = np.empty((H, B))
@@ -713,14 +719,10 @@ def _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, chunk_pairs, prog
                 if kern.gather(nblk, values, first, idx, curves_out, b0, nd, fr, fx):
                     _raise_non_finite(model, curves_out[:, b0:b1], fr[b0:b1], fx[b0:b1], b0,
                                       modes)
-            else:  # each output's values, one contiguous column each, gathered on its orderings
-                cols = np.ascontiguousarray(values.T)
-                for h in range(H):
-                    ih = idx if Kt == K and (take[h] == np.arange(K)).all() \
-                        else np.ascontiguousarray(idx[:, take[h]])
-                    if kern.gather(nblk, cols[h], first, ih, curves_out[h], b0, nd, fr[h], fx[h]):
-                        _raise_non_finite(model, curves_out[h][:, b0:b1], fr[h, b0:b1],
-                                          fx[h, b0:b1], b0, modes)
+            elif kern.gather_outputs(nblk, values, first, idx, take, curves_out, b0, nd, fr, fx):
+                for h in range(H):  # every output's curves in one pass; the error names the first
+                    _raise_non_finite_at(model, curves_out[h][:, b0:b1], fr[h, b0:b1],
+                                         fx[h, b0:b1], b0, modes)
             clock.index_s += time.perf_counter() - t
             n_unique += U
             bar.update(Bc)
