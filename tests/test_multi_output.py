@@ -157,3 +157,28 @@ def test_bad_input_named(pairs):
         output_views(_column(0))
     with pytest.raises(TypeError, match="outputs"):
         as_model(_f, outputs=1.5)
+
+
+def test_tint_mse_mae_reproduced_from_the_curves():
+    import tint.metrics as tm
+
+    rng = np.random.default_rng(5)
+    Bw, L, C, Hh, q = 12, 6, 2, 3, 0.25
+    n = L * C
+    X = rng.normal(size=(Bw, n)).astype(np.float32).astype(np.float64)
+    R = np.repeat(X.reshape(Bw, L, C).mean(1, keepdims=True), L, 1).reshape(Bw, n)
+    R = R.astype(np.float32).astype(np.float64)
+    A = rng.normal(size=(Bw, n))
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(n, 8), torch.nn.ReLU(), torch.nn.Linear(8, Hh))
+    wrapped = torch.nn.Sequential(torch.nn.Flatten(), net).eval()
+    t = {k: torch.as_tensor(v.reshape(Bw, L, C), dtype=torch.float32)
+         for k, v in (("x", X), ("r", R), ("a", A))}
+    dele = insdel.curves(as_model(net, outputs=Hh), X, R, A, mode="deletion")
+    ins = insdel.curves(as_model(net, outputs=Hh), X, R, A, mode="insertion")
+    for fn, p in ((tm.mse, 2), (tm.mae, 1)):
+        for largest in (True, False):
+            pert = dele[:, int(n * q)] if largest else ins[:, n - int(n * (1 - q))]
+            ours = (np.abs(dele[:, 0] - pert) ** p).sum(axis=1).mean()
+            theirs = fn(wrapped, t["x"], t["a"], baselines=t["r"], topk=q, mask_largest=largest)
+            assert abs(ours - theirs) < 1e-6
