@@ -123,15 +123,17 @@ def test_a_spec_cannot_take_another_command_s_table_or_a_built_in_name():
 
 
 def test_the_built_in_commands_are_specs_the_cli_and_reproduce_read():
-    assert commands.available() == ["road", "roar", "run", "sanity"]
-    for name in ("roar", "road", "sanity"):
+    assert commands.available() == ["forecast", "road", "roar", "run", "sanity"]
+    for name in ("roar", "road", "sanity", "forecast"):
         cmd = commands.get(name)
         assert cmd.runner().__name__ == f"run_{name}"
         assert set(cmd.experiments) <= set(C.PAPER_CONFIGS) <= set(cli.reproduces())
     assert commands.owner(C.load("paper_roar_cern")).name == "roar"
     assert commands.owner(C.load("sanity_cern")).name == "sanity"
+    assert commands.owner(C.load("forecast_sim")).name == "forecast"
     assert commands.owner(C.load("paper_cern")).name == "run"
-    assert set(provenance.kinds()) == {"run", "roar", "road", "sanity", "paper-images"}
+    assert set(provenance.kinds()) == {"run", "roar", "road", "sanity", "forecast",
+                                       "paper-images"}
     assert commands.options_of("sanity") == {"quick": False, "progress": None,
                                              "verbose": False, "wait": False}
     with pytest.raises(ValueError, match=r"unknown command 'roa'. Did you mean 'roar'"):
