@@ -55,6 +55,8 @@ SCRIPTS: list[tuple[str, str, list[str], bool, str]] = [
      "exact Shapley on the CERN MLP: serial vs Dask LocalCluster(1) vs LocalCluster(2)"),
     ("sanity", "sanity.py", [], True,
      "cascading parameter randomisation of the CERN MLP: 7 layers, 7 methods, 200 targets"),
+    ("multi_output", "multi_output.py", [], False,
+     "H = 24 outputs vs H = 1 on the same rows; 10,000 series x 48 x 8, H = 12; tint's mse / mae"),
     ("paper_cost", "paper_cost.py", [], False,
      "the full paper-bangalore run measured whole; paper-cern from per-unit costs and its bound"),
 ]
