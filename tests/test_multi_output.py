@@ -182,3 +182,17 @@ def test_tint_mse_mae_reproduced_from_the_curves():
             ours = (np.abs(dele[:, 0] - pert) ** p).sum(axis=1).mean()
             theirs = fn(wrapped, t["x"], t["a"], baselines=t["r"], topk=q, mask_largest=largest)
             assert abs(ours - theirs) < 1e-6
+
+
+def test_drawn_removal_per_output_through_the_views(pairs):
+    from insdel import removal as RM
+
+    X, R, A, _ = pairs
+    bg = np.random.default_rng(7).normal(size=(200, N_FEAT))
+    rem = RM.build("conditional_gaussian", data=bg, n_draws=4, seed=2)
+    with pytest.raises(NotImplementedError, match="per_output"):
+        insdel.curves(as_model(_f, outputs=H), X, R, A, removal=rem)
+    mf, m1 = as_model(_f, outputs=H), as_model(_column(2))
+    c = per_output(insdel.curves, mf, X, R, A, removal=rem)
+    np.testing.assert_allclose(c[..., 2], insdel.curves(m1, X, R, A, removal=rem), atol=1e-12)
+    assert mf.n_evals == m1.n_evals  # each drawn row evaluated once for the three outputs
