@@ -63,3 +63,17 @@ def test_read_series_layouts(tmp_path):
     df.iloc[:5].to_csv(tmp_path / "bad.csv", index=False)
     with pytest.raises(ValueError, match="same number of steps"):
         read_series(str(tmp_path / "bad.csv"))
+
+
+def test_forecast_runs_a_users_model_file(tmp_path):
+    import torch
+
+    net = fs.Forecaster(6 * 3, 2, hidden=4).eval()
+    path = tmp_path / "net.pt"
+    torch.jit.save(torch.jit.script(net), str(path))
+    cfg = {**TINY, "forecast": {**TINY["forecast"], "model": str(path)}}
+    res = run_forecast(cfg, tmp_path / "out")
+    assert set(res.table["method"]) >= {"integrated_gradients", "exact_shapley"}
+    wrong = {**TINY, "forecast": {**TINY["forecast"], "model": str(path), "horizon": 3}}
+    with pytest.raises(ValueError, match="outputs=3"):
+        run_forecast(wrong, tmp_path / "out2")

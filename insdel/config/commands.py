@@ -268,6 +268,8 @@ FORECAST_SCHEMA: dict[str, Any] = {
     "n_random": ((int,), 10, {"min_val": 0}),
     "reference": ((str,), "series_mean"),
     "discount": ((int, float), 1.0, {"min_val": 0.0, "finite": True}),
+    "model": ((str,), ""),  # "": train the MLP; else a model file (insdel.model_files.load_any)
+    "trust": ((bool,), False),
 }
 
 

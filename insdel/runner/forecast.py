@@ -7,7 +7,10 @@ numeric column per channel (the target first), an optional ``series`` column nam
 its rows belong to (rows in time order within each). Windows of ``length`` steps forecast the
 next ``horizon`` values of the target; the first 80 % of each series' windows train a small torch
 MLP (:func:`insdel.forecast_sim.train_forecaster`), the first ``n_pairs`` held-out windows are
-the targets and their references come from the time-series policy ``reference``.
+the targets and their references come from the time-series policy ``reference``. With
+``forecast.model`` (a model file :func:`insdel.model_files.load_any` reads, ``forecast.trust``
+for pickle-based ones) the user's model is tested instead of the trained MLP; it must return
+(B, horizon) on windows flattened as :mod:`insdel.timeseries` lays them out.
 
 Methods, per output: integrated gradients and gradient x input (captum's target through
 :func:`insdel.multi_output.output_views`), exact Shapley values of the lag x channel blocks
@@ -120,20 +123,29 @@ def _run(cfg: Mapping, folder: Path, log) -> ForecastRun:
     Ytr = np.concatenate([p[1][:k] for p, k in zip(parts, cut, strict=True)])
     Xte = np.concatenate([p[0][k:] for p, k in zip(parts, cut, strict=True)])
     Yte = np.concatenate([p[1][k:] for p, k in zip(parts, cut, strict=True)])
-    torch.manual_seed(seed)
-    net = fs.train_forecaster(Xtr, Ytr, hidden=c["hidden"], epochs=c["epochs"], seed=seed)
-    with torch.no_grad():
-        pred = net(torch.as_tensor(Xte, dtype=torch.float32)).numpy()
-    rmse = np.sqrt(((pred - Yte) ** 2).mean(axis=0))
+    if c["model"]:  # the user's model file (insdel.model_files.load_any), not trained here
+        from ..model_files import load_any
+
+        net, info = load_any(c["model"], trust=c["trust"], n_features=L * C)
+        log(f"model: {c['model']} ({info.get('format', '?')}), H = {H} outputs")
+    else:
+        torch.manual_seed(seed)
+        net = fs.train_forecaster(Xtr, Ytr, hidden=c["hidden"], epochs=c["epochs"], seed=seed)
+    model = insdel.as_model(net, outputs=H)  # a model returning another width: error naming H
+    rmse = np.sqrt(((model(Xte) - Yte) ** 2).mean(axis=0))
+    model.n_evals = 0  # the count the manifest reports: the evaluation's alone
     log("test RMSE per horizon: " + ", ".join(f"{v:.3f}" for v in rmse))
     X = np.ascontiguousarray(Xte[:c["n_pairs"]])
     pol = policies.build(c["reference"], length=L, channels=C)
     R = pol.pair(None, X).R
     groups = block_groups(L, C, lag_block=c["lag_block"])
-    model = insdel.as_model(net, outputs=H)
     views = output_views(model)
+    grads = ("integrated_gradients", "input_x_gradient") if model.has_gradients else ()
+    if not grads:
+        log("the model has no input gradients: integrated gradients and gradient x input are "
+            "not run")
     attr = {m: np.stack([insdel.attribute(v, X, R, method=m) for v in views], axis=1)
-            for m in ("integrated_gradients", "input_x_gradient")}
+            for m in grads}
     attr["exact_shapley"] = np.moveaxis(per_output(shapley_values, model, X, R, groups=groups),
                                         -1, 1)
     w = c["discount"] ** np.arange(H)
@@ -144,7 +156,9 @@ def _run(cfg: Mapping, folder: Path, log) -> ForecastRun:
     decs = per_output(batch_decomposition, model, X, R, groups=groups)
     mains = np.stack([np.abs(d.full_delta()[:, 1 << np.arange(groups.m)]).mean(axis=0)
                       for d in decs])  # (H, m): mean |main effect| of each block
-    heat = np.abs(attr["integrated_gradients"][:, 0]).mean(axis=0).reshape(L, C)[::-1]
+    heat = np.abs(attr[grads[0] if grads else "exact_shapley"][:, 0]).mean(axis=0)
+    heat = heat.reshape(L, C)[::-1] if grads else np.repeat(
+        heat.reshape(L // c["lag_block"], C), c["lag_block"], axis=0)[::-1]
     lead = fs.lead_found(heat, c["lead"]) if simulated else {}
     (folder / "lead.json").write_text(json.dumps(lead, indent=2) + "\n")
     _figures(folder, ev, heat, mains, groups, L, C, c["lag_block"])
