@@ -117,6 +117,16 @@ def test_decomposition_and_shapley_per_output(pairs):
             np.testing.assert_allclose(decs[h].expected_abc(mode=mo), d1.expected_abc(mode=mo),
                                        atol=1e-12)
         np.testing.assert_allclose(decs[h].shapley(), phi[..., h], atol=1e-12)
+        # the decomposition's identity per output: its effects sum to f_h(x) - f_h(r)
+        np.testing.assert_allclose(decs[h].full_delta()[:, 1:].sum(axis=1),
+                                   fx[:, h] - fr[:, h], atol=1e-10)
+
+
+def test_one_declared_output_is_the_single_output_run(pairs):
+    X, R, A, _ = pairs
+    c = insdel.curves(as_model(_column(0), outputs=1), X, R, A)
+    assert c.shape == (B, N_FEAT + 1, 1)
+    np.testing.assert_array_equal(c[..., 0], insdel.curves(_column(0), X, R, A))
 
 
 def test_torch_module_and_sklearn_multi_output():
