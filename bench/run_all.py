@@ -57,6 +57,8 @@ SCRIPTS: list[tuple[str, str, list[str], bool, str]] = [
      "cascading parameter randomisation of the CERN MLP: 7 layers, 7 methods, 200 targets"),
     ("interaction_orders", "interaction_orders.py", ["--pairs", "20"], False,
      "not a timing: the Shapley-to-best gap the interaction-aware orderings close per experiment"),
+    ("multi_output", "multi_output.py", [], False,
+     "H = 24 outputs vs H = 1 on the same rows; 10,000 series x 48 x 8, H = 12; tint's mse / mae"),
     ("paper_cost", "paper_cost.py", [], False,
      "the full paper-bangalore run measured whole; paper-cern from per-unit costs and its bound"),
 ]

@@ -34,8 +34,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-__all__ = ["write_chain_rows", "write_set_rows", "index_size", "gather", "prepare", "row_counts",
-           "DIRECT_MAX_UNITS"]
+__all__ = ["write_chain_rows", "write_set_rows", "index_size", "gather", "gather_outputs",
+           "prepare", "row_counts", "DIRECT_MAX_UNITS"]
 
 #: Up to this many units the set walk indexes a canonical set directly (a table of 2**m int32
 #: entries, 256 KB at m = 16: in a core's L2) instead of hashing it.
@@ -490,3 +490,56 @@ def gather(nblk, values, first, idx, out, b_out, nd, fr, fx) -> int:
     if nblk == 1:
         return _gather_block(0, idx.shape[0], values, first, idx, out, b_out, nd, fr, fx)
     return _gather_par(nblk, values, first, idx, out, b_out, nd, fr, fx)
+
+
+@nb.njit(cache=True, nogil=True)
+def _gather_outputs_block(b_lo, b_hi, values, first, idx, take, out, b_out, nd, fr,
+                          fx):  # pragma: no cover - numba
+    """:func:`_gather_block` for a model with H outputs, all outputs in one pass: ``values``
+    (rows, H); output h's curves are read on its orderings ``take[h]`` (ids into idx's K axis):
+    ``out[h, mi, b_out + b, t, s] = values[first[b] + idx[b, take[h, t], mi, s], h]``; f(r) and
+    f(x) into ``fr[h]``, ``fx[h]``. Returns the number of pairs with a NaN or inf value."""
+    H = values.shape[1]
+    Kt = take.shape[1]
+    M = idx.shape[2]
+    S = idx.shape[3]
+    bad = 0
+    for b in range(b_lo, b_hi):
+        f = first[b]
+        fxr = f + 1 if nd[b] > 0 else f
+        nf = False
+        for h in range(H):
+            vr = values[f, h]
+            vx = values[fxr, h]
+            fr[h, b_out + b] = vr
+            fx[h, b_out + b] = vx
+            nf |= (vr - vr != 0.0) | (vx - vx != 0.0)
+            for mi in range(M):
+                for t in range(Kt):
+                    k = take[h, t]
+                    for s in range(S):
+                        v = values[f + idx[b, k, mi, s], h]
+                        out[h, mi, b_out + b, t, s] = v
+                        nf |= v - v != 0.0
+        bad += nf
+    return bad
+
+
+@nb.njit(parallel=True, cache=True, nogil=True)
+def _gather_outputs_par(nblk, values, first, idx, take, out, b_out, nd, fr,
+                        fx):  # pragma: no cover - numba
+    B = idx.shape[0]
+    bad = 0
+    for i in nb.prange(nblk):
+        bad += _gather_outputs_block(i * B // nblk, (i + 1) * B // nblk, values, first, idx, take,
+                                     out, b_out, nd, fr, fx)
+    return bad
+
+
+def gather_outputs(nblk, values, first, idx, take, out, b_out, nd, fr, fx) -> int:
+    """:func:`_gather_outputs_block` over all pairs of ``idx``, in ``nblk`` parallel blocks (1:
+    serially); returns the number of pairs with a non-finite value."""
+    if nblk == 1:
+        return _gather_outputs_block(0, idx.shape[0], values, first, idx, take, out, b_out, nd,
+                                     fr, fx)
+    return _gather_outputs_par(nblk, values, first, idx, take, out, b_out, nd, fr, fx)

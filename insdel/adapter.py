@@ -9,7 +9,9 @@ output shapes live in one place:
 * any other callable is called on a float64 array of shape (B, n).
 
 The output must have shape (B,) or (B, 1); anything else, or a non-finite value, raises an error that
-names the rows.
+names the rows. A model with H outputs (B, H) is tested column by column with ``output=``, or as a
+whole with ``outputs=H`` (docs/multi_output.md): its values are then (B, H), each row evaluated
+once for all H outputs.
 """
 
 from __future__ import annotations
@@ -112,10 +114,16 @@ class Model:
 
     def __init__(self, fn: Callable[[np.ndarray], Any], *, dtype=np.float64,
                  batch_size: int = DEFAULT_BATCH_SIZE, torch_module=None, name: str = "model",
-                 output: int | Callable | None = None):
+                 output: int | Callable | None = None, outputs: int | None = None):
         start_numba_threads()  # numba's threads started now, keeping torch's count
         self._fn = fn
         self.output = _check_output(output)
+        #: H, the number of outputs kept (``outputs=``), or None: one output per row
+        self.n_outputs = None if outputs is None else check_scalar(
+            outputs, "outputs (the number of outputs the model returns per row)", int, min_val=1)
+        if self.n_outputs is not None and output is not None:
+            raise ValueError(f"give output= (one column to test) or outputs= (all H columns), not "
+                             f"both; got output={output!r}, outputs={outputs!r}.")
         self.dtype = np.dtype(dtype)
         self.batch_size = check_positive_int(batch_size, "batch_size")
         self.torch_module = torch_module
@@ -132,7 +140,7 @@ class Model:
                                                  self.batch_size)
         # a module wrapped by as_model with no output selection: batches are slices of one tensor
         self._batches = (_torch_batches(torch_module, self.device, self.torch_dtype)
-                         if torch_module is not None and output is None
+                         if torch_module is not None and output is None and outputs is None
                          and getattr(fn, "_insdel_module", None) is torch_module else None)
 
     def _select(self, y):
@@ -151,6 +159,11 @@ class Model:
             raise ValueError(f"output={self.output} is out of range for {self.name}'s "
                              f"{y.shape[1]} outputs.")
         return y[:, self.output]
+
+    @property
+    def value_shape(self) -> tuple:
+        """The shape of one row's value: ``()`` for one output, ``(H,)`` with ``outputs=H``."""
+        return () if self.n_outputs is None else (self.n_outputs,)
 
     @property
     def has_gradients(self) -> bool:
@@ -175,6 +188,10 @@ class Model:
                 f"methods ({', '.join(GRADIENT_METHODS)}) need one. Model-agnostic methods: "
                 "kernel_shap, exact_shapley, lime, random.")
 
+        if self.n_outputs is not None:
+            raise TypeError(f"{self.name} keeps its {self.n_outputs} outputs (outputs=); an input "
+                            "gradient is taken of one output: as_model(model, output=h), or "
+                            "insdel.multi_output.output_views(model)[h].")
         X = np.asarray(X)
         if X.ndim != 2:
             raise ValueError(f"the model takes a 2-D array (B, n); got shape {X.shape}.")
@@ -228,7 +245,7 @@ class Model:
     def __call__(self, X: np.ndarray, *, out: np.ndarray | None = None,
                  check_finite: bool = True) -> np.ndarray:
         """Evaluate f on the rows of ``X`` (N, n); returns float64 values (N,), in ``out`` when
-        given (a float64 array of shape (N,)).
+        given (a float64 array of shape (N,)); (N, H) for a model with ``outputs=H``.
 
         ``check_finite=False`` skips the NaN/inf check of the values, for a caller that makes it
         itself in a pass it does anyway (:func:`insdel.trace` checks while gathering its curves,
@@ -240,10 +257,11 @@ class Model:
         if X.ndim != 2:
             raise ValueError(f"the model takes a 2-D array (B, n); got shape {X.shape}.")
         N = X.shape[0]
+        shape = (N,) + self.value_shape
         if out is None:
-            out = np.empty(N, dtype=np.float64)
-        elif out.shape != (N,) or out.dtype != np.float64:
-            raise ValueError(f"out must be a float64 array of shape ({N},); got {out.dtype} "
+            out = np.empty(shape, dtype=np.float64)
+        elif out.shape != shape or out.dtype != np.float64:
+            raise ValueError(f"out must be a float64 array of shape {shape}; got {out.dtype} "
                              f"{out.shape}.")
         bs = self.batch_size
         try:
@@ -253,7 +271,7 @@ class Model:
             self._raise_width_error(exc, X.shape[1])
             raise
         if check_finite and not all_finite(out):  # one pass (a float32 inf stays inf in float64)
-            rows = np.flatnonzero(~np.isfinite(out))
+            rows = np.flatnonzero(~np.isfinite(out.reshape(N, -1)).any(axis=1))
             raise ValueError(
                 f"{self.name} returned non-finite values for {len(rows)} input row(s) "
                 f"(rows {_first(rows)} of this call)."
@@ -317,14 +335,16 @@ class Model:
                                 "(float, int or bool) output is needed.")
             y = np.asarray(y, dtype=np.float64)
         B = Xb.shape[0]
-        y = _one_output(y, B, self.name)
+        y = _one_output(y, B, self.name) if self.n_outputs is None else \
+            _h_outputs(y, B, self.n_outputs, self.name)
         c = self._counts
         c.evals += B
         c.calls += 1
         return y
 
     def __repr__(self) -> str:
-        return f"Model({self.name}, dtype={self.dtype}, batch_size={self.batch_size})"
+        h = "" if self.n_outputs is None else f", outputs={self.n_outputs}"
+        return f"Model({self.name}, dtype={self.dtype}, batch_size={self.batch_size}{h})"
 
 
 def _check_output(output):
@@ -537,6 +557,17 @@ def _one_output(y: np.ndarray, B: int, name: str) -> np.ndarray:
         "the outputs) or wrap them so that they return the one output to explain.")
 
 
+def _h_outputs(y: np.ndarray, B: int, H: int, name: str) -> np.ndarray:
+    """The values of one batch of B rows of a model with ``outputs=H`` as shape (B, H) (a (B,)
+    output when H = 1), or an error naming the model, H and the shape it returned."""
+    if y.shape == (B, H):
+        return y
+    if H == 1 and y.shape == (B,):
+        return y[:, None]
+    raise ValueError(f"{name} was declared with outputs={H}: it must return an array of shape "
+                     f"(B, {H}) for B = {B} input rows; got shape {tuple(y.shape)}.")
+
+
 def _torch_batches(module, device, tdtype):
     """The forward pass of a torch module over all batches of one call, values into ``out``:
     one tensor view of the rows, sliced per batch, one inference-mode context, and per batch only
@@ -565,7 +596,7 @@ def _torch_batches(module, device, tdtype):
 
 
 def as_model(f: ModelLike, *, batch_size: int | None = None, dtype=None,
-             output: int | Callable | None = None) -> Model:
+             output: int | Callable | None = None, outputs: int | None = None) -> Model:
     """Wrap ``f`` in the :class:`Model` adapter.
 
     Parameters
@@ -580,6 +611,11 @@ def as_model(f: ModelLike, *, batch_size: int | None = None, dtype=None,
         For models with several outputs (B, k), like captum's ``target``: the column to test, or a
         function of the outputs (e.g. a class probability: ``lambda y: softmax(y)[:, c]``; for a
         torch module it receives the output tensor, so gradients flow through it).
+    outputs : int, optional
+        H: keep all H outputs of a model that returns (B, H) (a torch module, a multi-output
+        estimator, an H-column function); its values are (B, H), each row evaluated once for all
+        outputs, and the engines give one result per output (docs/multi_output.md). A model that
+        returns another shape is an error naming ``outputs``.
 
     Returns
     -------
@@ -592,11 +628,14 @@ def as_model(f: ModelLike, *, batch_size: int | None = None, dtype=None,
         batch_size = check_positive_int(batch_size, "batch_size")
     if isinstance(f, Model):
         if (batch_size is not None and batch_size != f.batch_size) or output is not None \
-                or (dtype is not None and np.dtype(dtype) != f.dtype):
+                or (dtype is not None and np.dtype(dtype) != f.dtype) \
+                or (outputs is not None and outputs != f.n_outputs):
             derived = Model(f._fn, dtype=f.dtype if dtype is None else dtype,
                             batch_size=f.batch_size if batch_size is None else batch_size,
                             torch_module=f.torch_module, name=f.name,
-                            output=f.output if output is None else output)
+                            output=f.output if output is None else output,
+                            outputs=(f.n_outputs if output is None else None)
+                            if outputs is None else outputs)
             derived._counts = f._counts  # its evaluations count on the caller's model too
             return derived
         return f
@@ -605,13 +644,14 @@ def as_model(f: ModelLike, *, batch_size: int | None = None, dtype=None,
         eval_mode(f)  # dropout off, batch-norm statistics frozen
         fn, np_dtype = _torch_fn(f)
         return Model(fn, dtype=np_dtype if dtype is None else dtype, batch_size=bs,
-                     torch_module=f, name=type(f).__name__, output=output)
+                     torch_module=f, name=type(f).__name__, output=output, outputs=outputs)
     if hasattr(f, "predict") and callable(f.predict):
         return Model(f.predict, dtype=np.float64 if dtype is None else dtype, batch_size=bs,
-                     name=type(f).__name__, output=output)
+                     name=type(f).__name__, output=output, outputs=outputs)
     if callable(f):
         return Model(f, dtype=np.float64 if dtype is None else dtype, batch_size=bs,
-                     name=getattr(f, "__name__", type(f).__name__), output=output)
+                     name=getattr(f, "__name__", type(f).__name__), output=output,
+                     outputs=outputs)
     raise TypeError(
         "f must be a torch.nn.Module, an estimator with a predict method, or a callable taking a "
         f"(B, n) array; got {type(f).__name__}."

@@ -32,7 +32,14 @@ from .game import as_game
 from .groups import Groups, group_attributions, is_full
 from .groups import positions as make_positions
 from .ordering import random_permutations
-from .tracing import DEFAULT_CHUNK_SIZE, _curve_job, _trace_game, check_order, orderings
+from .tracing import (
+    DEFAULT_CHUNK_SIZE,
+    _curve_job,
+    _trace_game,
+    check_order,
+    orderings,
+    per_output_take,
+)
 
 __all__ = ["evaluate", "Evaluation", "CurvePoints", "summarize", "to_markdown", "random_orderings"]
 
@@ -472,7 +479,7 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
              add_random: bool = True, order: str = "signed", groups=None,
              points: CurvePoints | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE,
              progress: bool | None = None, client=None, clusters: ArrayLike | None = None,
-             removal=None, **moved) -> Evaluation:
+             removal=None, output_weights: ArrayLike | None = None, **moved) -> Evaluation:
     """Insertion/deletion ABCs for several attribution methods on the same pairs (x, r).
 
     Parameters
@@ -531,6 +538,13 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         per target; ``conditional_gaussian`` / ``conditional_mean`` / ``conditional_knn`` draw
         the removed features given the kept ones (R is not read). The areas are those of the
         pair's value function v; the removal is recorded as ``Evaluation.removal``.
+    output_weights : array_like (H,), optional
+        For a model with H outputs (``insdel.as_model(f, outputs=H)``): the weights of the
+        aggregate over outputs in :meth:`insdel.multi_output.MultiEvaluation.summary`
+        (normalised to sum 1; None: the mean over outputs). Such a model's attributions are
+        (B, n), one set for all outputs, or (B, H, n), one per output; the curves of all outputs
+        come from one evaluation of the distinct rows, and the result is a
+        :class:`insdel.multi_output.MultiEvaluation` (one Evaluation per output).
     **moved
         Deprecated keywords, accepted for one release with a ``DeprecationWarning``: ``step``,
         ``fractions``, ``max_fraction`` (``points=``) and ``batch_size`` (carried by the model,
@@ -538,7 +552,7 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
 
     Returns
     -------
-    Evaluation
+    Evaluation, or MultiEvaluation for a model with H outputs
     """
     import time
     import warnings
@@ -591,36 +605,61 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
                              f"definition for every ordering; ask for at least 3 points.")
         if is_full(pos, m):
             pos = None
+    H = getattr(game.model, "n_outputs", None)
+    if H is None and output_weights is not None:
+        raise ValueError("output_weights is for a model with several outputs "
+                         "(insdel.as_model(f, outputs=H)); this model has one.")
     methods = list(attributions)
     orders = []
     for name in methods:
         raw = align_attributions(f"attributions[{name!r}]", attributions[name], names,
                                  game.unit_names)
-        A = as_float_array(f"attributions[{name!r}]", attribution_values(raw), ndim=(2,))
-        if A.shape[0] != B or A.shape[1] not in ((n,) if game.unit_names is None else (n, m)):
+        label = f"attributions[{name!r}]"
+        A = as_float_array(label, attribution_values(raw), ndim=(2,) if H is None else (2, 3))
+        if A.shape[0] != B or A.shape[-1] not in ((n,) if game.unit_names is None else (n, m)):
             per = "" if game.unit_names is None else f" (or (B, m) = {(B, m)} per group)"
-            raise ValueError(f"attributions[{name!r}] must have shape (B, n) = {(B, n)}{per}; "
-                             f"got {A.shape}.")
-        orders.append(orderings(group_attributions(A, grp, name=f"attributions[{name!r}]"),
-                                order=order))
+            raise ValueError(f"attributions[{name!r}] must have shape (B, n) = {(B, n)}{per}"
+                             + ("" if H is None else f", or (B, H, n) with H = {H} outputs")
+                             + f"; got {A.shape}.")
+        if A.ndim == 3:
+            per_output_take(A, H, label)
+        orders.append(orderings(group_attributions(A, grp, name=label), order=order))
     rand = random_orderings(B, 1 + n_random, m, seed=seed)
     if add_random and "random" not in attributions:
         methods.append("random")
         orders.append(rand[:, 0, :])
     if not methods:
         raise ValueError("attributions is empty and add_random is False: nothing to evaluate.")
-    all_orders = np.concatenate([np.stack(orders, axis=1), rand[:, 1:, :]], axis=1)
+    take = None
+    if H is not None:  # every method's orderings side by side; take: output h's, in order
+        orders = [o[:, None, :] if o.ndim == 2 else o for o in orders]
+        at = np.cumsum([0] + [o.shape[1] for o in orders])
+        take = np.array([[at[j] + (h if o.shape[1] > 1 else 0) for j, o in enumerate(orders)]
+                         + list(range(at[-1], at[-1] + n_random)) for h in range(H)],
+                        dtype=np.int64).reshape(H, -1)
+        all_orders = np.concatenate(orders + [rand[:, 1:, :]], axis=1)
+    else:
+        all_orders = np.concatenate([np.stack(orders, axis=1), rand[:, 1:, :]], axis=1)
     t0 = time.perf_counter()
     res = _trace_game(_curve_job(game, all_orders, modes=modes, positions=pos,
-                                 chunk_size=chunk_size, progress=progress, client=client))
+                                 chunk_size=chunk_size, progress=progress, client=client,
+                                 take=take))
     elapsed = time.perf_counter() - t0
     Km = len(methods)
     stats = {"curve_points": res.n_points, "model_evaluations": res.n_unique,
              "seconds": elapsed, **res.timings}
+    common = dict(normalize=normalize, stats=stats, feature_names=names, order=order,
+                  groups=grp, positions=pos, clusters=clusters,
+                  removal=None if game.name == "baseline" else game.params())
+    if H is not None:
+        from .multi_output import MultiEvaluation, check_output_weights, split_outputs
+
+        w = check_output_weights(output_weights, H)
+        per_h = all_orders[:, take[:, :Km], :]  # (B, H, Km, m)
+        return MultiEvaluation(split_outputs(res, methods, modes, take, Km, orders=per_h,
+                                             **common), w, stats)
     return Evaluation.from_curves(
         methods=methods, modes=modes,
         curves={m: res.curves[m][:, :Km, :] for m in modes},
         random_curves={m: res.curves[m][:, Km:, :] for m in modes},
-        fx=res.fx, fr=res.fr, normalize=normalize, orders=all_orders[:, :Km, :], stats=stats,
-        feature_names=names, order=order, groups=grp, positions=pos, clusters=clusters,
-        removal=None if game.name == "baseline" else game.params())
+        fx=res.fx, fr=res.fr, orders=all_orders[:, :Km, :], **common)

@@ -125,7 +125,7 @@ class Game:
 
         Returns
         -------
-        ndarray of float64 (N,)
+        ndarray of float64 (N,), or (N, H) for a model with H outputs (``outputs=H``)
         """
         pairs = np.asarray(pairs, dtype=np.int64)
         keep = np.asarray(keep, dtype=bool)
@@ -266,6 +266,11 @@ class RemovalGame(Game):
             raise ValueError("this game has no model (as_game(None, ..., rows_only=True)): it "
                              "gives its imputed rows, not values.")
         if self.references is None:  # drawn, or read off the data
+            if self.model is not None and self.model.n_outputs is not None:
+                raise NotImplementedError(
+                    f"removal {self.name!r} draws its rows; a model with outputs="
+                    f"{self.model.n_outputs} is tested under it one output at a time: "
+                    "insdel.multi_output.per_output(...).")
             cols = keep if self.groups is None else self.groups.expand(keep)
             return coalition_values(self.model, self.removal, self.X, pairs,
                                     np.ascontiguousarray(cols), clock=clock, offset=self.offset)
@@ -275,7 +280,7 @@ class RemovalGame(Game):
             return self._hybrid_values(pairs, words)
         vals = self._hybrid_values(np.repeat(pairs * K, K) + np.tile(np.arange(K), len(pairs)),
                                    np.repeat(words, K, axis=0))
-        return vals.reshape(len(pairs), K).mean(axis=1)
+        return vals.reshape((len(pairs), K) + vals.shape[1:]).mean(axis=1)
 
     def _hybrid_values(self, rows_of: np.ndarray, words: np.ndarray) -> np.ndarray:
         """f at the hybrids of the K-expanded pairs ``rows_of`` (pair b, reference k: row
@@ -289,7 +294,7 @@ class RemovalGame(Game):
         Xr, Rr = self._rows
         bs = self.model.batch_size
         N = words.shape[0]
-        out = np.empty(N)
+        out = np.empty((N,) + self.model.value_shape)  # (N, H) for a model with H outputs
         unit_of = None if self.groups is None else self.groups.labels
         buf = np.empty((min(bs, N), self.n), dtype=self.model.dtype)
         for s0 in range(0, N, bs):

@@ -71,7 +71,7 @@ from .groups import positions as make_positions
 from .ordering import check_ordering, sort_orderings
 
 __all__ = ["curves", "orderings", "unit_orderings", "trace", "TraceResult", "DEFAULT_CHUNK_SIZE",
-           "clear_workspace"]
+           "clear_workspace", "per_output_take"]
 
 DEFAULT_CHUNK_SIZE = 1 << 21  # curve points indexed per chunk of pairs
 MODES = ("insertion", "deletion")
@@ -124,6 +124,12 @@ def _raise_non_finite(model, curves_out, fr, fx, b0: int, modes) -> None:
         f"{_first(pairs + b0)}); pair {b0 + b}: {', '.join(ends + where)}.")
 
 
+def _raise_non_finite_at(model, curves_out, fr, fx, b0: int, modes) -> None:
+    """:func:`_raise_non_finite` for one output's curves when any of its values is not finite."""
+    if not (np.isfinite(curves_out).all() and np.isfinite(fr).all() and np.isfinite(fx).all()):
+        _raise_non_finite(model, curves_out, fr, fx, b0, modes)
+
+
 @dataclass
 class TraceResult:
     """Curves of B pairs under K orderings, with the bookkeeping an experiment reports.
@@ -131,9 +137,10 @@ class TraceResult:
     Attributes
     ----------
     curves : dict
-        mode -> array (B, K, S): S = n + 1 points for the paper's curves, or one per position.
+        mode -> array (B, K, S): S = n + 1 points for the paper's curves, or one per position;
+        (B, K, S, H) for a model with H outputs (``outputs=H``).
     fx, fr : ndarray (B,)
-        f(x) and f(r) per pair (each evaluated once).
+        f(x) and f(r) per pair (each evaluated once); (B, H) for H outputs.
     n_points : int
         Curve points requested (B * K * modes * S).
     n_unique : int
@@ -437,12 +444,16 @@ class _CurveJob(NamedTuple):
     chunk_size: int
     progress: bool | None
     client: object
+    take: object = None  # (H, K') the orderings of each output of a multi-output model
 
 
 def _curve_job(game: Game, orders, *, modes, positions, chunk_size, progress,
-               client) -> _CurveJob:
+               client, take=None) -> _CurveJob:
     """The options of a curve problem on ``game``, checked once (the front door's second half)."""
     chunk_size = check_positive_int(chunk_size, "chunk_size")
+    if client is not None and _n_outputs(game) is not None:
+        raise NotImplementedError("client=: the curves of a model with several outputs "
+                                  "(outputs=) are traced here, without a Dask client.")
     m = game.m
     full = positions is None
     pos = _full_positions(m) if full else check_positions(positions, m)
@@ -458,7 +469,13 @@ def _curve_job(game: Game, orders, *, modes, positions, chunk_size, progress,
     # shape and integer values; the row kernels' pass over the pairs checks the permutations
     orders = check_orders(orders, m, name="orders", B=game.B,
                           check_perm=game.references is None)
-    return _CurveJob(game, orders, modes, tuple(asked), pos, full, chunk_size, progress, client)
+    return _CurveJob(game, orders, modes, tuple(asked), pos, full, chunk_size, progress, client,
+                     take)
+
+
+def _n_outputs(game: Game) -> int | None:
+    """H of the game's model when it keeps several outputs (``outputs=H``), else None."""
+    return getattr(getattr(game, "model", None), "n_outputs", None)
 
 
 def _trace_game(job: _CurveJob) -> TraceResult:
@@ -485,8 +502,8 @@ def _trace_game(job: _CurveJob) -> TraceResult:
                            getattr(game, "f", None))
         res.curves = {mo: c.reshape((B, Kr) + c.shape[1:]).mean(axis=1)
                       for mo, c in res.curves.items()}
-        res.fx = res.fx.reshape(B, Kr).mean(axis=1)
-        res.fr = res.fr.reshape(B, Kr).mean(axis=1)
+        res.fx = res.fx.reshape((B, Kr) + res.fx.shape[1:]).mean(axis=1)
+        res.fr = res.fr.reshape((B, Kr) + res.fr.shape[1:]).mean(axis=1)
         res.n_points //= Kr
     return res
 
@@ -550,7 +567,7 @@ def _trace_pairs(job: _CurveJob, model, grp: Groups | None, X, R, orders, f=None
         plan = _Plan(_read_only(pos), _read_only(starts), _read_only(members), ins_at, del_at,
                      grp is None and S == m + 1, threads)
         res = _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, chunk_pairs,
-                            job.progress, grp, ws)
+                            job.progress, grp, ws, job.take)
         res.positions = pos  # the caller's array (the plan holds a read-only view of it)
         return _in_order(res, job.asked)
 
@@ -654,17 +671,30 @@ def _identity_units(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, chunk_pairs, progress, grp,
-                  ws) -> TraceResult:
-    """:func:`trace` after validation: the pairs chunk by chunk (rows, model, gathering)."""
+                  ws, take=None) -> TraceResult:
+    """:func:`trace` after validation: the pairs chunk by chunk (rows, model, gathering).
+
+    A model with H outputs (``outputs=H``) writes each distinct row's H values at once and the
+    curves are gathered once per output: ``take`` (H, K') int picks the orderings of each output
+    (None: all K); the curves are (B, K', S, H) and f(x), f(r) (B, H)."""
     B, n = X.shape
     K = orders.shape[1]
     S = plan.pos.shape[0]
     m = len(plan.starts) - 1  # units
     M = len(modes)
+    H = model.n_outputs
     per_pair = K * M * S
-    curves_out = np.empty((M, B, K, S))  # one array; each mode's curves are a view of it
-    fx = np.empty(B)
-    fr = np.empty(B)
+    if H is None:
+        curves_out = np.empty((M, B, K, S))  # one array; each mode's curves are a view of it
+        fx = np.empty(B)
+        fr = np.empty(B)
+    else:
+        take = np.ascontiguousarray(np.broadcast_to(np.arange(K), (H, K)) if take is None
+                                    else take, dtype=np.int64)
+        Kt = take.shape[1]
+        curves_out = np.empty((H, M, B, Kt, S))
+        fx = np.empty((H, B))
+        fr = np.empty((H, B))
     n_unique = 0
     clock = _Clock()
     total_points = B * per_pair
@@ -679,18 +709,28 @@ def _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, chunk_pairs, prog
             Bc = b1 - b0
             nd = n_d[b0:b1]
             idx = ws.get("ids", (Bc, K, M, S), id_type)  # each point's local row id
-            values = ws.get("values", (Bc * cap,), np.float64)
+            values = ws.get("values", (Bc * cap,) + model.value_shape, np.float64)
             ob, dc = orders[b0:b1], diff[b0:b1]
             clock.index_s += time.perf_counter() - t
             first, U = walk(model, plan, ws, ob, X[b0:b1], R[b0:b1], dc, nd, idx, values, clock)
             t = time.perf_counter()
-            if kern.gather(_blocks(Bc, Bc * per_pair, plan.threads), values, first, idx,
-                           curves_out, b0, nd, fr, fx):
-                _raise_non_finite(model, curves_out[:, b0:b1], fr[b0:b1], fx[b0:b1], b0, modes)
+            nblk = _blocks(Bc, Bc * per_pair, plan.threads)
+            if H is None:
+                if kern.gather(nblk, values, first, idx, curves_out, b0, nd, fr, fx):
+                    _raise_non_finite(model, curves_out[:, b0:b1], fr[b0:b1], fx[b0:b1], b0,
+                                      modes)
+            elif kern.gather_outputs(nblk, values, first, idx, take, curves_out, b0, nd, fr, fx):
+                for h in range(H):  # every output's curves in one pass; the error names the first
+                    _raise_non_finite_at(model, curves_out[h][:, b0:b1], fr[h, b0:b1],
+                                         fx[h, b0:b1], b0, modes)
             clock.index_s += time.perf_counter() - t
             n_unique += U
             bar.update(Bc)
-    out = {mo: curves_out[mi] for mi, mo in enumerate(modes)}
+    if H is None:
+        out = {mo: curves_out[mi] for mi, mo in enumerate(modes)}
+    else:  # (B, K', S, H): the outputs on a trailing axis
+        out = {mo: np.moveaxis(curves_out[:, mi], 0, -1) for mi, mo in enumerate(modes)}
+        fx, fr = fx.T, fr.T
     return TraceResult(curves=out, fx=fx, fr=fr, n_points=total_points, n_unique=n_unique,
                        timings={"bookkeeping_s": clock.index_s, "model_s": clock.model_s},
                        positions=plan.pos, m=m, groups=grp)
@@ -773,7 +813,9 @@ def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str 
     Returns
     -------
     ndarray of float64, shape (B, S) or (B, K, S)
-        S = n + 1 (or m + 1) for the whole one-per-step curve, else one point per position
+        A model with H outputs (``as_model(f, outputs=H)``): (B, S, H), A being one set for all
+        outputs (B, n) or one per output (B, H, n) (a 3-D A whose second axis is not H is an
+        error naming H). S = n + 1 (or m + 1) for the whole one-per-step curve, else one point per position
         (:func:`insdel.groups.positions`).
     """
     check_mode(mode)
@@ -784,16 +826,32 @@ def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str 
     A = align_attributions("A", A, names, game.unit_names)
     A = as_float_array("A", A, ndim=(2, 3))
     units = (n,) if game.unit_names is None else (n, m)
+    H = _n_outputs(game)
     if A.shape[0] != B or A.shape[-1] not in units:
         raise ValueError(
-            f"A must have shape (B, n) or (B, K, n) with (B, n) = {(B, n)}"
+            f"A must have shape (B, n) or (B, {'H' if H else 'K'}, n) with (B, n) = {(B, n)}"
             + ("" if game.unit_names is None else f" (or m = {m} per group)")
             + f"; got {A.shape}.")
+    take = None
+    if H is not None and A.ndim == 3:
+        take = per_output_take(A, H, "A")
     pos = None
     if step is not None or fractions is not None or max_fraction is not None:
         pos = make_positions(m, step=step, fractions=fractions, max_fraction=max_fraction)
     orders = orderings(group_attributions(A, game.groups), order=order)
     res = _trace_game(_curve_job(game, orders, modes=(mode,), positions=pos,
-                                 chunk_size=chunk_size, progress=progress, client=None))
+                                 chunk_size=chunk_size, progress=progress, client=None,
+                                 take=take))
     c = res.curves[mode]
-    return c[:, 0, :] if A.ndim == 2 else c
+    return c[:, 0] if A.ndim == 2 or H is not None else c
+
+
+def per_output_take(A: np.ndarray, H: int, name: str) -> np.ndarray:
+    """``take`` (H, 1) of per-output attributions ``A`` (B, H, units) of a model with H outputs:
+    output h is traced on ordering h; any other second axis is an error naming ``name`` and H."""
+    if A.shape[1] != H:
+        raise ValueError(
+            f"{name} has {A.shape[1]} attribution sets per pair (shape {A.shape}) but the model "
+            f"has H = {H} outputs (outputs={H}): give one set for all outputs, (B, n), or one "
+            "per output, (B, H, n).")
+    return np.arange(H, dtype=np.int64)[:, None]

@@ -123,16 +123,18 @@ def test_a_spec_cannot_take_another_command_s_table_or_a_built_in_name():
 
 
 def test_the_built_in_commands_are_specs_the_cli_and_reproduce_read():
-    assert commands.available() == ["road", "roar", "run", "sanity", "tune"]
-    for name in ("roar", "road", "sanity", "tune"):
+    assert commands.available() == ["forecast", "road", "roar", "run", "sanity", "tune"]
+    for name in ("roar", "road", "sanity", "tune", "forecast"):
         cmd = commands.get(name)
         assert cmd.runner().__name__ == f"run_{name}"
         assert set(cmd.experiments) <= set(C.PAPER_CONFIGS) <= set(cli.reproduces())
     assert commands.owner(C.load("paper_roar_cern")).name == "roar"
     assert commands.owner(C.load("sanity_cern")).name == "sanity"
     assert commands.owner(C.load("tune_cern")).name == "tune"
+    assert commands.owner(C.load("forecast_sim")).name == "forecast"
     assert commands.owner(C.load("paper_cern")).name == "run"
-    assert set(provenance.kinds()) == {"run", "roar", "road", "sanity", "tune", "paper-images"}
+    assert set(provenance.kinds()) == {"run", "roar", "road", "sanity", "tune", "forecast",
+                                       "paper-images"}
     assert commands.options_of("sanity") == {"quick": False, "progress": None,
                                              "verbose": False, "wait": False}
     with pytest.raises(ValueError, match=r"unknown command 'roa'. Did you mean 'roar'"):

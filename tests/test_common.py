@@ -122,7 +122,10 @@ POLICY_PARAMS = {"fixed": {"index": 0}, "black": {"shape": (1, 2, 2)},
                  "white": {"shape": (1, 2, 2)}, "channel_mean": {"shape": (1, 2, 2)},
                  "blurred": {"shape": (1, 2, 2), "klen": 3, "sigma": 1.0},
                  "noise": {"shape": (1, 2, 2)},
-                 "image": {"shape": (1, 2, 2), "image": np.zeros(4)}}
+                 "image": {"shape": (1, 2, 2), "image": np.zeros(4)},
+                 **{name: {"length": 2, "channels": 2}  # windows of 2 steps x 2 channels
+                    for name in ("locf", "seasonal_naive", "series_mean", "interpolate",
+                                 "nearest_window")}}
 
 
 def _pair(name: str, **kw):

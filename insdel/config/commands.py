@@ -210,13 +210,21 @@ def reproducible() -> dict[str, str]:
             for e, (_, desc) in cmd.experiments.items()}
 
 
-def check_tables(cfg: dict, source: str) -> None:
-    """Run each command's check on the tables a configuration gives (the tables' values)."""
+def check_tables(cfg: dict, source: str) -> bool:
+    """Run each command's check on the tables a configuration gives (the tables' values).
+    Returns False when those tables are a command's that reads no model (``"model"`` not in its
+    :attr:`Command.reads`, e.g. ``forecast``, which trains its own): the run's model, data,
+    methods and policies are then not checked (that command refuses those tables)."""
     given = set(cfg.get("sections", ()))
+    reads_model = True
     for name in available():
         cmd = get(name)
-        if cmd.check is not None and given & set(cmd.tables):
-            cmd.check(cfg, source)
+        if given & set(cmd.tables):
+            if cmd.check is not None:
+                cmd.check(cfg, source)
+            if "model" not in cmd.reads:
+                reads_model = False
+    return reads_model
 
 
 def check_sections(cfg: Mapping, command: str) -> None:
@@ -298,6 +306,39 @@ def _tune_notes(res) -> list[str]:
             "held-out gain of at least one standard error: "
             + (", ".join(r.method for r in res.results if r.gain[1] > 0
                          and r.gain[0] >= r.gain[1]) or "none")]
+
+
+#: ``[forecast]``: ``insdel forecast`` (docs/multi_output.md): a forecaster with H outputs.
+FORECAST_SCHEMA: dict[str, Any] = {
+    "data": ((str,), ""),  # "": the simulator; else a .npy of series or a CSV
+    "n_series": ((int,), 200, {"min_val": 1}),
+    "steps": ((int,), 120, {"min_val": 2}),
+    "channels": ((int,), 3, {"min_val": 2}),
+    "lead": ((int,), 3, {"min_val": 1}),
+    "period": ((int,), 12, {"min_val": 1}),
+    "length": ((int,), 12, {"min_val": 1}),
+    "horizon": ((int,), 4, {"min_val": 1}),
+    "stride": ((int,), 2, {"min_val": 1}),
+    "lag_block": ((int,), 3, {"min_val": 1}),
+    "hidden": ((int,), 32, {"min_val": 1}),
+    "epochs": ((int,), 20, {"min_val": 1}),
+    "n_pairs": ((int,), 100, {"min_val": 2}),
+    "n_random": ((int,), 10, {"min_val": 0}),
+    "reference": ((str,), "series_mean"),
+    "discount": ((int, float), 1.0, {"min_val": 0.0, "finite": True}),
+    "model": ((str,), ""),  # "": train the MLP; else a model file (insdel.model_files.load_any)
+    "trust": ((bool,), False),
+}
+
+
+def _check_forecast(cfg, source):
+    f = cfg["forecast"]
+    if f["length"] % f["lag_block"]:
+        raise ConfigError(f"{source}: forecast.lag_block = {f['lag_block']} does not partition "
+                          f"the window's forecast.length = {f['length']} steps.")
+    if not f["data"] and f["lead"] > f["length"]:
+        raise ConfigError(f"{source}: forecast.lead = {f['lead']} is longer than the window "
+                          f"(forecast.length = {f['length']}): the lead cannot be found.")
 
 
 for _cmd in (
@@ -397,6 +438,23 @@ for _cmd in (
             "tune-cern": ("tune_cern", "beyond the paper: honest tuning of IG, Kernel SHAP, "
                           "LIME and DeepLIFT settings on dielectron_sim: tuned settings, "
                           "held-out ABC, gain over the defaults and the optimism"),
+        }),
+    Command(
+        name="forecast", title="forecast",
+        help="insertion/deletion for a forecaster with H outputs over lag x channel blocks",
+        description="A torch forecaster with H outputs on windowed series (the simulator, a "
+                    ".npy of series or a CSV; docs/multi_output.md): the methods' ABC per "
+                    "horizon, the curves over lag x channel blocks, the heat maps and the "
+                    "leading-covariate check. CONFIG is a TOML file with a [forecast] table, or "
+                    "a shipped one: forecast_sim.",
+        run="insdel.runner.forecast:run_forecast", tables={"forecast": FORECAST_SCHEMA},
+        reads=("name", "description", "seed", "out", "compute"), check=_check_forecast,
+        outputs=("abc_by_horizon.csv", "lead.json", "summary.md", "manifest.json"),
+        serial=True,
+        experiments={
+            "forecast-sim": ("forecast_sim", "beyond the paper: a forecaster with H outputs on "
+                             "simulated series with a covariate leading the target by a known "
+                             "lag; ABC per horizon over lag x channel blocks"),
         }),
 ):
     register(_cmd)

@@ -281,7 +281,8 @@ def _check_values(cfg: dict, source: str, check_tables=None) -> None:
     _check_ordering(source, "evaluation.order", cfg["evaluation"]["order"], allowed=ORDERS,
                     ranking=None)
     if check_tables is not None:  # the commands' own tables ([roar], [road], [sanity], ...)
-        check_tables(cfg, source)
+        if check_tables(cfg, source) is False:
+            return  # a command that reads no model, data, methods or policies (forecast)
     modes = cfg["evaluation"]["modes"]
     if not modes:
         raise ConfigError(f"{source}: evaluation.modes must name at least one mode.")

@@ -15,7 +15,9 @@ parameterised and pluggable:
 Built-ins: ``counterfactual`` (§5.1, §5.2), ``one_to_one`` and ``average`` (§5.2), and the constant
 references ``mean``, ``median``, ``mode`` (of a background set) and ``fixed`` (a given point);
 for flattened images, the reference images ``black``, ``white``, ``channel_mean``, ``blurred``,
-``noise`` and ``image`` (module ``images``; paper Table 5).
+``noise`` and ``image`` (module ``images``; paper Table 5); for windows of a time series,
+``locf``, ``seasonal_naive``, ``series_mean``, ``interpolate`` and ``nearest_window`` (module
+``timeseries``; docs/multi_output.md).
 The paper's Table 4 diagnostics of a pairing live in :mod:`insdel.diagnostics`.
 
 Modules: ``base`` (Pairing, Policy), ``registry`` (names -> policies), ``counterfactual`` (with its
@@ -30,9 +32,17 @@ from .images import Black, Blurred, ChannelMean, Image, Noise, White
 from .registry import available, build, get, options_of, register, unregister
 from .simple import Average, Constant, Fixed, Mean, Median, Mode, OneToOne
 from .specs import format_list, format_show, list_specs, load
+from .timeseries import (
+    Interpolate,
+    LastObservation,
+    NearestWindow,
+    SeasonalNaive,
+    SeriesMean,
+)
 
 __all__ = [
     "Policy", "Pairing", "FunctionPolicy", "UnknownPolicyError", "available", "get", "options_of",
     "build", "load", "register", "unregister", "list_specs", "format_list", "format_show", "Counterfactual", "OneToOne", "Average", "Constant", "Mean", "Median", "Mode",
-    "Fixed", "Black", "White", "ChannelMean", "Blurred", "Noise", "Image",
+    "Fixed", "Black", "White", "ChannelMean", "Blurred", "Noise", "Image", "LastObservation",
+    "SeasonalNaive", "SeriesMean", "Interpolate", "NearestWindow",
 ]

@@ -1,0 +1,79 @@
+"""insdel forecast (insdel.runner.forecast) and its simulator (insdel.forecast_sim)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from insdel import config as _config
+from insdel import forecast_sim as fs
+from insdel.runner.forecast import read_series, run_forecast
+
+TINY = {"name": "forecast_tiny", "seed": 0,
+        "forecast": {"n_series": 6, "steps": 60, "channels": 3, "lead": 2, "length": 6,
+                     "horizon": 2, "lag_block": 3, "hidden": 8, "epochs": 1, "n_pairs": 4,
+                     "n_random": 2}}
+
+
+def test_forecast_run_writes_its_files(tmp_path):
+    res = run_forecast(TINY, tmp_path / "out")
+    table = pd.read_csv(tmp_path / "out" / "abc_by_horizon.csv")
+    assert set(table["output"].astype(str)) == {"0", "1", "weighted"}
+    assert set(table["method"]) == {"integrated_gradients", "input_x_gradient", "exact_shapley",
+                                    "random"}
+    for name in ("abc_by_horizon", "curves_per_horizon", "heatmap_attributions",
+                 "heatmap_main_effects"):
+        assert (tmp_path / "out" / "figures" / f"{name}.png").exists()
+    assert set(json.loads((tmp_path / "out" / "lead.json").read_text())) >= {"found"}
+    assert "weighted" in res.to_markdown()
+
+
+def test_simulated_lead_is_found():
+    L, C, lead = 12, 3, 3
+    rng = np.random.default_rng(0)
+    heat = rng.random((L, C)) * 0.1
+    heat[lead - 1, 1] = 1.0
+    assert fs.lead_found(heat, lead)["found"]
+    heat[0, 2] = 5.0  # a distractor channel dominates
+    assert not fs.lead_found(heat, lead)["found"]
+    S = fs.simulate(3, 80, channels=C, lead=lead, seed=1)
+    y, u = S[:, lead:, 0], S[:, :-lead, 1]
+    resid = y - 0.6 * S[:, lead - 1:-1, 0]
+    assert np.corrcoef(resid.ravel(), u.ravel())[0, 1] > 0.5  # the covariate leads by `lead`
+
+
+def test_config_errors_name_the_key():
+    bad = {**TINY, "forecast": {**TINY["forecast"], "lag_block": 4}}
+    with pytest.raises(_config.ConfigError, match="forecast.lag_block = 4"):
+        _config.load(bad)
+    bad = {**TINY, "forecast": {**TINY["forecast"], "lead": 9}}
+    with pytest.raises(_config.ConfigError, match="forecast.lead = 9"):
+        _config.load(bad)
+
+
+def test_read_series_layouts(tmp_path):
+    S = np.arange(24.0).reshape(2, 4, 3)
+    np.save(tmp_path / "s.npy", S)
+    np.testing.assert_array_equal(read_series(str(tmp_path / "s.npy")), S)
+    df = pd.DataFrame(S.reshape(8, 3), columns=["y", "u", "d"])
+    df.insert(0, "series", np.repeat(["a", "b"], 4))
+    df.to_csv(tmp_path / "s.csv", index=False)
+    np.testing.assert_array_equal(read_series(str(tmp_path / "s.csv")), S)
+    df.iloc[:5].to_csv(tmp_path / "bad.csv", index=False)
+    with pytest.raises(ValueError, match="same number of steps"):
+        read_series(str(tmp_path / "bad.csv"))
+
+
+def test_forecast_runs_a_users_model_file(tmp_path):
+    import torch
+
+    net = fs.Forecaster(6 * 3, 2, hidden=4).eval()
+    path = tmp_path / "net.pt"
+    torch.jit.save(torch.jit.script(net), str(path))
+    cfg = {**TINY, "forecast": {**TINY["forecast"], "model": str(path)}}
+    res = run_forecast(cfg, tmp_path / "out")
+    assert set(res.table["method"]) >= {"integrated_gradients", "exact_shapley"}
+    wrong = {**TINY, "forecast": {**TINY["forecast"], "model": str(path), "horizon": 3}}
+    with pytest.raises(ValueError, match="outputs=3"):
+        run_forecast(wrong, tmp_path / "out2")
