@@ -118,6 +118,7 @@ class RunResult:
                             removals=_removal_lines(m.get("removals"), mode)) if m else None
         return run_tables(self.summary, self.diagnostics, self.decompositions, methods, digits,
                           header=header, sampled=self.sampled_vs_exact, metrics=self.metrics,
+                          verdicts={k: ev.verdicts() for k, ev in self.evaluations.items()},
                           robustness=_robustness_text(self.robustness, self.robustness_kendall,
                                                       mode, digits))
 
@@ -275,6 +276,8 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     ck.atomic_write_text(out / "summary.md", run_tables(summary, diag, decomps, methods,
                                                         header=header, sampled=sampled_df,
                                                         metrics=metrics_df,
+                                                        verdicts={p.label: p.verdicts
+                                                                  for p in runs},
                                                         robustness=_robustness_text(
                                                             robust, kendall, mode)))
 
