@@ -16,7 +16,8 @@ over the G independent units (docs/verdicts.md).
   :func:`simulated_power` / :func:`simulated_units` check it by simulation.
 - :func:`variance_components`: where a mean's variance comes from (pairs, reference draws,
   removal draws, seeds).
-- :func:`block_verdicts`: the one-call Markdown a summary or report prints beside a ranking.
+- :func:`block_verdicts` (from scores) / :func:`verdict_lines` (from comparisons): the Markdown
+  lines a summary or report prints beside a ranking.
 """
 
 from ._block import Block, as_block, unit_means
@@ -24,11 +25,11 @@ from .equivalence import Equivalence, equivalence
 from .paired import ADJUSTMENTS, RESAMPLING, Comparisons, compare, holm
 from .planner import Plan, plan, power_of, simulated_power, simulated_units, units_needed
 from .ranks import RankIntervals, rank_intervals, surely_better
-from .text import block_verdicts
+from .text import block_verdicts, verdict_lines
 from .variance import FACTORS, VarianceComponents, variance_components
 
 __all__ = ["Block", "as_block", "unit_means", "Comparisons", "compare", "holm", "ADJUSTMENTS",
            "RESAMPLING", "RankIntervals", "rank_intervals", "surely_better", "Equivalence",
            "equivalence", "Plan", "plan", "power_of", "units_needed", "simulated_power",
            "simulated_units", "VarianceComponents", "variance_components", "FACTORS",
-           "block_verdicts"]
+           "block_verdicts", "verdict_lines"]

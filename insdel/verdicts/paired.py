@@ -54,7 +54,7 @@ def _t_stats(mean: np.ndarray, sd: np.ndarray, G: int) -> np.ndarray:
     se = sd / np.sqrt(G)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = mean / se
-    return np.where(se > 0, t, np.where(mean == 0, 0.0, np.sign(mean) * np.inf))
+        return np.where(se > 0, t, np.where(mean == 0, 0.0, np.sign(mean) * np.inf))
 
 
 def _max_t(e: np.ndarray, resampling: str, n: int, seed: int) -> tuple[np.ndarray, bool]:

@@ -98,6 +98,8 @@ class RankIntervals:
             out.append(f"{_names(first)} cannot be told apart for first place ({pct} "
                        "confidence)")
         for i in order:
+            if self.high[i] == 1:  # said above
+                continue
             if self.low[i] == self.high[i]:
                 out.append(f"{self.methods[i]} is place {int(self.low[i])}")
             else:
