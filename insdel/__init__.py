@@ -47,6 +47,7 @@ _LAZY = {
     "digits": "insdel.digits",
     "sanity": "insdel.sanity",
     "robustness": "insdel.robustness",
+    "verdicts": "insdel.verdicts",
 }
 
 
