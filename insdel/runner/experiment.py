@@ -326,7 +326,12 @@ def _robustness(runs: list[PolicyRun], out: Path, mode: str):
     """With several removals: the robustness table and Kendall τ of every policy, written as
     ``removal_robustness.csv`` / ``removal_kendall.csv`` / ``removal_robustness.md``; else
     (None, None)."""
-    from ..robustness import kendall_between, robustness_markdown, robustness_table
+    from ..robustness import (
+        kendall_between,
+        kendall_intervals,
+        robustness_markdown,
+        robustness_table,
+    )
 
     if not runs or len(runs[0].removal_evaluations) < 2:
         return None, None
@@ -337,6 +342,9 @@ def _robustness(runs: list[PolicyRun], out: Path, mode: str):
         parts.append(t)
     table = pd.concat(parts, ignore_index=True)
     kendall = kendall_between(table)
+    boot = pd.concat([kendall_intervals(p.removal_evaluations).assign(policy=p.label)
+                      for p in runs], ignore_index=True)  # τ's interval over the units
+    kendall = kendall.merge(boot, on=["policy", "mode", "removal_a", "removal_b"], how="left")
     ck.atomic_write_text(out / "removal_robustness.csv", table.to_csv(index=False))
     ck.atomic_write_text(out / "removal_kendall.csv", kendall.to_csv(index=False))
     ck.atomic_write_text(out / "removal_robustness.md",
