@@ -299,3 +299,32 @@ def test_complete_null_fwer():
         for k in hits:
             hits[k] += bool((c.adjusted(k) < 0.05).any())
     assert 0.01 <= hits["holm"] / 300 <= 0.09 and 0.015 <= hits["maxt"] / 300 <= 0.09
+
+
+def test_critical_difference_bars_join_the_methods_that_cannot_be_told_apart():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from insdel.plotting import cannot_tell_apart, critical_difference
+
+    methods = list("abcde")
+    better = np.zeros((5, 5), dtype=bool)
+    better[0, 2:] = True   # a better than c, d, e
+    better[1, 3:] = True   # b better than d, e
+    better[2, 4] = True    # c better than e
+    assert cannot_tell_apart(methods, better, methods) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    better[2, 4] = False
+    assert cannot_tell_apart(methods, better, methods) == [(0, 1), (1, 2), (2, 4)]
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(60, 4)) * 0.3 + [0.0, 0.02, 1.0, 1.0]
+    c = compare(Y, ["ig", "ks", "dl", "ex"], n_resamples=200)
+    assert [v for v in c.verdicts() if "cannot" in v] == [
+        "dl and ex cannot be told apart (p_holm = 0.094)",
+        "ig and ks cannot be told apart (p_holm = 0.269)"]
+    ax = critical_difference(c)
+    bars = [ln for ln in ax.collections if ln.get_linewidth()[0] == 3]
+    assert len(bars) == 2  # {dl, ex} and {ig, ks}
+    assert {"ex (1)", "dl (2)", "ks (3)", "ig (4)"} <= {t.get_text() for t in ax.texts}
+    plt.close(ax.figure)

@@ -23,7 +23,8 @@ Modules: ``_common`` (labels, colours, standard-error notes, :func:`compare_pair
 pair), ``distributions`` (many pairs), ``runs`` (a run's figures, predictions, ROAR, ROAD,
 :func:`save_figure`, the removals' :func:`removal_robustness`), ``sanity`` (:func:`plot_sanity`:
 similarity against the randomised layer; :func:`plot_reliability`: metrics by resilience and
-reactivity); every public name is importable from ``insdel.plotting``.
+reactivity), ``verdicts`` (:func:`critical_difference`: methods on a rank axis, bars joining
+those that cannot be told apart); every public name is importable from ``insdel.plotting``.
 """
 
 from __future__ import annotations
@@ -49,11 +50,13 @@ from .runs import (
     save_figure,
 )
 from .sanity import plot_reliability, plot_sanity
+from .verdicts import cannot_tell_apart, critical_difference
 
 __all__ = [
     "plot_curves", "plot_pair", "plot_image_curves", "abc_histogram", "abc_scatter",
     "random_abc_histogram", "insertion_deletion_scatter", "abc_bars", "figure4",
     "insertion_deletion_figure", "METHOD_LABELS", "plot_predictions", "policy_figures",
     "save_figure", "compare_pair", "decomposition_figure", "roar_figure", "plot_road", "figure1",
-    "plot_sanity", "plot_reliability", "removal_robustness",
+    "plot_sanity", "plot_reliability", "removal_robustness", "critical_difference",
+    "cannot_tell_apart",
 ]
