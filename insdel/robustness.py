@@ -36,6 +36,17 @@ KENDALL_COLUMNS = ["mode", "removal_a", "removal_b", "tau", "p_value", "n_method
 _MODES = ("insertion", "deletion")
 
 
+def _checked(evaluations, methods, who: str) -> tuple[list, object, list]:
+    """The removals' names, the first evaluation and the methods (default: the first's); the
+    error names ``who``."""
+    if not isinstance(evaluations, Mapping) or not evaluations:
+        raise ValueError(f"{who}: evaluations must be a non-empty mapping removal name -> "
+                         "Evaluation.")
+    names = list(evaluations)
+    first = evaluations[names[0]]
+    return names, first, list(first.methods if methods is None else methods)
+
+
 def robustness_table(evaluations: Mapping[str, object], *, methods=None) -> pd.DataFrame:
     """Each method's mean ABC, its standard error and its rank under each removal.
 
@@ -64,12 +75,7 @@ def robustness_table(evaluations: Mapping[str, object], *, methods=None) -> pd.D
     """
     from scipy.stats import rankdata
 
-    if not isinstance(evaluations, Mapping) or not evaluations:
-        raise ValueError("robustness_table: evaluations must be a non-empty mapping removal name "
-                         "-> Evaluation.")
-    names = list(evaluations)
-    first = evaluations[names[0]]
-    methods = list(first.methods if methods is None else methods)
+    names, first, methods = _checked(evaluations, methods, "robustness_table")
     for name, ev in evaluations.items():
         missing = [m for m in methods if m not in ev.methods]
         if missing:
@@ -180,12 +186,7 @@ def kendall_intervals(evaluations: Mapping[str, object], *, methods=None, n_boot
     level = check_scalar(level, "level", float, min_val=0.0, max_val=1.0,
                          include_boundaries="neither", finite=True)
     rng = np.random.default_rng(check_seed(seed))
-    if not isinstance(evaluations, Mapping) or not evaluations:
-        raise ValueError("kendall_intervals: evaluations must be a non-empty mapping removal "
-                         "name -> Evaluation.")
-    names = list(evaluations)
-    first = evaluations[names[0]]
-    methods = list(first.methods if methods is None else methods)
+    names, first, methods = _checked(evaluations, methods, "kendall_intervals")
     B = first.n_pairs
     for name, ev in evaluations.items():
         if ev.n_pairs != B:

@@ -67,8 +67,12 @@ def units_needed(*, margin: float, sd: float, power: float = 0.8, alpha: float =
         if hi > max_units:
             raise ValueError(f"more than max_units = {max_units} units would be needed "
                              f"(margin {margin:g} against a standard deviation {sd:g}).")
-    lo = max(2, hi // 2)
-    while lo < hi:  # power grows with n: bisect
+    return _bisect(ok, max(2, hi // 2), hi)
+
+
+def _bisect(ok, lo: int, hi: int) -> int:
+    """The smallest n in [lo, hi] with ``ok(n)``, given ``ok(hi)`` and ``ok`` monotone in n."""
+    while lo < hi:
         mid = (lo + hi) // 2
         if ok(mid):
             hi = mid
@@ -188,10 +192,4 @@ def simulated_units(differences: ArrayLike, *, margin: float, power: float = 0.8
         lo, hi = hi + 1, hi * 2
         while not ok(hi):
             lo, hi = hi + 1, hi * 2
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return hi
+    return _bisect(ok, lo, hi)
