@@ -57,6 +57,8 @@ SCRIPTS: list[tuple[str, str, list[str], bool, str]] = [
      "cascading parameter randomisation of the CERN MLP: 7 layers, 7 methods, 200 targets"),
     ("paper_cost", "paper_cost.py", [], False,
      "the full paper-bangalore run measured whole; paper-cern from per-unit costs and its bound"),
+    ("verdicts", "verdicts.py", [], False,
+     "not a timing: FWER of Holm / max-T, rank-interval coverage, the planner on 1,000 boards"),
 ]
 
 

@@ -328,3 +328,15 @@ def test_critical_difference_bars_join_the_methods_that_cannot_be_told_apart():
     assert len(bars) == 2  # {dl, ex} and {ig, ks}
     assert {"ex (1)", "dl (2)", "ks (3)", "ig (4)"} <= {t.get_text() for t in ax.texts}
     plt.close(ax.figure)
+
+
+def test_planner_against_simulated_leaderboards(bench):
+    """The bench's planner check, smaller: the pairs planned from a pilot leaderboard against the
+    pairs whose simulated leaderboards (same generator) reach the power (target ±15 %)."""
+    pc = bench.planner_check(n_sim=300, pilot_units=400)
+    assert 0.85 <= pc["ratio"] <= 1.15
+
+
+def test_bench_script_runs_tiny(bench, capsys):
+    assert bench.main(["--tiny"]) == 0
+    assert "| FWER, Holm |" in capsys.readouterr().out
