@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["TABLE_COLUMNS", "KENDALL_COLUMNS", "robustness_table", "kendall_between",
-           "kendall_intervals", "robustness_markdown"]
+           "kendall_intervals", "rank_verdicts", "robustness_markdown"]
 
 #: Columns of :func:`robustness_table`.
 TABLE_COLUMNS = ["mode", "method", "removal", "mean", "std_error", "n", "n_units", "rank"]
@@ -216,8 +216,42 @@ def kendall_intervals(evaluations: Mapping[str, object], *, methods=None, n_boot
                                        "n_units"])
 
 
+def rank_verdicts(evaluations: Mapping[str, object], *, methods=None, level: float = 0.95,
+                  n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Each removal's ranking with its uncertainty: per mode and removal, the simultaneous rank
+    intervals of the methods (:func:`insdel.verdicts.rank_intervals` over the independent units,
+    max-T with ``n_resamples`` sign flips) as one sentence each.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``mode, removal, verdict`` (the first place, then each method's places) and ``ranks``
+        (``method rank_low–rank_high`` joined by ``; ``).
+    """
+    from .verdicts import compare, rank_intervals
+
+    names, _, methods = _checked(evaluations, methods, "rank_verdicts")
+    rows = []
+    for mode in [m for m in _MODES if all(m in ev.modes for ev in evaluations.values())]:
+        for name in names:
+            ev = evaluations[name]
+            V = np.stack([ev.abc_array(m, mode) for m in methods], axis=1)
+            try:
+                r = rank_intervals(compare(V, methods, clusters=ev.clusters, level=level,
+                                           n_resamples=n_resamples, seed=seed))
+            except ValueError as exc:  # one unit, or one method: nothing to rank
+                rows.append({"mode": mode, "removal": name, "verdict": f"no verdict: {exc}",
+                             "ranks": ""})
+                continue
+            t = r.table()
+            rows.append({"mode": mode, "removal": name, "verdict": "; ".join(r.verdicts()),
+                         "ranks": "; ".join(f"{m} {lo}–{hi}" for m, lo, hi in zip(
+                             t["method"], t["rank_low"], t["rank_high"], strict=True))})
+    return pd.DataFrame(rows, columns=["mode", "removal", "verdict", "ranks"])
+
+
 def robustness_markdown(table: pd.DataFrame, kendall: pd.DataFrame | None = None,
-                        digits: int = 3) -> str:
+                        digits: int = 3, *, verdicts: pd.DataFrame | None = None) -> str:
     """The robustness report as Markdown: per policy (when the table has a ``policy`` column) and
     mode, one row per method with its mean ABC ± standard error and rank under each removal, then
     the Kendall τ-b between every two removals' rankings.
@@ -230,6 +264,9 @@ def robustness_markdown(table: pd.DataFrame, kendall: pd.DataFrame | None = None
         Its :func:`kendall_between` (computed when None).
     digits : int
         Decimals of the means and standard errors.
+    verdicts : pandas.DataFrame, optional
+        :func:`rank_verdicts` (with a ``policy`` column when the table has one): each removal's
+        ranking with its simultaneous rank intervals, listed under the policy's tables.
     """
     if kendall is None:
         kendall = kendall_between(table)
@@ -276,6 +313,12 @@ def robustness_markdown(table: pd.DataFrame, kendall: pd.DataFrame | None = None
                           if np.isfinite(r.tau_low) else " |")
                 lines.append(f"| {r.mode} | {r.removal_a} / {r.removal_b} | {tau} | {p} | "
                              f"{r.n_methods} |{ci}")
+        if verdicts is not None and len(verdicts):
+            vsub = verdicts[verdicts["policy"] == policy] if has_policy else verdicts
+            lines.append("\nEach removal's ranking with its uncertainty (simultaneous 95 % rank "
+                         "intervals over the independent units, docs/verdicts.md):\n")
+            lines += [f"- {r.mode}, {r.removal}: {r.verdict}." for r in
+                      vsub.itertuples(index=False)]
         lines.append("")
     return "\n".join(lines)
 

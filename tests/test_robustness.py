@@ -24,6 +24,7 @@ from insdel.robustness import (  # noqa: E402
     TABLE_COLUMNS,
     kendall_between,
     kendall_intervals,
+    rank_verdicts,
     robustness_markdown,
     robustness_table,
 )
@@ -173,6 +174,20 @@ def test_kendall_intervals_resample_units_and_equal_scipys_tau_per_replicate(two
         kendall_intervals({})
 
 
+def test_rank_verdicts_are_each_removal_s_rank_intervals(two_evaluations):
+    from insdel.verdicts import compare, rank_intervals
+
+    v = rank_verdicts(two_evaluations, n_resamples=100)
+    assert list(v.columns) == ["mode", "removal", "verdict", "ranks"] and len(v) == 4
+    ev = two_evaluations["marginal"]
+    V = np.stack([ev.abc_array(m, "deletion") for m in ev.methods], axis=1)
+    r = rank_intervals(compare(V, ev.methods, n_resamples=100))
+    row = v[(v["mode"] == "deletion") & (v["removal"] == "marginal")].iloc[0]
+    assert row["verdict"] == "; ".join(r.verdicts())
+    md = robustness_markdown(robustness_table(two_evaluations), verdicts=v)
+    assert f"- deletion, marginal: {row['verdict']}." in md
+
+
 def test_markdown_and_figure(two_evaluations, tmp_path):
     table = robustness_table(two_evaluations)
     text = robustness_markdown(table)
@@ -222,6 +237,10 @@ def test_a_run_with_two_removals_writes_their_folders_and_the_report(two_removal
     assert {"tau_low", "tau_high", "n_units"} <= set(kendall.columns)
     assert (kendall["tau_low"] <= kendall["tau_high"]).all()
     assert "τ interval (bootstrap) |" in (out / "removal_robustness.md").read_text()
+    assert "Each removal's ranking with its uncertainty" in (out / "removal_robustness.md"
+                                                             ).read_text()
+    assert res.robustness_verdicts is not None and set(res.robustness_verdicts["removal"]) == \
+        {"baseline", "marginal"}
     assert not (out / "median" / "removal-baseline").exists()  # the primary is where it was
     marg = insdel.Evaluation.load(out / "median" / "removal-marginal")
     assert marg.removal["name"] == "marginal" and marg.removal["n_references"] == 3
