@@ -233,6 +233,9 @@ class Leaderboard:
     #: Per (group, policy, metric): the block's verdict lines (:func:`insdel.verdicts.
     #: verdict_lines`: significant orderings, Holm; simultaneous rank intervals; equivalence).
     verdicts: dict = field(default_factory=dict)
+    #: Per (group, policy, metric): the block's :class:`insdel.verdicts.Comparisons`
+    #: (``insdel.plotting.critical_difference(board.compared[key])`` draws it).
+    compared: dict = field(default_factory=dict, repr=False)
 
     def unreliable(self, m: str) -> float | None:
         """The lowest MC of the reliability metrics behind leaderboard metric ``m`` when it is
@@ -578,8 +581,8 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
     labels = {m: labels.get(m, m) for m in directions}
     notes += _merge_duplicates([r for r in runs if any(r is u for us in used.values()
                                                        for u in us)], groups, labels)
-    blocks_rows, per_metric, comparisons, verdicts = _blocks(used, labels, directions, n_boot,
-                                                             seed, level, notes)
+    blocks_rows, per_metric, comparisons, verdicts, compared = _blocks(
+        used, labels, directions, n_boot, seed, level, notes)
     overall_rows = []
     for m, blks in per_metric.items():
         if not blks:
@@ -616,7 +619,7 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
                        groups=groups, notes=notes, n_boot=n_boot, seed=seed, level=level,
                        labels=labels, directions=directions, sanity=sanity,
                        reliability=reliability, min_reliability=min_reliability,
-                       comparisons=comparisons, verdicts=verdicts)
+                       comparisons=comparisons, verdicts=verdicts, compared=compared)
 
 
 def _readable(found: list[Path]) -> tuple[list[RunInfo], list[str]]:
@@ -692,6 +695,7 @@ def _blocks(used: dict, labels: dict, directions: dict, n_boot: int, seed: int, 
     rows: list[dict] = []
     comps: list[pd.DataFrame] = []
     verdicts: dict[tuple, str] = {}
+    compared: dict[tuple, object] = {}
     per_metric: dict[str, list[tuple]] = {m: [] for m in labels}
     for g, rs in used.items():
         rs = [r for r in rs if len(r.abc)]
@@ -739,6 +743,7 @@ def _blocks(used: dict, labels: dict, directions: dict, n_boot: int, seed: int, 
                     comps.append(t)
                     verdicts[(g, pol, m)] = verdict_lines(c, scores=V, clusters=units,
                                                           title=labels[m])
+                    compared[(g, pol, m)] = c
                 rng_seed += 1
                 summ = _rank_summary(boot, level, G)
                 kind = "run" if all(r.kind == "road" for r in rs) else "pair"
@@ -753,4 +758,4 @@ def _blocks(used: dict, labels: dict, directions: dict, n_boot: int, seed: int, 
                                  "place_high": summ["place_high"][j]})
                 per_metric[m].append((f"{g}/{pol}", methods, sign * V, units))
     return (rows, per_metric, pd.concat(comps, ignore_index=True) if comps else pd.DataFrame(),
-            verdicts)
+            verdicts, compared)

@@ -550,3 +550,5 @@ def test_block_verdicts_and_comparisons_beside_each_block(tmp_path):
     assert dele["mean"] < 0 and dele["p_holm"] < 0.05
     paths = board.save(tmp_path / "out")
     assert tmp_path / "out" / "leaderboard_comparisons.csv" in paths
+    comp = board.compared[("g1", "average", "insertion")]
+    assert comp.n_units == 12 and comp.verdicts()[0].startswith("a > ")
