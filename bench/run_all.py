@@ -61,6 +61,8 @@ SCRIPTS: list[tuple[str, str, list[str], bool, str]] = [
      "H = 24 outputs vs H = 1 on the same rows; 10,000 series x 48 x 8, H = 12; tint's mse / mae"),
     ("paper_cost", "paper_cost.py", [], False,
      "the full paper-bangalore run measured whole; paper-cern from per-unit costs and its bound"),
+    ("verdicts", "verdicts.py", [], False,
+     "not a timing: FWER of Holm / max-T, rank-interval coverage, the planner on 1,000 boards"),
 ]
 
 

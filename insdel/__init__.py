@@ -51,6 +51,7 @@ _LAZY = {
     "robustness": "insdel.robustness",
     "tuning": "insdel.tuning",
     "report_page": "insdel.report_page",
+    "verdicts": "insdel.verdicts",
 }
 
 

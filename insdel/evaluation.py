@@ -213,6 +213,47 @@ class Evaluation:
         """The summary as a Markdown table (paper layout)."""
         return to_markdown(self.summary(differences), digits=digits)
 
+    def block(self, mode: str = "insertion") -> np.ndarray:
+        """The per-pair ABCs of every method in one mode, (B, len(methods)): the block
+        :mod:`insdel.verdicts` compares (with :attr:`clusters` as its units)."""
+        return np.stack([self.abc_array(m, mode) for m in self.methods], axis=1)
+
+    def comparisons(self, *, level: float = 0.95, n_resamples: int = 2000,
+                    seed: int = 0) -> pd.DataFrame:
+        """Every pairwise comparison of the methods per mode (:func:`insdel.verdicts.compare`
+        over the independent units): its ``table()`` with a ``mode`` column first; empty with
+        fewer than 2 methods or 2 units."""
+        from .verdicts import compare
+
+        frames = []
+        for mode in self.modes:
+            try:
+                c = compare(self.block(mode), self.methods, clusters=self.clusters, level=level,
+                            n_resamples=n_resamples, seed=seed)
+            except ValueError:
+                continue
+            t = c.table()
+            t.insert(0, "mode", mode)
+            frames.append(t)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def verdicts(self, *, level: float = 0.95, margin: float | None = None,
+                 relative: bool = True, n_resamples: int = 2000, seed: int = 0) -> str:
+        """Plain-words verdicts beside the summary, per mode (:func:`insdel.verdicts.
+        block_verdicts`): the significant orderings (Holm), the simultaneous rank intervals and,
+        when both ran, integrated gradients' equivalence to Kernel SHAP (or exact Shapley)
+        within ``margin`` (default :data:`insdel.verdicts.text.DEFAULT_MARGIN` of the spread of
+        ABC with ``relative``). Empty with fewer than 2 methods."""
+        from .verdicts.text import DEFAULT_MARGIN, block_verdicts
+
+        if len(self.methods) < 2:
+            return ""
+        margin = DEFAULT_MARGIN if margin is None else margin
+        return "\n".join(block_verdicts(self.block(mode), self.methods, clusters=self.clusters,
+                                        level=level, margin=margin, relative=relative,
+                                        n_resamples=n_resamples, seed=seed,
+                                        title=mode.capitalize()) for mode in self.modes)
+
     def random_mean(self, mode: str = "insertion") -> np.ndarray:
         """Per-pair empirical mean ABC over the ``n_random`` random orderings, shape (B,)."""
         check_mode(mode)

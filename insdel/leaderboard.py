@@ -79,6 +79,7 @@ from .leaderboard_runs import (
     read_run,
     run_kind,
 )
+from .verdicts import compare, verdict_lines
 
 __all__ = ["METRICS", "ROAD_SCORES", "RunInfo", "Leaderboard", "find_runs", "read_run",
            "run_kind", "config_fingerprint", "leaderboard", "rank_means", "bootstrap_mean_ranks",
@@ -226,6 +227,15 @@ class Leaderboard:
     #: empty without one.
     reliability: pd.DataFrame = field(default_factory=pd.DataFrame)
     min_reliability: float = MIN_RELIABILITY
+    #: Every pairwise comparison of every block (:func:`insdel.verdicts.compare`, by the
+    #: metric's direction): ``group, policy, metric`` and the comparison's ``table()`` columns.
+    comparisons: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: Per (group, policy, metric): the block's verdict lines (:func:`insdel.verdicts.
+    #: verdict_lines`: significant orderings, Holm; simultaneous rank intervals; equivalence).
+    verdicts: dict = field(default_factory=dict)
+    #: Per (group, policy, metric): the block's :class:`insdel.verdicts.Comparisons`
+    #: (``insdel.plotting.critical_difference(board.compared[key])`` draws it).
+    compared: dict = field(default_factory=dict, repr=False)
 
     def unreliable(self, m: str) -> float | None:
         """The lowest MC of the reliability metrics behind leaderboard metric ``m`` when it is
@@ -341,6 +351,10 @@ class Leaderboard:
                         else "")
                 cells.append(f"{r['mean']:.{digits}f} ± {se} ({r['rank']:g}{tied})")
             out.append(f"| {meth} | " + " | ".join(cells) + " |")
+        said = [self.verdicts[(g, pol, m)] for m in ms if (g, pol, m) in self.verdicts]
+        if said:
+            out += ["", "Verdicts (paired over the block's independent units, by each metric's "
+                    "direction; docs/verdicts.md):", "", *said]
         return out
 
     def _checks_markdown(self) -> list[str]:
@@ -405,8 +419,8 @@ class Leaderboard:
 
     def save(self, out: str | os.PathLike, *, dpi: int = 110) -> list[Path]:
         """Write ``leaderboard.md``, ``leaderboard_blocks.csv``, ``leaderboard_overall.csv``,
-        ``leaderboard_runs.csv`` and ``leaderboard.png`` into ``out`` (atomically); returns
-        the paths."""
+        ``leaderboard_runs.csv``, ``leaderboard_comparisons.csv`` (every block's pairwise
+        comparisons) and ``leaderboard.png`` into ``out`` (atomically); returns the paths."""
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         paths = []
@@ -417,6 +431,8 @@ class Leaderboard:
             tables.append(("sanity", self.sanity))
         if not self.reliability.empty:
             tables.append(("reliability", self.reliability))
+        if not self.comparisons.empty:
+            tables.append(("comparisons", self.comparisons))
         for name, df in tables:
             p = out / f"leaderboard_{name}.csv"
             ck.atomic_write_text(p, df.to_csv(index=False))
@@ -565,7 +581,8 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
     labels = {m: labels.get(m, m) for m in directions}
     notes += _merge_duplicates([r for r in runs if any(r is u for us in used.values()
                                                        for u in us)], groups, labels)
-    blocks_rows, per_metric = _blocks(used, labels, directions, n_boot, seed, level, notes)
+    blocks_rows, per_metric, comparisons, verdicts, compared = _blocks(
+        used, labels, directions, n_boot, seed, level, notes)
     overall_rows = []
     for m, blks in per_metric.items():
         if not blks:
@@ -601,7 +618,8 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
                        overall=pd.DataFrame(overall_rows, columns=OVERALL_COLUMNS),
                        groups=groups, notes=notes, n_boot=n_boot, seed=seed, level=level,
                        labels=labels, directions=directions, sanity=sanity,
-                       reliability=reliability, min_reliability=min_reliability)
+                       reliability=reliability, min_reliability=min_reliability,
+                       comparisons=comparisons, verdicts=verdicts, compared=compared)
 
 
 def _readable(found: list[Path]) -> tuple[list[RunInfo], list[str]]:
@@ -670,12 +688,16 @@ OVERALL_COLUMNS = ["metric", "method", "mean_rank", "ci_low", "ci_high", "place_
 
 
 def _blocks(used: dict, labels: dict, directions: dict, n_boot: int, seed: int, level: float,
-            notes: list) -> tuple[list[dict], dict]:
+            notes: list) -> tuple[list[dict], dict, pd.DataFrame, dict]:
     """Per (group, policy, metric): the pooled runs' means, standard errors and ranks (rows of
-    :attr:`Leaderboard.blocks`), and per metric the blocks' (name, methods, signed scores,
-    units) for the overall ranks."""
+    :attr:`Leaderboard.blocks`), per metric the blocks' (name, methods, signed scores,
+    units) for the overall ranks, the blocks' pairwise comparisons and their verdict lines
+    (max-T with ``n_boot`` sign flips, seeded like the block's bootstrap)."""
     rng_seed = seed
     rows: list[dict] = []
+    comps: list[pd.DataFrame] = []
+    verdicts: dict[tuple, str] = {}
+    compared: dict[tuple, object] = {}
     per_metric: dict[str, list[tuple]] = {m: [] for m in labels}
     for g, rs in used.items():
         rs = [r for r in rs if len(r.abc)]
@@ -713,6 +735,17 @@ def _blocks(used: dict, labels: dict, directions: dict, n_boot: int, seed: int, 
                 sign = 1.0 if directions[m] else -1.0  # ranks: 1 = best by the metric's direction
                 boot = bootstrap_mean_ranks([sign * V], n_boot=n_boot, seed=rng_seed,
                                             clusters=[units])
+                if G >= 2 and len(methods) >= 2:
+                    c = compare(sign * V, methods, clusters=units, level=level,
+                                n_resamples=n_boot, seed=rng_seed)
+                    t = c.table()
+                    t.insert(0, "metric", m)
+                    t.insert(0, "policy", pol)
+                    t.insert(0, "group", g)
+                    comps.append(t)
+                    verdicts[(g, pol, m)] = verdict_lines(c, scores=V, clusters=units,
+                                                          title=labels[m])
+                    compared[(g, pol, m)] = c
                 rng_seed += 1
                 summ = _rank_summary(boot, level, G)
                 kind = "run" if all(r.kind == "road" for r in rs) else "pair"
@@ -726,4 +759,5 @@ def _blocks(used: dict, labels: dict, directions: dict, n_boot: int, seed: int, 
                                  "place_low": summ["place_low"][j],
                                  "place_high": summ["place_high"][j]})
                 per_metric[m].append((f"{g}/{pol}", methods, sign * V, units))
-    return rows, per_metric
+    return (rows, per_metric, pd.concat(comps, ignore_index=True) if comps else pd.DataFrame(),
+            verdicts, compared)

@@ -91,13 +91,23 @@ def missing_rows_text(data: Mapping) -> str:
             + (f" ({detail})" if drop and detail else ""))
 
 
-def policy_table(label: str, summary: pd.DataFrame, digits: int = 3) -> str:
+def policy_table(label: str, summary: pd.DataFrame, digits: int = 3, *,
+                 verdicts: str | None = None) -> str:
     """One policy's summary (paper Tables 1-3 layout) with a heading naming the policy, its
-    pairs and, when fewer, the independent units its standard errors are over."""
+    pairs and, when fewer, the independent units its standard errors are over; ``verdicts``
+    (:meth:`insdel.Evaluation.verdicts`) follow the table under their own heading."""
     n = int(summary["n"].iloc[0]) if len(summary) else 0
     units = int(summary["n_units"].iloc[0]) if len(summary) and "n_units" in summary else n
     count = f"{n} pairs" + (f", {units} independent units" if units < n else "")
-    return f"### Policy: {label} ({count})\n\n{to_markdown(summary, digits=digits)}\n"
+    text = f"### Policy: {label} ({count})\n\n{to_markdown(summary, digits=digits)}\n"
+    if verdicts:
+        text += f"\n{VERDICTS_HEAD}\n\n{verdicts}\n"
+    return text
+
+
+#: The heading of a policy's verdict lines (docs/verdicts.md).
+VERDICTS_HEAD = ("#### Verdicts (paired over independent units; which differences survive "
+                 "the multiplicity, docs/verdicts.md)")
 
 
 def diagnostics_table(diag: pd.DataFrame, digits: int = 3) -> str:
@@ -222,15 +232,18 @@ def run_tables(summary: pd.DataFrame, diagnostics: pd.DataFrame,
                decomps: Mapping[str, pd.DataFrame] | None = None,
                methods: list[str] | None = None, digits: int = 3, *,
                header: str | None = None, sampled: pd.DataFrame | None = None,
-               metrics: pd.DataFrame | None = None, robustness: str | None = None) -> str:
-    """The run's inputs (``header``, see :func:`run_header`), every policy's table, the Table 4
+               metrics: pd.DataFrame | None = None, robustness: str | None = None,
+               verdicts: Mapping[str, str] | None = None) -> str:
+    """The run's inputs (``header``, see :func:`run_header`), every policy's table (with its
+    ``verdicts``, policy label -> :meth:`insdel.Evaluation.verdicts`), the Table 4
     diagnostics and (when computed) the sampled-vs-exact Kernel SHAP table, the decomposition
     table, the metrics and, with several removals, the robustness report (``robustness``: its
     Markdown, :func:`insdel.robustness.robustness_markdown`)."""
     parts = [header] if header else []
     for label in dict.fromkeys(summary["policy"]):
         sub = summary[summary["policy"] == label].drop(columns="policy")
-        parts.append(policy_table(label, sub, digits))
+        parts.append(policy_table(label, sub, digits,
+                                  verdicts=(verdicts or {}).get(label)))
     parts.append(diagnostics_table(diagnostics, digits))
     if sampled is not None and len(sampled):
         parts.append(sampled_vs_exact_table(sampled, digits))

@@ -150,8 +150,10 @@ class RoadResult:
         lines = [f"### ROAD: {self.loss} under imputation ({self.removal.get('name', '?')}), "
                  f"features ranked by {self.ranking} attribution\n",
                  "| Rank | Method | MoRF area | LeRF area | SRG | SE | "
-                 + ("SD over seeds | " if seeds else "") + "Within noise of |",
-                 "|---:|---|---:|---:|---:|---:|" + ("---:|" if seeds else "") + "---|"]
+                 + ("SD over seeds | " if seeds else "") + "Within noise of | "
+                 f"SRG {100 * self.level:g} % interval |",
+                 "|---:|---|---:|---:|---:|---:|" + ("---:|" if seeds else "") + "---|---:|"]
+        z = normal_quantile(self.level)
         for _, r in s.iterrows():
             se = r.get("srg_se", float("nan"))
             tied = r.get("tied_with", "")
@@ -160,7 +162,9 @@ class RoadResult:
                          f"{r['lerf_area']:.{digits}f} | {r['srg']:+.{digits}f} | "
                          f"{se:.{digits}f} | "
                          + (f"{r['srg_sd_seeds']:.{digits}f} | " if seeds else "")
-                         + f"{tied.replace(';', ', ')} |")
+                         + f"{tied.replace(';', ', ')} | "
+                         + (f"[{r['srg'] - z * se:+.{digits}f}, {r['srg'] + z * se:+.{digits}f}]"
+                            if np.isfinite(se) else "") + " |")
         lines.append("\nSRG = area(MoRF loss) − area(LeRF loss): higher is better (removing what "
                      "the method calls relevant first hurts most). SE: standard error of SRG over "
                      "the evaluated rows (each row's draws are its own, so it holds the "
@@ -168,8 +172,26 @@ class RoadResult:
                      + (f", over {self.n_seeds} repeats of the removal's draws" if seeds else "")
                      + f". Two methods are within noise when their SRGs differ by less than "
                      f"{normal_quantile(self.level):.2f} standard errors of the difference (paired "
-                     f"over rows, level {self.level:g}): their order is not established.")
+                     f"over rows, level {self.level:g}): their order is not established. "
+                     "The interval is SRG ± that many standard errors.")
+        lines.append("\n" + self.verdict())
         return "\n".join(lines) + "\n"
+
+    def verdict(self) -> str:
+        """One plain sentence on the best SRG: clear of every other method, or tied (within the
+        noise, ``tied_with``) with some."""
+        s = self.summary.sort_values("rank", kind="stable")
+        if s.empty:
+            return "Verdict: no method was scored."
+        top = s.iloc[0]
+        tied = top.get("tied_with", "")
+        tied = [t for t in tied.split(";") if t] if isinstance(tied, str) else []
+        if tied:
+            return (f"Verdict: {top['method']} has the highest SRG but cannot be told apart from "
+                    f"{', '.join(tied)} (within the noise at level {self.level:g}): a tie.")
+        return (f"Verdict: {top['method']} has the highest SRG, clear of every other method "
+                f"(pairwise over rows at level {self.level:g}, not adjusted for the "
+                f"{max(len(s) - 1, 0)} comparisons).")
 
 
 def _check_orders(orders) -> tuple[str, ...]:

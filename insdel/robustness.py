@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["TABLE_COLUMNS", "KENDALL_COLUMNS", "robustness_table", "kendall_between",
-           "robustness_markdown"]
+           "kendall_intervals", "rank_verdicts", "robustness_markdown"]
 
 #: Columns of :func:`robustness_table`.
 TABLE_COLUMNS = ["mode", "method", "removal", "mean", "std_error", "n", "n_units", "rank"]
@@ -34,6 +34,17 @@ TABLE_COLUMNS = ["mode", "method", "removal", "mean", "std_error", "n", "n_units
 KENDALL_COLUMNS = ["mode", "removal_a", "removal_b", "tau", "p_value", "n_methods"]
 
 _MODES = ("insertion", "deletion")
+
+
+def _checked(evaluations, methods, who: str) -> tuple[list, object, list]:
+    """The removals' names, the first evaluation and the methods (default: the first's); the
+    error names ``who``."""
+    if not isinstance(evaluations, Mapping) or not evaluations:
+        raise ValueError(f"{who}: evaluations must be a non-empty mapping removal name -> "
+                         "Evaluation.")
+    names = list(evaluations)
+    first = evaluations[names[0]]
+    return names, first, list(first.methods if methods is None else methods)
 
 
 def robustness_table(evaluations: Mapping[str, object], *, methods=None) -> pd.DataFrame:
@@ -64,12 +75,7 @@ def robustness_table(evaluations: Mapping[str, object], *, methods=None) -> pd.D
     """
     from scipy.stats import rankdata
 
-    if not isinstance(evaluations, Mapping) or not evaluations:
-        raise ValueError("robustness_table: evaluations must be a non-empty mapping removal name "
-                         "-> Evaluation.")
-    names = list(evaluations)
-    first = evaluations[names[0]]
-    methods = list(first.methods if methods is None else methods)
+    names, first, methods = _checked(evaluations, methods, "robustness_table")
     for name, ev in evaluations.items():
         missing = [m for m in methods if m not in ev.methods]
         if missing:
@@ -147,8 +153,105 @@ def kendall_between(table, *, methods=None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+def _tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's τ-b between the rows of ``x`` and ``y`` (B, K), from the signs of every two
+    columns' differences (NaN where a row is constant)."""
+    i, j = np.triu_indices(x.shape[1], k=1)
+    sx, sy = np.sign(x[:, i] - x[:, j]), np.sign(y[:, i] - y[:, j])
+    den = np.sqrt((sx ** 2).sum(axis=1) * (sy ** 2).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (sx * sy).sum(axis=1) / np.where(den > 0, den, 1.0), np.nan)
+
+
+def kendall_intervals(evaluations: Mapping[str, object], *, methods=None, n_boot: int = 1000,
+                      level: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """Bootstrap intervals of the Kendall τ-b between every two removals' method rankings.
+
+    The evaluations hold the same pairs (one per removal): each replicate resamples the
+    independent units (the first evaluation's ``clusters``; a pair and its mirror are one unit)
+    with replacement, the same units for every removal, method and mode, and recomputes every
+    method's mean ABC under each removal and their τ-b. A τ whose interval reaches far below 1
+    says the removals' rankings may differ; one whose interval holds 1 says they need not.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``mode, removal_a, removal_b, tau_low, tau_high, n_units``: the percentile interval at
+        ``level`` (NaN replicates, constant rankings, left out).
+    """
+    from ._stats import unit_ids
+    from ._validation import check_positive_int, check_scalar, check_seed
+
+    n_boot = check_positive_int(n_boot, "n_boot")
+    level = check_scalar(level, "level", float, min_val=0.0, max_val=1.0,
+                         include_boundaries="neither", finite=True)
+    rng = np.random.default_rng(check_seed(seed))
+    names, first, methods = _checked(evaluations, methods, "kendall_intervals")
+    B = first.n_pairs
+    for name, ev in evaluations.items():
+        if ev.n_pairs != B:
+            raise ValueError(f"kendall_intervals: removal {name!r} holds {ev.n_pairs} pairs, "
+                             f"{names[0]!r} {B}: the removals must score the same pairs.")
+    u = unit_ids(first.clusters, B)
+    G = int(u.max()) + 1
+    size = np.bincount(u, minlength=G).astype(np.float64)
+    counts = rng.multinomial(G, np.full(G, 1.0 / G), size=n_boot).astype(np.float64)
+    modes = [m for m in _MODES if all(m in ev.modes for ev in evaluations.values())]
+    lo_q, hi_q = 50 * (1 - level), 50 * (1 + level)
+    rows = []
+    for mode in modes:
+        means = {}
+        for name, ev in evaluations.items():
+            V = np.stack([ev.abc_array(m, mode) for m in methods], axis=1)
+            sums = np.zeros((G, len(methods)))
+            np.add.at(sums, u, V)
+            means[name] = (counts @ sums) / (counts @ size)[:, None]
+        for a, b in combinations(names, 2):
+            t = _tau_b(means[a], means[b])
+            t = t[np.isfinite(t)]
+            low, high = (np.percentile(t, [lo_q, hi_q]) if t.size else (np.nan, np.nan))
+            rows.append({"mode": mode, "removal_a": a, "removal_b": b, "tau_low": float(low),
+                         "tau_high": float(high), "n_units": G})
+    return pd.DataFrame(rows, columns=["mode", "removal_a", "removal_b", "tau_low", "tau_high",
+                                       "n_units"])
+
+
+def rank_verdicts(evaluations: Mapping[str, object], *, methods=None, level: float = 0.95,
+                  n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Each removal's ranking with its uncertainty: per mode and removal, the simultaneous rank
+    intervals of the methods (:func:`insdel.verdicts.rank_intervals` over the independent units,
+    max-T with ``n_resamples`` sign flips) as one sentence each.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``mode, removal, verdict`` (the first place, then each method's places) and ``ranks``
+        (``method rank_low–rank_high`` joined by ``; ``).
+    """
+    from .verdicts import compare, rank_intervals
+
+    names, _, methods = _checked(evaluations, methods, "rank_verdicts")
+    rows = []
+    for mode in [m for m in _MODES if all(m in ev.modes for ev in evaluations.values())]:
+        for name in names:
+            ev = evaluations[name]
+            V = np.stack([ev.abc_array(m, mode) for m in methods], axis=1)
+            try:
+                r = rank_intervals(compare(V, methods, clusters=ev.clusters, level=level,
+                                           n_resamples=n_resamples, seed=seed))
+            except ValueError as exc:  # one unit, or one method: nothing to rank
+                rows.append({"mode": mode, "removal": name, "verdict": f"no verdict: {exc}",
+                             "ranks": ""})
+                continue
+            t = r.table()
+            rows.append({"mode": mode, "removal": name, "verdict": "; ".join(r.verdicts()),
+                         "ranks": "; ".join(f"{m} {lo}–{hi}" for m, lo, hi in zip(
+                             t["method"], t["rank_low"], t["rank_high"], strict=True))})
+    return pd.DataFrame(rows, columns=["mode", "removal", "verdict", "ranks"])
+
+
 def robustness_markdown(table: pd.DataFrame, kendall: pd.DataFrame | None = None,
-                        digits: int = 3) -> str:
+                        digits: int = 3, *, verdicts: pd.DataFrame | None = None) -> str:
     """The robustness report as Markdown: per policy (when the table has a ``policy`` column) and
     mode, one row per method with its mean ABC ± standard error and rank under each removal, then
     the Kendall τ-b between every two removals' rankings.
@@ -161,6 +264,9 @@ def robustness_markdown(table: pd.DataFrame, kendall: pd.DataFrame | None = None
         Its :func:`kendall_between` (computed when None).
     digits : int
         Decimals of the means and standard errors.
+    verdicts : pandas.DataFrame, optional
+        :func:`rank_verdicts` (with a ``policy`` column when the table has one): each removal's
+        ranking with its simultaneous rank intervals, listed under the policy's tables.
     """
     if kendall is None:
         kendall = kendall_between(table)
@@ -189,15 +295,30 @@ def robustness_markdown(table: pd.DataFrame, kendall: pd.DataFrame | None = None
                 lines.append(f"| {label} | {method} | " + " | ".join(cells) + " |")
                 label = ""
         if len(ksub):
+            boot = "tau_low" in ksub.columns
             lines.append("\nKendall τ-b between the removals' method rankings (1: the same "
-                         "ranking, -1: reversed):\n")
-            lines.append("| Test mode | Removals | τ | p-value | Methods |")
-            lines.append("|---|---|---:|---:|---:|")
+                         "ranking, -1: reversed)"
+                         + ("; the interval resamples the independent units (the same units "
+                            "under both removals), so a τ below 1 whose interval reaches 1 "
+                            "says the rankings cannot be told apart" if boot else "") + ":\n")
+            lines.append("| Test mode | Removals | τ | p-value | Methods |"
+                         + (" τ interval (bootstrap) |" if boot else ""))
+            lines.append("|---|---|---:|---:|---:|" + ("---:|" if boot else ""))
             for r in ksub.itertuples(index=False):
                 tau = "" if not np.isfinite(r.tau) else f"{r.tau:.3f}"
                 p = "" if not np.isfinite(r.p_value) else f"{r.p_value:.3g}"
+                ci = ""
+                if boot:
+                    ci = (f" [{r.tau_low:.2f}, {r.tau_high:.2f}] |"
+                          if np.isfinite(r.tau_low) else " |")
                 lines.append(f"| {r.mode} | {r.removal_a} / {r.removal_b} | {tau} | {p} | "
-                             f"{r.n_methods} |")
+                             f"{r.n_methods} |{ci}")
+        if verdicts is not None and len(verdicts):
+            vsub = verdicts[verdicts["policy"] == policy] if has_policy else verdicts
+            lines.append("\nEach removal's ranking with its uncertainty (simultaneous 95 % rank "
+                         "intervals over the independent units, docs/verdicts.md):\n")
+            lines += [f"- {r.mode}, {r.removal}: {r.verdict}." for r in
+                      vsub.itertuples(index=False)]
         lines.append("")
     return "\n".join(lines)
 

@@ -139,7 +139,7 @@ def test_roar_example_config_loads_for_insdel_roar(tmp_path):
 
 @pytest.mark.parametrize("name", ["images", "metrics", "functional", "leaderboard", "roar",
                                   "road", "model_files", "digits", "sanity", "tuning",
-                                  "report_page"])
+                                  "report_page", "verdicts"])
 def test_modules_the_docs_call_as_attributes_of_insdel(name):
     # README: insdel.images.evaluate(...), insdel.functional.run_catalogue(...) after `import insdel`
     code = f"import insdel; m = insdel.{name}; assert m.__name__ == 'insdel.{name}'"

@@ -245,6 +245,22 @@ def test_run_names_its_inputs_in_summary_and_manifest(full_run):
     assert full_run.to_markdown() == text
 
 
+def test_run_prints_verdicts_beside_each_policy_table(full_run):
+    """summary.md holds, under every policy's table, the verdicts read off the pairs' ABCs
+    (insdel.verdicts): the significant orderings (Holm), rank intervals and IG's equivalence
+    to Kernel SHAP; comparisons.csv holds every pairwise comparison per mode."""
+    text = (full_run.out / "summary.md").read_text()
+    assert text.count("#### Verdicts") == 2
+    assert "- **Insertion.** Significant orderings (Holm-adjusted paired t tests" in text
+    assert "- Equivalence (TOST): integrated_gradients is " in text
+    assert "kernel_shap within ±" in text
+    comp = pd.read_csv(full_run.out / "counterfactual" / "comparisons.csv")
+    ev = full_run.evaluations["counterfactual"]
+    K = len(ev.methods)
+    assert len(comp) == K * (K - 1) and set(comp["mode"]) == {"insertion", "deletion"}
+    assert ev.verdicts() in text
+
+
 def test_evaluation_save_load_round_trip(full_run, tmp_path):
     ev = full_run.evaluations["counterfactual"]
     pairing = full_run.pairings["counterfactual"]

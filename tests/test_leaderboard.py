@@ -519,3 +519,36 @@ def test_road_runs_on_the_leaderboard_and_other_kinds_skipped_with_a_note(tmp_pa
     # nothing rankable: refused, naming what was found
     with pytest.raises(ValueError, match="a ROAR run"):
         L.leaderboard([runs / "roar", runs / "images"])
+
+
+def test_block_verdicts_and_comparisons_beside_each_block(tmp_path):
+    """Each block's table is followed by its verdicts (insdel.verdicts over the block's units, by
+    the metric's direction); the comparisons are a table of their own, and the units are the
+    clusters (a pair and its mirror counted once)."""
+    rng = np.random.default_rng(4)
+    once = {m: {"insertion": s + 0.2 * rng.normal(size=12),
+                "deletion": -s + 0.2 * rng.normal(size=12)}
+            for m, s in zip("abc", (1.0, 0.0, 0.02), strict=True)}
+    twice = {m: {mo: np.repeat(v, 2) for mo, v in d.items()} for m, d in once.items()}
+    run = fake_run(tmp_path / "r", twice)
+    f = run / "average" / "abc.parquet"
+    pd.read_parquet(f).assign(cluster=lambda d: d["pair"] // 2).to_parquet(f, index=False)
+    board = L.leaderboard([run], n_boot=200)
+    md = board.to_markdown()
+    assert "Verdicts (paired over the block's independent units" in md
+    assert "a > b (p_holm < 0.001)" in md and "a is first with 95 % confidence" in md
+    assert "- Cannot be told apart: b and c (p_holm = " in md
+    c = board.comparisons
+    assert set(c["metric"]) == {"insertion", "deletion", "total"} and set(c["n_units"]) == {12}
+    ins = c[(c["metric"] == "insertion") & (c["a"] == "a") & (c["b"] == "b")].iloc[0]
+    from scipy.stats import ttest_rel
+
+    assert ins["p"] == pytest.approx(ttest_rel(once["a"]["insertion"],
+                                               once["b"]["insertion"]).pvalue)
+    # deletion is higher-is-better too (ABC'): a's -1 is worst there
+    dele = c[(c["metric"] == "deletion") & (c["a"] == "a") & (c["b"] == "b")].iloc[0]
+    assert dele["mean"] < 0 and dele["p_holm"] < 0.05
+    paths = board.save(tmp_path / "out")
+    assert tmp_path / "out" / "leaderboard_comparisons.csv" in paths
+    comp = board.compared[("g1", "average", "insertion")]
+    assert comp.n_units == 12 and comp.verdicts()[0].startswith("a > ")

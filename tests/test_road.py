@@ -380,7 +380,14 @@ def test_ties_within_noise_are_shown_as_ties():
     assert "noisy1" not in str(s.loc["truth", "tied_with"])
     assert (s["srg_se"] > 0).all()
     md = res.to_markdown()
-    assert "| SE | Within noise of |" in md and "their order is not established" in md
+    assert "| SE | Within noise of | SRG 95 % interval |" in md
+    assert "their order is not established" in md
+    r = s.loc["noisy1"]
+    z = 1.959963984540054
+    assert f"[{r['srg'] - z * r['srg_se']:+.4f}, {r['srg'] + z * r['srg_se']:+.4f}]" in md
+    top = res.summary.sort_values("rank").iloc[0]
+    assert md.rstrip().endswith(res.verdict()) and res.verdict().startswith(
+        f"Verdict: {top['method']} has the highest SRG")
 
 
 def test_repeats_of_the_draws_give_the_spread_over_seeds():

@@ -23,6 +23,8 @@ from insdel.robustness import (  # noqa: E402
     KENDALL_COLUMNS,
     TABLE_COLUMNS,
     kendall_between,
+    kendall_intervals,
+    rank_verdicts,
     robustness_markdown,
     robustness_table,
 )
@@ -146,6 +148,46 @@ def test_kendall_between_takes_evaluations_and_keeps_policies(two_evaluations):
     np.testing.assert_array_equal(k["tau"].to_numpy()[:2], k["tau"].to_numpy()[2:])
 
 
+def test_kendall_intervals_resample_units_and_equal_scipys_tau_per_replicate(two_evaluations):
+    """τ's interval: each replicate resamples the pairs (the same for both removals), the
+    methods' means recomputed and scipy's τ-b between them; the percentiles of those."""
+    got = kendall_intervals(two_evaluations, n_boot=60, seed=3)
+    assert list(got.columns) == ["mode", "removal_a", "removal_b", "tau_low", "tau_high",
+                                 "n_units"]
+    rng = np.random.default_rng(3)
+    counts = rng.multinomial(7, np.full(7, 1 / 7), size=60)
+    ev_a, ev_b = two_evaluations["baseline"], two_evaluations["marginal"]
+    for mode in ("insertion", "deletion"):
+        taus = []
+        for c in counts:
+            ma = [np.repeat(ev_a.abc_array(m, mode), c).mean() for m in ev_a.methods]
+            mb = [np.repeat(ev_b.abc_array(m, mode), c).mean() for m in ev_a.methods]
+            taus.append(kendalltau(ma, mb).statistic)
+        taus = np.asarray(taus)
+        taus = taus[np.isfinite(taus)]
+        row = got[got["mode"] == mode].iloc[0]
+        assert (row["tau_low"], row["tau_high"]) == pytest.approx(
+            tuple(np.percentile(taus, [2.5, 97.5])))
+    same = kendall_intervals({"a": ev_a, "b": ev_a}, n_boot=30)
+    assert (same["tau_low"] == 1).all() and (same["tau_high"] == 1).all()
+    with pytest.raises(ValueError, match="non-empty mapping"):
+        kendall_intervals({})
+
+
+def test_rank_verdicts_are_each_removal_s_rank_intervals(two_evaluations):
+    from insdel.verdicts import compare, rank_intervals
+
+    v = rank_verdicts(two_evaluations, n_resamples=100)
+    assert list(v.columns) == ["mode", "removal", "verdict", "ranks"] and len(v) == 4
+    ev = two_evaluations["marginal"]
+    V = np.stack([ev.abc_array(m, "deletion") for m in ev.methods], axis=1)
+    r = rank_intervals(compare(V, ev.methods, n_resamples=100))
+    row = v[(v["mode"] == "deletion") & (v["removal"] == "marginal")].iloc[0]
+    assert row["verdict"] == "; ".join(r.verdicts())
+    md = robustness_markdown(robustness_table(two_evaluations), verdicts=v)
+    assert f"- deletion, marginal: {row['verdict']}." in md
+
+
 def test_markdown_and_figure(two_evaluations, tmp_path):
     table = robustness_table(two_evaluations)
     text = robustness_markdown(table)
@@ -191,6 +233,14 @@ def test_a_run_with_two_removals_writes_their_folders_and_the_report(two_removal
         assert (out / "median" / "removal-marginal" / name).is_file()
     for name in ("removal_robustness.csv", "removal_robustness.md", "removal_kendall.csv"):
         assert (out / name).is_file()
+    kendall = pd.read_csv(out / "removal_kendall.csv")
+    assert {"tau_low", "tau_high", "n_units"} <= set(kendall.columns)
+    assert (kendall["tau_low"] <= kendall["tau_high"]).all()
+    assert "τ interval (bootstrap) |" in (out / "removal_robustness.md").read_text()
+    assert "Each removal's ranking with its uncertainty" in (out / "removal_robustness.md"
+                                                             ).read_text()
+    assert res.robustness_verdicts is not None and set(res.robustness_verdicts["removal"]) == \
+        {"baseline", "marginal"}
     assert not (out / "median" / "removal-baseline").exists()  # the primary is where it was
     marg = insdel.Evaluation.load(out / "median" / "removal-marginal")
     assert marg.removal["name"] == "marginal" and marg.removal["n_references"] == 3

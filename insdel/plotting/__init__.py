@@ -25,8 +25,9 @@ pair), ``distributions`` (many pairs), ``runs`` (a run's figures, predictions, R
 similarity against the randomised layer; :func:`plot_reliability`: metrics by resilience and
 reactivity), ``interactions`` (:func:`interaction_heatmap`: the strongest pairwise effects;
 :func:`plot_surrogate`: the order-k surrogate curves beside the real curve;
-:func:`interaction_figure`: both for one pair); every public name is importable from
-``insdel.plotting``.
+:func:`interaction_figure`: both for one pair), ``verdicts`` (:func:`critical_difference`:
+methods on a rank axis, bars joining those that cannot be told apart); every public name is
+importable from ``insdel.plotting``.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from .runs import (
     save_figure,
 )
 from .sanity import plot_reliability, plot_sanity
+from .verdicts import cannot_tell_apart, critical_difference
 
 __all__ = [
     "plot_curves", "plot_pair", "plot_image_curves", "abc_histogram", "abc_scatter",
@@ -60,5 +62,5 @@ __all__ = [
     "insertion_deletion_figure", "METHOD_LABELS", "plot_predictions", "policy_figures",
     "save_figure", "compare_pair", "decomposition_figure", "roar_figure", "plot_road", "figure1",
     "plot_sanity", "plot_reliability", "removal_robustness", "interaction_heatmap",
-    "plot_surrogate", "interaction_figure",
+    "plot_surrogate", "interaction_figure", "critical_difference", "cannot_tell_apart",
 ]

@@ -65,6 +65,7 @@ class PolicyRun:
     evaluation: Evaluation | None = None       # under the primary removal
     removal_evaluations: dict = field(default_factory=dict)  # removal name -> Evaluation
     summary: pd.DataFrame | None = None
+    verdicts: str | None = None
     sampled_vs_exact: pd.DataFrame | None = None
     metrics: pd.DataFrame | None = None
 

@@ -88,7 +88,11 @@ class RunResult:
         ``removal_robustness.csv``).
     robustness_kendall : pandas.DataFrame or None
         With several removals: the Kendall τ-b between their method rankings
-        (:func:`insdel.robustness.kendall_between`; ``removal_kendall.csv``).
+        (:func:`insdel.robustness.kendall_between`; ``removal_kendall.csv``), with its
+        bootstrap interval over the units (``tau_low``, ``tau_high``).
+    robustness_verdicts : pandas.DataFrame or None
+        With several removals: each removal's ranking with its simultaneous rank intervals
+        (:func:`insdel.robustness.rank_verdicts`, with a ``policy`` column).
     """
 
     out: Path
@@ -107,6 +111,7 @@ class RunResult:
     removal_evaluations: dict = field(default_factory=dict)
     robustness: pd.DataFrame | None = None
     robustness_kendall: pd.DataFrame | None = None
+    robustness_verdicts: pd.DataFrame | None = None
 
     def to_markdown(self, digits: int = 3) -> str:
         """Every policy's table (paper layout), the Table 4 diagnostics and, when computed, the
@@ -118,7 +123,9 @@ class RunResult:
                             removals=_removal_lines(m.get("removals"), mode)) if m else None
         return run_tables(self.summary, self.diagnostics, self.decompositions, methods, digits,
                           header=header, sampled=self.sampled_vs_exact, metrics=self.metrics,
+                          verdicts={k: ev.verdicts() for k, ev in self.evaluations.items()},
                           robustness=_robustness_text(self.robustness, self.robustness_kendall,
+                                                      self.robustness_verdicts,
                                                       mode, digits))
 
 
@@ -263,7 +270,7 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     mode = cfg["removal"]["attributions"]
     header = run_header(data_info, model_info, policy_specs,
                         removals=_removal_lines(removal_info, mode))
-    robust, kendall = _robustness(runs, out, mode)
+    robust, kendall, rank_text = _robustness(runs, out, mode)
     sampled = [p.sampled_vs_exact for p in runs if p.sampled_vs_exact is not None]
     sampled_df = pd.concat(sampled, ignore_index=True) if sampled else None
     if sampled_df is not None:
@@ -275,8 +282,10 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     ck.atomic_write_text(out / "summary.md", run_tables(summary, diag, decomps, methods,
                                                         header=header, sampled=sampled_df,
                                                         metrics=metrics_df,
+                                                        verdicts={p.label: p.verdicts
+                                                                  for p in runs},
                                                         robustness=_robustness_text(
-                                                            robust, kendall, mode)))
+                                                            robust, kendall, rank_text, mode)))
 
     fig_paths = figures_stage(cfg, evaluations, model, dataset, out, stages, log, decomps,
                               robustness=None if robust is None else (robust, kendall))
@@ -295,7 +304,8 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
                      model=model, dataset=dataset, decompositions=decomps,
                      sampled_vs_exact=sampled_df, metrics=metrics_df,
                      removal_evaluations={p.label: dict(p.removal_evaluations) for p in runs},
-                     robustness=robust, robustness_kendall=kendall)
+                     robustness=robust, robustness_kendall=kendall,
+                     robustness_verdicts=rank_text)
 
 
 def _make_policy(entry: Mapping):
@@ -321,12 +331,18 @@ def _removal_lines(removals, mode: str) -> list[str] | None:
 
 def _robustness(runs: list[PolicyRun], out: Path, mode: str):
     """With several removals: the robustness table and Kendall τ of every policy, written as
-    ``removal_robustness.csv`` / ``removal_kendall.csv`` / ``removal_robustness.md``; else
-    (None, None)."""
-    from ..robustness import kendall_between, robustness_markdown, robustness_table
+    ``removal_robustness.csv`` / ``removal_kendall.csv`` / ``removal_robustness.md``, and each
+    removal's ranking with its rank intervals (``rank_verdicts``); else (None, None, None)."""
+    from ..robustness import (
+        kendall_between,
+        kendall_intervals,
+        rank_verdicts,
+        robustness_markdown,
+        robustness_table,
+    )
 
     if not runs or len(runs[0].removal_evaluations) < 2:
-        return None, None
+        return None, None, None
     parts = []
     for p in runs:
         t = robustness_table(p.removal_evaluations)
@@ -334,15 +350,22 @@ def _robustness(runs: list[PolicyRun], out: Path, mode: str):
         parts.append(t)
     table = pd.concat(parts, ignore_index=True)
     kendall = kendall_between(table)
+    boot = pd.concat([kendall_intervals(p.removal_evaluations).assign(policy=p.label)
+                      for p in runs], ignore_index=True)  # τ's interval over the units
+    kendall = kendall.merge(boot, on=["policy", "mode", "removal_a", "removal_b"], how="left")
+    verdicts = pd.concat([rank_verdicts(p.removal_evaluations).assign(policy=p.label)
+                          for p in runs], ignore_index=True)
     ck.atomic_write_text(out / "removal_robustness.csv", table.to_csv(index=False))
     ck.atomic_write_text(out / "removal_kendall.csv", kendall.to_csv(index=False))
-    ck.atomic_write_text(out / "removal_robustness.md",
-                         f"{attributions_text(mode)}.\n\n{robustness_markdown(table, kendall)}")
-    return table, kendall
+    ck.atomic_write_text(out / "removal_robustness.md", f"{attributions_text(mode)}.\n\n"
+                         + robustness_markdown(table, kendall, verdicts=verdicts))
+    return table, kendall, verdicts
 
 
-def _robustness_text(table, kendall, mode: str, digits: int = 3) -> str | None:
+def _robustness_text(table, kendall, verdicts, mode: str, digits: int = 3) -> str | None:
     from ..robustness import robustness_markdown
 
-    return None if table is None else (f"{attributions_text(mode)}.\n\n"
-                                       f"{robustness_markdown(table, kendall, digits)}")
+    if table is None:
+        return None
+    return (f"{attributions_text(mode)}.\n\n"
+            + robustness_markdown(table, kendall, digits, verdicts=verdicts))

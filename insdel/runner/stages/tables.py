@@ -12,14 +12,21 @@ __all__ = ["run"]
 
 
 def run(p: PolicyRun) -> None:
-    """Write ``summary.csv`` / ``summary.md`` (``p.summary``, with a ``policy`` column), and when
+    """Write ``summary.csv`` / ``summary.md`` (``p.summary``, with a ``policy`` column; the
+    verdicts ``p.verdicts`` under the table and every pairwise comparison in
+    ``comparisons.csv``), and when
     both ran ``sampled_vs_exact.csv`` (``p.sampled_vs_exact``), and with a decomposition
     ``decomposition.parquet`` (the ABC of every method and mode, and the pairs' units, added to
     ``p.decomposition``)."""
     ev, atts, folder, label = p.evaluation, p.attributions, p.folder, p.label
     s = ev.summary()
+    p.verdicts = ev.verdicts()
+    comp = ev.comparisons()
     ck.atomic_write_text(folder / "summary.csv", s.to_csv(index=False))
-    ck.atomic_write_text(folder / "summary.md", policy_table(label, s) + "\n")
+    if len(comp):  # every pairwise comparison per mode (insdel.verdicts)
+        ck.atomic_write_text(folder / "comparisons.csv", comp.to_csv(index=False))
+    ck.atomic_write_text(folder / "summary.md", policy_table(label, s, verdicts=p.verdicts)
+                         + "\n")
     s.insert(0, "policy", label)
     p.summary = s
     if "kernel_shap" in atts and "exact_shapley" in atts:
