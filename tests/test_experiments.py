@@ -868,7 +868,8 @@ def test_lock_folder_refuses_a_folder_of_another_kind_and_names_both(tmp_path):
     from insdel.runner import provenance
 
     manifests = {"run": {"policies": ["median"]}, "roar": {"roar": {}}, "road": {"road": {}},
-                 "sanity": {"sanity": {}}, "paper-images": {"experiment": "paper-images"}}
+                 "sanity": {"sanity": {}}, "tune": {"tune": {}}, "forecast": {"forecast": {}},
+                 "paper-images": {"experiment": "paper-images"}}
     assert set(manifests) == set(provenance.KINDS)
     for kind, manifest in manifests.items():
         out = tmp_path / kind

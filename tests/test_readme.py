@@ -23,7 +23,8 @@ PRINTS = [("integrated_gradients", "std_error"),          # In Python
           ("baseline", "marginal", "conditional_gaussian"),       # beyond one reference
           ("exact_shapley", "difference", "auc", "grad_x_input"),   # groups, steps and images
           ("greedy_exact_insertion", "best_insertion"),             # interactions
-          ("pixel_flipping", "insertion_abc", "(40,)")]   # the field's metrics
+          ("pixel_flipping", "insertion_abc", "(40,)"),   # the field's metrics
+          ("deeplift > ig", "first with 95 % confidence", "independent units")]  # verdicts
 
 
 def test_every_python_block_is_checked():
