@@ -34,6 +34,7 @@ _LAZY = {
     "report": "insdel.report",
     "diagnostics": "insdel.diagnostics",
     "shapley_values": "insdel.decomposition",
+    "interactions": "insdel.interactions",
     "decomposition": "insdel.decomposition",
     "attribution": "insdel.attribution",
     # modules the docs call as insdel.<module>.<name> after a bare ``import insdel``
