@@ -260,3 +260,23 @@ def test_the_package_is_its_front_door():
 
     assert callable(module) and module.interactions is not None
     assert insdel.interactions is module
+
+
+@pytest.mark.parametrize("name", ["SV", "SII", "k-SII", "STII", "BII", "BV"])
+def test_sampled_estimates_agree_with_the_exact_values_within_their_standard_errors(name):
+    rng = np.random.default_rng(0)
+    f = lambda Z: Z[:, 0] * Z[:, 1] + np.sin(Z[:, 2]) * Z[:, 3] + Z[:, 4] ** 2 * Z[:, 5]  # noqa: E731
+    X, R = rng.normal(size=(2, 7)), rng.normal(size=(2, 7))
+    exact = insdel.interactions(f, X, R, index=name)
+    est = insdel.interactions(f, X, R, index=name, max_d=3, n_samples=600, seed=1)
+    assert not est.exact and exact.exact and est.n_samples == 600
+    assert est.method == INDICES[name].estimator
+    assert est.standard_errors(est.order).any()
+    for order in range(exact.order + 1):
+        err = np.abs(est.values(order) - exact.values(order))
+        assert (err <= 5 * est.standard_errors(order) + 1e-9).all(), (order, err.max())
+    again = insdel.interactions(f, X, R, index=name, max_d=3, n_samples=600, seed=1)
+    np.testing.assert_array_equal(again.values(1), est.values(1))
+    if name == "STII":  # the orders below k are exact Möbius coefficients
+        np.testing.assert_allclose(est.values(1), exact.values(1), atol=1e-12)
+        assert not est.standard_errors(1).any()
