@@ -1,5 +1,5 @@
 """insdel's interaction values to and from shapiq's ``InteractionValues`` (shapiq imported
-lazily: ``pip install "insdel[interactions]"``), and an insdel game as a shapiq ``Game``.
+lazily: ``pip install ".[interactions]"`` in the insdel clone), and an insdel game as a shapiq ``Game``.
 
 Score shapiq's approximators (KernelSHAP-IQ, SVARM-IQ, permutation sampling, ...) against
 insdel's exact values, or draw insdel's values with shapiq's plots. Conventions
@@ -31,8 +31,8 @@ def require_shapiq():
     try:
         import shapiq
     except ImportError as err:  # pragma: no cover - shapiq is a test dependency
-        raise ImportError('shapiq is needed for this: pip install "insdel[interactions]" '
-                          '(or pip install "shapiq>=1.4").') from err
+        raise ImportError('shapiq is needed for this: pip install ".[interactions]" in the '
+                          'insdel clone (or pip install "shapiq>=1.4").') from err
     return shapiq
 
 
