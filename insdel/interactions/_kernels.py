@@ -50,12 +50,12 @@ def entry_counts(dsz, k):  # pragma: no cover - numba
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
-def superset_sums_ragged(delta, off, dsz, W, k, eoff, emask, evals):  # pragma: no cover - numba
+def superset_sums_ragged(delta, off, dsz, W, k, pc, eoff, emask, evals):  # pragma: no cover - numba
     """``evals[e] = sum_{T ⊇ S_e} W[|S_e|, |T|] delta[T]`` for every subset S_e of D_b, |S_e| <= k.
 
     Pair b's entries ``eoff[b] .. eoff[b + 1] - 1`` are its subsets by size (0, 1, ..., k), each
     size in increasing local bitmask (bit t = the t-th unit of D_b); ``emask`` gets the local
-    bitmask of each entry.
+    bitmask of each entry. ``pc[u]`` is |u| for every u < 2^max|D_b| (``popcounts``).
     """
     B = dsz.shape[0]
     for b in nb.prange(B):
@@ -66,26 +66,26 @@ def superset_sums_ragged(delta, off, dsz, W, k, eoff, emask, evals):  # pragma: 
         # size 0: a plain weighted sum
         tot = 0.0
         for T in range(N):
-            tot += W[0, _popcount(T)] * delta[o + T]
+            tot += W[0, pc[T]] * delta[o + T]
         emask[e] = 0
         evals[e] = tot
         e += 1
         a = np.empty(N)
         for s in range(1, min(k, d) + 1):
             for T in range(N):
-                a[T] = W[s, _popcount(T)] * delta[o + T]
+                a[T] = W[s, pc[T]] * delta[o + T]
             for i in range(d - 1, -1, -1):  # upward zeta, highest bit first, pruned
                 bit = np.int64(1) << i
                 H = np.int64(1) << (d - 1 - i)
                 for h in range(H):
-                    if _popcount(h) > s:
+                    if pc[h] > s:
                         continue
                     base = h << (i + 1)
                     for lo in range(bit):
                         u = base | lo
                         a[u] += a[u | bit]
             for u in range(N):
-                if _popcount(u) == s:
+                if pc[u] == s:
                     emask[e] = u
                     evals[e] = a[u]
                     e += 1

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._decomposition_kernels import zeta_ragged
+from .._decomposition_kernels import popcounts, zeta_ragged
 from .._validation import check_scalar
 from ._kernels import entry_counts, superset_sums_ragged
 from .indices import IndexSpec, check_index, weights
@@ -89,7 +89,7 @@ def from_effects(dsz, Dflat, doff, delta, *, index: str = "k-SII", order: int | 
     np.cumsum(counts, out=eoff[1:])
     emask = np.empty(int(eoff[-1]), dtype=np.int64)
     evals = np.empty(int(eoff[-1]))
-    superset_sums_ragged(delta, off, dsz, W, k, eoff, emask, evals)
+    superset_sums_ragged(delta, off, dsz, W, k, popcounts(dmax), eoff, emask, evals)
     if v_empty is None:
         v_empty = delta[off[:-1]]
     if v_all is None:
