@@ -280,3 +280,32 @@ def test_sampled_estimates_agree_with_the_exact_values_within_their_standard_err
     if name == "STII":  # the orders below k are exact Möbius coefficients
         np.testing.assert_allclose(est.values(1), exact.values(1), atol=1e-12)
         assert not est.standard_errors(1).any()
+
+
+class EffectsGame(insdel.game.Game):
+    """A game that knows its effects in closed form and refuses to be evaluated."""
+
+    closed_form = frozenset({"effects"})
+
+    def __init__(self, delta, n):
+        self.X = np.zeros((1, n))
+        self.delta = np.asarray(delta, float)
+
+    def _values(self, pairs, keep, clock):
+        raise AssertionError("a game with effects is never evaluated")
+
+    def effects(self):
+        n = self.n
+        return (np.array([n]), np.arange(n), np.array([0, n]), self.delta)
+
+
+def test_a_game_with_closed_form_effects_is_read_exactly_at_any_size_without_evaluation():
+    n = 7
+    delta = np.random.default_rng(9).normal(size=2 ** n)
+    res = insdel.interactions(EffectsGame(delta, n), index="FSII", order=3, max_d=2)
+    assert res.exact and res.n_evals == 0
+    v = insdel.decomposition.zeta(delta)
+    want = brute("FSII", v, n, 3)
+    for S, val in want.items():
+        assert abs(res.get(0, S) - val) <= 1e-11
+    assert res.v_all[0] == pytest.approx(v[-1]) and res.v_empty[0] == pytest.approx(v[0])
