@@ -19,15 +19,6 @@ __all__ = ["superset_sums_ragged", "entry_counts"]
 
 
 @nb.njit(cache=True, nogil=True)
-def _popcount(u):  # pragma: no cover - numba
-    c = 0
-    while u:
-        u &= u - 1
-        c += 1
-    return c
-
-
-@nb.njit(cache=True, nogil=True)
 def _binom(n, k):  # pragma: no cover - numba
     if k < 0 or k > n:
         return 0
