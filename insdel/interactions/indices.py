@@ -161,9 +161,3 @@ def _weight(name: str, s: int, t: int, k: int, bern) -> Fraction:
         return same + Fraction((-1) ** (k - s) * comb(t - s - 1, k - s), 2 ** (t - s))
     raise AssertionError(name)  # pragma: no cover - INDICES is closed
 
-
-def empty_value(spec: IndexSpec, W: np.ndarray, v_empty: np.ndarray, formula: np.ndarray
-                ) -> np.ndarray:
-    """The S = ∅ entry (the module's convention): v(∅) for the efficient indices, else the
-    formula's value."""
-    return np.asarray(v_empty if spec.empty_is_baseline else formula, dtype=np.float64)
