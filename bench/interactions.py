@@ -20,7 +20,7 @@ In one run:
 numba's first call (compile or cache load) is excluded: every function runs once before timing.
 
 Usage: ``python bench/interactions.py [--pairs 2] [--d 22] [--repeats 3] [--n 8 10 12 14]
-[--tiny]``
+[--parts a b] [--tiny]``
 """
 
 from __future__ import annotations
@@ -144,13 +144,16 @@ def main(argv=None) -> None:
     p.add_argument("--d", type=int, default=22)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--n", type=int, nargs="+", default=[8, 10, 12, 14])
+    p.add_argument("--parts", nargs="+", choices=["a", "b"], default=["a", "b"])
     p.add_argument("--tiny", action="store_true", help="seconds: a smoke test")
     a = p.parse_args(argv)
     if a.tiny:
         a.pairs, a.d, a.repeats, a.n = 1, 10, 1, [6]
     print(machine_line())
-    part_a(a.pairs, a.d, a.repeats)
-    part_b(a.n, a.repeats)
+    if "a" in a.parts:
+        part_a(a.pairs, a.d, a.repeats)
+    if "b" in a.parts:
+        part_b(a.n, a.repeats)
 
 
 if __name__ == "__main__":
