@@ -41,6 +41,8 @@ SCRIPTS: list[tuple[str, str, list[str], bool, str]] = [
      "curve time against n (8..256) and B (100..100,000) and where it goes"),
     ("decomposition", "decomposition.py", ["--pairs", "20"], False,
      "anchored decomposition overhead at n = 16, best order, exact Shapley vs shap / captum (n=12)"),
+    ("interactions", "interactions.py", [], False,
+     "interaction indices at |D| = 22 beside the decomposition; shapiq ExactComputer n = 8..14"),
     ("shapley_budget", "shapley_budget.py", [], True,
      "exact Shapley at n = 12 and 16 vs shap exact and captum KernelShap with the same budget"),
     ("attribution", "attribution.py", [], False,

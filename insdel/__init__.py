@@ -36,6 +36,7 @@ _LAZY = {
     "shapley_values": "insdel.decomposition",
     "interaction_orderings": "insdel.decomposition",
     "surrogate_curves": "insdel.decomposition",
+    "interactions": "insdel.interactions",
     "decomposition": "insdel.decomposition",
     "attribution": "insdel.attribution",
     # modules the docs call as insdel.<module>.<name> after a bare ``import insdel``

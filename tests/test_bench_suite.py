@@ -135,6 +135,13 @@ def test_run_all_tiny_every_script(tmp_path):
     assert "FAILED" not in out.read_text()
 
 
+def test_interactions_bench_tiny(tmp_path):
+    """bench/interactions.py runs on tiny sizes (it checks efficiency and prints its differences
+    to shapiq's ExactComputer)."""
+    _run_all_tiny(tmp_path, ["interactions"], ["## bench/interactions.py", "shapiq / insdel",
+                                               "/ decomposition"])
+
+
 def test_images_bench_tiny_agrees_with_quantus(tmp_path):
     """The grouped-image bench (issue #16) runs on tiny sizes; it exits non-zero if insdel's
     curves and Quantus' PixelFlipping disagree."""

@@ -119,6 +119,16 @@ SCHEMA: dict[str, Any] = {
         "pairs_per_chunk": (_INT, 8, _at_least(1)),
         "max_d": (_INT, 16, _at_least(1)),
     },
+    # Shapley interaction indices of the first n_pairs pairs (insdel.interactions,
+    # docs/interactions.md): one interactions.parquet per policy; n_pairs = 0: none
+    "interactions": {
+        "n_pairs": (_INT, 0, _at_least(0)),
+        "index": (_STR, "k-SII"),
+        "order": (_INT + (type(None),), None, _at_least(1)),
+        "max_d": (_INT, 16, _at_least(1)),
+        "n_samples": (_INT + (type(None),), None, _at_least(2)),
+        "pairs_per_chunk": (_INT, 8, _at_least(1)),
+    },
     "metrics": {
         "names": (_LIST, []),
         "options": (ANY_TABLE, {}),

@@ -300,6 +300,7 @@ def _check_values(cfg: dict, source: str, check_tables=None) -> None:
     _check_methods(cfg, source)
     _check_metrics(cfg, source)
     _check_removal(cfg, source)
+    _check_interactions(cfg, source)
     if not cfg["policies"]:
         raise ConfigError(f"{source}: policies must name at least one policy ([[policies]]).")
     for i, p in enumerate(cfg["policies"]):
@@ -328,6 +329,22 @@ def _check_values(cfg: dict, source: str, check_tables=None) -> None:
     _check_data(cfg, source)
     _check_model(cfg, source)
     _check_policies(cfg, source)
+
+
+def _check_interactions(cfg: dict, source: str) -> None:
+    """``[interactions]``: a known index (did-you-mean), and SV / BV only at order 1."""
+    from ..interactions.indices import check_index
+
+    t = cfg.get("interactions")
+    if not t:
+        return
+    try:
+        spec = check_index(t["index"], "interactions.index")
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{source}: {err}") from None
+    if spec.fixed_order is not None and t["order"] not in (None, spec.fixed_order):
+        raise ConfigError(f"{source}: interactions.order = {t['order']}: index {spec.name!r} "
+                          f"has order {spec.fixed_order} (use 'SII' or 'BII' for higher orders).")
 
 
 #: Reserved folders of a run's output (a policy folder there would be deleted with them or lose

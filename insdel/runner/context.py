@@ -68,6 +68,7 @@ class PolicyRun:
     verdicts: str | None = None
     sampled_vs_exact: pd.DataFrame | None = None
     metrics: pd.DataFrame | None = None
+    interactions: pd.DataFrame | None = None  # [interactions]: one row per (pair, subset)
 
     @property
     def folder(self) -> Path:

@@ -35,7 +35,7 @@ from .removals import (
     removals_text,
 )
 from .session import loaded, opened
-from .stages import attribution, curves, decomposition, metrics, tables
+from .stages import attribution, curves, decomposition, interactions, metrics, tables
 from .stages.data import dataset_info, groups_of, load_dataset, log_dataset, select_pool
 from .stages.figures import figures as figures_stage
 from .stages.model import model_files, model_stage
@@ -50,6 +50,7 @@ POLICY_STAGES = (
     curves,         # curves and ABCs; abc.parquet, curves.npz, attributions.npz
     metrics,        # [metrics] on the same attributions
     tables,         # summary, sampled vs exact, decomposition.parquet
+    interactions,   # [interactions]: interactions.parquet (an interaction index per pair)
 )
 
 
