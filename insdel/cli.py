@@ -337,6 +337,12 @@ def _cmd_leaderboard(args) -> int:
                         min_reliability=args.min_reliability)
     print(board.to_markdown())
     paths = board.save(args.out)
+    if board.compared:  # beside leaderboard.png: which differences are significant, per block
+        from .plotting import critical_difference_figure, save_figure
+
+        fig = critical_difference_figure({f"{g}/{pol}: {board.labels.get(m, m)}": c
+                                          for (g, pol, m), c in board.compared.items()})
+        paths.append(save_figure(fig, Path(args.out) / "leaderboard_critical_difference.png"))
     print("written: " + ", ".join(str(p) for p in paths))
     return 0
 
