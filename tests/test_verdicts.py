@@ -382,3 +382,34 @@ def test_planner_against_simulated_leaderboards(bench):
 def test_bench_script_runs_tiny(bench, capsys):
     assert bench.main(["--tiny"]) == 0
     assert "| FWER, Holm |" in capsys.readouterr().out
+
+
+def test_a_run_prints_the_verdicts_with_the_configured_margin(samples, tmp_path):
+    """[verdicts] reaches the run: on the real Bangalore file's 60-row sample the summary
+    under the table holds the Holm orderings, the rank intervals and IG's equivalence to Kernel
+    SHAP within the absolute margin given (±0.5), and the manifest records the table."""
+    import json
+
+    from insdel import runner
+
+    cfg = {"name": "v", "seed": 0,
+           "data": {"recipe": "bangalore", "options": {"path": str(samples /
+                                                                  "bangalore_head60.csv")}},
+           "model": {"params": {"hidden": [8], "dropout": 0.0, "lr": 3e-3}, "max_epochs": 2},
+           "targets": {"n": 12}, "policies": [{"spec": {"policy": "median"}}],
+           "methods": {"names": ["kernel_shap", "integrated_gradients", "vanilla_grad"],
+                       "options": {"kernel_shap": {"n_samples": 200},
+                                   "integrated_gradients": {"n_steps": 16}}},
+           "evaluation": {"n_random": 1, "targets_per_chunk": 6},
+           "verdicts": {"margin": 0.5, "relative": False, "adjust": "maxt",
+                        "n_resamples": 200},
+           "figures": {"enabled": False}}
+    res = runner.run_experiment(cfg, tmp_path / "run", progress=False)
+    md = (res.out / "median" / "summary.md").read_text()
+    assert "Significant orderings (max-T" in md and "simultaneous intervals" in md
+    assert "integrated_gradients is" in md and "kernel_shap within ±0.5 (p" in md
+    assert "spread" not in md.split("Equivalence (TOST)")[1].split("\n")[0]
+    man = json.loads((res.out / "manifest.json").read_text())
+    assert man["config"]["verdicts"] == {"margin": 0.5, "relative": False, "level": 0.95,
+                                         "adjust": "maxt", "n_resamples": 200}
+    assert (res.out / "median" / "comparisons.csv").is_file()
