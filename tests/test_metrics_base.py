@@ -229,6 +229,12 @@ def test_run_with_metrics_table_and_leaderboard(tmp_path):
     np.testing.assert_allclose(df.query("metric == 'insertion_abc' and method == "
                                         "'integrated_gradients'")["value"], direct, atol=1e-9)
     assert "## Metrics, policy average" in (outs[0] / "summary.md").read_text()
+    # the agreement of the metrics: each tau with its bootstrap interval over the units, in words
+    agree = pd.read_csv(outs[0] / "average" / "metric_agreement.csv")
+    assert {"tau_low", "tau_high", "n_units"} <= set(agree.columns)
+    md = (outs[0] / "average" / "metrics.md").read_text()
+    assert "bootstrap interval over the independent units" in md
+    assert "insertion_abc (interval" in md or "insertion_abc (95 % bootstrap" in md
     assert res.metrics is not None and "## Metrics" in res.to_markdown()
     from insdel.leaderboard import leaderboard
 
