@@ -53,6 +53,7 @@ _LAZY = {
     "tuning": "insdel.tuning",
     "report_page": "insdel.report_page",
     "verdicts": "insdel.verdicts",
+    "study_plan": "insdel.study_plan",
 }
 
 

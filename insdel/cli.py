@@ -1,5 +1,5 @@
 """Command-line interface: ``insdel demo | run | reproduce | roar | road | sanity | tune |
-configs | datasets | policies | functional | leaderboard | report``.
+configs | datasets | policies | functional | leaderboard | report | plan``.
 
 The commands that run a configuration other than ``insdel run`` (``roar``, ``road``, ``sanity``
 and any registered one) are read off their specs (:mod:`insdel.config.commands`): one
@@ -337,6 +337,12 @@ def _cmd_leaderboard(args) -> int:
                         min_reliability=args.min_reliability)
     print(board.to_markdown())
     paths = board.save(args.out)
+    if board.compared:  # beside leaderboard.png: which differences are significant, per block
+        from .plotting import critical_difference_figure, save_figure
+
+        fig = critical_difference_figure({f"{g}/{pol}: {board.labels.get(m, m)}": c
+                                          for (g, pol, m), c in board.compared.items()})
+        paths.append(save_figure(fig, Path(args.out) / "leaderboard_critical_difference.png"))
     print("written: " + ", ".join(str(p) for p in paths))
     return 0
 
@@ -348,6 +354,17 @@ def _cmd_report(args) -> int:
     page = build_report(args.run_dirs, n_boot=args.n_boot, seed=args.seed, level=args.level)
     paths = page.save(args.out)
     print("written: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def _cmd_plan(args) -> int:
+    from .study_plan import plan_run
+
+    a, b = args.methods
+    rp = plan_run(args.run, a, b, margin=args.margin, policy=args.policy, metric=args.metric,
+                  relative=args.relative, power=args.power, alpha=args.alpha,
+                  all_pairs=args.all_pairs)
+    print(rp.text())
     return 0
 
 
@@ -563,6 +580,30 @@ def build_parser() -> argparse.ArgumentParser:
                        "metric reliability, every figure), each section naming its files.")
     _runs_options(p, "RUN", "insdel-report", "where report.html, report.md and report_files/ go")
     p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("plan", help="how many pairs a study needs to tell two methods apart, "
+                       "with a finished run as the pilot",
+                       description="Plan a study from a finished run (docs/verdicts.md): the "
+                       "independent units and pairs whose paired t test tells two methods apart "
+                       "at a true difference MARGIN with the given power, from the run's "
+                       "per-pair results (no model evaluation).")
+    p.add_argument("run", metavar="RUN", help="a finished insertion/deletion run folder")
+    p.add_argument("--methods", nargs=2, required=True, metavar=("A", "B"),
+                   help="the two methods to tell apart")
+    p.add_argument("--margin", type=float, required=True,
+                   help="the true difference to detect (> 0; in ABC units, or with --relative "
+                        "a fraction of the spread of ABC)")
+    p.add_argument("--relative", action="store_true",
+                   help="the margin is a fraction of the spread of the two methods' ABC")
+    p.add_argument("--policy", default=None, help="the policy (default: the run's only one)")
+    p.add_argument("--metric", default="insertion",
+                   help="insertion (default), deletion, total, insertion@REMOVAL or a "
+                        "[metrics] metric")
+    p.add_argument("--power", type=float, default=0.8, help="the power wanted (default 0.8)")
+    p.add_argument("--alpha", type=float, default=0.05, help="the test's level (default 0.05)")
+    p.add_argument("--all-pairs", action="store_true",
+                   help="plan for all K(K-1)/2 comparisons of the block (Holm's worst case)")
+    p.set_defaults(func=_cmd_plan)
     return parser
 
 

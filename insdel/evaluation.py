@@ -238,12 +238,14 @@ class Evaluation:
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
     def verdicts(self, *, level: float = 0.95, margin: float | None = None,
-                 relative: bool = True, n_resamples: int = 2000, seed: int = 0) -> str:
+                 relative: bool = True, n_resamples: int = 2000, seed: int = 0,
+                 adjust: str = "holm") -> str:
         """Plain-words verdicts beside the summary, per mode (:func:`insdel.verdicts.
-        block_verdicts`): the significant orderings (Holm), the simultaneous rank intervals and,
-        when both ran, integrated gradients' equivalence to Kernel SHAP (or exact Shapley)
-        within ``margin`` (default :data:`insdel.verdicts.text.DEFAULT_MARGIN` of the spread of
-        ABC with ``relative``). Empty with fewer than 2 methods."""
+        block_verdicts`): the significant orderings (``adjust``: Holm or max-T), the
+        simultaneous rank intervals and, when both ran, integrated gradients' equivalence to
+        Kernel SHAP (or exact Shapley) within ``margin`` (default :data:`insdel.verdicts.text.
+        DEFAULT_MARGIN` of the spread of ABC with ``relative``). Empty with fewer than 2
+        methods."""
         from .verdicts.text import DEFAULT_MARGIN, block_verdicts
 
         if len(self.methods) < 2:
@@ -251,7 +253,7 @@ class Evaluation:
         margin = DEFAULT_MARGIN if margin is None else margin
         return "\n".join(block_verdicts(self.block(mode), self.methods, clusters=self.clusters,
                                         level=level, margin=margin, relative=relative,
-                                        n_resamples=n_resamples, seed=seed,
+                                        n_resamples=n_resamples, seed=seed, adjust=adjust,
                                         title=mode.capitalize()) for mode in self.modes)
 
     def random_mean(self, mode: str = "insertion") -> np.ndarray:

@@ -50,7 +50,7 @@ KINDS = {"evaluation": "an insertion/deletion run", "road": "a ROAD run (insdel 
 
 # Configuration keys that do not change the numbers (left out of the fingerprint).
 _IGNORED_TOP = ("name", "description", "seed", "out", "figures", "compute", "roar",
-                "decomposition", "quick", "sections", "source")
+                "decomposition", "quick", "sections", "source", "verdicts")
 _IGNORED_NESTED = {"evaluation": ("targets_per_chunk",), "model": ("trust",),
                    "road": ("points_per_chunk", "leakage", "leakage_options")}
 

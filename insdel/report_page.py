@@ -10,10 +10,11 @@ reliability and every figure of every run. Each section names the files its numb
 CSS, figures as base64 PNG, no script, no network) and ``report.md`` (the same sections, figures
 written beside it in ``report_files/``).
 
-The verdict is built on the leaderboard's bootstrap rank intervals and places (ties within the
-noise, pairwise, not adjusted for the number of comparisons). The paired comparisons with
-multiplicity control of :mod:`insdel.verdicts` plug in at :func:`verdict_section`: it is the one
-function that turns the runs into the verdict's sentences and table.
+The verdict is built on :mod:`insdel.verdicts` from each block's per-unit scores (the
+leaderboard's comparisons): simultaneous rank intervals ("A is first with 95 % confidence", "A, B
+and C cannot be told apart for first place"), Holm-adjusted orderings, the equivalence of
+integrated gradients and Kernel SHAP, a critical-difference diagram per block;
+:func:`verdict_section` is the one function that turns the runs into the verdict.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ import numpy as np
 import pandas as pd
 
 from . import _checkpoint as ck
+from ._validation import check_choice
 from .leaderboard import Leaderboard, leaderboard
 from .leaderboard_runs import KINDS, find_runs_noted, read_manifest, run_kind
+from .verdicts import rank_intervals
 
 __all__ = ["Section", "Report", "build_report", "verdict_section", "QUESTION"]
 
@@ -91,90 +94,131 @@ def _primary(metrics) -> str | None:
     return next(iter(metrics), None)
 
 
-def _best_and_tied(blk: pd.DataFrame) -> tuple[list, list]:
-    """(best, tied with the best): methods whose places start at 1, and the others whose places
-    overlap theirs (within the noise of a best method)."""
-    best = list(blk.loc[blk["place_low"] == 1, "method"])
-    if not best:  # a single unit: no places, the point rank decides, said as such
-        best = list(blk.loc[blk["rank"] == blk["rank"].min(), "method"])
-        return best, []
-    top = blk.loc[blk["method"].isin(best), "place_high"].max()
-    tied = list(blk.loc[~blk["method"].isin(best) & (blk["place_low"] <= top), "method"])
-    return best, tied
+def _first_place(comp, adjust: str) -> tuple[list, bool, object]:
+    """(methods that may be first, whether the first of them is first with the comparisons'
+    confidence, the :class:`insdel.verdicts.RankIntervals`): simultaneous rank intervals
+    (``adjust``: "maxt" or "holm") whose lower end is 1, best observed rank first."""
+    ranks = rank_intervals(comp, adjust=adjust)
+    order = np.argsort(ranks.rank, kind="stable")
+    first = [ranks.methods[i] for i in order if ranks.low[i] == 1]
+    sure = len(first) == 1 and ranks.high[ranks.methods.index(first[0])] == 1
+    return first, sure, ranks
+
+
+def _and(names: list) -> str:
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def _point_best(blk: pd.DataFrame) -> list:
+    return list(blk.loc[blk["rank"] == blk["rank"].min(), "method"])
+
+
+def _equivalence_lines(board: Leaderboard, key: tuple) -> list[str]:
+    """The block's equivalence verdicts (TOST) among its leaderboard verdict lines."""
+    text = board.verdicts.get(key, "")
+    return [ln[2:].strip().rstrip(".") for ln in text.splitlines()
+            if ln.startswith("- Equivalence")]
 
 
 def verdict_section(runs: Sequence[str | os.PathLike], *, board: Leaderboard | None = None,
-                    n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> Section:
+                    n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                    adjust: str = "maxt") -> Section:
     """The verdict: per block (data set x policy) which methods are best, which cannot be told
-    apart from them, and under which removals the answer holds.
+    apart from them, which orderings are significant and under which removals the answer holds.
 
-    Built on the leaderboard's bootstrap rank intervals (:func:`insdel.leaderboard.leaderboard`,
-    ``place_low`` / ``place_high``: a method is ahead of another when the ``level`` interval of
-    their paired rank difference excludes 0; pairwise, not adjusted for multiplicity). This is
-    the one place the page's verdict is made: :mod:`insdel.verdicts` (paired tests with Holm /
-    max-T, simultaneous rank intervals, equivalence tests) replaces the body of this function
-    with the same return value.
+    Built on :mod:`insdel.verdicts` from each block's per-unit scores (the leaderboard's
+    :attr:`~insdel.leaderboard.Leaderboard.compared`: paired t tests of every pair of methods
+    over the independent units, by the metric's direction): the simultaneous rank intervals
+    (Neuhof & Benjamini; ``adjust="maxt"``: the max-T simultaneous intervals, ``"holm"``:
+    Holm's directional decisions) say "A is first with 95 % confidence" or "A, B and C cannot
+    be told apart for first place"; the significant orderings are Holm-adjusted; the
+    equivalence of integrated gradients and Kernel SHAP (TOST, 0.1 of the spread of ABC) when
+    both ran. A removal's answer holds when a method that may be first under the primary
+    removal may be first under it too. Each block's critical-difference diagram
+    (:func:`insdel.plotting.critical_difference`) is one figure.
 
     Parameters
     ----------
     runs : sequence of paths
         Run folders (as :func:`insdel.leaderboard.leaderboard` takes them).
     board : Leaderboard, optional
-        Already built from ``runs`` (so the page's evidence and verdict share one bootstrap).
+        Already built from ``runs`` (so the page's evidence and verdict share one resampling).
     n_boot, seed, level
-        The bootstrap's settings when ``board`` is not given.
+        The leaderboard's settings when ``board`` is not given (``n_boot``: also the max-T's
+        sign flips; ``level``: the confidence of the rank intervals and tests).
+    adjust : {"maxt", "holm"}, default "maxt"
+        The pairwise decisions the rank intervals rest on.
 
     Returns
     -------
     Section
-        Paragraphs in plain words and a table ``block, metric, best, cannot be told apart from
-        the best, holds under removals``.
+        Paragraphs in plain words, a table ``block, metric, best, cannot be told apart from
+        the best, significant orderings, holds under removals`` and one critical-difference
+        figure per block.
     """
+    check_choice("adjust", adjust, ("maxt", "holm"))
     if board is None:
         board = leaderboard(runs, n_boot=n_boot, seed=seed, level=level)
     sec = Section("Verdict")
-    pct = f"{100 * board.level:g}%"
+    pct = f"{100 * board.level:g} %"
     rows = []
-    for (_g, pol), blk in board.blocks.groupby(["group", "policy"], sort=False):
+    for (g, pol), blk in board.blocks.groupby(["group", "policy"], sort=False):
         metrics = list(dict.fromkeys(blk["metric"]))
-        base = [m for m in metrics if "@" not in m]
-        m0 = _primary(base)
+        m0 = _primary([m for m in metrics if "@" not in m])
         if m0 is None:
             continue
         b0 = blk[blk["metric"] == m0]
-        best, tied = _best_and_tied(b0)
         label = board.labels.get(m0, m0)
         where = f"{b0['dataset'].iloc[0]} / {pol}"
+        comp = board.compared.get((g, pol, m0))
         removals = [m.split("@", 1)[1] for m in metrics if m.startswith(m0 + "@")]
+        if comp is None:  # one unit or one method: no test, the point rank only
+            best, tied, sig = _point_best(b0), [], []
+            text = (f"**{where}** ({label}): best {', '.join(best)} by its point rank only "
+                    "(fewer than 2 units or methods: nothing can be tested)")
+        else:
+            first, sure, _ = _first_place(comp, adjust)
+            best, tied = (first, []) if sure else (first[:1], first[1:])
+            sig = [v for v in comp.verdicts("holm") if " > " in v]
+            if sure:
+                text = f"**{where}** ({label}): {best[0]} is first with {pct} confidence"
+            else:
+                text = (f"**{where}** ({label}): {_and(first)} cannot be told apart for first "
+                        f"place ({pct} simultaneous rank intervals)")
+            text += (f"; significant orderings (Holm, {len(comp.pairs)} comparisons over "
+                     f"{comp.n_units} units): " + ("; ".join(sig) if sig else "none"))
         holds, fails = [], []
         for r in removals:
-            br, _ = _best_and_tied(blk[blk["metric"] == f"{m0}@{r}"])
-            (holds if set(best) & set(br) else fails).append(f"{r} (best: {', '.join(br)})")
-        single = not np.isfinite(b0["place_low"]).any()
-        if len(best) > 1:
-            text = (f"**{where}** ({label}): no single best method: {', '.join(best)} share "
-                    "first place (within the noise of each other)")
-        else:
-            text = f"**{where}** ({label}): best {best[0]}"
-        if single:
-            text += " by its point rank only (one unit: no interval, nothing can be told apart)"
-        elif tied:
-            text += f"; cannot be told apart from the best: {', '.join(tied)}"
-        else:
-            text += "; clearly ahead of every other method"
+            cr = board.compared.get((g, pol, f"{m0}@{r}"))
+            br = (_first_place(cr, adjust)[0] if cr is not None else
+                  _point_best(blk[blk["metric"] == f"{m0}@{r}"]))
+            (holds if set(best + tied) & set(br) else fails).append(
+                f"{r} (may be first: {', '.join(br)})")
         if removals:
-            text += ("; the best method stays best under every other removal (" if not fails
+            text += ("; the answer holds under every other removal (" if not fails
                      else "; the answer changes under ") + "; ".join(fails or holds) + (
                 ")" if not fails else ("" if not holds else f"; it holds under {'; '.join(holds)}"))
         sec.paragraphs.append(text + ".")
+        sec.paragraphs += [f"{where} ({label}): {e}." for e in _equivalence_lines(
+            board, (g, pol, m0))]
         rows.append({"block": where, "metric": label, "best": ", ".join(best),
                      "cannot be told apart from the best": ", ".join(tied) or "none",
+                     "significant orderings (Holm)": "; ".join(
+                         s.split(" (p")[0] for s in sig) or "none",
                      "holds under removals": ("n/a (one removal)" if not removals else
                                               ", ".join(h.split(" (")[0] for h in holds)
                                               or "none")})
+        if comp is not None:
+            from .plotting import critical_difference
+
+            ax = critical_difference(comp, adjust="holm")
+            ax.set_title(f"{where}: {label}\n{ax.get_title()}", fontsize=9)
+            sec.figures.append((f"{where}, {label}: critical-difference diagram (bars join "
+                                "methods that cannot be told apart, Holm)", _png(ax.figure)))
     if rows:
-        sec.tables.append((f"Verdict per block ({pct} bootstrap places over independent units; "
-                           "pairwise, not adjusted for multiplicity)", pd.DataFrame(rows)))
+        sec.tables.append((f"Verdict per block ({pct} simultaneous rank intervals over "
+                           f"independent units ({'max-T' if adjust == 'maxt' else 'Holm'}); "
+                           "orderings Holm-adjusted)", pd.DataFrame(rows)))
     else:
         sec.paragraphs.append("No run among these ranks methods (insertion/deletion, ROAD or "
                               "tuning runs); the evidence below is what the folders hold.")

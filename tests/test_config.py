@@ -61,6 +61,28 @@ def test_model_params_values_are_not_coerced(csv):
                                            "batch_size": 2.7}}))
 
 
+@pytest.mark.parametrize(("verdicts", "match"), [
+    ({"margin": -0.1}, r"verdicts\.margin"), ({"margin": 0}, r"verdicts\.margin"),
+    ({"level": 1.0}, r"verdicts\.level"), ({"adjust": "hlm"}, r"verdicts\.adjust.*holm"),
+    ({"adjust": "none"}, r"verdicts\.adjust"), ({"relative": "yes"}, r"verdicts\.relative"),
+    ({"n_resamples": 0}, r"verdicts\.n_resamples"), ({"margn": 0.2}, r"margn")])
+def test_verdicts_table_is_checked(csv, verdicts, match):
+    """[verdicts] (the margin of the equivalence test, its scale, the level, the adjustment):
+    a margin of the wrong sign, a level of 1, an unknown adjustment or key are errors naming
+    the key; the defaults are what the docs say, and they stay out of the leaderboard's
+    configuration fingerprint (they change no ABC)."""
+    with pytest.raises(C.ConfigError, match=match):
+        C.load(_cfg(csv, verdicts=verdicts))
+    cfg = C.load(_cfg(csv))
+    assert cfg["verdicts"] == {"margin": 0.1, "relative": True, "level": 0.95, "adjust": "holm",
+                               "n_resamples": 2000}
+    from insdel.leaderboard_runs import config_fingerprint
+
+    other = C.load(_cfg(csv, verdicts={"margin": 0.3, "relative": False, "adjust": "maxt"}))
+    assert other["verdicts"]["margin"] == 0.3
+    assert config_fingerprint({"config": cfg}) == config_fingerprint({"config": other})
+
+
 def test_repeated_figures_compare_and_roar_orderings_are_errors(csv):
     with pytest.raises(C.ConfigError, match=r"figures\.compare names a method twice"):
         C.load(_cfg(csv, figures={"compare": ["random", "random"]}))

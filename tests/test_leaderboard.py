@@ -187,6 +187,9 @@ def test_cli_writes_md_csv_png(tmp_path, capsys):
               "leaderboard_runs.csv", "leaderboard.png"):
         assert (out / f).is_file() and (out / f).stat().st_size > 0
     assert (out / "leaderboard.png").read_bytes()[:4] == b"\x89PNG"
+    # beside it, each block's critical-difference diagram (the CLI draws it, not leaderboard.py)
+    assert (out / "leaderboard_critical_difference.png").read_bytes()[:4] == b"\x89PNG"
+    assert "leaderboard_critical_difference.png" in text
     assert set(pd.read_csv(out / "leaderboard_runs.csv")["group"]) == {"g1"}
     assert cli.main(["leaderboard", str(tmp_path / "nope"), "--out", str(out)]) == 1
 

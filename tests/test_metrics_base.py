@@ -229,6 +229,12 @@ def test_run_with_metrics_table_and_leaderboard(tmp_path):
     np.testing.assert_allclose(df.query("metric == 'insertion_abc' and method == "
                                         "'integrated_gradients'")["value"], direct, atol=1e-9)
     assert "## Metrics, policy average" in (outs[0] / "summary.md").read_text()
+    # the agreement of the metrics: each tau with its bootstrap interval over the units, in words
+    agree = pd.read_csv(outs[0] / "average" / "metric_agreement.csv")
+    assert {"tau_low", "tau_high", "n_units"} <= set(agree.columns)
+    md = (outs[0] / "average" / "metrics.md").read_text()
+    assert "bootstrap interval over the independent units" in md
+    assert "insertion_abc (interval" in md or "insertion_abc (95 % bootstrap" in md
     assert res.metrics is not None and "## Metrics" in res.to_markdown()
     from insdel.leaderboard import leaderboard
 
@@ -277,6 +283,52 @@ def test_kendall_tau_matrix_equals_scipy_per_pair_with_ties():
     assert t[("up", "down")] == pytest.approx(1.0)
     with pytest.raises(ValueError, match="no direction"):
         metric_agreement(pd.DataFrame(rows), {"up": True})
+
+
+def test_metric_agreement_bootstrap_interval_over_units_and_its_verdicts():
+    """tau_intervals against a direct loop over the same resampled units; mirrored pairs (one
+    unit) widen nothing spuriously: duplicating every pair as its own mirror gives the same
+    interval as the pairs alone; the verdicts name the metric that agrees, the one reversed and
+    the one that cannot be told from no agreement."""
+    from insdel.metrics.agreement import (
+        _pair_taus,
+        agreement_markdown,
+        agreement_verdicts,
+        kendall_tau_matrix,
+        metric_agreement,
+        tau_intervals,
+    )
+
+    rng = np.random.default_rng(4)
+    P, M = 40, 5
+    base = rng.normal(size=(P, M))
+    S = np.stack([base, base + 0.3 * rng.normal(size=(P, M)), -base + 0.3 * rng.normal(
+        size=(P, M)), rng.normal(size=(P, M))], axis=1)
+    low, high, G = tau_intervals(S, n_boot=300, seed=7)
+    tau = _pair_taus(S)
+    W = np.random.default_rng(7).multinomial(P, np.full(P, 1.0 / P), size=300)
+    reps = np.array([np.nanmean(np.repeat(tau, w, axis=0), axis=0) for w in W])
+    np.testing.assert_allclose(low, np.percentile(reps, 2.5, axis=0), atol=1e-12)
+    np.testing.assert_allclose(high, np.percentile(reps, 97.5, axis=0), atol=1e-12)
+    assert G == P
+    mean, _, _ = kendall_tau_matrix(S)
+    assert (low <= mean + 1e-12).all() and (mean <= high + 1e-12).all()
+    low2, high2, G2 = tau_intervals(np.repeat(S, 2, axis=0), clusters=np.repeat(np.arange(P), 2),
+                                    n_boot=300, seed=7)
+    assert G2 == P
+    np.testing.assert_allclose(low2, low, atol=1e-12)
+    names = ["insertion_abc", "close", "reversed", "noise"]
+    rows = [{"pair": p, "method": f"m{k}", "metric": q, "value": S[p, i, k]}
+            for p in range(P) for k in range(M) for i, q in enumerate(names)]
+    agree = metric_agreement(pd.DataFrame(rows), dict.fromkeys(names, True), n_boot=300)
+    assert {"tau_low", "tau_high", "n_units"} <= set(agree.columns)
+    lines = agreement_verdicts(agree)
+    assert lines[0].startswith("Rank the methods like insertion_abc") and "close" in lines[0]
+    assert "opposite order" in lines[1] and "reversed" in lines[1]
+    assert "no agreement" in lines[2] and "noise" in lines[2]
+    assert "Cannot be told from no agreement with insertion_abc" in agreement_markdown(agree)
+    with pytest.raises(ValueError, match="clusters"):
+        metric_agreement(pd.DataFrame(rows), dict.fromkeys(names, True), clusters=[0, 1])
 
 
 def test_metric_summary_standard_errors_over_clusters():

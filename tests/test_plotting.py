@@ -444,3 +444,16 @@ def test_overlaps_of_texts_finds_texts_over_each_other_and_off_the_figure():
     assert any(c.endswith("over title of 'b'") for c in clashes), clashes
     assert any("reaches outside the figure" in c for c in clashes), clashes
     plt.close(fig)
+
+
+def test_policy_figures_draw_the_saved_comparisons_beside_the_bars(tmp_path):
+    """With the policy's comparisons.csv, a critical-difference panel per mode is written beside
+    the mean-ABC bars; without one, none."""
+    ev = _evaluation(6)
+    comp = ev.comparisons(n_resamples=100)
+    paths = plotting.policy_figures(ev, "one", tmp_path, n_random=0, comparisons=comp)
+    cd = tmp_path / "one_critical_difference.png"
+    assert cd in paths and cd.read_bytes()[:4] == b"\x89PNG"
+    cd.unlink()
+    paths = plotting.policy_figures(ev, "one", tmp_path / "b", n_random=0)
+    assert not any(p.name.endswith("critical_difference.png") for p in paths)

@@ -161,3 +161,38 @@ def test_report_without_a_ranked_run_says_so(runs, tmp_path):
     shutil.rmtree(runs[1])
     with pytest.raises(FileNotFoundError):
         build_report([runs[1]])
+
+
+def test_verdict_section_reads_the_paired_comparisons(tmp_path):
+    """A clear winner is "first with 95 % confidence", the Holm orderings are listed, the
+    removal that changes the winner is named, and the block gets its critical-difference
+    diagram; two methods 0.001 apart with noise 0.02 share first place."""
+    rng = np.random.default_rng(1)
+    P = 30
+    shift = {"kernel_shap": 1.0, "integrated_gradients": 0.5, "lime": 0.0}
+    ev = fake_run(tmp_path / "ev", {m: {"insertion": s + 0.05 * rng.normal(size=P)}
+                                    for m, s in shift.items()})
+    sub = ev / "average" / "removal-marginal"
+    sub.mkdir()
+    flipped = {"kernel_shap": 0.0, "integrated_gradients": 0.5, "lime": 1.0}
+    pd.DataFrame([{"pair": i, "method": m, "mode": "insertion",
+                   "abc": s + 0.05 * rng.normal()} for m, s in flipped.items()
+                  for i in range(P)]).to_parquet(sub / "abc.parquet", index=False)
+    sec = verdict_section([ev], n_boot=500)
+    text = sec.paragraphs[0]
+    assert "kernel_shap is first with 95 % confidence" in text
+    assert "kernel_shap > integrated_gradients" in text and "integrated_gradients > lime" in text
+    assert "the answer changes under marginal (may be first: lime)" in text
+    row = sec.tables[0][1].iloc[0]
+    assert row["best"] == "kernel_shap" and row["cannot be told apart from the best"] == "none"
+    assert row["holds under removals"] == "none"
+    assert len(sec.figures) == 1 and sec.figures[0][1][:4] == b"\x89PNG"
+    tied = fake_run(tmp_path / "tied", {
+        "kernel_shap": {"insertion": 1.0 + 0.02 * rng.normal(size=P)},
+        "integrated_gradients": {"insertion": 0.999 + 0.02 * rng.normal(size=P)},
+        "lime": {"insertion": 0.02 * rng.normal(size=P)}})
+    sec = verdict_section([tied], n_boot=500)
+    assert "cannot be told apart for first place" in sec.paragraphs[0]
+    assert any("Equivalence (TOST)" in p for p in sec.paragraphs[1:])
+    with pytest.raises(ValueError, match="adjust"):
+        verdict_section([tied], board=None, adjust="none")

@@ -161,7 +161,8 @@ def test_cli_sanity_writes_its_files_and_a_rerun_is_identical(tiny, tmp_path, ca
     assert set(table["method"]) == {"integrated_gradients", "vanilla_grad", "random"}
     flags = pd.read_csv(out / "sanity_flags.csv")
     assert list(flags.columns) == ["kind", "order", "method", "check", "value", "reference",
-                                   "threshold", "flagged"]
+                                   "threshold", "flagged", "std_error", "ci_low", "ci_high",
+                                   "verdict"]
     # random ignores the model: its attributions are the same on every randomised model
     sim = flags[flags["check"].str.startswith("similarity")].set_index(["kind", "method"])
     assert sim.loc[("parameters", "random"), "flagged"]

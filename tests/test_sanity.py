@@ -58,6 +58,34 @@ def result(trained):
                                                "x_minus_r": x_minus_r})
 
 
+def test_flags_carry_their_interval_and_say_whether_they_hold_beyond_the_noise(result):
+    """Each flag's 95 % t interval over the units (the similarity's from its standard error; the
+    ABC check's from the change's) and its verdict in words: x - r's similarity is exactly 1 on
+    every pair (no spread): flagged beyond the noise; IG's similarity is far below the
+    threshold: passes beyond it; the Markdown table shows both."""
+    from scipy.stats import t as t_dist
+
+    f = result.flags.set_index(["method", "check"])
+    sim = "similarity (spearman)"
+    assert {"std_error", "ci_low", "ci_high", "verdict"} <= set(result.flags.columns)
+    r = f.loc[("ig", sim)]
+    row = result.table[(result.table["method"] == "ig") & (result.table["measure"] == "spearman")
+                       & (result.table["step"] == result.table["step"].max())].iloc[0]
+    q = t_dist.ppf(0.975, row["n_units"] - 1)
+    assert r["value"] == row["mean"] and r["std_error"] == row["std_error"]
+    assert r["ci_low"] == pytest.approx(row["mean"] - q * row["std_error"])
+    assert r["ci_high"] < result.threshold and r["verdict"].startswith("passes: no part")
+    assert f.loc[("x_minus_r", sim), "verdict"].startswith("flagged: its 95 % interval lies")
+    # x - r's ordering never moves: its ABC change is 0 on every pair (paired: no spread)
+    abc = f.loc[("x_minus_r", "insertion_abc_on_trained")]
+    assert abc["std_error"] == 0 and abc["ci_low"] == abc["ci_high"] == abc["reference"]
+    assert abc["verdict"].startswith("flagged: its 95 % interval lies wholly within")
+    ig = f.loc[("ig", "insertion_abc_on_trained")]
+    assert ig["ci_low"] <= ig["value"] <= ig["ci_high"]
+    md = result.to_markdown()
+    assert "95 % interval | in words |" in md and "passes: no part" in md
+
+
 def test_model_blind_attribution_is_flagged_and_ig_is_not(result, trained):
     assert isinstance(result, SanityResult)
     assert result.layers == ["4", "2", "0"]

@@ -330,6 +330,48 @@ def test_critical_difference_bars_join_the_methods_that_cannot_be_told_apart():
     plt.close(ax.figure)
 
 
+def test_critical_difference_from_the_saved_table_matches_the_comparisons():
+    """comparisons_from_table (a run's comparisons.csv) gives the same ranks, decisions and
+    level as the Comparisons it was written from; a table missing a pair or mixing blocks is a
+    ValueError."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from insdel.plotting import (
+        comparisons_from_table,
+        critical_difference,
+        critical_difference_figure,
+    )
+
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(60, 4)) * 0.3 + [0.0, 0.02, 1.0, 1.0]
+    c = compare(Y, ["ig", "ks", "dl", "ex"], n_resamples=200, level=0.9)
+    t = comparisons_from_table(c.table())
+    assert t.methods == c.methods and t.level == pytest.approx(0.9) and t.n_units == 60
+    np.testing.assert_allclose(t.means - t.means.mean(), c.means - c.means.mean(), atol=1e-12)
+    for adjust in ("none", "holm", "maxt"):
+        np.testing.assert_array_equal(t.better(adjust), c.better(adjust))
+    bars = []
+    for src in (c, c.table()):
+        ax = critical_difference(src)
+        bars.append(len([ln for ln in ax.collections if ln.get_linewidth()[0] == 3]))
+        plt.close(ax.figure)
+    assert bars == [1, 1]  # at α = 0.1 only ig and ks cannot be told apart
+    fig = critical_difference_figure({"one": c, "two": c.table()})
+    assert len(fig.axes) == 2 and fig.axes[0].get_title().startswith("one\n")
+    plt.close(fig)
+    with pytest.raises(ValueError, match="each of the 6 pairs"):
+        comparisons_from_table(c.table().iloc[:5])
+    with pytest.raises(ValueError, match="mixes blocks"):
+        comparisons_from_table(c.table().assign(n_units=[60, 61, 60, 60, 60, 60]))
+    with pytest.raises(ValueError, match="lacks columns"):
+        comparisons_from_table(c.table().drop(columns="p_holm"))
+    with pytest.raises(ValueError, match="empty"):
+        critical_difference_figure({})
+
+
 def test_planner_against_simulated_leaderboards(bench):
     """The bench's planner check, smaller: the pairs planned from a pilot leaderboard against the
     pairs whose simulated leaderboards (same generator) reach the power (target ±15 %)."""
@@ -340,3 +382,34 @@ def test_planner_against_simulated_leaderboards(bench):
 def test_bench_script_runs_tiny(bench, capsys):
     assert bench.main(["--tiny"]) == 0
     assert "| FWER, Holm |" in capsys.readouterr().out
+
+
+def test_a_run_prints_the_verdicts_with_the_configured_margin(samples, tmp_path):
+    """[verdicts] reaches the run: on the real Bangalore file's 60-row sample the summary
+    under the table holds the Holm orderings, the rank intervals and IG's equivalence to Kernel
+    SHAP within the absolute margin given (±0.5), and the manifest records the table."""
+    import json
+
+    from insdel import runner
+
+    cfg = {"name": "v", "seed": 0,
+           "data": {"recipe": "bangalore", "options": {"path": str(samples /
+                                                                  "bangalore_head60.csv")}},
+           "model": {"params": {"hidden": [8], "dropout": 0.0, "lr": 3e-3}, "max_epochs": 2},
+           "targets": {"n": 12}, "policies": [{"spec": {"policy": "median"}}],
+           "methods": {"names": ["kernel_shap", "integrated_gradients", "vanilla_grad"],
+                       "options": {"kernel_shap": {"n_samples": 200},
+                                   "integrated_gradients": {"n_steps": 16}}},
+           "evaluation": {"n_random": 1, "targets_per_chunk": 6},
+           "verdicts": {"margin": 0.5, "relative": False, "adjust": "maxt",
+                        "n_resamples": 200},
+           "figures": {"enabled": False}}
+    res = runner.run_experiment(cfg, tmp_path / "run", progress=False)
+    md = (res.out / "median" / "summary.md").read_text()
+    assert "Significant orderings (max-T" in md and "simultaneous intervals" in md
+    assert "integrated_gradients is" in md and "kernel_shap within ±0.5 (p" in md
+    assert "spread" not in md.split("Equivalence (TOST)")[1].split("\n")[0]
+    man = json.loads((res.out / "manifest.json").read_text())
+    assert man["config"]["verdicts"] == {"margin": 0.5, "relative": False, "level": 0.95,
+                                         "adjust": "maxt", "n_resamples": 200}
+    assert (res.out / "median" / "comparisons.csv").is_file()

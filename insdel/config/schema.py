@@ -142,6 +142,16 @@ SCHEMA: dict[str, Any] = {
         "attributions": (_STR, "baseline"),
         NAMED_TABLES: (ANY_TABLE, {}),
     },
+    # the verdicts printed beside each policy's table (docs/verdicts.md): read from the per-unit
+    # results, they change no ABC (left out of the leaderboard's configuration fingerprint)
+    "verdicts": {
+        "margin": (_NUM, 0.1, {"min_val": 0.0, "include_boundaries": "neither", "finite": True}),
+        "relative": (_BOOL, True),
+        "level": (_NUM, 0.95, {"min_val": 0.0, "max_val": 1.0, "include_boundaries": "neither",
+                               "finite": True}),
+        "adjust": (_STR, "holm"),
+        "n_resamples": (_INT, 2000, _at_least(1)),
+    },
     "figures": {
         "enabled": (_BOOL, True),
         "compare": (_LIST, ["kernel_shap", "integrated_gradients"]),

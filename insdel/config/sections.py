@@ -528,6 +528,10 @@ def _check_methods(cfg: dict, source: str) -> None:
                 check_scalar(opts["seed"], f"methods.options.{m}.seed", int, min_val=0)
             except (TypeError, ValueError) as exc:
                 raise ConfigError(f"{source}: {exc}") from None
+    adjust = cfg["verdicts"]["adjust"]
+    if adjust not in ("holm", "maxt"):  # "none" would print unadjusted orderings as verdicts
+        raise ConfigError(f"{source}: verdicts.adjust must be 'holm' or 'maxt'; got {adjust!r}"
+                          f"{_suggest(str(adjust), ('holm', 'maxt'))}")
     compare = cfg["figures"]["compare"]
     known = list(dict.fromkeys([*attribution.available(), "random"]))
     if not isinstance(compare, list) or not all(isinstance(m, str) for m in compare):

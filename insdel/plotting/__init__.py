@@ -26,7 +26,8 @@ similarity against the randomised layer; :func:`plot_reliability`: metrics by re
 reactivity), ``interactions`` (:func:`interaction_heatmap`: the strongest pairwise effects;
 :func:`plot_surrogate`: the order-k surrogate curves beside the real curve;
 :func:`interaction_figure`: both for one pair), ``verdicts`` (:func:`critical_difference`:
-methods on a rank axis, bars joining those that cannot be told apart); every public name is
+methods on a rank axis, bars joining those that cannot be told apart, from a ``Comparisons`` or
+its saved table; :func:`critical_difference_figure`: one panel per block); every public name is
 importable from ``insdel.plotting``.
 """
 
@@ -54,7 +55,13 @@ from .runs import (
     save_figure,
 )
 from .sanity import plot_reliability, plot_sanity
-from .verdicts import cannot_tell_apart, critical_difference
+from .verdicts import (
+    TableComparisons,
+    cannot_tell_apart,
+    comparisons_from_table,
+    critical_difference,
+    critical_difference_figure,
+)
 
 __all__ = [
     "plot_curves", "plot_pair", "plot_image_curves", "abc_histogram", "abc_scatter",
@@ -63,4 +70,5 @@ __all__ = [
     "save_figure", "compare_pair", "decomposition_figure", "roar_figure", "plot_road", "figure1",
     "plot_sanity", "plot_reliability", "removal_robustness", "interaction_heatmap",
     "plot_surrogate", "interaction_figure", "critical_difference", "cannot_tell_apart",
+    "critical_difference_figure", "comparisons_from_table", "TableComparisons",
 ]

@@ -20,6 +20,7 @@ from ._common import (
 )
 from .distributions import abc_bars, figure4, insertion_deletion_figure
 from .pairs import plot_pair
+from .verdicts import critical_difference_figure
 
 
 def plot_predictions(model, dataset, ax=None, *, split: str = "test", max_points: int = 20000,
@@ -209,12 +210,17 @@ def save_figure(fig, path, dpi: int = 110) -> Path:
 
 def policy_figures(ev, label: str, folder, *, compare: Sequence[str] = ("kernel_shap",
                    "integrated_gradients"), n_random: int = 20, dpi: int = 110,
-                   seed: int = 0, target: str | None = None) -> list[Path]:
+                   seed: int = 0, target: str | None = None,
+                   comparisons: pd.DataFrame | None = None) -> list[Path]:
     """The paper's §5 figures for one policy's evaluation, written as PNG files into ``folder``.
 
     A random pair's curves, the pairs where the two compared methods differ most (Figures 6, 8),
     the ABC distributions (Figures 4, 7), deletion against insertion ABC (Figures 9, 10, 12), the
-    most asymmetric pair (Figure 11) and the mean ABC per method. Returns the paths written.
+    most asymmetric pair (Figure 11) and the mean ABC per method; with ``comparisons`` (the
+    policy's ``comparisons.csv``: every pairwise comparison per mode, ``insdel.verdicts``) the
+    critical-difference diagram of each mode beside the bar chart
+    (``<label>_critical_difference.png``: which differences are significant, Holm). Returns the
+    paths written.
     """
     folder = Path(folder)
     dpi = int(dpi)
@@ -261,6 +267,11 @@ def policy_figures(ev, label: str, folder, *, compare: Sequence[str] = ("kernel_
     ax = abc_bars(ev)
     ax.set_title(f"{label}: {ax.get_ylabel()}")  # "mean ABC ± s.e.", or "mean ABC" (one pair)
     out.append(save_figure(ax.figure, folder / f"{label}_mean_abc.png", dpi))
+    if comparisons is not None and len(comparisons):
+        blocks = {f"{label}, {mode}": comparisons[comparisons["mode"] == mode]
+                  for mode in dict.fromkeys(comparisons["mode"])}
+        out.append(save_figure(critical_difference_figure(blocks),
+                               folder / f"{label}_critical_difference.png", dpi))
     return out
 
 

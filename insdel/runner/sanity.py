@@ -101,7 +101,8 @@ def run_sanity(config: str | os.PathLike | Mapping, out: str | os.PathLike | Non
 
     Outputs in ``out``: ``sanity.csv`` (kind, order, method, step, layer, measure, mean,
     std_error, n, n_units), ``sanity_flags.csv`` (kind, order, method, check, value, reference,
-    threshold, flagged), ``reliability.csv`` (one row per metric: resilience, reactivity, mc and
+    threshold, flagged, std_error, ci_low, ci_high, verdict: the flag's 95 % interval over the
+    units and whether it holds beyond the noise), ``reliability.csv`` (one row per metric: resilience, reactivity, mc and
     the four criteria) and ``reliability_tests.csv`` (per metric and test), ``summary.md``,
     ``figures/sanity.png``, ``figures/reliability.png``, ``attributions.npz`` and
     ``manifest.json``. Started again on the same folder it reuses the trained model and writes

@@ -205,7 +205,11 @@ class SanityResult:
     flags : pandas.DataFrame
         One row per method and check (``similarity``, ``insertion_abc_on_trained``,
         ``deletion_abc_on_trained``):
-        ``method, check, value, reference, threshold, flagged``.
+        ``method, check, value, reference, threshold, flagged, std_error, ci_low, ci_high,
+        verdict``: the flag with its uncertainty over the independent units (the 95 % t
+        interval of the similarity; for an ABC check, ``std_error`` is that of the per-pair
+        change value − reference, paired, and the interval reference + the change's) and in
+        words whether the flag (or the pass) holds beyond the noise.
     kind : str
         ``"parameters"`` or ``"data"``.
     order : str
@@ -273,12 +277,19 @@ class SanityResult:
                 se = "" if not np.isfinite(r["std_error"]) else f" ± {r['std_error']:.2g}"
                 cells.append(f"{r['mean']:.{digits}g}{se}")
             lines.append(f"| {me} | " + " | ".join(cells) + " |")
-        lines += ["", "| method | check | value | reference | threshold | flagged |",
-                  "|---|---|---:|---:|---:|---|"]
+        words = "verdict" in self.flags.columns  # flags with their 95 % intervals
+        lines += ["", "| method | check | value | reference | threshold | flagged |"
+                  + (" 95 % interval | in words |" if words else ""),
+                  "|---|---|---:|---:|---:|---|" + ("---|---|" if words else "")]
         for r in self.flags.itertuples(index=False):
-            lines.append(f"| {r.method} | {r.check} | {r.value:.{digits}g} | "
-                         f"{r.reference:.{digits}g} | {r.threshold:.{digits}g} | "
-                         f"{'**yes**' if r.flagged else 'no'} |")
+            row = (f"| {r.method} | {r.check} | {r.value:.{digits}g} | "
+                   f"{r.reference:.{digits}g} | {r.threshold:.{digits}g} | "
+                   f"{'**yes**' if r.flagged else 'no'} |")
+            if words:
+                ci = (f"[{r.ci_low:.{digits}g}, {r.ci_high:.{digits}g}]"
+                      if np.isfinite(r.ci_low) else "n/a")
+                row += f" {ci} | {r.verdict} |"
+            lines.append(row)
         return "\n".join(lines)
 
 
@@ -420,7 +431,8 @@ class _Steps:
                         "mean": mean, "std_error": se, "n": int(ok.sum()), "n_units": units})
         table = pd.DataFrame(out)
         flags = _flags(table, [k for k, _ in self.items], self.similarity, self.modes if
-                       self.abc else (), threshold, abc_tolerance, final_steps, order)
+                       self.abc else (), threshold, abc_tolerance, final_steps, order,
+                       pairs=pairs, clusters=self.clusters)
         return SanityResult(table=table, pairs=pairs, flags=flags, kind=kind, order=order,
                             layers=list(layers), threshold=threshold, abc_tolerance=abc_tolerance,
                             stats={"model_rows": int(self.model_rows), "seconds": seconds,
@@ -428,7 +440,7 @@ class _Steps:
 
 
 def _flags(table, methods, similarity, modes, threshold, abc_tolerance, final_steps,
-           order) -> pd.DataFrame:
+           order, *, pairs=None, clusters=None) -> pd.DataFrame:
     """The checks of each method on the randomised model(s) of ``final_steps``: cascading and
     labels: the last step (everything randomised); independent: the step with the lowest mean
     similarity (the most disruptive single layer) and the ABC farthest from the trained one.
@@ -444,23 +456,86 @@ def _flags(table, methods, similarity, modes, threshold, abc_tolerance, final_st
     rows = []
     for method in methods:
         t = table[(table["method"] == method) & table["step"].isin(final_steps)]
-        s = t[t["measure"] == sim]["mean"]
-        value = float(np.nanmin(s)) if s.notna().any() else float("nan")
+        d = t[(t["measure"] == sim) & t["mean"].notna()]
+        if len(d):
+            r = d.loc[d["mean"].idxmin()]
+            value, se, n = float(r["mean"]), float(r["std_error"]), int(r["n_units"])
+        else:
+            value, se, n = float("nan"), float("nan"), 0
+        lo, hi = _interval(value, se, n)
+        flagged = bool(np.isfinite(value) and value > threshold)
         rows.append({"method": method, "check": f"similarity ({sim})", "value": value,
-                     "reference": 1.0, "threshold": threshold,
-                     "flagged": bool(np.isfinite(value) and value > threshold)})
+                     "reference": 1.0, "threshold": threshold, "flagged": flagged,
+                     "std_error": se, "ci_low": lo, "ci_high": hi,
+                     "verdict": _flag_verdict(flagged, lo - threshold, hi - threshold,
+                                              "above the threshold")})
         for mode in modes:
             measure = f"{mode}_abc_on_trained"
-            base = float(table[(table["method"] == method) & (table["step"] == 0)
-                               & (table["measure"] == measure)]["mean"].iloc[0])
-            v = t[t["measure"] == measure]["mean"].to_numpy(dtype=np.float64)
-            ok = np.isfinite(v)
-            value = float(v[ok][np.argmax(np.abs(v[ok] - base))]) if ok.any() else float("nan")
+            b = table[(table["method"] == method) & (table["step"] == 0)
+                      & (table["measure"] == measure)].iloc[0]
+            base, se_b = float(b["mean"]), float(b["std_error"])
+            d = t[(t["measure"] == measure) & np.isfinite(t["mean"])]
+            if len(d):
+                r = d.loc[(d["mean"] - base).abs().idxmax()]
+                value, se_v, n = float(r["mean"]), float(r["std_error"]), int(r["n_units"])
+            else:
+                value, se_v, n = float("nan"), float("nan"), 0
             near = bool(np.isfinite(value) and np.isfinite(base)
                         and abs(value - base) <= abc_tolerance * abs(base))
+            se_d = _change_se(pairs, clusters, method, measure, int(r["step"]) if len(d)
+                              else None, float(np.hypot(se_v, se_b)))
+            lo, hi = _interval(value - base, se_d, n)
+            band = abc_tolerance * abs(base)
+            # flagged when the change lies inside ±band; the interval's largest |change| inside
+            # the band: wholly inside, its smallest |change| outside it: wholly outside
+            smallest = 0.0 if lo <= 0 <= hi else min(abs(lo), abs(hi))
             rows.append({"method": method, "check": measure, "value": value,
-                         "reference": base, "threshold": abc_tolerance, "flagged": near})
+                         "reference": base, "threshold": abc_tolerance, "flagged": near,
+                         "std_error": se_d, "ci_low": base + lo, "ci_high": base + hi,
+                         "verdict": _flag_verdict(near, band - max(abs(lo), abs(hi)),
+                                                  band - smallest,
+                                                  "within the tolerance of the trained ABC")})
     return pd.DataFrame(rows)
+
+
+def _change_se(pairs, clusters, method, measure, step, fallback: float) -> float:
+    """The standard error over the units of the per-pair change of ``measure`` from step 0 to
+    ``step`` (paired: the same pairs under both models); ``fallback`` without the pairs."""
+    if pairs is None or step is None:
+        return fallback
+    d = pairs[(pairs["method"] == method) & (pairs["measure"] == measure)]
+    v = d.pivot_table(index="pair", columns="step", values="value", aggfunc="first")
+    if 0 not in v.columns or step not in v.columns:
+        return fallback
+    ch = (v[step] - v[0]).to_numpy(dtype=np.float64)
+    ok = np.isfinite(ch)
+    if ok.sum() < 2:
+        return fallback
+    cl = None if clusters is None else np.asarray(clusters)[v.index.to_numpy()[ok]]
+    return float(mean_se(ch[ok], cl)[1])
+
+
+def _interval(value: float, se: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The ``level`` t interval value ± t_{n-1} se (NaN without a standard error)."""
+    from scipy.stats import t as t_dist
+
+    if not (np.isfinite(value) and np.isfinite(se)) or n < 2:
+        return float("nan"), float("nan")
+    q = float(t_dist.ppf(0.5 + level / 2, n - 1))
+    return value - q * se, value + q * se
+
+
+def _flag_verdict(flagged: bool, low: float, high: float, region: str) -> str:
+    """A flag in words with its uncertainty: ``low`` / ``high`` bound how far inside the flag's
+    ``region`` the 95 % interval lies (``low > 0``: wholly inside, ``high < 0``: wholly
+    outside)."""
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return ("flagged" if flagged else "passes") + " (no interval: fewer than 2 units)"
+    if flagged:
+        return (f"flagged: its 95 % interval lies wholly {region}" if low > 0 else
+                f"flagged, but within the noise: its 95 % interval is not wholly {region}")
+    return (f"passes: no part of its 95 % interval is {region}" if high < 0 else
+            f"passes, but within the noise: part of its 95 % interval is {region}")
 
 
 def _common_checks(X, R, methods, similarity, seed, abc, method_options, progress, threshold,

@@ -43,9 +43,12 @@ def figures(cfg, evaluations, model, dataset, out: Path, stages: Stages, log,
             if two != list(f["compare"])[:2]:  # say what the figures show instead
                 log(f"figures [{label}]: comparing {' and '.join(two)} (figures.compare = "
                     f"{list(f['compare'])}; a method not run is replaced)")
+            comp = out / label / "comparisons.csv"  # the tables stage's, when it wrote one
             paths += plotting.policy_figures(ev, label, fdir, compare=f["compare"],
                                              n_random=f["n_random"], dpi=f["dpi"],
-                                             seed=cfg["seed"], target=target_label(dataset))
+                                             seed=cfg["seed"], target=target_label(dataset),
+                                             comparisons=pd.read_csv(comp) if comp.is_file()
+                                             else None)
         for label, dec in (decomps or {}).items():
             fig = plotting.decomposition_figure(dec, evaluations[label].methods,
                                                 title=f"{label}: ABC against the exact bounds")

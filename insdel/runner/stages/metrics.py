@@ -67,10 +67,12 @@ def metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log, p
     if len(ms) > 1 and len(A) > 1:  # do the metrics rank the methods alike, pair by pair?
         from ...metrics.agreement import agreement_figure, agreement_markdown, metric_agreement
 
-        agree = metric_agreement(res.scores, res.directions)
+        agree = metric_agreement(res.scores, res.directions, clusters=clusters,
+                                 seed=seed)
         ck.atomic_write_text(folder / "metric_agreement.csv", agree.to_csv(index=False))
         text += ("\n### Agreement: Kendall τ between the metrics' rankings of the methods, "
-                 "mean over pairs\n\n" + agreement_markdown(agree) + "\n")
+                 "mean over pairs (± standard error, 95 % bootstrap interval over the "
+                 "independent units)\n\n" + agreement_markdown(agree) + "\n")
         if cfg["figures"]["enabled"]:
             import matplotlib.pyplot as plt
 

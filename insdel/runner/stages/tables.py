@@ -20,8 +20,10 @@ def run(p: PolicyRun) -> None:
     ``p.decomposition``)."""
     ev, atts, folder, label = p.evaluation, p.attributions, p.folder, p.label
     s = ev.summary()
-    p.verdicts = ev.verdicts()
-    comp = ev.comparisons()
+    v = p.cfg["verdicts"]  # margin, relative, level, adjust, n_resamples ([verdicts])
+    p.verdicts = ev.verdicts(level=v["level"], margin=v["margin"], relative=v["relative"],
+                             n_resamples=v["n_resamples"], adjust=v["adjust"])
+    comp = ev.comparisons(level=v["level"], n_resamples=v["n_resamples"])
     ck.atomic_write_text(folder / "summary.csv", s.to_csv(index=False))
     if len(comp):  # every pairwise comparison per mode (insdel.verdicts)
         ck.atomic_write_text(folder / "comparisons.csv", comp.to_csv(index=False))
