@@ -209,6 +209,12 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
             f"the decomposition and the Shapley values)")
     model, model_metrics, model_info = model_stage(cfg, dataset, data_info, out, stages, log,
                                                    progress)
+    if cfg["model"]["outputs"] is not None:  # a model with H outputs: curves per output
+        from .multi import run_multi
+
+        return run_multi(cfg, out, dataset=dataset, data_info=data_info, model=model,
+                         model_metrics=model_metrics, model_info=model_info, stages=stages,
+                         log=log, progress=progress, before=before, grp=grp, client=client)
 
     # the model reaches every Dask worker once (a future shared by every stage and policy)
     remote_model = None if client is None else scatter(client, [shareable_model(
