@@ -68,6 +68,7 @@ def test_run_with_outputs_gives_curves_and_abcs_per_output(files, tmp_path):
     assert agg == pytest.approx(want, abs=1e-12)
     md = (tmp_path / "summary.md").read_text()
     assert "median: insertion ABC by output" in md and "| weighted |" in md
+    assert res.to_markdown() + "\n" == md  # what `insdel run` prints
     assert (tmp_path / "median" / "abc_by_output.csv").is_file()
     assert res.manifest["outputs"] == 2
 

@@ -16,6 +16,7 @@ and an ``output`` column), ``summary.md`` and ``manifest.json``.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,11 +24,23 @@ import pandas as pd
 
 from .. import _checkpoint as ck
 from ..report import run_header
+from .experiment import RunResult
 from .provenance import Stages, run_manifest
 from .stages.attribution import method_options
 from .stages.model import model_files
 
-__all__ = ["run_multi", "multi_model"]
+__all__ = ["run_multi", "multi_model", "MultiRunResult"]
+
+
+@dataclass
+class MultiRunResult(RunResult):
+    """A :class:`insdel.runner.RunResult` of a multi-output run: ``evaluations`` are
+    :class:`insdel.multi_output.MultiEvaluation`; ``markdown`` is ``summary.md``'s text."""
+
+    markdown: str = ""
+
+    def to_markdown(self, digits: int = 3) -> str:
+        return self.markdown
 
 
 def multi_model(model, H: int, X: np.ndarray):
@@ -53,7 +66,7 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
     import insdel
 
     from ..multi_output import check_output_weights, output_views
-    from .experiment import RunResult, _make_policy
+    from .experiment import _make_policy
     from .stages.data import select_pool
 
     if client is not None:
@@ -115,18 +128,20 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
     summary = summary[["policy"] + [c for c in summary.columns if c != "policy"]]
     ck.atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
     header = run_header(data_info, model_info, policy_specs)
-    ck.atomic_write_text(out / "summary.md", header + "\n\n" + summary_markdown(summary, H,
-                                                                               weights) + "\n")
+    text = header + "\n\n" + summary_markdown(summary, H, weights)
+    ck.atomic_write_text(out / "summary.md", text + "\n")
+    evals_total = sum(int(v.get("model_evaluations", 0)) for v in stages.stages.values())
     manifest = run_manifest(
         cfg, out, before, data_info=data_info, model_info=model_info,
         model_metrics=model_metrics, stages=stages, used=model_files(model_info),
         before_model={"policies": list(evaluations), "policy_specs": policy_specs,
                       "outputs": H, "output_weights": weights.tolist()},
         compute={"device": cfg["compute"]["device"],
-                 "seconds_total": time.perf_counter() - t_all})
-    return RunResult(out=out, config=cfg, evaluations=evaluations, pairings=pairings,
-                     summary=summary, diagnostics=pd.DataFrame(), manifest=manifest,
-                     model=model, dataset=dataset)
+                 "seconds_total": time.perf_counter() - t_all,
+                 "model_evaluations_total": evals_total})
+    return MultiRunResult(out=out, config=cfg, evaluations=evaluations, pairings=pairings,
+                          summary=summary, diagnostics=pd.DataFrame(), manifest=manifest,
+                          model=model, dataset=dataset, markdown=text)
 
 
 def summary_markdown(summary: pd.DataFrame, H: int, weights: np.ndarray, digits: int = 3) -> str:
