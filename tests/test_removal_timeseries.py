@@ -99,3 +99,31 @@ def test_a_run_configuration_builds_the_window_removals():
                             "model": {"preset": "quick_cern"},
                             "removal": {"kinds": [{"name": "interpolate",
                                                    "options": {"lenght": 4}}]}})
+
+
+def test_conditional_removals_fitted_on_windows_use_the_lag_structure():
+    """conditional_mean / conditional_gaussian fitted on flattened windows of an AR(1) series
+    (phi = 0.8): the most recent step removed, the rest kept, is filled with about phi times
+    the step before it (the Markov structure the fitted covariance holds); curves over lag x
+    channel blocks run under it."""
+    from insdel.timeseries import sliding_windows
+
+    rng = np.random.default_rng(0)
+    T, phi, Lw = 40_000, 0.8, 6
+    e = rng.normal(size=T)
+    y = np.empty(T)
+    y[0] = e[0]
+    for t in range(1, T):
+        y[t] = phi * y[t - 1] + e[t]
+    series = np.c_[y, rng.normal(size=T)]  # a second, independent channel
+    Xw, _ = sliding_windows(series, Lw, horizon=1, target=0)
+    rem = removal.build("conditional_mean", data=Xw)
+    keep = np.ones((5, Lw * 2), bool)
+    keep[:, (Lw - 1) * 2] = False  # the most recent step of channel 0
+    rows = rem.sample(Xw[:5], keep, np.arange(5))[:, 0]
+    np.testing.assert_allclose(rows[:, (Lw - 1) * 2], phi * Xw[:5, (Lw - 2) * 2], atol=0.05)
+    gauss = removal.build("conditional_gaussian", data=Xw, n_draws=4)
+    g = block_groups(Lw, 2, lag_block=2)
+    f = insdel.as_model(lambda Z: Z[:, -2] + 0.5 * Z[:, -4])
+    c = insdel.curves(f, Xw[:3], None, rng.normal(size=(3, Lw * 2)), removal=gauss, groups=g)
+    assert c.shape == (3, g.m + 1) and np.isfinite(c).all()
