@@ -17,7 +17,7 @@ from ..adapter import Model, ModelLike, as_model
 from ..game import Game
 
 #: Methods that need only model values (any model :func:`insdel.as_model` accepts).
-MODEL_AGNOSTIC = ("kernel_shap", "exact_shapley", "lime", "random")
+MODEL_AGNOSTIC = ("kernel_shap", "exact_shapley", "lime", "random", "occlusion")
 
 
 class Attribution:
