@@ -71,6 +71,9 @@ def test_run_with_outputs_gives_curves_and_abcs_per_output(files, tmp_path):
     assert res.to_markdown() + "\n" == md  # what `insdel run` prints
     assert (tmp_path / "median" / "abc_by_output.csv").is_file()
     assert res.manifest["outputs"] == 2
+    loaded = runner.load_results(tmp_path)["median"]
+    np.testing.assert_allclose(loaded.aggregate("vanilla_grad"), ev.aggregate("vanilla_grad"),
+                               atol=1e-12)
 
 
 def test_outputs_the_model_does_not_return_is_an_error_naming_the_key(files, tmp_path):
@@ -112,3 +115,18 @@ def test_another_command_refuses_model_outputs(files):
     cfg = insdel.config.load(_cfg(csv, path, outputs=2))
     with pytest.raises(ConfigError, match=r"model\.outputs: .*`insdel roar`"):
         check_sections(cfg, "roar")
+
+
+def test_a_table_with_h_target_columns_runs_with_the_others_dropped(files, tmp_path):
+    """The table recipe reads one target: the other target columns go to data.options.drop and
+    the model's 3 features are the rest."""
+    csv, path, _ = files
+    df = pd.read_csv(csv)
+    df["y2"] = df["y"] * 0.5
+    two = tmp_path / "two_targets.csv"
+    df.to_csv(two, index=False)
+    cfg = _cfg(two, path, outputs=2)
+    cfg["data"]["options"]["drop"] = ["y2"]
+    res = runner.run_experiment(cfg, tmp_path / "out")
+    assert res.manifest["data"]["features"] == 3
+    assert res.evaluations["median"].n_outputs == 2
