@@ -83,7 +83,8 @@ def test_bad_options_and_widths_are_named():
     with pytest.raises(ValueError, match="unknown|period"):
         removal.build("locf", length=4, channels=2, period=2)
     r = removal.build("locf", length=4, channels=2)
-    with pytest.raises(ValueError, match="8 columns"):
+    with pytest.raises(ValueError, match=r"6 features but a window of length=4 x channels=2 "
+                                         r"flattens to 8"):
         r.sample(np.zeros((1, 6)), np.ones((1, 6), bool), np.array([0]))
     assert r.params()["length"] == 4 and removal.draws_rows(r)
 

@@ -59,6 +59,11 @@ class _WindowFill(SampledRemoval):
 
     def sample(self, X: np.ndarray, keep: np.ndarray, targets: np.ndarray) -> np.ndarray:
         L, C = self.length, self.channels
+        width = np.shape(X)[-1] if np.ndim(X) == 2 else None
+        if width is not None and width != L * C:
+            raise ValueError(f"removal {self.name!r}: the targets have {width} features but a "
+                             f"window of length={L} x channels={C} flattens to {L * C} "
+                             "(docs/multi_output.md).")
         X, keep, _ = check_request(self.name, X, keep, targets, L * C)
         N = X.shape[0]
         W, K = X.reshape(N, L, C), keep.reshape(N, L, C)
