@@ -11,6 +11,7 @@ import torch
 import insdel
 from insdel import runner
 from insdel.config import ConfigError
+from insdel.decomposition import batch_decomposition
 from tests._runs import small_cfg, small_csv
 
 
@@ -44,7 +45,9 @@ def test_run_with_outputs_gives_curves_and_abcs_per_output(files, tmp_path):
     aggregate; output_<h>/ holds output h's saved evaluation."""
     csv, path, net = files
     w = [1.0, 0.5]
-    res = runner.run_experiment(_cfg(csv, path, outputs=2, output_weights=w), tmp_path)
+    cfg = _cfg(csv, path, outputs=2, output_weights=w)
+    cfg["decomposition"] = {"n_pairs": 2}
+    res = runner.run_experiment(cfg, tmp_path)
     ev = res.evaluations["median"]
     assert ev.n_outputs == 2
     pairing = res.pairings["median"]
@@ -57,6 +60,13 @@ def test_run_with_outputs_gives_curves_and_abcs_per_output(files, tmp_path):
             for mode in ("insertion", "deletion"):
                 np.testing.assert_allclose(ev[h].abc_array(m, mode), single.abc_array(m, mode),
                                            rtol=0, atol=1e-12)
+        dec = pd.read_parquet(tmp_path / "median" / f"output_{h}" / "decomposition.parquet")
+        want = batch_decomposition(insdel.as_model(net, output=h), pairing.X[:2], pairing.R[:2])
+        np.testing.assert_allclose(dec["expected_abc_insertion"], want.expected_abc(), atol=1e-12)
+        np.testing.assert_allclose(dec[["shapley_0", "shapley_1", "shapley_2"]], want.shapley(),
+                                   atol=1e-12)
+        np.testing.assert_allclose(dec["abc_insertion_vanilla_grad"],
+                                   ev[h].abc_array("vanilla_grad")[:2], atol=1e-12)
         saved = insdel.Evaluation.load(tmp_path / "median" / f"output_{h}")
         np.testing.assert_allclose(saved.abc_array("vanilla_grad"),
                                    ev[h].abc_array("vanilla_grad"), atol=1e-12)
@@ -69,6 +79,8 @@ def test_run_with_outputs_gives_curves_and_abcs_per_output(files, tmp_path):
     md = (tmp_path / "summary.md").read_text()
     assert "median: insertion ABC by output" in md and "| weighted |" in md
     assert res.to_markdown() + "\n" == md  # what `insdel run` prints
+    assert "Exact decomposition" in md
+    assert set(pd.read_csv(tmp_path / "decomposition_by_output.csv")["output"]) == {0, 1}
     assert (tmp_path / "median" / "abc_by_output.csv").is_file()
     assert res.manifest["outputs"] == 2
     loaded = runner.load_results(tmp_path)["median"]
@@ -87,7 +99,7 @@ def test_outputs_the_model_does_not_return_is_an_error_naming_the_key(files, tmp
     ({"outputs": 2, "output_weights": [1, 2, 3]}, {}, r"model\.output_weights has 3 weights"),
     ({"output_weights": [1, 2]}, {}, r"model\.output_weights .*give model\.outputs"),
     ({"outputs": 2}, {"removal": {"kinds": ["baseline", "constant"]}}, r"removal\.kinds"),
-    ({"outputs": 2}, {"decomposition": {"n_pairs": 2}}, r"decomposition\.n_pairs"),
+    ({"outputs": 2}, {"metrics": {"names": ["complexity"]}}, r"metrics\.names"),
 ])
 def test_multi_output_config_errors_name_the_key(files, model, over, match):
     csv, path, _ = files

@@ -388,7 +388,8 @@ def _check_model(cfg: dict, source: str) -> None:
 
 def _check_outputs(cfg: dict, source: str) -> None:
     """``model.outputs`` (H) needs a model file (a trained preset has one output) and a run of
-    the stages a multi-output run has (curves and ABCs per output, docs/multi_output.md);
+    the stages a multi-output run has (attributions, curves, ABCs and the decomposition per
+    output, docs/multi_output.md);
     ``model.output_weights`` needs ``model.outputs`` and H valid weights."""
     from ..multi_output import check_output_weights
 
@@ -402,8 +403,6 @@ def _check_outputs(cfg: dict, source: str) -> None:
         unread = [(key, why) for key, bad, why in (
             ("removal.kinds", list(cfg["removal"]["kinds"]) != ["baseline"],
              "sampled and further removals run per output through insdel.multi_output.per_output"),
-            ("decomposition.n_pairs", cfg["decomposition"]["n_pairs"] > 0,
-             "the decomposition runs per output through insdel.multi_output.per_output"),
             ("metrics.names", bool(cfg["metrics"]["names"]),
              "the [metrics] stage scores one output"),
             ("compute.backend", cfg["compute"]["backend"] != "serial",
@@ -411,8 +410,9 @@ def _check_outputs(cfg: dict, source: str) -> None:
         if unread:
             key, why = unread[0]
             raise ConfigError(f"{source}: {key}: a run with model.outputs = {H} computes "
-                              f"attributions, curves and ABCs per output only ({why}, in "
-                              f"Python); remove {key}.")
+                              "attributions, curves, ABCs and the exact decomposition per "
+                              f"output, not this stage ({why}, in the Python API); remove "
+                              f"{key}.")
     if m["output_weights"] is not None:
         if H is None:
             raise ConfigError(f"{source}: model.output_weights weighs the outputs of a model with "

@@ -27,6 +27,7 @@ from ..report import run_header
 from .experiment import RunResult
 from .provenance import Stages, run_manifest
 from .stages.attribution import method_options
+from .stages.decomposition import DECOMP_COLS, decomposition_table, decomposition_task
 from .stages.model import model_files
 
 __all__ = ["run_multi", "multi_model", "MultiRunResult"]
@@ -84,6 +85,7 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
         log("figures: not drawn for a model with several outputs (abc_by_output.csv holds the "
             "ABCs per output)")
     evaluations, pairings, policy_specs, summaries = {}, {}, {}, []
+    decomposition_rows: list = []
     for i, entry in enumerate(cfg["policies"]):
         from .. import config as _config
 
@@ -111,6 +113,7 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
         ev = insdel.evaluate(model, X, R, attr, modes=ev_cfg["modes"], n_random=ev_cfg["n_random"],
                              seed=cfg["seed"], normalize=ev_cfg["normalize"],
                              order=ev_cfg["order"], groups=grp, output_weights=weights)
+        decs = _decompositions(cfg, views, X, R, grp, ev, label, log)
         stages.add(f"{label}/multi_output", time.perf_counter() - t0, pairs=len(pairing),
                    model_evaluations=int(model.n_evals))
         model.n_evals = 0
@@ -118,6 +121,12 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
         folder.mkdir(parents=True, exist_ok=True)
         for h in range(H):
             ev[h].save(folder / f"output_{h}", pairing=pairing)
+            if decs:
+                with ck.atomic_write(folder / f"output_{h}" / "decomposition.parquet",
+                                     suffix=".parquet") as tmp:
+                    decs[h].to_parquet(tmp, index=False)
+                decomposition_rows.append(decs[h][DECOMP_COLS].mean().to_frame().T.assign(
+                    policy=label, output=h))
         with ck.atomic_write(folder / "attributions.npz", suffix=".npz") as tmp:
             np.savez(tmp, **attr)
         table = ev.summary()
@@ -129,6 +138,13 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
     ck.atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
     header = run_header(data_info, model_info, policy_specs)
     text = header + "\n\n" + summary_markdown(summary, H, weights)
+    if decomposition_rows:
+        dec = pd.concat(decomposition_rows, ignore_index=True)[["policy", "output", *DECOMP_COLS]]
+        ck.atomic_write_text(out / "decomposition_by_output.csv", dec.to_csv(index=False))
+        text += "\n\n## Exact decomposition (mean over the decomposed pairs)\n\n" + "\n".join(
+            ["| " + " | ".join(dec.columns) + " |", "|---" * dec.shape[1] + "|"]
+            + ["| " + " | ".join([str(r[0]), str(r[1])] + [f"{v:.3f}" for v in r[2:]]) + " |"
+               for r in dec.itertuples(index=False)])
     ck.atomic_write_text(out / "summary.md", text + "\n")
     evals_total = sum(int(v.get("model_evaluations", 0)) for v in stages.stages.values())
     manifest = run_manifest(
@@ -159,3 +175,29 @@ def summary_markdown(summary: pd.DataFrame, H: int, weights: np.ndarray, digits:
         for m in dict.fromkeys(part["method"]):
             lines.append(f"| {m} | " + " | ".join(cell.get((c, m), "") for c in cols) + " |")
     return "\n".join(lines)
+
+
+def _decompositions(cfg: dict, views: list, X: np.ndarray, R: np.ndarray, grp, ev, label: str,
+                    log) -> list:
+    """The exact decomposition of the first ``decomposition.n_pairs`` pairs for each output (its
+    view: each distinct batch of rows evaluated once for all outputs), as the single-output
+    run's per-pair tables with every method's ABC of that output; [] when ``n_pairs = 0``."""
+    K = min(cfg["decomposition"]["n_pairs"], X.shape[0])
+    if K == 0:
+        return []
+    kw = {"progress": False, "max_d": cfg["decomposition"]["max_d"]}
+    if grp is not None:
+        kw["groups"] = grp
+    n = X.shape[1] if grp is None else grp.m
+    tables = []
+    for h, view in enumerate(views):
+        arr, _, _ = decomposition_task(0, K, kw, cfg["evaluation"]["normalize"],
+                                       "pairs {lo}..{hi} of policy " + repr(label) +
+                                       f", output {h}", model=view, X=X, R=R)
+        df = decomposition_table(arr, n)
+        for mode in ev.modes:
+            for m in ev.methods:
+                df[f"abc_{mode}_{m}"] = ev[h].abc_array(m, mode)[:K]
+        tables.append(df)
+    log(f"  exact decomposition of {K} pairs for each of the {len(views)} outputs")
+    return tables
