@@ -9,8 +9,10 @@ evaluation of each distinct batch of rows for all H outputs), and :func:`insdel.
 the curves of all outputs at once. Written per policy: ``<policy>/abc_by_output.csv`` (each
 output's summary and the weighted aggregate, ``model.output_weights``), ``<policy>/output_<h>/``
 (output h's ``curves.npz`` and ``abc.parquet``, :meth:`insdel.Evaluation.save`) and
-``<policy>/attributions.npz`` ((B, H, n) per method); for the run ``summary.csv`` (a ``policy``
-and an ``output`` column), ``summary.md`` and ``manifest.json``.
+``<policy>/attributions.npz`` ((B, H, n) per method); with ``decomposition.n_pairs`` the exact
+decomposition of each output (``<policy>/output_<h>/decomposition.parquet``,
+``decomposition_by_output.csv``); for the run ``summary.csv`` (a ``policy`` and an ``output``
+column), ``summary.md`` and ``manifest.json``. No figures, no checkpointed chunks.
 """
 
 from __future__ import annotations
