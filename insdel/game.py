@@ -42,7 +42,7 @@ from .removal import Baseline, GameRemoval, ReferenceRemoval, Removal, check_tar
 from .removal.base import differing_from
 from .removal.values import check_rows, coalition_values, imputed_rows, unique_coalitions
 
-__all__ = ["Game", "RemovalGame", "as_game", "from_parts", "HOOKS"]
+__all__ = ["Game", "RemovalGame", "as_game", "from_parts", "HOOKS", "one_output"]
 
 #: The questions a game may answer in closed form (:attr:`Game.closed_form`).
 HOOKS = ("curves", "shapley", "effects")
@@ -425,4 +425,17 @@ def as_game(f: ModelLike | Game, X: ArrayLike | None = None, R: ArrayLike | None
     game = RemovalGame(f, model, X, R, rem, grp, unit_names=names, batch_size=batch_size,
                        offset=check_scalar(offset, "offset", int, min_val=0))
     game.rows_only = bool(rows_only)
+    return game
+
+
+def one_output(game: Game, what: str) -> Game:
+    """``game`` when its model has one output; a model kept with ``outputs=H`` is an error naming
+    ``what`` (an engine that explains one output) and the per-output route (its output views,
+    :mod:`insdel.multi_output`)."""
+    H = getattr(getattr(game, "model", None), "n_outputs", None)
+    if H is not None:
+        raise ValueError(f"{what} explains one output; the model has H = {H} outputs "
+                         f"(outputs={H}): run it per output with insdel.multi_output.per_output"
+                         "(func, model, ...) or on insdel.multi_output.output_views(model)[h] "
+                         "(each distinct batch of rows is evaluated once for all outputs).")
     return game

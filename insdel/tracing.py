@@ -452,8 +452,13 @@ def _curve_job(game: Game, orders, *, modes, positions, chunk_size, progress,
     """The options of a curve problem on ``game``, checked once (the front door's second half)."""
     chunk_size = check_positive_int(chunk_size, "chunk_size")
     if client is not None and _n_outputs(game) is not None:
-        raise NotImplementedError("client=: the curves of a model with several outputs "
-                                  "(outputs=) are traced here, without a Dask client.")
+        raise NotImplementedError(
+            "client=: a Dask client is refused for a model with several outputs (outputs=): "
+            "its curves are gathered for all H outputs from one store of the (N, H) values in "
+            "this process, while the Dask chunks trace one output; trace without client= (one "
+            "pass gives every output), or give the client one output view at a time "
+            "(insdel.multi_output.output_views(model)[h]: each view's rows are then evaluated "
+            "on the workers for that output alone).")
     m = game.m
     full = positions is None
     pos = _full_positions(m) if full else check_positions(positions, m)

@@ -527,3 +527,22 @@ def test_run_chunked_names_the_failed_chunk_here_and_on_dask(client):
         with pytest.raises(TypeError, match=r"^chunk 1: "):
             distributed.run_chunked(operator.add, [(1, 2), (1, "a")], concat=None, client=c,
                                     describe=describe)
+
+
+def _two_outputs(Z):
+    return np.c_[np.tanh(Z).sum(1), Z[:, 0] * Z[:, 1]]
+
+
+def test_an_output_view_runs_on_a_client_as_its_column_does(client):
+    """A model with several outputs is refused by the curves with a client; one output view at
+    a time runs there and gives the serial numbers of that output."""
+    from insdel.multi_output import output_views
+
+    rng = np.random.default_rng(0)
+    X, R, A = rng.normal(size=(6, 4)), rng.normal(size=(6, 4)), rng.normal(size=(6, 4))
+    view = output_views(_two_outputs, outputs=2)[1]
+    got = insdel.evaluate(view, X, R, {"a": A}, n_random=2, client=client)
+    want = insdel.evaluate(insdel.as_model(_two_outputs, outputs=2), X, R, {"a": A},
+                           n_random=2)[1]
+    for mode in ("insertion", "deletion"):
+        np.testing.assert_allclose(got.curves[mode], want.curves[mode], rtol=0, atol=1e-12)

@@ -206,3 +206,26 @@ def test_drawn_removal_per_output_through_the_views(pairs):
     c = per_output(insdel.curves, mf, X, R, A, removal=rem)
     np.testing.assert_allclose(c[..., 2], insdel.curves(m1, X, R, A, removal=rem), atol=1e-12)
     assert mf.n_evals == m1.n_evals  # each drawn row evaluated once for the three outputs
+
+
+@pytest.mark.parametrize("engine", [
+    lambda m, X, R: batch_decomposition(m, X, R),
+    lambda m, X, R: shapley_values(m, X, R),
+    lambda m, X, R: insdel.attribute(m, X, R, "kernel_shap"),
+    lambda m, X, R: insdel.attribute(m, X, R, "occlusion"),
+])
+def test_a_one_output_engine_given_h_outputs_names_the_per_output_route(engine):
+    m = as_model(lambda Z: np.c_[Z.sum(1), Z[:, 0]], outputs=2)
+    X, R = np.ones((2, 3)), np.zeros((2, 3))
+    with pytest.raises(ValueError, match=r"explains one output; the model has H = 2 outputs "
+                                         r"\(outputs=2\): run it per output with "
+                                         r"insdel\.multi_output\.per_output"):
+        engine(m, X, R)
+
+
+def test_curves_of_h_outputs_refuse_a_client_with_the_reason():
+    m = as_model(lambda Z: np.c_[Z.sum(1), Z[:, 0]], outputs=2)
+    with pytest.raises(NotImplementedError, match=r"client=: a Dask client is refused .* one "
+                                                  r"store of the \(N, H\) values"):
+        insdel.evaluate(m, np.ones((2, 3)), np.zeros((2, 3)), {"a": np.ones((2, 3))},
+                        n_random=0, client=object())

@@ -46,7 +46,8 @@ and :func:`build` (an instance for a model).
 
 Modules: ``base`` (the base class, captum drivers), ``shapley`` (Kernel SHAP, exact Shapley),
 ``lime``, ``integrated_gradients``, ``deeplift``, ``gradients`` (vanilla, input x gradient),
-``random_scores``, ``cohort`` (cohort Shapley and IGCS, model-free: they explain the data's outcome
+``random_scores``, ``occlusion`` (leave-one-unit-out drops of v), ``cohort`` (cohort Shapley
+and IGCS, model-free: they explain the data's outcome
 through :class:`insdel.removal.Cohort` and accept ``f=None`` and ``R=None``).
 """
 
@@ -74,6 +75,7 @@ from .deeplift import DeepLift
 from .gradients import InputXGradient, VanillaGrad
 from .integrated_gradients import IntegratedGradients
 from .lime import DEFAULT_LIME_SAMPLES, Lime
+from .occlusion import Occlusion
 from .random_scores import RandomAttribution
 from .shapley import DEFAULT_KS_SAMPLES, PAPER_KS_SAMPLES, ExactShapley, KernelShap
 
@@ -81,14 +83,14 @@ __all__ = [
     "attribute", "available", "get", "options_of", "build", "supported", "check_supported", "Attribution",
     "External", "KernelShap", "ExactShapley",
     "IntegratedGradients", "DeepLift", "VanillaGrad", "InputXGradient", "Lime",
-    "RandomAttribution", "CohortShapley", "IGCS", "METHODS", "MODEL_AGNOSTIC", "GRADIENT_METHODS", "DEFAULT_KS_SAMPLES",
+    "RandomAttribution", "CohortShapley", "IGCS", "Occlusion", "METHODS", "MODEL_AGNOSTIC", "GRADIENT_METHODS", "DEFAULT_KS_SAMPLES",
     "DEFAULT_LIME_SAMPLES", "PAPER_KS_SAMPLES", "DEFAULT_PAIRS_PER_CHUNK",
 ]
 
 #: name -> class.
 METHODS: dict[str, type[Attribution]] = {cls.name: cls for cls in (
     KernelShap, ExactShapley, IntegratedGradients, DeepLift, VanillaGrad, InputXGradient, Lime,
-    RandomAttribution, CohortShapley, IGCS)}
+    RandomAttribution, CohortShapley, IGCS, Occlusion)}
 
 ALIASES = {
     "ks": "kernel_shap", "kernelshap": "kernel_shap", "shap": "kernel_shap",
@@ -97,6 +99,7 @@ ALIASES = {
     "deep_lift": "deeplift", "saliency": "vanilla_grad", "vanilla": "vanilla_grad",
     "ixg": "input_x_gradient", "inputxgradient": "input_x_gradient",
     "cohortshapley": "cohort_shapley", "cohort_ig": "igcs",
+    "feature_ablation": "occlusion", "ablation": "occlusion",
 }
 
 

@@ -17,7 +17,7 @@ from ..adapter import Model, ModelLike, as_model
 from ..game import Game
 
 #: Methods that need only model values (any model :func:`insdel.as_model` accepts).
-MODEL_AGNOSTIC = ("kernel_shap", "exact_shapley", "lime", "random")
+MODEL_AGNOSTIC = ("kernel_shap", "exact_shapley", "lime", "random", "occlusion")
 
 
 class Attribution:
@@ -78,11 +78,12 @@ class Attribution:
         empty rows or its values: :mod:`insdel.attribution._removal`). Under a removal other than
         the baseline the gap is taken against ``v(all) - v(∅)`` (``info_["v_all_minus_v_empty"]``);
         a removal given (or a game) is recorded as ``info_["removal"]`` (its ``params()``)."""
-        from ..game import as_game
+        from ..game import as_game, one_output
         from ._removal import single_reference, value_ends
 
-        game = as_game(self.model if self._game is None else self._game, X, R, removal=removal,
-                       groups=groups, batch_size=batch_size)
+        game = one_output(as_game(self.model if self._game is None else self._game, X, R,
+                                  removal=removal, groups=groups, batch_size=batch_size),
+                          f"attribution method {self.name!r}")
         model = self.model
         if self.requires not in model.capabilities:
             from . import check_supported

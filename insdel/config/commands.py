@@ -233,6 +233,11 @@ def check_sections(cfg: Mapping, command: str) -> None:
     command's tables."""
     given = set(cfg.get("sections", ()))
     cmd = get(command)
+    if (cfg.get("model") or {}).get("outputs") is not None and command != "run":
+        raise ConfigError(f"{cfg['source']}: model.outputs: a model with several outputs is "
+                          f"tested by `insdel run` (`insdel forecast` reads forecast.model and "
+                          f"forecast.horizon), not by `insdel {command}`; remove model.outputs "
+                          "(or run it with `insdel run`).")
     if command != "run":
         tables = cmd.needed
         if not given & set(tables):

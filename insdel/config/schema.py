@@ -80,6 +80,9 @@ SCHEMA: dict[str, Any] = {
         "max_epochs": (_INT + (type(None),), None, _at_least(1)),
         "trust": (_BOOL, False),
         "architecture": (_STR + (type(None),), None),
+        # H: a model file returning (B, H) is tested as a whole (docs/multi_output.md)
+        "outputs": (_INT + (type(None),), None, _at_least(1)),
+        "output_weights": (_LIST + (type(None),), None),
     },
     "targets": {"n": (_INT, 200, _at_least(2))},
     "compute": {

@@ -328,6 +328,7 @@ def _check_values(cfg: dict, source: str, check_tables=None) -> None:
                           f"\"table\" for your own CSV); insdel never picks a data set for you.")
     _check_data(cfg, source)
     _check_model(cfg, source)
+    _check_outputs(cfg, source)
     _check_policies(cfg, source)
 
 
@@ -407,6 +408,43 @@ def _check_model(cfg: dict, source: str) -> None:
             models._resolve_params(dict(m["params"]), None)
         except (TypeError, ValueError, KeyError) as exc:
             raise ConfigError(f"{source}: model.params: {exc}") from None
+
+
+def _check_outputs(cfg: dict, source: str) -> None:
+    """``model.outputs`` (H) needs a model file (a trained preset has one output) and a run of
+    the stages a multi-output run has (attributions, curves, ABCs and the decomposition per
+    output, docs/multi_output.md);
+    ``model.output_weights`` needs ``model.outputs`` and H valid weights."""
+    from ..multi_output import check_output_weights
+
+    m = cfg["model"]
+    H = m["outputs"]
+    if H is not None:
+        if m["path"] is None:
+            raise ConfigError(f"{source}: model.outputs = {H}: a model with several outputs comes "
+                              "from a model file (model.path); a preset or params model has one "
+                              "output.")
+        unread = [(key, why) for key, bad, why in (
+            ("removal.kinds", list(cfg["removal"]["kinds"]) != ["baseline"],
+             "sampled and further removals run per output through insdel.multi_output.per_output"),
+            ("metrics.names", bool(cfg["metrics"]["names"]),
+             "the [metrics] stage scores one output"),
+            ("compute.backend", cfg["compute"]["backend"] != "serial",
+             "a Dask client is refused for a model with several outputs")) if bad]
+        if unread:
+            key, why = unread[0]
+            raise ConfigError(f"{source}: {key}: a run with model.outputs = {H} computes "
+                              "attributions, curves, ABCs and the exact decomposition per "
+                              f"output, not this stage ({why}, in the Python API); remove "
+                              f"{key}.")
+    if m["output_weights"] is not None:
+        if H is None:
+            raise ConfigError(f"{source}: model.output_weights weighs the outputs of a model with "
+                              "several outputs; give model.outputs (H) too.")
+        try:
+            check_output_weights(m["output_weights"], H)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{source}: model.{exc}") from None
 
 
 def _check_policies(cfg: dict, source: str) -> None:

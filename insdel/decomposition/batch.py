@@ -23,7 +23,7 @@ from .._validation import (
     repeated,
 )
 from ..adapter import ModelLike
-from ..game import Game, as_game
+from ..game import Game, as_game, one_output
 from ._subspace import (
     DEFAULT_MAX_D,
     FULL_LAYOUT_MAX_N,
@@ -616,7 +616,8 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
     """
     t0 = time.perf_counter()
     columns = feature_names_of(X) if X is not None else None  # a DataFrame's column names
-    game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size)
+    game = one_output(as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size),
+                      "batch_decomposition")
     dedup = check_bool(dedup, "dedup")
     n = game.m
     if feature_names is None:

@@ -13,7 +13,7 @@ from .._validation import (
     check_positive_int,
 )
 from ..adapter import ModelLike
-from ..game import Game, as_game, from_parts
+from ..game import Game, as_game, from_parts, one_output
 from ..ordering import random_permutations
 from ._subspace import (
     DEFAULT_MAX_D,
@@ -63,7 +63,8 @@ def shapley_values(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
     -------
     ndarray (B, n) or (B, m); rows sum to f(x_b) - f(r_b).
     """
-    game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size)
+    game = one_output(as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size),
+                      "shapley_values")
     max_rows = check_positive_int(max_rows, "max_rows")
     if game.knows("shapley"):
         return game.shapley()
@@ -152,7 +153,7 @@ def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = D
     ValueError
         A pair with |D| > ``max_d``; the message names the pair, its |D| and the cost.
     """
-    game = as_game(f, X, R, groups=groups, batch_size=batch_size)
+    game = one_output(as_game(f, X, R, groups=groups, batch_size=batch_size), "subspace_shapley")
     max_rows = check_positive_int(max_rows, "max_rows")
     B = game.B
     if pairs is None:
@@ -241,7 +242,8 @@ def sampled_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, removal=None,
     if n_orderings % 2:
         raise ValueError(f"n_orderings must be even (antithetic couples); got {n_orderings}.")
     seed = check_seed(seed)
-    game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size)
+    game = one_output(as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size),
+                      "sampled_shapley")
     B, m = game.B, game.m
     half = n_orderings // 2
     o = random_permutations(np.random.default_rng(seed), (B, half, m))

@@ -37,7 +37,7 @@ from .._validation import (
     feature_names_of,
 )
 from ..adapter import ModelLike
-from ..game import Game, as_game
+from ..game import Game, as_game, one_output
 from ..groups import group_attributions
 from ..hybrids import masks_to_words, n_words
 from ..ordering import check_ordering, sort_orderings
@@ -179,7 +179,8 @@ class MetricContext:
     def __init__(self, f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, *,
                  groups=None, seed: int = 0, batch_size: int | None = None, removal=None):
         self.labels = feature_names_of(X)  # a DataFrame's columns: attributions match them by name
-        self.game = game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size)
+        self.game = game = one_output(as_game(f, X, R, removal=removal, groups=groups,
+                                              batch_size=batch_size), "the metrics' cache")
         self.model = game.model
         self.X = game.X
         self.B, self.n = self.X.shape

@@ -8,6 +8,8 @@ Built in: ``baseline`` and ``marginal`` (:mod:`.reference`); ``constant`` and ``
 (:mod:`.constant`: fixed values, one row per coalition); ``conditional_gaussian``,
 ``conditional_mean`` and ``conditional_knn`` (fitted on training rows); ``noisy_linear``
 (:mod:`.noisy_linear`: Rong et al.'s interpolation from kept neighbours, ROAD's imputation);
+``locf`` and ``interpolate`` (:mod:`.timeseries`: a window's removed steps filled from its kept
+steps, per channel);
 ``cohort`` (:mod:`.cohort`, a :class:`GameRemoval`: the observational cohort game, read off the
 data). Your own: a
 :class:`SampledRemoval` subclass, registered with :func:`register` or passed as an instance.
@@ -45,17 +47,18 @@ def _check_entry(name: str, cls) -> None:
 
 def _load_builtins(reg: Registry) -> None:
     """The fitted removals (their modules compile numba kernels on first use)."""
-    from . import cohort, gaussian, knn, noisy_linear
+    from . import cohort, gaussian, knn, noisy_linear, timeseries
 
     for cls in (gaussian.ConditionalGaussian, gaussian.ConditionalMean, knn.ConditionalKNN,
-                cohort.Cohort, noisy_linear.NoisyLinear):
+                cohort.Cohort, noisy_linear.NoisyLinear, timeseries.LOCF, timeseries.Interpolate):
         reg.entries.setdefault(cls.name, cls)
 
 
 #: The fitted removals' classes, imported on first access (``insdel.removal.Cohort``): their
 #: modules compile numba kernels.
 _LAZY = {"Cohort": "cohort", "ConditionalGaussian": "gaussian", "ConditionalMean": "gaussian",
-         "ConditionalKNN": "knn", "NoisyLinear": "noisy_linear"}
+         "ConditionalKNN": "knn", "NoisyLinear": "noisy_linear", "LOCF": "timeseries",
+         "Interpolate": "timeseries"}
 
 
 def __getattr__(name: str):
@@ -67,7 +70,8 @@ def __getattr__(name: str):
 
 
 _BUILTINS = ("baseline", "marginal", "constant", "training_mean", "conditional_gaussian",
-             "conditional_mean", "conditional_knn", "cohort", "noisy_linear")
+             "conditional_mean", "conditional_knn", "cohort", "noisy_linear", "locf",
+             "interpolate")
 _REGISTRY = Registry("removal", {"baseline": Baseline, "marginal": Marginal, "constant": Constant,
                                  "training_mean": TrainingMean},
                      protected=_BUILTINS, check=_check_entry, loader=_load_builtins)

@@ -133,13 +133,21 @@ class RunResult:
 def load_results(out: str | os.PathLike) -> dict[str, Evaluation]:
     """The evaluations of a finished run, policy label -> :class:`insdel.Evaluation`
     (:meth:`insdel.Evaluation.load` of each policy's folder), so plots can be redrawn without
-    running anything again."""
+    running anything again; a run with ``model.outputs`` gives a
+    :class:`insdel.multi_output.MultiEvaluation` per label (its ``output_<h>/`` folders)."""
     out = Path(out)
     manifest = out / "manifest.json"
     if not manifest.exists():
         raise FileNotFoundError(f"{out} holds no finished run (no manifest.json).")
-    labels = json.loads(manifest.read_text())["policies"]
-    return {lab: Evaluation.load(out / lab) for lab in labels}
+    m = json.loads(manifest.read_text())
+    if m.get("outputs") is not None:  # a run with model.outputs = H: output_<h>/ per policy
+        from ..multi_output import MultiEvaluation
+
+        return {lab: MultiEvaluation([Evaluation.load(out / lab / f"output_{h}")
+                                      for h in range(m["outputs"])],
+                                     np.asarray(m["output_weights"], dtype=np.float64))
+                for lab in m["policies"]}
+    return {lab: Evaluation.load(out / lab) for lab in m["policies"]}
 
 
 def run_experiment(config: str | os.PathLike | Mapping, out: str | os.PathLike | None = None, *,
@@ -217,6 +225,12 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
             f"the decomposition and the Shapley values)")
     model, model_metrics, model_info = model_stage(cfg, dataset, data_info, out, stages, log,
                                                    progress)
+    if cfg["model"]["outputs"] is not None:  # a model with H outputs: curves per output
+        from .multi import run_multi
+
+        return run_multi(cfg, out, dataset=dataset, data_info=data_info, model=model,
+                         model_metrics=model_metrics, model_info=model_info, stages=stages,
+                         log=log, progress=progress, before=before, grp=grp, client=client)
 
     # the model reaches every Dask worker once (a future shared by every stage and policy)
     remote_model = None if client is None else scatter(client, [shareable_model(

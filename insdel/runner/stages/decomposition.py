@@ -103,9 +103,15 @@ def decompose(cfg, model, X, R, label, out, base_key, stages, log, progress, int
     stages.add(f"{label}/decomposition", secs, model_evaluations=evals, pairs=K,
                chunks_resumed=resumed)
     log(f"  exact decomposition of {K} pairs: {secs:.1f} s")
-    n = X.shape[1] if groups is None else groups.m
+    return decomposition_table(arr, X.shape[1] if groups is None else groups.m)
+
+
+def decomposition_table(arr: np.ndarray, n: int) -> pd.DataFrame:
+    """The decomposition's per-pair table from :func:`decomposition_task`'s array: ``pair``, the
+    best and expected ABC per mode (:data:`DECOMP_COLS`) and the n units' exact Shapley
+    values."""
     df = pd.DataFrame(arr[:, :4], columns=DECOMP_COLS)
-    df.insert(0, "pair", np.arange(K))
+    df.insert(0, "pair", np.arange(arr.shape[0]))
     shap = pd.DataFrame(arr[:, 4:4 + n], columns=[f"shapley_{j}" for j in range(n)])
     return pd.concat([df, shap], axis=1)
 

@@ -31,7 +31,9 @@ def get_model(cfg: dict, dataset, data_hash: str, out: Path, log, progress
                                n_features=int(np.asarray(dataset.X_test).shape[1]),
                                dataset=dataset)  # an insdel model file: its features and scaling
         return model, {}, {"source": "path", **info}
-    key = ck.config_hash({"data": data_hash, "model": m, "seed": cfg["seed"],
+    # model.outputs needs model.path (no cache): the trained model's key leaves those keys out
+    trained = {k: v for k, v in m.items() if k not in ("outputs", "output_weights")}
+    key = ck.config_hash({"data": data_hash, "model": trained, "seed": cfg["seed"],
                           "device": cfg["compute"]["device"]})
     path, keyfile = out / "model.pt", out / "model.key"
     if path.exists() and keyfile.exists() and keyfile.read_text().strip() == key:

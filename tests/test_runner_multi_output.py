@@ -1,0 +1,144 @@
+"""``insdel run`` with ``model.outputs = H``: a model file with H outputs, curves and ABCs per
+output and aggregated (insdel.runner.multi)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import insdel
+from insdel import runner
+from insdel.config import ConfigError
+from insdel.decomposition import batch_decomposition
+from tests._runs import small_cfg, small_csv
+
+
+class _TwoOut(torch.nn.Module):
+    def __init__(self, k: int = 2):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, k)
+
+    def forward(self, x):
+        return torch.tanh(self.lin(x)) + x[:, :1] * x[:, 2:3]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("multi")
+    csv = small_csv(d / "small.csv")
+    torch.manual_seed(0)
+    net = _TwoOut()
+    torch.jit.save(torch.jit.script(net), str(d / "two.pt"))
+    return csv, d / "two.pt", net
+
+
+def _cfg(csv, path, **model):
+    return small_cfg(csv, "multi", model={"path": str(path), **model},
+                     methods={"names": ["vanilla_grad", "integrated_gradients"]})
+
+
+def test_run_with_outputs_gives_curves_and_abcs_per_output(files, tmp_path):
+    """Each output's ABCs equal a single-output evaluation of that column on the run's pairs
+    (1e-12); summary.csv, summary.md and abc_by_output.csv hold every output and the weighted
+    aggregate; output_<h>/ holds output h's saved evaluation."""
+    csv, path, net = files
+    w = [1.0, 0.5]
+    cfg = _cfg(csv, path, outputs=2, output_weights=w)
+    cfg["decomposition"] = {"n_pairs": 2}
+    res = runner.run_experiment(cfg, tmp_path)
+    ev = res.evaluations["median"]
+    assert ev.n_outputs == 2
+    pairing = res.pairings["median"]
+    A = np.load(tmp_path / "median" / "attributions.npz")
+    assert A["vanilla_grad"].shape == (len(pairing), 2, 3)
+    for h in range(2):
+        single = insdel.evaluate(insdel.as_model(net, output=h), pairing.X, pairing.R,
+                                 {m: A[m][:, h] for m in A.files}, n_random=1, seed=0)
+        for m in A.files:
+            for mode in ("insertion", "deletion"):
+                np.testing.assert_allclose(ev[h].abc_array(m, mode), single.abc_array(m, mode),
+                                           rtol=0, atol=1e-12)
+        dec = pd.read_parquet(tmp_path / "median" / f"output_{h}" / "decomposition.parquet")
+        want = batch_decomposition(insdel.as_model(net, output=h), pairing.X[:2], pairing.R[:2])
+        np.testing.assert_allclose(dec["expected_abc_insertion"], want.expected_abc(), atol=1e-12)
+        np.testing.assert_allclose(dec[["shapley_0", "shapley_1", "shapley_2"]], want.shapley(),
+                                   atol=1e-12)
+        np.testing.assert_allclose(dec["abc_insertion_vanilla_grad"],
+                                   ev[h].abc_array("vanilla_grad")[:2], atol=1e-12)
+        saved = insdel.Evaluation.load(tmp_path / "median" / f"output_{h}")
+        np.testing.assert_allclose(saved.abc_array("vanilla_grad"),
+                                   ev[h].abc_array("vanilla_grad"), atol=1e-12)
+    table = pd.read_csv(tmp_path / "summary.csv")
+    assert set(table["output"].astype(str)) == {"0", "1", "weighted"}
+    agg = table[(table["output"] == "weighted") & (table["method"] == "vanilla_grad")
+                & (table["mode"] == "insertion")]["mean"].item()
+    want = (ev.abc_array("vanilla_grad") @ (np.array(w) / 1.5)).mean()
+    assert agg == pytest.approx(want, abs=1e-12)
+    md = (tmp_path / "summary.md").read_text()
+    assert "median: insertion ABC by output" in md and "| weighted |" in md
+    assert res.to_markdown() + "\n" == md  # what `insdel run` prints
+    assert "Exact decomposition" in md
+    assert set(pd.read_csv(tmp_path / "decomposition_by_output.csv")["output"]) == {0, 1}
+    assert (tmp_path / "median" / "abc_by_output.csv").is_file()
+    assert res.manifest["outputs"] == 2
+    loaded = runner.load_results(tmp_path)["median"]
+    np.testing.assert_allclose(loaded.aggregate("vanilla_grad"), ev.aggregate("vanilla_grad"),
+                               atol=1e-12)
+
+
+def test_outputs_the_model_does_not_return_is_an_error_naming_the_key(files, tmp_path):
+    csv, path, _ = files
+    with pytest.raises(ValueError, match=r"model\.outputs = 3: the model file does not return"):
+        runner.run_experiment(_cfg(csv, path, outputs=3), tmp_path)
+
+
+@pytest.mark.parametrize("model, over, match", [
+    ({"params": {"hidden": [4], "dropout": 0.0, "lr": 3e-3}, "outputs": 2}, {}, r"model\.outputs = 2: .*model file"),
+    ({"outputs": 2, "output_weights": [1, 2, 3]}, {}, r"model\.output_weights has 3 weights"),
+    ({"output_weights": [1, 2]}, {}, r"model\.output_weights .*give model\.outputs"),
+    ({"outputs": 2}, {"removal": {"kinds": ["baseline", "constant"]}}, r"removal\.kinds"),
+    ({"outputs": 2}, {"metrics": {"names": ["complexity"]}}, r"metrics\.names"),
+])
+def test_multi_output_config_errors_name_the_key(files, model, over, match):
+    csv, path, _ = files
+    cfg = small_cfg(csv, "multi", model={"path": str(path), **model}, **over)
+    if "params" in model:
+        cfg["model"].pop("path")
+    with pytest.raises(ConfigError, match=match):
+        insdel.config.load(cfg)
+
+
+def test_dask_client_is_refused_with_the_reason(files, tmp_path):
+    csv, path, _ = files
+    from insdel.runner.multi import run_multi
+
+    with pytest.raises(ValueError, match="client=: a Dask client is refused .*share one store"):
+        run_multi(insdel.config.load(_cfg(csv, path, outputs=2)), tmp_path, dataset=None,
+                  data_info={}, model=None, model_metrics={}, model_info={}, stages=None,
+                  log=print, progress=False, before=None, grp=None, client=object())
+
+
+def test_another_command_refuses_model_outputs(files):
+    csv, path, _ = files
+    from insdel.config.commands import check_sections
+
+    cfg = insdel.config.load(_cfg(csv, path, outputs=2))
+    with pytest.raises(ConfigError, match=r"model\.outputs: .*`insdel roar`"):
+        check_sections(cfg, "roar")
+
+
+def test_a_table_with_h_target_columns_runs_with_the_others_dropped(files, tmp_path):
+    """The table recipe reads one target: the other target columns go to data.options.drop and
+    the model's 3 features are the rest."""
+    csv, path, _ = files
+    df = pd.read_csv(csv)
+    df["y2"] = df["y"] * 0.5
+    two = tmp_path / "two_targets.csv"
+    df.to_csv(two, index=False)
+    cfg = _cfg(two, path, outputs=2)
+    cfg["data"]["options"]["drop"] = ["y2"]
+    res = runner.run_experiment(cfg, tmp_path / "out")
+    assert res.manifest["data"]["features"] == 3
+    assert res.evaluations["median"].n_outputs == 2
