@@ -95,7 +95,7 @@ def test_a_run_configuration_builds_the_window_removals():
                               "removal": {"kinds": ["baseline", {
                                   "name": "locf", "options": {"length": 4, "channels": 4}}]}})
     assert cfg["removal"]["locf"] == {"length": 4, "channels": 4}
-    with pytest.raises(insdel.config.ConfigError, match="removal.interpolate"):
+    with pytest.raises(insdel.config.ConfigError, match=r"removal.kinds\[0\].options.lenght"):
         insdel.config.load({"data": {"recipe": "dielectron_sim"},
                             "model": {"preset": "quick_cern"},
                             "removal": {"kinds": [{"name": "interpolate",
