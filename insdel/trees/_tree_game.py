@@ -53,7 +53,7 @@ def check_ensemble_rows(ens, X, what: str) -> np.ndarray:
     if not isinstance(ens, TreeEnsemble):
         raise TypeError(f"{what} applies to tree ensembles (insdel.trees.TreeEnsemble); got "
                         f"{type(ens).__name__}")
-    X = as_float_array("X", X, ndim=(1, 2))
+    X = as_float_array("X", X, ndim=(1, 2), finite=False)
     if X.ndim == 1:
         X = X[None, :]
     if X.shape[1] != ens.n_features or X.shape[0] == 0:
