@@ -6,37 +6,22 @@ coalitions and orderings, the engines through as_game, and the errors."""
 from __future__ import annotations
 
 import itertools
-from math import factorial
 
 import numpy as np
 import pytest
-from _sklearn_trees import from_sklearn, path_dependent_value, random_ensemble, random_rows
+from _trees import (
+    all_masks,
+    brute_shapley,
+    from_sklearn,
+    path_dependent_value,
+    random_ensemble,
+    random_rows,
+)
 
 import insdel
 from insdel import removal as RM
 from insdel.game import as_game
 from insdel.trees.path_dependent import PathDependentGame, path_dependent_game
-
-
-def _all_masks(m):
-    return np.array(list(itertools.product([False, True], repeat=m)), dtype=bool)
-
-
-def _brute_shapley(vals, masks):
-    """Shapley values from v over all coalitions (rows: pairs; columns: masks)."""
-    m = masks.shape[1]
-    idx = {tuple(k): i for i, k in enumerate(masks)}
-    phi = np.zeros((vals.shape[0], m))
-    for j in range(m):
-        for i, k in enumerate(masks):
-            if k[j]:
-                continue
-            k2 = k.copy()
-            k2[j] = True
-            s = int(k.sum())
-            w = factorial(s) * factorial(m - s - 1) / factorial(m)
-            phi[:, j] += w * (vals[:, idx[tuple(k2)]] - vals[:, i])
-    return phi, idx
 
 
 @pytest.fixture(scope="module")
@@ -61,14 +46,14 @@ def test_values_shapley_curves_expected_match_brute_force(seed):
     ens = random_ensemble(rng, n, depth=5, rule=("lt", "le")[seed % 2])
     X = random_rows(rng, 4, n)
     game = path_dependent_game(ens, X)
-    masks = _all_masks(n)
+    masks = all_masks(n)
     pairs = np.repeat(np.arange(4), len(masks))
     keep = np.tile(masks, (4, 1))
     vals = game.values(pairs, keep)
     want = np.array([path_dependent_value(ens, X[p], k) for p, k in zip(pairs, keep, strict=True)])
     assert np.abs(vals - want).max() < 1e-12
     vals = vals.reshape(4, -1)
-    phi, idx = _brute_shapley(vals, masks)
+    phi, idx = brute_shapley(vals, masks)
     assert np.abs(game.shapley() - phi).max() < 1e-12
     assert np.allclose(game.shapley().sum(1), game.v_all() - game.v_empty(), atol=1e-12)
     assert np.allclose(game.v_all(), ens.predict(X), atol=1e-12)
@@ -105,14 +90,14 @@ def test_groups_are_units():
     groups = [[0, 3], [1], [2, 4, 5]]
     game = path_dependent_game(ens, X, groups=groups)
     assert game.m == 3
-    masks = _all_masks(3)
+    masks = all_masks(3)
     pairs = np.repeat(np.arange(3), len(masks))
     keep = np.tile(masks, (3, 1))
     cols = game.groups.expand(keep)
     want = np.array([path_dependent_value(ens, X[p], k) for p, k in zip(pairs, cols, strict=True)])
     vals = game.values(pairs, keep)
     assert np.abs(vals - want).max() < 1e-12
-    phi, _ = _brute_shapley(vals.reshape(3, -1), masks)
+    phi, _ = brute_shapley(vals.reshape(3, -1), masks)
     assert np.abs(game.shapley() - phi).max() < 1e-12
 
 

@@ -1,9 +1,13 @@
 """Test-local: a fitted scikit-learn tree or forest regressor as an
 :class:`insdel.trees.TreeEnsemble` (the tree removals' tests need ensembles whose library
 explains them too), a hand-built random ensemble with NaN and categorical splits, and the
-ensembles' value functions computed from their definitions by recursion."""
+ensembles' value functions computed from their definitions by recursion, and Shapley values
+by brute force over all coalitions."""
 
 from __future__ import annotations
+
+import itertools
+from math import factorial
 
 import numpy as np
 
@@ -119,3 +123,24 @@ def path_dependent_value(ens: TreeEnsemble, x, keep) -> float:
 def hybrid_value(ens: TreeEnsemble, x, r, keep) -> float:
     """f(x_u : r_{-u}) by walking the trees."""
     return float(ens.predict(np.where(keep, x, r)[None, :])[0])
+
+
+def all_masks(m):
+    return np.array(list(itertools.product([False, True], repeat=m)), dtype=bool)
+
+
+def brute_shapley(vals, masks):
+    """Shapley values from v over all coalitions (rows: pairs; columns: masks)."""
+    m = masks.shape[1]
+    idx = {tuple(k): i for i, k in enumerate(masks)}
+    phi = np.zeros((vals.shape[0], m))
+    for j in range(m):
+        for i, k in enumerate(masks):
+            if k[j]:
+                continue
+            k2 = k.copy()
+            k2[j] = True
+            s = int(k.sum())
+            w = factorial(s) * factorial(m - s - 1) / factorial(m)
+            phi[:, j] += w * (vals[:, idx[tuple(k2)]] - vals[:, i])
+    return phi, idx
