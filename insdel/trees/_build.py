@@ -5,10 +5,41 @@ that round a row to float32 before comparing it, written as exact float64 thresh
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from .ensemble import TreeEnsemble
+
+
+def file_library(p) -> str | None:
+    """The library that wrote the model file ``p``, by its first bytes: LightGBM's text model
+    (a ``tree`` line), CatBoost's binary (``CBM1``), XGBoost's JSON or UBJSON (a ``learner``
+    object) and CatBoost's JSON (``features_info`` / ``oblivious_trees``); None otherwise."""
+    with open(Path(p), "rb") as fh:
+        head = fh.read(256)
+    if head.startswith(b"tree\n") or head.startswith(b"tree\r\n"):
+        return "lightgbm"
+    if head.startswith(b"CBM1"):
+        return "catboost"
+    if head.lstrip().startswith(b"{"):
+        if b"learner" in head[:40]:
+            return "xgboost"
+        if b"features_info" in head or b"oblivious_trees" in head or b"model_info" in head:
+            return "catboost"
+    return None
+
+
+def wrong_library(p, want: str) -> str:
+    """The end of a loader's error: which library's model the file ``p`` holds instead of
+    ``want``'s, when its content says so."""
+    try:
+        kind = file_library(p)
+    except OSError:
+        return ""
+    if kind is None or kind == want:
+        return ""
+    return f"; the file holds a {kind} model: read it with insdel.trees.read_{kind}"
 
 
 class UnsupportedModelError(ValueError):
@@ -76,9 +107,9 @@ def assemble(trees: list[Tree], *, base: float, rule: str, n_features: int,
     N = int(offsets[-1])
     feature = np.concatenate([np.asarray(t.feature, dtype=np.int64) for t in trees])
     inner = feature >= 0
-    left = np.concatenate([np.asarray(t.left, dtype=np.int64) + o for t, o in zip(trees, offsets)])
+    left = np.concatenate([np.asarray(t.left, dtype=np.int64) + o for t, o in zip(trees, offsets[:-1], strict=True)])
     right = np.concatenate([np.asarray(t.right, dtype=np.int64) + o
-                            for t, o in zip(trees, offsets)])
+                            for t, o in zip(trees, offsets[:-1], strict=True)])
     left[~inner] = -1
     right[~inner] = -1
     value = np.concatenate([np.asarray(t.value, dtype=np.float64) for t in trees])
@@ -86,7 +117,7 @@ def assemble(trees: list[Tree], *, base: float, rule: str, n_features: int,
     is_cat = np.zeros(N, dtype=bool)
     counts = np.zeros(N, dtype=np.int64)
     cats = []
-    for t, o in zip(trees, offsets):
+    for t, o in zip(trees, offsets[:-1], strict=True):
         for i in sorted(t.cat_sets):
             is_cat[o + i] = True
             counts[o + i] = t.cat_sets[i].size

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ._build import Tree, UnsupportedModelError, assemble, float32_le
+from ._build import Tree, UnsupportedModelError, assemble, float32_le, wrong_library
 from .ensemble import TreeEnsemble
 
 __all__ = ["read_catboost", "IDENTITY_LOSSES", "load_model"]
@@ -59,6 +59,9 @@ def load_model(path: str | Path):
     a file that is not one."""
     cb = _require_catboost()
     p = Path(path)
+    other = wrong_library(p, "catboost")
+    if other:
+        raise UnsupportedModelError(f"{p.name}: not a CatBoost model file{other}.")
     fmt = "json" if p.suffix.lower() == ".json" else "cbm"
     model = cb.CatBoost()
     try:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ._build import Tree, UnsupportedModelError, assemble
+from ._build import Tree, UnsupportedModelError, assemble, wrong_library
 from .ensemble import TreeEnsemble
 
 __all__ = ["read_lightgbm", "IDENTITY_OBJECTIVES", "load_booster"]
@@ -62,7 +62,8 @@ def load_booster(path: str | Path):
         raise UnsupportedModelError(f"{p.name}: cannot read it ({exc}).") from None
     if not head.startswith("tree\n") and "\ntree\n" not in head[:64]:
         raise UnsupportedModelError(f"{p.name}: not a LightGBM model file (a LightGBM .txt "
-                                    "model starts with a 'tree' line: Booster.save_model).")
+                                    "model starts with a 'tree' line: Booster.save_model)"
+                                    f"{wrong_library(p, 'lightgbm')}.")
     try:
         return lgb.Booster(model_file=str(p))
     except Exception as exc:  # lightgbm.basic.LightGBMError

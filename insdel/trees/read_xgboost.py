@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ._build import Tree, UnsupportedModelError, assemble, float32_lt, from_arrays
+from ._build import Tree, UnsupportedModelError, assemble, float32_lt, from_arrays, wrong_library
 from .ensemble import TreeEnsemble
 
 __all__ = ["read_xgboost", "IDENTITY_OBJECTIVES", "load_booster"]
@@ -55,6 +55,9 @@ def load_booster(path: str | Path):
     for a file that is not an XGBoost model (another library's, or another JSON)."""
     xgb = _require_xgboost()
     p = Path(path)
+    other = wrong_library(p, "xgboost")
+    if other:
+        raise UnsupportedModelError(f"{p.name}: not an XGBoost model file{other}.")
     bst = xgb.Booster()
     try:
         bst.load_model(str(p))
