@@ -39,7 +39,7 @@ def wrong_library(p, want: str) -> str:
         return ""
     if kind is None or kind == want:
         return ""
-    return f"; the file holds a {kind} model: read it with insdel.trees.read_{kind}"
+    return f"; the file holds a model of {kind}: read it with insdel.trees.read_{kind}"
 
 
 class UnsupportedModelError(ValueError):
