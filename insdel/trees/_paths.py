@@ -8,8 +8,10 @@ cover-weighted average), the leaf's weight in ``v(u)`` is a product over its slo
 reading only whether its unit is in u. The removals of :mod:`insdel.trees` (path-dependent,
 marginal) are written on these slots.
 
-:func:`leaf_paths` flattens them once per ensemble; :func:`slot_pass` tells, for a row, which
-slots it passes (every node of the slot sends the row along the path).
+:func:`leaf_paths` flattens them once per ensemble; :func:`node_directions` evaluates every split
+of the ensemble on a batch of rows once, and :func:`leaf_mask` reads off them, for a row, which
+slots of a leaf it passes (every node of the slot sends the row along the path): a node shared
+by many leaves' paths is evaluated once per row.
 """
 
 from __future__ import annotations
@@ -21,7 +23,11 @@ import numpy as np
 
 from .ensemble import TreeEnsemble, goes_left
 
-__all__ = ["LeafPaths", "leaf_paths", "slot_pass", "MAX_SLOTS"]
+__all__ = ["LeafPaths", "leaf_paths", "node_directions", "leaf_mask",
+           "direction_chunks", "MAX_SLOTS", "DIRECTION_BYTES"]
+
+#: Bytes of node directions (rows x nodes booleans) held at once.
+DIRECTION_BYTES = 32 * 2**20
 
 #: Distinct units on one root-to-leaf path the kernels accept (bit masks of a leaf's slots).
 MAX_SLOTS = 62
@@ -155,23 +161,39 @@ def _flatten(feature, left, right, value, cover, roots, unit_of, L, depth
     return lval, node_ptr, node, went_left, slot_of, slot_ptr, slot_unit, slot_cover
 
 
-@nb.njit(cache=True)
-def slot_pass(z, ell, node_ptr, node, went_left, slot_of, slot_ptr, feature, threshold,
-              missing_left, is_categorical, cat_ptr, categories, strict, out
-              ):  # pragma: no cover - numba
-    """Bit mask of the slots of leaf ``ell`` that row ``z`` passes (bit s: every node of slot
-    s sends z the path's way); also written as 0/1 floats to ``out[:d]``."""
-    d = slot_ptr[ell + 1] - slot_ptr[ell]
-    for s in range(d):
-        out[s] = 1.0
+@nb.njit(parallel=True, cache=True)
+def node_directions(Z, feature, threshold, missing_left, is_categorical, cat_ptr, categories,
+                    strict):  # pragma: no cover - numba
+    """(B, N) bool: whether row b goes left at node i (:func:`goes_left`; False at leaves)."""
+    B = Z.shape[0]
+    N = feature.shape[0]
+    out = np.zeros((B, N), dtype=np.bool_)
+    for b in nb.prange(B):
+        for i in range(N):
+            f = feature[i]
+            if f >= 0:
+                out[b, i] = goes_left(i, Z[b, f], threshold, missing_left, is_categorical,
+                                      cat_ptr, categories, strict)
+    return out
+
+
+@nb.njit(inline="always")
+def leaf_mask(D, b, ell, node_ptr, node, went_left, slot_of):  # pragma: no cover - numba
+    """Bit mask of the slots of leaf ``ell`` that row b of the directions D passes (bits past
+    the leaf's slots set)."""
+    mask = np.int64(-1)
     for k in range(node_ptr[ell], node_ptr[ell + 1]):
-        nd = node[k]
-        gl = goes_left(nd, z[feature[nd]], threshold, missing_left, is_categorical, cat_ptr,
-                       categories, strict)
-        if gl != went_left[k]:
-            out[slot_of[k]] = 0.0
-    mask = np.int64(0)
-    for s in range(d):
-        if out[s] == 1.0:
-            mask |= np.int64(1) << s
+        if D[b, node[k]] != went_left[k]:
+            mask &= ~(np.int64(1) << slot_of[k])
     return mask
+
+
+def direction_chunks(ens: TreeEnsemble, Z: np.ndarray):
+    """``(lo, hi, D)`` over row chunks of Z: D the chunk's :func:`node_directions`, at most
+    :data:`DIRECTION_BYTES` at once."""
+    step = max(1, DIRECTION_BYTES // max(1, ens.n_nodes))
+    arrs = (ens.feature, ens.threshold, ens.missing_left, ens.is_categorical, ens.cat_ptr,
+            ens.categories, ens.strict)
+    for lo in range(0, Z.shape[0], step):
+        hi = min(Z.shape[0], lo + step)
+        yield lo, hi, node_directions(np.ascontiguousarray(Z[lo:hi]), *arrs)

@@ -42,7 +42,7 @@ import numpy as np
 
 from .._checkpoint import sha256_arrays
 from .._validation import as_float_array
-from ._paths import slot_pass
+from ._paths import direction_chunks, leaf_mask
 from ._tree_game import TreeRemovalGame, check_ensemble_rows, ensemble_sha256
 from .ensemble import TreeEnsemble
 
@@ -125,8 +125,11 @@ class MarginalGame(TreeRemovalGame):
             d = np.diff(self.paths.slot_ptr)
             ptr = np.zeros(d.shape[0] + 1, dtype=np.int64)
             np.cumsum(np.left_shift(1, d), out=ptr[1:])
-            T = _tables(self.background, ptr, *self.path_arrays(), *self.ensemble_arrays(), _LF)
-            self._tables = (T, ptr)
+            counts = np.zeros(ptr[-1])
+            p = self.paths
+            for _, _, D in direction_chunks(self.ensemble, self.background):
+                _count(D, counts, ptr, p.node_ptr, p.node, p.went_left, p.slot_of, p.slot_ptr)
+            self._tables = (_tables(counts, ptr, p.slot_ptr, _LF), ptr)
         return self._tables
 
     def differing(self) -> np.ndarray:
@@ -154,22 +157,33 @@ class MarginalGame(TreeRemovalGame):
         return (f"MarginalGame(B={self.B}, n={self.n}, m={self.m}, K={self.K}, "
                 f"trees={self.ensemble.n_trees}, leaves={self.paths.n_leaves})")
 
+    def v_all(self) -> np.ndarray:
+        """f(x) of each target: every unit kept."""
+        return self.ensemble.predict(self.X)
+
+    def v_empty(self) -> np.ndarray:
+        """The mean prediction over the references, for every target: every unit removed."""
+        return np.full(self.B, self.ensemble.predict(self.background).mean())
+
     def _values(self, pairs, keep, clock):
         T, ptr = self.tables()
-        return _mg_values(self.X, np.ascontiguousarray(pairs, dtype=np.int64),
-                          np.ascontiguousarray(keep, dtype=np.bool_), T, ptr,
-                          *self.path_arrays(), *self.ensemble_arrays()
-                          ) / self.K + self.ensemble.base
+        keep = np.ascontiguousarray(keep, dtype=np.bool_)
+        rows = self.X[np.asarray(pairs, dtype=np.int64)]
+        out = np.empty(len(rows))
+        for lo, hi, D in direction_chunks(self.ensemble, rows):
+            out[lo:hi] = _mg_values(D, keep[lo:hi], T, ptr, *self.path_arrays())
+        return out / self.K + self.ensemble.base
 
     def shapley(self) -> np.ndarray:
         """Exact Shapley values (B, m) of each target's marginal game."""
         T, ptr = self.tables()
-        return _mg_shapley(self.X, self.m, T, ptr, *self.path_arrays(),
-                           *self.ensemble_arrays()) / self.K
+        return np.concatenate([_mg_shapley(D, self.m, T, ptr, *self.path_arrays())
+                               for _, _, D in direction_chunks(self.ensemble, self.X)]) / self.K
 
     def expected_auc(self) -> np.ndarray:
         T, ptr = self.tables()
-        e = _mg_expected(self.X, T, ptr, *self.path_arrays(), *self.ensemble_arrays())
+        e = np.concatenate([_mg_expected(D, T, ptr, *self.path_arrays())
+                            for _, _, D in direction_chunks(self.ensemble, self.X)])
         return (self.m + 1) * (e / self.K + self.ensemble.base)
 
     def curves(self, orders, *, modes=("insertion", "deletion"), positions=None
@@ -179,9 +193,12 @@ class MarginalGame(TreeRemovalGame):
         pos = (np.arange(self.m + 1, dtype=np.int64) if positions is None
                else np.ascontiguousarray(positions, dtype=np.int64))
         T, ptr = self.tables()
-        return {mo: _mg_curves(self.X, orders, pos, mo == "deletion", T, ptr,
-                               *self.path_arrays(), *self.ensemble_arrays()) / self.K
-                + self.ensemble.base for mo in modes}
+        out = {mo: np.empty(orders.shape[:2] + pos.shape) for mo in modes}
+        for lo, hi, D in direction_chunks(self.ensemble, self.X):
+            for mo in modes:
+                out[mo][lo:hi] = _mg_curves(D, orders[lo:hi], pos, mo == "deletion", T, ptr,
+                                            *self.path_arrays()) / self.K + self.ensemble.base
+        return out
 
 
 # -- kernels ------------------------------------------------------------------------------------
@@ -197,22 +214,27 @@ def _popcount(x):  # pragma: no cover - numba
 
 
 @nb.njit(parallel=True, cache=True)
-def _tables(bg, ptr, value, node_ptr, node, went_left, slot_of, slot_ptr, slot_unit, feature,
-            threshold, missing_left, is_categorical, cat_ptr, categories, strict, LF
-            ):  # pragma: no cover - numba
-    L = value.shape[0]
-    K = bg.shape[0]
+def _count(D, counts, ptr, node_ptr, node, went_left, slot_of, slot_ptr
+           ):  # pragma: no cover - numba
+    """``counts[ptr[l] + b] +=`` the rows of D whose pattern on leaf l's slots is b."""
+    L = ptr.shape[0] - 1
+    for ell in nb.prange(L):
+        full = (np.int64(1) << (slot_ptr[ell + 1] - slot_ptr[ell])) - 1
+        o = ptr[ell]
+        for r in range(D.shape[0]):
+            counts[o + (leaf_mask(D, r, ell, node_ptr, node, went_left, slot_of) & full)] += 1.0
+
+
+@nb.njit(parallel=True, cache=True)
+def _tables(counts, ptr, slot_ptr, LF):  # pragma: no cover - numba
+    L = ptr.shape[0] - 1
     T = np.zeros((5, ptr[L]))
     for ell in nb.prange(L):
         d = slot_ptr[ell + 1] - slot_ptr[ell]
         size = 1 << d
         H = np.zeros((size, d + 1))  # H[c, k]: references b ⊇ c with |b| = k
-        buf = np.empty(d + 1)
-        for r in range(K):
-            b = slot_pass(bg[r], ell, node_ptr, node, went_left, slot_of, slot_ptr, feature,
-                          threshold, missing_left, is_categorical, cat_ptr, categories,
-                          strict, buf)
-            H[b, _popcount(b)] += 1.0
+        for b in range(size):
+            H[b, _popcount(b)] = counts[ptr[ell] + b]
         for i in range(d):  # superset sums, bit by bit
             bit = 1 << i
             for c in range(size):
@@ -245,19 +267,15 @@ def _tables(bg, ptr, value, node_ptr, node, went_left, slot_of, slot_ptr, slot_u
 
 
 @nb.njit(parallel=True, cache=True)
-def _mg_values(X, pairs, keep, T, ptr, value, node_ptr, node, went_left, slot_of, slot_ptr,
-               slot_unit, feature, threshold, missing_left, is_categorical, cat_ptr, categories,
-               strict):  # pragma: no cover - numba
-    N = pairs.shape[0]
+def _mg_values(D, keep, T, ptr, value, node_ptr, node, went_left, slot_of, slot_ptr,
+               slot_unit):  # pragma: no cover - numba
+    N = D.shape[0]
     L = value.shape[0]
     out = np.empty(N)
     for i in nb.prange(N):
-        buf = np.empty(64)
         acc = 0.0
         for ell in range(L):
-            a = slot_pass(X[pairs[i]], ell, node_ptr, node, went_left, slot_of, slot_ptr,
-                          feature, threshold, missing_left, is_categorical, cat_ptr,
-                          categories, strict, buf)
+            a = leaf_mask(D, i, ell, node_ptr, node, went_left, slot_of)
             s0 = slot_ptr[ell]
             d = slot_ptr[ell + 1] - s0
             ok = True
@@ -276,18 +294,14 @@ def _mg_values(X, pairs, keep, T, ptr, value, node_ptr, node, went_left, slot_of
 
 
 @nb.njit(parallel=True, cache=True)
-def _mg_shapley(X, m, T, ptr, value, node_ptr, node, went_left, slot_of, slot_ptr, slot_unit,
-                feature, threshold, missing_left, is_categorical, cat_ptr, categories, strict
+def _mg_shapley(D, m, T, ptr, value, node_ptr, node, went_left, slot_of, slot_ptr, slot_unit
                 ):  # pragma: no cover - numba
-    B = X.shape[0]
+    B = D.shape[0]
     L = value.shape[0]
     phi = np.zeros((B, m))
     for b in nb.prange(B):
-        buf = np.empty(64)
         for ell in range(L):
-            a = slot_pass(X[b], ell, node_ptr, node, went_left, slot_of, slot_ptr, feature,
-                          threshold, missing_left, is_categorical, cat_ptr, categories, strict,
-                          buf)
+            a = leaf_mask(D, b, ell, node_ptr, node, went_left, slot_of)
             s0 = slot_ptr[ell]
             d = slot_ptr[ell + 1] - s0
             o = ptr[ell]
@@ -304,19 +318,15 @@ def _mg_shapley(X, m, T, ptr, value, node_ptr, node, went_left, slot_of, slot_pt
 
 
 @nb.njit(parallel=True, cache=True)
-def _mg_expected(X, T, ptr, value, node_ptr, node, went_left, slot_of, slot_ptr, slot_unit,
-                 feature, threshold, missing_left, is_categorical, cat_ptr, categories, strict
+def _mg_expected(D, T, ptr, value, node_ptr, node, went_left, slot_of, slot_ptr, slot_unit
                  ):  # pragma: no cover - numba
-    B = X.shape[0]
+    B = D.shape[0]
     L = value.shape[0]
     out = np.zeros(B)
     for b in nb.prange(B):
-        buf = np.empty(64)
         acc = 0.0
         for ell in range(L):
-            a = slot_pass(X[b], ell, node_ptr, node, went_left, slot_of, slot_ptr, feature,
-                          threshold, missing_left, is_categorical, cat_ptr, categories, strict,
-                          buf)
+            a = leaf_mask(D, b, ell, node_ptr, node, went_left, slot_of)
             d = slot_ptr[ell + 1] - slot_ptr[ell]
             acc += value[ell] * T[4, ptr[ell] + (((1 << d) - 1) & ~a)]
         out[b] = acc
@@ -324,9 +334,8 @@ def _mg_expected(X, T, ptr, value, node_ptr, node, went_left, slot_of, slot_ptr,
 
 
 @nb.njit(parallel=True, cache=True)
-def _mg_curves(X, orders, pos, deletion, T, ptr, value, node_ptr, node, went_left, slot_of,
-               slot_ptr, slot_unit, feature, threshold, missing_left, is_categorical, cat_ptr,
-               categories, strict):  # pragma: no cover - numba
+def _mg_curves(D, orders, pos, deletion, T, ptr, value, node_ptr, node, went_left, slot_of,
+               slot_ptr, slot_unit):  # pragma: no cover - numba
     B, K, m = orders.shape
     L = value.shape[0]
     S = pos.shape[0]
@@ -338,12 +347,9 @@ def _mg_curves(X, orders, pos, deletion, T, ptr, value, node_ptr, node, went_lef
         for t in range(m):
             rank[orders[b, k, t]] = t + 1
         diff = np.zeros(m + 2)
-        buf = np.empty(64)
         idx = np.empty(64, dtype=np.int64)
         for ell in range(L):
-            a = slot_pass(X[b], ell, node_ptr, node, went_left, slot_of, slot_ptr, feature,
-                          threshold, missing_left, is_categorical, cat_ptr, categories, strict,
-                          buf)
+            a = leaf_mask(D, b, ell, node_ptr, node, went_left, slot_of)
             s0 = slot_ptr[ell]
             d = slot_ptr[ell + 1] - s0
             full = (1 << d) - 1

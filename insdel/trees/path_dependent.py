@@ -28,7 +28,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ._paths import MAX_SLOTS, slot_pass
+from ._paths import MAX_SLOTS, direction_chunks, leaf_mask
 from ._tree_game import (
     TreeRemovalGame,
     check_ensemble_rows,
@@ -111,20 +111,23 @@ class PathDependentGame(TreeRemovalGame):
 
     def _values(self, pairs, keep, clock):
         keep = np.ascontiguousarray(keep, dtype=np.bool_)
-        return _pd_values(self.X, np.ascontiguousarray(pairs, dtype=np.int64), keep,
-                          *self.path_arrays(), self.paths.slot_cover, *self.ensemble_arrays()
-                          ) + self.ensemble.base
+        rows = self.X[np.asarray(pairs, dtype=np.int64)]
+        out = np.empty(len(rows))
+        for lo, hi, D in direction_chunks(self.ensemble, rows):
+            out[lo:hi] = _pd_values(D, keep[lo:hi], *self.path_arrays(), self.paths.slot_cover)
+        return out + self.ensemble.base
 
     def shapley(self) -> np.ndarray:
         """Exact Shapley values (B, m) of each target's path-dependent game (rows sum to
         ``v(all) - v(∅)``)."""
-        return _pd_shapley(self.X, self.m, *self.path_arrays(), self.paths.slot_cover,
-                           *self.ensemble_arrays(), _W)
+        return np.concatenate([
+            _pd_shapley(D, self.m, *self.path_arrays(), self.paths.slot_cover, _W)
+            for _, _, D in direction_chunks(self.ensemble, self.X)])
 
     def expected_auc(self) -> np.ndarray:
-        return (self.m + 1) * (_pd_expected(self.X, *self.path_arrays(),
-                                            self.paths.slot_cover, *self.ensemble_arrays(), _V)
-                               + self.ensemble.base)
+        e = np.concatenate([_pd_expected(D, *self.path_arrays(), self.paths.slot_cover, _V)
+                            for _, _, D in direction_chunks(self.ensemble, self.X)])
+        return (self.m + 1) * (e + self.ensemble.base)
 
     def curves(self, orders, *, modes=("insertion", "deletion"), positions=None
                ) -> dict[str, np.ndarray]:
@@ -133,11 +136,12 @@ class PathDependentGame(TreeRemovalGame):
         orders = self.check_orders(orders)
         pos = (np.arange(self.m + 1, dtype=np.int64) if positions is None
                else np.ascontiguousarray(positions, dtype=np.int64))
-        out = {}
-        for mo in modes:
-            out[mo] = _pd_curves(self.X, orders, pos, mo == "deletion", *self.path_arrays(),
-                                 self.paths.slot_cover, *self.ensemble_arrays()
-                                 ) + self.ensemble.base
+        out = {mo: np.empty(orders.shape[:2] + pos.shape) for mo in modes}
+        for lo, hi, D in direction_chunks(self.ensemble, self.X):
+            for mo in modes:
+                out[mo][lo:hi] = _pd_curves(D, orders[lo:hi], pos, mo == "deletion",
+                                            *self.path_arrays(), self.paths.slot_cover
+                                            ) + self.ensemble.base
         return out
 
 
@@ -145,19 +149,16 @@ class PathDependentGame(TreeRemovalGame):
 
 
 @nb.njit(parallel=True, cache=True)
-def _pd_values(X, pairs, keep, value, node_ptr, node, went_left, slot_of, slot_ptr, slot_unit,
-               slot_cover, feature, threshold, missing_left, is_categorical, cat_ptr,
-               categories, strict):  # pragma: no cover - numba
-    N = pairs.shape[0]
+def _pd_values(D, keep, value, node_ptr, node, went_left, slot_of, slot_ptr, slot_unit,
+               slot_cover):  # pragma: no cover - numba
+    N = D.shape[0]
     L = value.shape[0]
     out = np.empty(N)
     for i in nb.prange(N):
-        z = X[pairs[i]]
         p = np.empty(MAX_SLOTS + 1)
         s = 0.0
         for ell in range(L):
-            slot_pass(z, ell, node_ptr, node, went_left, slot_of, slot_ptr, feature, threshold,
-                      missing_left, is_categorical, cat_ptr, categories, strict, p)
+            _pass(leaf_mask(D, i, ell, node_ptr, node, went_left, slot_of), ell, slot_ptr, p)
             w = value[ell]
             s0 = slot_ptr[ell]
             for k in range(slot_ptr[ell + 1] - s0):
@@ -172,6 +173,13 @@ def _pd_values(X, pairs, keep, value, node_ptr, node, went_left, slot_of, slot_p
     return out
 
 
+@nb.njit(inline="always")
+def _pass(mask, ell, slot_ptr, p):  # pragma: no cover - numba
+    """``p[k]`` = 1.0 where the leaf's slot k is passed (bit k of ``mask``), else 0.0."""
+    for k in range(slot_ptr[ell + 1] - slot_ptr[ell]):
+        p[k] = 1.0 if (mask >> k) & 1 else 0.0
+
+
 @nb.njit(cache=True)
 def _poly(p, q, d, c):  # pragma: no cover - numba
     """Coefficients ``c[0..d]`` of ``prod_{k<d} (q_k + p_k z)``."""
@@ -184,10 +192,9 @@ def _poly(p, q, d, c):  # pragma: no cover - numba
 
 
 @nb.njit(parallel=True, cache=True)
-def _pd_shapley(X, m, value, node_ptr, node, went_left, slot_of, slot_ptr, slot_unit,
-                slot_cover, feature, threshold, missing_left, is_categorical, cat_ptr,
-                categories, strict, W):  # pragma: no cover - numba
-    B = X.shape[0]
+def _pd_shapley(D, m, value, node_ptr, node, went_left, slot_of, slot_ptr, slot_unit,
+                slot_cover, W):  # pragma: no cover - numba
+    B = D.shape[0]
     L = value.shape[0]
     phi = np.zeros((B, m))
     for b in nb.prange(B):
@@ -195,8 +202,7 @@ def _pd_shapley(X, m, value, node_ptr, node, went_left, slot_of, slot_ptr, slot_
         c = np.empty(MAX_SLOTS + 2)
         Q = np.empty(MAX_SLOTS + 1)
         for ell in range(L):
-            slot_pass(X[b], ell, node_ptr, node, went_left, slot_of, slot_ptr, feature,
-                      threshold, missing_left, is_categorical, cat_ptr, categories, strict, p)
+            _pass(leaf_mask(D, b, ell, node_ptr, node, went_left, slot_of), ell, slot_ptr, p)
             s0 = slot_ptr[ell]
             d = slot_ptr[ell + 1] - s0
             q = slot_cover[s0:s0 + d]
@@ -225,11 +231,10 @@ def _pd_shapley(X, m, value, node_ptr, node, went_left, slot_of, slot_ptr, slot_
 
 
 @nb.njit(parallel=True, cache=True)
-def _pd_expected(X, value, node_ptr, node, went_left, slot_of, slot_ptr, slot_unit,
-                 slot_cover, feature, threshold, missing_left, is_categorical, cat_ptr,
-                 categories, strict, V):  # pragma: no cover - numba
+def _pd_expected(D, value, node_ptr, node, went_left, slot_of, slot_ptr, slot_unit,
+                 slot_cover, V):  # pragma: no cover - numba
     """``sum_l val_l sum_s c_s V[d, s]`` per target (E[AUC] / (m + 1) less the base)."""
-    B = X.shape[0]
+    B = D.shape[0]
     L = value.shape[0]
     out = np.zeros(B)
     for b in nb.prange(B):
@@ -237,8 +242,7 @@ def _pd_expected(X, value, node_ptr, node, went_left, slot_of, slot_ptr, slot_un
         c = np.empty(MAX_SLOTS + 2)
         acc = 0.0
         for ell in range(L):
-            slot_pass(X[b], ell, node_ptr, node, went_left, slot_of, slot_ptr, feature,
-                      threshold, missing_left, is_categorical, cat_ptr, categories, strict, p)
+            _pass(leaf_mask(D, b, ell, node_ptr, node, went_left, slot_of), ell, slot_ptr, p)
             s0 = slot_ptr[ell]
             d = slot_ptr[ell + 1] - s0
             _poly(p, slot_cover[s0:s0 + d], d, c)
@@ -251,9 +255,8 @@ def _pd_expected(X, value, node_ptr, node, went_left, slot_of, slot_ptr, slot_un
 
 
 @nb.njit(parallel=True, cache=True)
-def _pd_curves(X, orders, pos, deletion, value, node_ptr, node, went_left, slot_of, slot_ptr,
-               slot_unit, slot_cover, feature, threshold, missing_left, is_categorical,
-               cat_ptr, categories, strict):  # pragma: no cover - numba
+def _pd_curves(D, orders, pos, deletion, value, node_ptr, node, went_left, slot_of, slot_ptr,
+               slot_unit, slot_cover):  # pragma: no cover - numba
     """v (less the base) at ``pos`` units moved, for every target and ordering: each leaf's
     weight is a step function of the step t, changing at its slots' ranks; the steps are
     summed in a difference array over t = 0..m."""
@@ -274,8 +277,7 @@ def _pd_curves(X, orders, pos, deletion, value, node_ptr, node, went_left, slot_
         before = np.empty(MAX_SLOTS + 2)  # ... and before
         suf = np.empty(MAX_SLOTS + 2)
         for ell in range(L):
-            slot_pass(X[b], ell, node_ptr, node, went_left, slot_of, slot_ptr, feature,
-                      threshold, missing_left, is_categorical, cat_ptr, categories, strict, p)
+            _pass(leaf_mask(D, b, ell, node_ptr, node, went_left, slot_of), ell, slot_ptr, p)
             s0 = slot_ptr[ell]
             d = slot_ptr[ell + 1] - s0
             for a in range(d):  # slots sorted by rank (insertion sort: d is small)
