@@ -284,6 +284,18 @@ def test_the_engines_give_the_black_box_numbers(finite_case):
     np.testing.assert_allclose(dg.shapley(), g.shapley(), atol=1e-12)
     # ABC + ABC' and the interactions, as the decomposition reports them
     np.testing.assert_allclose(dg.abc_total(orders), dm.abc_total(orders), atol=1e-9)
+    np.testing.assert_allclose(g.abc_total(orders), dm.abc_total(orders), atol=1e-9)
+    # sampled Shapley values read the closed-form curves: the same orderings, the same numbers
+    for a_, b_ in zip(sampled_shapley(g, None, None, n_orderings=6),
+                      sampled_shapley(ens.predict, X, R, n_orderings=6), strict=True):
+        np.testing.assert_allclose(a_, b_, atol=1e-9)
+    # the metrics read the game's values
+    names = ["deletion_abc", "insertion_abc", "pixel_flipping", "faithfulness_correlation",
+             "monotonicity_arya", "selectivity"]
+    mg = insdel.metrics.evaluate_metrics(g, None, None, A, metrics=names).wide()
+    mm = insdel.metrics.evaluate_metrics(ens.predict, X, R, A, metrics=names).wide()
+    assert list(mg.columns) == list(mm.columns)
+    np.testing.assert_allclose(mg.to_numpy(float), mm.to_numpy(float), atol=1e-9)
     eff = g.nonzero_effects()
     for i in range(len(X)):
         want = [(t.features, t.delta) for t in dm.interactions(i, top=5) if abs(t.delta) > 1e-9]

@@ -366,6 +366,16 @@ class TreeGame(Game):
         out = a - aul if mode == "insertion" else aul - a
         return out / self.m if normalize else out
 
+    def abc_total(self, orders: ArrayLike, *, normalize: bool = True) -> np.ndarray:
+        """ABC + ABC' of each ordering (Appendix B.1), ``AUC - AUC'``, divided by m when
+        ``normalize``."""
+        normalize = check_bool(normalize, "normalize")
+        o, squeeze = self._orders3(orders)
+        ai, ad = np.empty(o.shape[:2]), np.empty(o.shape[:2])
+        K.aucs(*self._p(), o, ai, ad)
+        a = (ai - ad) / self.m if normalize else ai - ad
+        return a[:, 0] if squeeze else a
+
     def expected_auc(self, *, mode: str = "insertion", normalize: bool = False) -> np.ndarray:
         """E[AUC] (equal to E[AUC']) over uniformly random orderings of the m units (B,):
         ``(m + 1) (base + sum_p val_p a! b! / (a + b + 1)!)``, a = |E|, b = |R|."""
