@@ -299,12 +299,18 @@ def _same(u_off, n_e, units, p, q):  # pragma: no cover - numba
 
 @nb.njit(parallel=True, cache=True, nogil=True)
 def _merge_all(pair_p, u_off, n_e, units, val, keep, new_p, new_u):  # pragma: no cover - numba
-    """Per pair: sort each pattern's E and R, hash the pattern, and sum the values of equal
-    patterns into the first of them (exact comparison within equal hashes)."""
+    """Per pair: sort each pattern's E and R, and sum the values of equal patterns into the
+    first of them (an open-addressing table on a hash of the pattern, exact comparison on a
+    hash match); a pattern whose summed value is 0 is not kept."""
     B = pair_p.shape[0] - 1
     for b in nb.prange(B):
         p0, p1 = pair_p[b], pair_p[b + 1]
-        h = np.empty(p1 - p0, dtype=np.uint64)
+        size = 4
+        while size < 2 * (p1 - p0):
+            size *= 2
+        mask = np.uint64(size - 1)
+        table = np.full(size, -1, dtype=np.int64)
+        hashes = np.empty(size, dtype=np.uint64)
         for p in range(p0, p1):
             s, e, k = u_off[p], u_off[p + 1], n_e[p]
             _sort_small(units, s, s + k)
@@ -315,34 +321,21 @@ def _merge_all(pair_p, u_off, n_e, units, val, keep, new_p, new_u):  # pragma: n
                     hv = (hv ^ np.uint64(0x9E3779B97F4A7C15)) * np.uint64(1099511628211)
                 hv = (hv ^ np.uint64(units[i] + 1)) * np.uint64(1099511628211)
             hv = (hv ^ np.uint64(k)) * np.uint64(1099511628211)
-            h[p - p0] = hv
-        order = np.argsort(h, kind="mergesort")
-        gone = np.zeros(p1 - p0, dtype=np.bool_)
-        i = 0
+            hv ^= hv >> np.uint64(29)
+            slot = hv & mask
+            while True:
+                q = table[slot]
+                if q < 0:
+                    table[slot] = p
+                    hashes[slot] = hv
+                    keep[p] = True
+                    break
+                if hashes[slot] == hv and _same(u_off, n_e, units, q, p):
+                    val[q] += val[p]
+                    break
+                slot = (slot + np.uint64(1)) & mask
         cp = 0
         cu = 0
-        N = p1 - p0
-        while i < N:
-            j = i
-            while j < N and h[order[j]] == h[order[i]]:
-                j += 1
-            # the run i..j-1 shares a hash: merge exactly equal patterns into the first seen
-            for a in range(i, j):
-                pa = p0 + order[a]
-                if keep[pa] or gone[order[a]]:
-                    continue
-                rep = -1
-                for c in range(i, a):
-                    pc = p0 + order[c]
-                    if keep[pc] and _same(u_off, n_e, units, pc, pa):
-                        rep = pc
-                        break
-                if rep >= 0:
-                    val[rep] += val[pa]
-                    gone[order[a]] = True
-                else:
-                    keep[pa] = True
-            i = j
         for p in range(p0, p1):
             if keep[p] and val[p] == 0.0:
                 keep[p] = False
