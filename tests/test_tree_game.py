@@ -15,7 +15,7 @@ from insdel.decomposition import batch_decomposition, sampled_shapley, shapley_v
 from insdel.game import HOOKS, from_parts
 from insdel.trees import TreeEnsemble
 from insdel.trees.game import DEFAULT_MAX_D, TreeGame, tree_game
-from insdel.trees.patterns import leaf_patterns
+from insdel.trees.patterns import leaf_patterns, pattern_counts
 
 GRID = (0.0, 1.0, 2.0, 3.0)  # data and thresholds share values: ties at every split
 
@@ -351,9 +351,41 @@ def test_nonzero_effects_at_any_n_and_their_orders():
             for j in w:
                 share[j] += d / len(w)
         np.testing.assert_allclose(share, phi[b], atol=1e-9)
+    top = g.nonzero_effects(top_k=3)
+    for b in range(3):
+        assert [abs(d) for _, d in top.of(b)] == [abs(d) for _, d in eff.of(b)][:3]
     low = g.nonzero_effects(max_order=1, top_k=4)
     assert all(len(w) <= 1 for b in range(3) for w, _ in low.of(b))
     assert all(len(low.of(b)) <= 4 for b in range(3))
+
+
+def test_a_game_over_max_patterns_streams_its_pairs_in_chunks(finite_case):
+    ens, X, R = finite_case
+    whole = tree_game(ens, X, R)
+    counts = pattern_counts(ens, X, R)[0]  # before merging
+    g = tree_game(ens, X, R, max_patterns=int(counts.max()) + 1)  # one or two pairs per chunk
+    assert g.patterns is None and len(g._bounds) > 2 and "streamed" in repr(g)
+    orders = np.stack([np.argsort(np.random.default_rng(b).random((2, 6)), axis=1)
+                       for b in range(len(X))])
+    for name, args in (("shapley", ()), ("banzhaf", ()), ("v_all", ()), ("v_empty", ()),
+                       ("expected_abc", ()), ("abc", (orders,)), ("abc_total", (orders,))):
+        np.testing.assert_array_equal(getattr(g, name)(*args), getattr(whole, name)(*args))
+    np.testing.assert_array_equal(g.curves(orders)["deletion"], whole.curves(orders)["deletion"])
+    for a_, b_ in zip(g.effects(), whole.effects(), strict=True):
+        np.testing.assert_array_equal(a_, b_)
+    keep = np.random.default_rng(0).random((20, 6)) < 0.5
+    pairs_ = np.arange(20) % len(X)
+    np.testing.assert_array_equal(g.values(pairs_, keep), whole.values(pairs_, keep))
+    a_, b_ = g.nonzero_effects(top_k=5), whole.nonzero_effects(top_k=5)
+    for f_ in ("off", "w_off", "units", "delta"):
+        np.testing.assert_array_equal(getattr(a_, f_), getattr(b_, f_))
+    for mo in ("insertion", "deletion"):
+        bo, bw = g.best_order(mode=mo, max_d=4), whole.best_order(mode=mo, max_d=4)
+        np.testing.assert_array_equal(bo.order, bw.order)
+        np.testing.assert_array_equal(bo.bound, bw.bound)
+    np.testing.assert_array_equal(g.subset(1, 4).shapley(), whole.shapley()[1:4])
+    with pytest.raises(ValueError, match=r"pair \d+ alone"):
+        tree_game(ens, X, R, max_patterns=int(counts.max()) - 1)
 
 
 def test_best_order_above_max_d_is_a_bound_and_a_local_search():

@@ -32,7 +32,15 @@ from ..game import HOOKS, Game
 from ..groups import Groups, check_groups
 from . import _game_kernels as K
 from .ensemble import TreeEnsemble
-from .patterns import DEFAULT_MAX_PATTERNS, Patterns, _compact, _merge_all, leaf_patterns
+from .patterns import (
+    DEFAULT_MAX_PATTERNS,
+    Patterns,
+    _compact,
+    _merge_all,
+    check_pattern_count,
+    leaf_patterns,
+    pattern_counts,
+)
 
 __all__ = ["TreeGame", "tree_game", "BestOrder", "SparseEffects", "DEFAULT_MAX_D"]
 
@@ -120,17 +128,34 @@ class TreeGame(Game):
         self.offset = offset
         self.max_d = max_d
         self.max_patterns = max_patterns
+        self._unit_of = None if groups is None else groups.labels
+        self._bounds: list[tuple[int, int]] | None = None
         if patterns is None:
-            unit_of = None if groups is None else groups.labels
-            patterns = leaf_patterns(ensemble, X, R, unit_of=unit_of, m=self.m,
-                                     max_patterns=max_patterns)
+            cnt = pattern_counts(ensemble, X, R, unit_of=self._unit_of, m=self.m)
+            if int(cnt[0].sum()) <= max_patterns:
+                patterns = leaf_patterns(ensemble, X, R, unit_of=self._unit_of, m=self.m,
+                                         max_patterns=max_patterns, counts=cnt)
+            else:  # streamed: each question walks the trees again, chunk by chunk
+                self._bounds = _plan(*cnt, max_patterns)
+        #: the merged leaf patterns of all pairs (None when they are streamed in chunks of at
+        #: most ``max_patterns``: each question then walks the trees again chunk by chunk)
         self.patterns = patterns
         self._ends: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     # -- the game ------------------------------------------------------------------------------
-    def _p(self) -> tuple[np.ndarray, ...]:
-        p = self.patterns
-        return p.pat_off, p.u_off, p.n_e, p.units, p.val
+    def _chunks(self):
+        """(lo, hi, patterns of pairs lo .. hi - 1) covering all pairs."""
+        if self.patterns is not None:
+            yield 0, self.B, self.patterns
+            return
+        for lo, hi in self._bounds:
+            yield lo, hi, leaf_patterns(self.ensemble, self.X[lo:hi], self.R[lo:hi],
+                                        unit_of=self._unit_of, m=self.m,
+                                        max_patterns=self.max_patterns)
+
+    @property
+    def base(self) -> float:
+        return float(self.ensemble.base)
 
     def differing(self) -> np.ndarray:
         """(B, m) bool: the units with a column where x and r differ (NaN equals NaN)."""
@@ -138,17 +163,28 @@ class TreeGame(Game):
         return diff if self.groups is None else self.groups.reduce_any(diff)
 
     def _values(self, pairs, keep, clock):
+        pairs = np.asarray(pairs, dtype=np.int64)
+        keep = np.asarray(keep, dtype=np.bool_)
         out = np.empty(len(pairs))
-        K.values(*self._p(), np.ascontiguousarray(pairs, dtype=np.int64),
-                 np.ascontiguousarray(keep, dtype=np.bool_), out)
-        return out + self.patterns.base
+        for lo, hi, P in self._chunks():
+            sel = (pairs >= lo) & (pairs < hi)
+            if sel.all():
+                K.values(*_arrays(P), np.ascontiguousarray(pairs - lo),
+                         np.ascontiguousarray(keep), out)
+            elif sel.any():
+                part = np.empty(int(sel.sum()))
+                K.values(*_arrays(P), np.ascontiguousarray(pairs[sel] - lo),
+                         np.ascontiguousarray(keep[sel]), part)
+                out[sel] = part
+        return out + self.base
 
     def _end_values(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self._ends is None:
-            p = self.patterns
             v0, v1, ea = (np.empty(self.B) for _ in range(3))
-            K.ends_and_expectation(p.pat_off, p.u_off, p.n_e, p.val, self.m, v0, v1, ea)
-            self._ends = (v0 + p.base, v1 + p.base, ea + (self.m + 1) * p.base)
+            for lo, hi, P in self._chunks():
+                K.ends_and_expectation(P.pat_off, P.u_off, P.n_e, P.val, self.m, v0[lo:hi],
+                                       v1[lo:hi], ea[lo:hi])
+            self._ends = (v0 + self.base, v1 + self.base, ea + (self.m + 1) * self.base)
         return self._ends
 
     def v_all(self) -> np.ndarray:
@@ -159,8 +195,16 @@ class TreeGame(Game):
 
     def subset(self, lo: int, hi: int) -> TreeGame:
         return TreeGame(self.ensemble, self.X[lo:hi], self.R[lo:hi], self.groups,
-                        unit_names=self.unit_names, patterns=self.patterns.subset(lo, hi),
+                        unit_names=self.unit_names,
+                        patterns=None if self.patterns is None else self.patterns.subset(lo, hi),
                         offset=self.offset + lo, max_d=self.max_d,
+                        max_patterns=self.max_patterns)
+
+    def _pick(self, sub: np.ndarray) -> TreeGame:
+        """The game of the pairs ``sub`` (any of them, in that order)."""
+        pats = None if self.patterns is None else _pick(self.patterns, sub)
+        return TreeGame(self.ensemble, self.X[sub], self.R[sub], self.groups,
+                        unit_names=self.unit_names, patterns=pats, max_d=self.max_d,
                         max_patterns=self.max_patterns)
 
     def parts(self) -> dict[str, Any]:
@@ -172,9 +216,11 @@ class TreeGame(Game):
                 "n_trees": self.ensemble.n_trees}
 
     def __repr__(self) -> str:
+        held = ("streamed" if self.patterns is None
+                else str(int(self.patterns.pat_off[-1])))
         return (f"TreeGame(B={self.B}, n={self.n}, m={self.m}, trees={self.ensemble.n_trees}, "
-                f"patterns={int(self.patterns.pat_off[-1])})"
-                + ("" if self.offset == 0 else f", offset={self.offset}"))
+                f"patterns={held}" + ("" if self.offset == 0 else f", offset={self.offset}")
+                + ")")
 
     # -- closed forms --------------------------------------------------------------------------
     def curves(self, orders: np.ndarray, *, modes: tuple = ("insertion", "deletion"),
@@ -187,22 +233,25 @@ class TreeGame(Game):
         B, Ko = orders.shape[:2]
         ins = np.empty((B, Ko, pos.shape[0]))
         dele = np.empty((B, Ko, pos.shape[0]))
-        K.curves(*self._p(), self.patterns.base, orders, pos, "insertion" in modes,
-                 "deletion" in modes, ins, dele)
+        for lo, hi, P in self._chunks():
+            K.curves(*_arrays(P), self.base, orders[lo:hi], pos, "insertion" in modes,
+                     "deletion" in modes, ins[lo:hi], dele[lo:hi])
         return {mo: ins if mo == "insertion" else dele for mo in modes}
+
+    def _shares(self, banzhaf: bool) -> np.ndarray:
+        out = np.empty((self.B, self.m))
+        for lo, hi, P in self._chunks():
+            K.shares(*_arrays(P), banzhaf, out[lo:hi])
+        return out
 
     def shapley(self) -> np.ndarray:
         """Exact baseline Shapley values (B, m): each pattern shares its value among E (gain)
         and R (loss) with the weights of docs/tree_game.md."""
-        out = np.empty((self.B, self.m))
-        K.shares(*self._p(), False, out)
-        return out
+        return self._shares(False)
 
     def banzhaf(self) -> np.ndarray:
         """Exact Banzhaf values (B, m): ``(1/2^(m-1)) sum_{u ∌ j} v(u + j) - v(u)``."""
-        out = np.empty((self.B, self.m))
-        K.shares(*self._p(), True, out)
-        return out
+        return self._shares(True)
 
     def _ragged_d(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         diff = self.differing()
@@ -235,7 +284,9 @@ class TreeGame(Game):
         off = np.zeros(self.B + 1, dtype=np.int64)
         np.cumsum(np.left_shift(np.int64(1), dsz), out=off[1:])
         delta = np.empty(int(off[-1]))
-        K.effects(*self._p(), self.patterns.base, bit, off, delta)
+        for lo, hi, P in self._chunks():
+            K.effects(*_arrays(P), self.base, bit[lo:hi], off[lo:hi + 1] - off[lo],
+                      delta[off[lo]:off[hi]])
         return delta
 
     @staticmethod
@@ -258,71 +309,27 @@ class TreeGame(Game):
         Parameters
         ----------
         top_k : int, optional
-            Keep the ``top_k`` largest |Delta| of each pair (ties: smaller |w|, then units).
+            Keep the ``top_k`` largest |Delta| of each pair (ties: smaller |w| first).
         max_order : int, optional
             Only the effects of order |w| <= max_order (all orders when None).
         max_terms : int
-            Refuse when the patterns expand to more terms than this (before summing).
+            Refuse when the patterns of the pairs held at once expand to more terms than this
+            (before summing).
         """
         if top_k is not None:
             top_k = check_positive_int(top_k, "top_k")
         mo = self.m if max_order is None else check_scalar(max_order, "max_order", int,
                                                             min_val=0)
-        pat_off, u_off, n_e, units, val = self._p()
-        B = self.B
-        cnt_p = np.empty(B, dtype=np.int64)
-        cnt_u = np.empty(B, dtype=np.int64)
-        K.effect_counts(pat_off, u_off, n_e, mo, cnt_p, cnt_u)
-        cnt_p += 1  # the base's term on ∅
-        total = int(cnt_p.sum())
-        if total > max_terms:
-            b = int(np.argmax(cnt_p))
-            raise ValueError(f"nonzero_effects: the patterns expand to {total:,} terms (pair {b}: "
-                             f"{int(cnt_p[b]):,}), more than max_terms = {max_terms:,}; give "
-                             "max_order=, fewer pairs (subset) or raise max_terms.")
-        pair_p = np.zeros(B + 1, dtype=np.int64)
-        np.cumsum(cnt_p, out=pair_p[1:])
-        pair_u = np.zeros(B + 1, dtype=np.int64)
-        np.cumsum(cnt_u, out=pair_u[1:])
-        t_uoff = np.empty(total + 1, dtype=np.int64)
-        t_uoff[total] = pair_u[B]
-        t_n = np.empty(total, dtype=np.int64)
-        t_units = np.empty(int(pair_u[B]), dtype=np.int64)
-        t_val = np.empty(total)
-        # the first term of each pair is (∅, base); the patterns' terms follow
-        t_uoff[pair_p[:-1]] = pair_u[:-1]
-        t_n[pair_p[:-1]] = 0
-        t_val[pair_p[:-1]] = self.patterns.base
-        K.effect_terms(pat_off, u_off, n_e, units, val, mo, pair_p[:-1] + 1, pair_u[:-1], t_uoff,
-                       t_n, t_units, t_val)
-        keep = np.zeros(total, dtype=np.bool_)
-        new_p = np.zeros(B, dtype=np.int64)
-        new_u = np.zeros(B, dtype=np.int64)
-        _merge_all(pair_p, t_uoff, t_n, t_units, t_val, keep, new_p, new_u)
-        off = np.zeros(B + 1, dtype=np.int64)
-        np.cumsum(new_p, out=off[1:])
-        ubase = np.zeros(B + 1, dtype=np.int64)
-        np.cumsum(new_u, out=ubase[1:])
-        P = int(off[B])
-        w_off = np.empty(P + 1, dtype=np.int64)
-        w_off[P] = ubase[B]
-        w_n = np.empty(P, dtype=np.int64)
-        w_units = np.empty(int(ubase[B]), dtype=np.int64)
-        delta = np.empty(P)
-        _compact(pair_p, t_uoff, t_n, t_units, t_val, keep, off, ubase, w_off, w_n, w_units,
-                 delta)
-        # sort each pair's effects by |Delta| (largest first; ties: smaller |w| first) and cut
-        pair = np.repeat(np.arange(B), np.diff(off))
-        order = np.lexsort((w_n, -np.abs(delta), pair))
-        rank = np.arange(P) - off[pair]
-        sel = order if top_k is None else order[rank < top_k]
-        sizes = w_n[sel]
-        new_off = np.zeros(B + 1, dtype=np.int64)
-        np.cumsum(np.bincount(pair[sel], minlength=B), out=new_off[1:])
-        new_w = np.zeros(sel.shape[0] + 1, dtype=np.int64)
-        np.cumsum(sizes, out=new_w[1:])
-        starts = np.repeat(w_off[sel] - new_w[:-1], sizes) + np.arange(int(new_w[-1]))
-        return SparseEffects(new_off, new_w, w_units[starts], delta[sel])
+        parts = [_sparse(P, self.base, top_k, mo, max_terms, lo) for lo, _, P in self._chunks()]
+        if len(parts) == 1:
+            return parts[0]
+        off = np.zeros(self.B + 1, dtype=np.int64)
+        np.cumsum(np.concatenate([np.diff(q.off) for q in parts]), out=off[1:])
+        w_n = np.concatenate([np.diff(q.w_off) for q in parts])
+        w_off = np.zeros(w_n.shape[0] + 1, dtype=np.int64)
+        np.cumsum(w_n, out=w_off[1:])
+        return SparseEffects(off, w_off, np.concatenate([q.units for q in parts]),
+                             np.concatenate([q.delta for q in parts]))
 
     # -- areas (Theorem 1 read off the patterns) -------------------------------------------------
     def _orders3(self, orders) -> tuple[np.ndarray, bool]:
@@ -337,6 +344,14 @@ class TreeGame(Game):
                              f"{self.B}, m = {self.m}; got {np.shape(orders)}.")
         return np.ascontiguousarray(o, dtype=np.int64), squeeze
 
+    def _aucs(self, orders) -> tuple[np.ndarray, np.ndarray, bool]:
+        """Insertion and deletion AUC less (m + 1) base of each ordering, (B, K) each."""
+        o, squeeze = self._orders3(orders)
+        ai, ad = np.empty(o.shape[:2]), np.empty(o.shape[:2])
+        for lo, hi, P in self._chunks():
+            K.aucs(*_arrays(P), o[lo:hi], ai[lo:hi], ad[lo:hi])
+        return ai, ad, squeeze
+
     def auc(self, orders: ArrayLike, *, mode: str = "insertion", normalize: bool = False
             ) -> np.ndarray:
         """AUC (insertion; deletion: AUC') of each ordering, the sum of the m + 1 curve points:
@@ -344,10 +359,8 @@ class TreeGame(Game):
         ``normalize``. ``orders`` (m,), (B, m) or (B, K, m); returns (B,) or (B, K)."""
         check_mode(mode)
         normalize = check_bool(normalize, "normalize")
-        o, squeeze = self._orders3(orders)
-        ai, ad = np.empty(o.shape[:2]), np.empty(o.shape[:2])
-        K.aucs(*self._p(), o, ai, ad)
-        a = (ai if mode == "insertion" else ad) + (self.m + 1) * self.patterns.base
+        ai, ad, squeeze = self._aucs(orders)
+        a = (ai if mode == "insertion" else ad) + (self.m + 1) * self.base
         a = a / self.m if normalize else a
         return a[:, 0] if squeeze else a
 
@@ -370,9 +383,7 @@ class TreeGame(Game):
         """ABC + ABC' of each ordering (Appendix B.1), ``AUC - AUC'``, divided by m when
         ``normalize``."""
         normalize = check_bool(normalize, "normalize")
-        o, squeeze = self._orders3(orders)
-        ai, ad = np.empty(o.shape[:2]), np.empty(o.shape[:2])
-        K.aucs(*self._p(), o, ai, ad)
+        ai, ad, squeeze = self._aucs(orders)
         a = (ai - ad) / self.m if normalize else ai - ad
         return a[:, 0] if squeeze else a
 
@@ -403,7 +414,7 @@ class TreeGame(Game):
         :meth:`insdel.BatchDecomposition.best_order` gives). Other pairs: a local search
         (adjacent swaps, first improvement, from the Shapley ordering, at most ``max_passes``
         passes) on the closed-form AUC, and a certified upper bound on the best ABC: every
-        pattern at its own best number of on-steps (:func:`_game_kernels.auc_bounds`).
+        pattern at its own best number of on-steps (docs/tree_game.md).
         """
         check_mode(mode)
         normalize = check_bool(normalize, "normalize")
@@ -411,15 +422,15 @@ class TreeGame(Game):
         max_passes = check_positive_int(max_passes, "max_passes")
         ins = mode == "insertion"
         m, B = self.m, self.B
-        base = (m + 1) * self.patterns.base
+        base = (m + 1) * self.base
         dsz, Dflat, doff = self._ragged_d()
         exact = dsz <= max_d
         order = np.argsort(-self.shapley(), axis=1, kind="stable").astype(np.int64)
         best = np.empty(B)
         if exact.any():
             sub = np.flatnonzero(exact)
-            g = self if exact.all() else _Picked(self, sub)
-            sd, sD, so = (dsz, Dflat, doff) if exact.all() else g._ragged_d()
+            g = self if exact.all() else self._pick(sub)
+            sd, sD, so = g._ragged_d()
             vals = g._effects_of(sd, sD, so)
             off = np.zeros(sd.shape[0] + 1, dtype=np.int64)
             np.cumsum(np.left_shift(np.int64(1), sd), out=off[1:])
@@ -430,9 +441,10 @@ class TreeGame(Game):
             order[sub] = eo
             best[sub] = eb - base
         bound = np.empty(B)
-        pat = self.patterns
-        K.auc_bounds(pat.pat_off, pat.u_off, pat.n_e, pat.val, m, ins, bound)
-        K.local_search(*self._p(), order, ins, max_passes, ~exact, best)
+        for lo, hi, P in self._chunks():
+            K.auc_bounds(P.pat_off, P.u_off, P.n_e, P.val, m, ins, bound[lo:hi])
+            K.local_search(*_arrays(P), order[lo:hi], ins, max_passes, ~exact[lo:hi],
+                           best[lo:hi])
         best += base
         bound += base
         aul = self._aul()
@@ -444,25 +456,89 @@ class TreeGame(Game):
         return BestOrder(order, abc, ub, exact, mode, normalize)
 
 
-class _Picked:
-    """The pairs ``sub`` of a tree game (the exact best order's pairs), for its kernels."""
+def _arrays(P: Patterns) -> tuple[np.ndarray, ...]:
+    return P.pat_off, P.u_off, P.n_e, P.units, P.val
 
-    def __init__(self, game: TreeGame, sub: np.ndarray):
-        self.game = game
-        self.sub = sub
-        self.B, self.m = sub.shape[0], game.m
-        self.patterns = _pick(game.patterns, sub)
 
-    def differing(self) -> np.ndarray:
-        return self.game.differing()[self.sub]
+def _plan(cnt_p: np.ndarray, cnt_u: np.ndarray, max_patterns: int) -> list[tuple[int, int]]:
+    """Consecutive chunks of pairs whose leaf patterns (before merging) are at most
+    ``max_patterns`` each; a pair over it alone is refused (the error names it)."""
+    big = np.flatnonzero(cnt_p > max_patterns)
+    if big.size:
+        b = int(big[0])
+        check_pattern_count(cnt_p[b:b + 1], cnt_u[b:b + 1], max_patterns, first=b)
+    bounds, lo, acc = [], 0, 0
+    for b, c in enumerate(cnt_p.tolist()):
+        if acc + c > max_patterns:
+            bounds.append((lo, b))
+            lo, acc = b, 0
+        acc += c
+    bounds.append((lo, cnt_p.shape[0]))
+    return bounds
 
-    _ragged_d = TreeGame._ragged_d
-    _effects_of = TreeGame._effects_of
-    _p = TreeGame._p
+
+def _sparse(P: Patterns, base: float, top_k, mo: int, max_terms: int, first: int
+            ) -> SparseEffects:
+    """The nonzero effects of the pairs of ``P`` (their first is pair ``first`` of the game)."""
+    pat_off, u_off, n_e, units, val = _arrays(P)
+    B = P.B
+    cnt_p = np.empty(B, dtype=np.int64)
+    cnt_u = np.empty(B, dtype=np.int64)
+    K.effect_counts(pat_off, u_off, n_e, mo, cnt_p, cnt_u)
+    cnt_p += 1  # the base's term on ∅
+    total = int(cnt_p.sum())
+    if total > max_terms:
+        b = int(np.argmax(cnt_p))
+        raise ValueError(f"nonzero_effects: the patterns expand to {total:,} terms (pair "
+                         f"{b + first}: {int(cnt_p[b]):,}), more than max_terms = "
+                         f"{max_terms:,}; give max_order=, fewer pairs (subset) or raise "
+                         "max_terms.")
+    pair_p = np.zeros(B + 1, dtype=np.int64)
+    np.cumsum(cnt_p, out=pair_p[1:])
+    pair_u = np.zeros(B + 1, dtype=np.int64)
+    np.cumsum(cnt_u, out=pair_u[1:])
+    t_uoff = np.empty(total + 1, dtype=np.int64)
+    t_uoff[total] = pair_u[B]
+    t_n = np.empty(total, dtype=np.int64)
+    t_units = np.empty(int(pair_u[B]), dtype=np.int64)
+    t_val = np.empty(total)
+    # the first term of each pair is (∅, base); the patterns' terms follow
+    t_uoff[pair_p[:-1]] = pair_u[:-1]
+    t_n[pair_p[:-1]] = 0
+    t_val[pair_p[:-1]] = base
+    K.effect_terms(pat_off, u_off, n_e, units, val, mo, pair_p[:-1] + 1, pair_u[:-1], t_uoff,
+                   t_n, t_units, t_val)
+    keep = np.zeros(total, dtype=np.bool_)
+    new_p = np.zeros(B, dtype=np.int64)
+    new_u = np.zeros(B, dtype=np.int64)
+    _merge_all(pair_p, t_uoff, t_n, t_units, t_val, keep, new_p, new_u)
+    off = np.zeros(B + 1, dtype=np.int64)
+    np.cumsum(new_p, out=off[1:])
+    ubase = np.zeros(B + 1, dtype=np.int64)
+    np.cumsum(new_u, out=ubase[1:])
+    Pn = int(off[B])
+    w_off = np.empty(Pn + 1, dtype=np.int64)
+    w_off[Pn] = ubase[B]
+    w_n = np.empty(Pn, dtype=np.int64)
+    w_units = np.empty(int(ubase[B]), dtype=np.int64)
+    delta = np.empty(Pn)
+    _compact(pair_p, t_uoff, t_n, t_units, t_val, keep, off, ubase, w_off, w_n, w_units, delta)
+    # sort each pair's effects by |Delta| (largest first; ties: smaller |w| first) and cut
+    pair = np.repeat(np.arange(B), np.diff(off))
+    order = np.lexsort((w_n, -np.abs(delta), pair))
+    rank = np.arange(Pn) - off[pair]
+    sel = order if top_k is None else order[rank < top_k]  # blocks of pairs keep their place
+    sizes = w_n[sel]
+    new_off = np.zeros(B + 1, dtype=np.int64)
+    np.cumsum(np.bincount(pair[sel], minlength=B), out=new_off[1:])
+    new_w = np.zeros(sel.shape[0] + 1, dtype=np.int64)
+    np.cumsum(sizes, out=new_w[1:])
+    starts = np.repeat(w_off[sel] - new_w[:-1], sizes) + np.arange(int(new_w[-1]))
+    return SparseEffects(new_off, new_w, w_units[starts], delta[sel])
 
 
 def _pick(p: Patterns, sub: np.ndarray) -> Patterns:
-    """The patterns of the pairs ``sub`` (any subset, in that order)."""
+    """The patterns of the pairs ``sub`` (any of them, in that order)."""
     parts = [p.subset(int(b), int(b) + 1) for b in sub]
     pat_off = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum([q.val.shape[0] for q in parts], out=pat_off[1:])

@@ -26,7 +26,8 @@ import numpy as np
 
 from .ensemble import TreeEnsemble, goes_left
 
-__all__ = ["Patterns", "leaf_patterns", "DEFAULT_MAX_PATTERNS"]
+__all__ = ["Patterns", "leaf_patterns", "pattern_counts", "check_pattern_count",
+           "DEFAULT_MAX_PATTERNS"]
 
 #: leaf patterns (before merging) held at once by default: about 24 bytes each plus 4 bytes per
 #: unit on their paths
@@ -90,9 +91,47 @@ class Patterns:
                         self.n_e[p0:p1], self.units[u0:u1], self.val[p0:p1], self.base, self.m)
 
 
+def pattern_counts(ensemble: TreeEnsemble, X: np.ndarray, R: np.ndarray, *,
+                   unit_of: np.ndarray | None = None, m: int | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The leaf patterns (before merging) and their units that each pair reaches, (B,) each:
+    what :func:`leaf_patterns` will hold for the pairs (a walk of the trees, nothing stored)."""
+    X, R, unit_of, m = _inputs(X, R, unit_of, m)
+    B = X.shape[0]
+    cnt_p = np.zeros(B, dtype=np.int64)
+    cnt_u = np.zeros(B, dtype=np.int64)
+    z = np.zeros(1, np.int64)
+    _walk_all(X, R, unit_of, m, 2 * ensemble.max_depth() + 4, *ensemble.arrays(), False, cnt_p,
+              cnt_u, z, z, z, z, z, np.zeros(1))
+    return cnt_p, cnt_u
+
+
+def _inputs(X, R, unit_of, m):
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    R = np.ascontiguousarray(R, dtype=np.float64)
+    if unit_of is None:
+        unit_of, m = np.arange(X.shape[1], dtype=np.int64), X.shape[1]
+    return X, R, np.ascontiguousarray(unit_of, dtype=np.int64), int(m)
+
+
+def check_pattern_count(cnt_p: np.ndarray, cnt_u: np.ndarray, max_patterns: int, *,
+                        first: int = 0) -> None:
+    """Refuse pairs that reach more leaf patterns than ``max_patterns`` together, naming the pair
+    that reaches the most (its index plus ``first``) and the memory they would take."""
+    total = int(cnt_p.sum())
+    if total > max_patterns:
+        worst = int(np.argmax(cnt_p))
+        raise ValueError(
+            f"the {cnt_p.shape[0]} pairs reach {total:,} leaf patterns (pair {worst + first} "
+            f"alone {int(cnt_p[worst]):,}), more than max_patterns = {max_patterns:,} (about "
+            f"{(24 * total + 8 * int(cnt_u.sum())) / 2**30:.1f} GiB): give fewer pairs at once "
+            "(the pairs are independent) or raise max_patterns.")
+
+
 def leaf_patterns(ensemble: TreeEnsemble, X: np.ndarray, R: np.ndarray, *,
                   unit_of: np.ndarray | None = None, m: int | None = None,
-                  max_patterns: int = DEFAULT_MAX_PATTERNS) -> Patterns:
+                  max_patterns: int = DEFAULT_MAX_PATTERNS,
+                  counts: tuple[np.ndarray, np.ndarray] | None = None) -> Patterns:
     """The merged leaf patterns of the pairs (X[b], R[b]) (trusted inputs: the caller checked
     the shapes; NaN is routed by each node's default direction).
 
@@ -108,32 +147,21 @@ def leaf_patterns(ensemble: TreeEnsemble, X: np.ndarray, R: np.ndarray, *,
     max_patterns : int
         Refuse a call whose pairs reach more leaf patterns (before merging) than this; the error
         names the pair that reaches the most.
+    counts : tuple of ndarray, optional
+        :func:`pattern_counts` of these pairs, when the caller has them.
 
     Returns
     -------
     Patterns
     """
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    R = np.ascontiguousarray(R, dtype=np.float64)
-    B, n = X.shape
-    if unit_of is None:
-        unit_of, m = np.arange(n, dtype=np.int64), n
-    unit_of = np.ascontiguousarray(unit_of, dtype=np.int64)
+    X, R, unit_of, m = _inputs(X, R, unit_of, m)
+    B = X.shape[0]
     arrs = ensemble.arrays()
     stack = 2 * ensemble.max_depth() + 4
-    cnt_p = np.zeros(B, dtype=np.int64)
-    cnt_u = np.zeros(B, dtype=np.int64)
-    _walk_all(X, R, unit_of, int(m), stack, *arrs, False, cnt_p, cnt_u,
-              np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64),
-              np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1))
+    cnt_p, cnt_u = (pattern_counts(ensemble, X, R, unit_of=unit_of, m=m) if counts is None
+                    else counts)
+    check_pattern_count(cnt_p, cnt_u, max_patterns)
     total = int(cnt_p.sum())
-    if total > max_patterns:
-        worst = int(np.argmax(cnt_p))
-        raise ValueError(
-            f"the {B} pairs reach {total:,} leaf patterns (pair {worst} alone "
-            f"{int(cnt_p[worst]):,}), more than max_patterns = {max_patterns:,} (about "
-            f"{(24 * total + 8 * int(cnt_u.sum())) / 2**30:.1f} GiB): give fewer pairs at once "
-            "(the pairs are independent) or raise max_patterns.")
     pair_p = np.zeros(B + 1, dtype=np.int64)
     pair_p[1:] = np.cumsum(cnt_p)
     pair_u = np.zeros(B + 1, dtype=np.int64)
@@ -143,7 +171,7 @@ def leaf_patterns(ensemble: TreeEnsemble, X: np.ndarray, R: np.ndarray, *,
     n_e = np.empty(total, dtype=np.int64)
     units = np.empty(int(pair_u[B]), dtype=np.int64)
     val = np.empty(total)
-    _walk_all(X, R, unit_of, int(m), stack, *arrs, True, cnt_p, cnt_u, pair_p, pair_u, u_off,
+    _walk_all(X, R, unit_of, m, stack, *arrs, True, cnt_p, cnt_u, pair_p, pair_u, u_off,
               n_e, units, val)
     # merge the patterns of each pair with the same (E, R); drop those that sum to 0
     keep = np.zeros(total, dtype=np.bool_)
