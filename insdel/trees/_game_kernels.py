@@ -63,6 +63,15 @@ def _span(u_off, n_e, units, rank, p, m):  # pragma: no cover - numba
     return maxe, mine, maxr, minr
 
 
+@nb.njit(cache=True, nogil=True)
+def _ranks(orders, b, k, m):  # pragma: no cover - numba
+    """rank[unit] = its 1-based position in ordering ``orders[b, k]``."""
+    rank = np.empty(m, dtype=np.int64)
+    for s in range(m):
+        rank[orders[b, k, s]] = s + 1
+    return rank
+
+
 @nb.njit(parallel=True, cache=True, nogil=True)
 def curves(pat_off, u_off, n_e, units, val, base, orders, pos, do_ins, do_del, out_ins,
            out_del):  # pragma: no cover - numba
@@ -73,9 +82,7 @@ def curves(pat_off, u_off, n_e, units, val, base, orders, pos, do_ins, do_del, o
     for job in nb.prange(B * K):
         b = job // K
         k = job % K
-        rank = np.empty(m, dtype=np.int64)
-        for s in range(m):
-            rank[orders[b, k, s]] = s + 1
+        rank = _ranks(orders, b, k, m)
         di = np.zeros(m + 2)
         dd = np.zeros(m + 2)
         for p in range(pat_off[b], pat_off[b + 1]):
@@ -107,9 +114,7 @@ def aucs(pat_off, u_off, n_e, units, val, orders, out_ins, out_del):  # pragma: 
     for job in nb.prange(B * K):
         b = job // K
         k = job % K
-        rank = np.empty(m, dtype=np.int64)
-        for s in range(m):
-            rank[orders[b, k, s]] = s + 1
+        rank = _ranks(orders, b, k, m)
         si = 0.0
         sd = 0.0
         for p in range(pat_off[b], pat_off[b + 1]):

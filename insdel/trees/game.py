@@ -35,10 +35,9 @@ from .ensemble import TreeEnsemble
 from .patterns import (
     DEFAULT_MAX_PATTERNS,
     Patterns,
-    _compact,
-    _merge_all,
     check_pattern_count,
     leaf_patterns,
+    merge_ragged,
     pattern_counts,
 )
 
@@ -508,21 +507,8 @@ def _sparse(P: Patterns, base: float, top_k, mo: int, max_terms: int, first: int
     t_val[pair_p[:-1]] = base
     K.effect_terms(pat_off, u_off, n_e, units, val, mo, pair_p[:-1] + 1, pair_u[:-1], t_uoff,
                    t_n, t_units, t_val)
-    keep = np.zeros(total, dtype=np.bool_)
-    new_p = np.zeros(B, dtype=np.int64)
-    new_u = np.zeros(B, dtype=np.int64)
-    _merge_all(pair_p, t_uoff, t_n, t_units, t_val, keep, new_p, new_u)
-    off = np.zeros(B + 1, dtype=np.int64)
-    np.cumsum(new_p, out=off[1:])
-    ubase = np.zeros(B + 1, dtype=np.int64)
-    np.cumsum(new_u, out=ubase[1:])
+    off, w_off, w_n, w_units, delta = merge_ragged(pair_p, t_uoff, t_n, t_units, t_val)
     Pn = int(off[B])
-    w_off = np.empty(Pn + 1, dtype=np.int64)
-    w_off[Pn] = ubase[B]
-    w_n = np.empty(Pn, dtype=np.int64)
-    w_units = np.empty(int(ubase[B]), dtype=np.int64)
-    delta = np.empty(Pn)
-    _compact(pair_p, t_uoff, t_n, t_units, t_val, keep, off, ubase, w_off, w_n, w_units, delta)
     # sort each pair's effects by |Delta| (largest first; ties: smaller |w| first) and cut
     pair = np.repeat(np.arange(B), np.diff(off))
     order = np.lexsort((w_n, -np.abs(delta), pair))

@@ -27,7 +27,7 @@ import numpy as np
 from .ensemble import TreeEnsemble, goes_left
 
 __all__ = ["Patterns", "leaf_patterns", "pattern_counts", "check_pattern_count",
-           "DEFAULT_MAX_PATTERNS"]
+           "merge_ragged", "DEFAULT_MAX_PATTERNS"]
 
 #: leaf patterns (before merging) held at once by default: about 24 bytes each plus 4 bytes per
 #: unit on their paths
@@ -173,15 +173,24 @@ def leaf_patterns(ensemble: TreeEnsemble, X: np.ndarray, R: np.ndarray, *,
     val = np.empty(total)
     _walk_all(X, R, unit_of, m, stack, *arrs, True, cnt_p, cnt_u, pair_p, pair_u, u_off,
               n_e, units, val)
-    # merge the patterns of each pair with the same (E, R); drop those that sum to 0
-    keep = np.zeros(total, dtype=np.bool_)
+    out_p, o_uoff, o_ne, o_units, o_val = merge_ragged(pair_p, u_off, n_e, units, val)
+    return Patterns(out_p, o_uoff, o_ne, o_units, o_val, float(ensemble.base), int(m))
+
+
+def merge_ragged(pair_p: np.ndarray, u_off: np.ndarray, n_e: np.ndarray, units: np.ndarray,
+                 val: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Merge each pair's equal (E, R) lists (summing their values, dropping sums of 0) and
+    compact them: ``pat_off, u_off, n_e, units, val`` of the result, ragged as the input
+    (``units`` is sorted within each E and R in place)."""
+    B = pair_p.shape[0] - 1
+    keep = np.zeros(val.shape[0], dtype=np.bool_)
     new_p = np.zeros(B, dtype=np.int64)
     new_u = np.zeros(B, dtype=np.int64)
     _merge_all(pair_p, u_off, n_e, units, val, keep, new_p, new_u)
     out_p = np.zeros(B + 1, dtype=np.int64)
-    out_p[1:] = np.cumsum(new_p)
+    np.cumsum(new_p, out=out_p[1:])
     base_u = np.zeros(B + 1, dtype=np.int64)
-    base_u[1:] = np.cumsum(new_u)
+    np.cumsum(new_u, out=base_u[1:])
     P = int(out_p[B])
     o_uoff = np.empty(P + 1, dtype=np.int64)
     o_uoff[P] = base_u[B]
@@ -189,7 +198,7 @@ def leaf_patterns(ensemble: TreeEnsemble, X: np.ndarray, R: np.ndarray, *,
     o_units = np.empty(int(base_u[B]), dtype=np.int64)
     o_val = np.empty(P)
     _compact(pair_p, u_off, n_e, units, val, keep, out_p, base_u, o_uoff, o_ne, o_units, o_val)
-    return Patterns(out_p, o_uoff, o_ne, o_units, o_val, float(ensemble.base), int(m))
+    return out_p, o_uoff, o_ne, o_units, o_val
 
 
 @nb.njit(cache=True, nogil=True)
