@@ -327,6 +327,10 @@ def test_a_chunk_of_the_game_is_the_same_game(finite_case):
     np.testing.assert_array_equal(sub.shapley(), full.shapley())
     np.testing.assert_array_equal(sub.v_all(), full.v_all())
     assert from_parts(**g.parts()) is g
+    import pickle
+
+    back = pickle.loads(pickle.dumps(g))  # what a Dask worker receives
+    np.testing.assert_array_equal(back.subset(2, 5).shapley(), sub.shapley())
     np.testing.assert_allclose(g.shapley()[2:5], sub.shapley(), atol=0)
 
 
