@@ -55,6 +55,8 @@ SCRIPTS: list[tuple[str, str, list[str], bool, str]] = [
      "exact Shapley on the CERN MLP: serial vs Dask LocalCluster(1) vs LocalCluster(2)"),
     ("sanity", "sanity.py", [], True,
      "cascading parameter randomisation of the CERN MLP: 7 layers, 7 methods, 200 targets"),
+    ("tree_game", "tree_game.py", [], False,
+     "the tree game's closed forms (patterns, curves, E[ABC], Shapley) vs predict over the rows"),
     ("paper_cost", "paper_cost.py", [], False,
      "the full paper-bangalore run measured whole; paper-cern from per-unit costs and its bound"),
 ]
