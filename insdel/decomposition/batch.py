@@ -565,7 +565,7 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
                         batch_size: int | None = None, progress: bool | None = None,
                         max_d: int = DEFAULT_MAX_D, dedup: bool = True,
                         feature_names: Sequence[str] | None = None,
-                        groups=None, removal=None) -> BatchDecomposition:
+                        groups=None, removal=None, engine: str = "auto") -> BatchDecomposition:
     """Anchored decompositions of B pairs, each in its differing subspace D_b = {j : x_j != r_j}.
 
     Evaluates ``g_b(u) = f(hybrid(x_b, r_b, u))`` for the 2^|D_b| subsets u of D_b (each distinct
@@ -604,6 +604,9 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
         conventions: *Removal*) instead of ``g(u) = f(hybrid(x, r, u))``. ``marginal``: D_b is
         the union of the K references' differing units; a sampled removal (``conditional_*``):
         every unit is removable, so D_b is all n units and ``max_d`` applies to n.
+    engine : {"auto", "tree", "black_box"}, default "auto"
+        Which engine answers (:func:`insdel.game.as_game`): a recognised tree ensemble's exact
+        closed forms (``auto``, ``tree``) or the model's values on rows (``black_box``).
 
     Returns
     -------
@@ -616,7 +619,7 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
     """
     t0 = time.perf_counter()
     columns = feature_names_of(X) if X is not None else None  # a DataFrame's column names
-    game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size)
+    game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size, engine=engine)
     dedup = check_bool(dedup, "dedup")
     n = game.m
     if feature_names is None:

@@ -74,6 +74,7 @@ class TreeRemovalGame(Game):
 
     n_draws = 0  # no model row per coalition: the values are read off the trees
     closed_form = frozenset({"curves", "shapley"})
+    engine = "tree"  # the closed forms of the trees (insdel.game.Game.engine)
 
     def __init__(self, ens: TreeEnsemble, X: np.ndarray, groups: Groups | None = None, *,
                  unit_names: list | None = None, offset: int = 0,

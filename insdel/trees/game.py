@@ -113,6 +113,7 @@ class TreeGame(Game):
 
     name = "baseline"
     closed_form = frozenset(HOOKS)
+    engine = "tree"  # the closed forms of the trees (insdel.game.Game.engine)
     n_draws = 0  # no model row is evaluated
 
     def __init__(self, ensemble: TreeEnsemble, X: np.ndarray, R: np.ndarray,
