@@ -43,7 +43,8 @@ from .removal.base import differing_from
 from .removal.trees import ENGINES, NoTreeGame, PathDependent, tree_game_of
 from .removal.values import check_rows, coalition_values, imputed_rows, unique_coalitions
 
-__all__ = ["Game", "RemovalGame", "as_game", "from_parts", "HOOKS", "ENGINES", "engine_text"]
+__all__ = ["Game", "RemovalGame", "as_game", "from_parts", "HOOKS", "ENGINES", "engine_text",
+           "model_engine"]
 
 #: The questions a game may answer in closed form (:attr:`Game.closed_form`).
 HOOKS = ("curves", "shapley", "effects")
@@ -462,5 +463,38 @@ def engine_text(game: Game) -> str:
     ens = getattr(game, "ensemble", None)
     if game.engine != "tree" or ens is None:
         return game.engine
+    return _tree_text(ens)
+
+
+def _tree_text(ens) -> str:
     lib = str(ens.source or "ensemble").split()[0].split(".")[0].lower()
     return f"tree ({lib}, {ens.n_trees} trees, depth {ens.max_depth()})"
+
+
+def model_engine(f: Any, engine: str = "auto") -> str:
+    """The engine the games of ``f`` take under a removal with a tree game (``baseline``,
+    shared-reference ``marginal``, ``path_dependent``), as :func:`engine_text` writes it:
+    ``"tree (xgboost, 500 trees, depth 8)"`` or ``"black_box"``. What a run prints and records
+    before it builds a game.
+
+    Raises
+    ------
+    ValueError
+        ``engine="tree"`` and f is not a tree ensemble insdel reads (the message names it).
+    """
+    from .removal.trees import is_ensemble
+
+    engine = check_choice("engine", engine, ENGINES)
+    if engine == "black_box":
+        return "black_box"
+    from .trees import TreeEnsemble, UnsupportedModelError, read
+
+    why = f"a {type(f).__module__.split('.')[0]}.{type(f).__name__} is not a tree ensemble insdel reads"
+    if is_ensemble(f):
+        try:
+            return _tree_text(f if isinstance(f, TreeEnsemble) else read(f))
+        except UnsupportedModelError as err:
+            why = str(err)
+    if engine == "tree":
+        raise ValueError(f"engine='tree': {why}; use engine='auto' or 'black_box'.")
+    return "black_box"

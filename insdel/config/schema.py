@@ -80,6 +80,7 @@ SCHEMA: dict[str, Any] = {
         "max_epochs": (_INT + (type(None),), None, _at_least(1)),
         "trust": (_BOOL, False),
         "architecture": (_STR + (type(None),), None),
+        "engine": (_STR, "auto"),
     },
     "targets": {"n": (_INT, 200, _at_least(2))},
     "compute": {

@@ -368,8 +368,13 @@ def _check_data(cfg: dict, source: str) -> None:
 def _check_model(cfg: dict, source: str) -> None:
     """``model.preset`` / ``model.architecture`` are presets; ``model.params`` resolves."""
     from .. import models
+    from ..game import ENGINES
 
     m = cfg["model"]
+    if m["engine"] not in ENGINES:
+        raise ConfigError(f"{source}: model.engine: {m['engine']!r} is not one of "
+                          f"{', '.join(ENGINES)} (auto: the exact tree game when the model is a "
+                          "tree ensemble insdel reads).")
     presets = models.available()
     for key in ("preset", "architecture"):
         if m[key] is not None and m[key] not in presets:

@@ -88,6 +88,15 @@ def model_stage(cfg: dict, dataset, data_info: dict, out: Path, stages: Stages, 
     model_info["file_sha256"] = model_info.pop("sha256", None)
     model_info["sha256"] = model_hash(model, model_info["file_sha256"])
     model_info["sha256_of"] = model_hash_of(model)  # "parameters" or "file"
+    from ...game import model_engine
+    from ...removal.trees import is_ensemble
+
+    try:
+        model_info["engine"] = model_engine(model, cfg["model"]["engine"])
+    except ValueError as exc:
+        raise ValueError(f"model.engine = {cfg['model']['engine']!r}: {exc}") from None
+    model_info["tree_ensemble"] = bool(is_ensemble(model))
+    log(f"engine: {model_info['engine']}")
     stages.add("model", time.perf_counter() - t0, **{"source": model_info["source"]})
     log(f"model: {model_info['source']}"
         + (f" {model_info['path']}" if model_info.get("path") else "")
