@@ -10,7 +10,7 @@ import pytest
 
 from insdel import curves, evaluate, trace
 from insdel.decomposition import batch_decomposition, shapley_values
-from insdel.game import RemovalGame, as_game, engine_text
+from insdel.game import RemovalGame, as_game, engine_text, model_engine
 from insdel.metrics.base import MetricContext
 from insdel.removal import Marginal, TrainingMean
 
@@ -141,3 +141,70 @@ def test_errors_name_the_model_and_the_removal():
     game = as_game(gb, X[:2], X[2:4])
     with pytest.raises(ValueError, match="built with the 'tree' engine"):
         as_game(game, engine="black_box")
+    # what a run prints before it builds a game
+    assert model_engine(gb) == "tree (scikit-learn, 15 trees, depth 3)"
+    assert model_engine(gb, "black_box") == model_engine(lin) == "black_box"
+    with pytest.raises(ValueError, match="engine='tree'.*LinearRegression is not a tree"):
+        model_engine(lin, "tree")
+
+
+_RUN_TOML = """
+name = "trees_cli"
+[data]
+recipe = "housing_sim"
+[model]
+preset = "paper_bangalore"
+[targets]
+n = 6
+[[policies]]
+spec = "bangalore_counterfactual"
+label = "counterfactual"
+[methods]
+names = ["lime"]
+[methods.options.lime]
+n_samples = 50
+[evaluation]
+n_random = 2
+[decomposition]
+n_pairs = 0
+"""
+
+
+def test_run_takes_a_model_file_and_names_the_engine(tmp_path, capsys):
+    """``insdel run CONFIG --model FILE`` with an XGBoost file on the housing simulator: the
+    run takes the tree engine, prints it, and the manifest records it."""
+    import json
+
+    import xgboost
+
+    from insdel import datasets
+    from insdel.cli import main
+
+    ds = datasets.load("housing_sim")
+    model = xgboost.XGBRegressor(n_estimators=10, max_depth=3, n_jobs=1)
+    model.fit(np.asarray(ds.X_train), np.asarray(ds.y_train))
+    path = tmp_path / "housing.json"
+    model.save_model(path)
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(_RUN_TOML)
+    assert main(["run", str(cfg), "--model", str(path), "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "- engine: tree (xgboost, 10 trees, depth 3)" in printed
+    man = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert man["model"]["engine"] == "tree (xgboost, 10 trees, depth 3)"
+    assert man["model"]["format"] == "xgboost"
+    # black_box forced: the same file on rows
+    assert main(["run", str(cfg), "--model", str(path), "--engine", "black_box", "--out",
+                 str(tmp_path / "box")]) == 0
+    assert json.loads((tmp_path / "box" / "manifest.json").read_text()
+                      )["model"]["engine"] == "black_box"
+
+
+def test_config_engine_is_checked(tmp_path):
+    from insdel import config
+
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(_RUN_TOML.replace('preset = "paper_bangalore"',
+                                     'preset = "paper_bangalore"\nengine = "trees"'))
+    with pytest.raises(config.ConfigError, match="model.engine.*'trees'"):
+        config.load(cfg)
