@@ -65,11 +65,11 @@ class TreeShap(Attribution):
         """
         from ..removal import Marginal
 
+        path_dependent = check_bool(path_dependent, "path_dependent")
         if self._game is None and self.requires not in self.model.capabilities:
             from . import check_supported
 
             check_supported(self.model, [self.name])  # not a tree ensemble: named
-        path_dependent = check_bool(path_dependent, "path_dependent")
         given = [k for k, v in (("background", background is not None),
                                 ("path_dependent", path_dependent),
                                 ("removal", removal is not None)) if v]
