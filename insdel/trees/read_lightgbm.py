@@ -153,6 +153,9 @@ def _tree(root: dict, scale: float, source: str, index: int, exact) -> Tree:
     while stack:
         node, parent, is_left = stack.pop()
         if "leaf_value" in node:
+            if node.get("leaf_coeff"):
+                raise UnsupportedModelError(f"{source}: linear trees (linear_tree=True): a leaf "
+                                            "is a linear function of the row, not a constant.")
             i = t.add(value=float(node["leaf_value"]) * scale,
                       cover=float(node.get("leaf_weight", np.nan)))
         else:
