@@ -280,3 +280,23 @@ def test_load_any_sklearn_trees_by_joblib_need_trust_and_read_as_trees(tmp_path)
     model, info = load_any(tmp_path / "m.joblib", trust=True)
     assert info["format"] == "joblib" and info["trusted"]
     np.testing.assert_allclose(trees.read(model).predict(X), est.predict(X), rtol=1e-12)
+
+
+def test_a_run_takes_an_xgboost_model_file_and_records_its_format(tmp_path):
+    import xgboost as xgb
+
+    from insdel import datasets
+
+    csv = small_csv(tmp_path / "small.csv")
+    ds = datasets.load("table", path=str(csv), target="y", scale="none")
+    m = xgb.XGBRegressor(n_estimators=5, max_depth=2).fit(ds.X_train, ds.y_train)
+    m.save_model(tmp_path / "m.json")
+    out = tmp_path / "out"
+    cfg = _config(tmp_path, tmp_path / "m.json", ["exact_shapley"])
+    # a model with values only: no integrated-gradients options
+    cfg.write_text(cfg.read_text().replace(
+        "[methods.options.integrated_gradients]\nn_steps = 8\n", ""))
+    assert cli_main(["run", str(cfg), "--out", str(out), "--no-progress"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["model"]["format"] == "xgboost"
+    assert manifest["model"]["capabilities"] == ["values"]
