@@ -42,6 +42,18 @@ def wrong_library(p, want: str) -> str:
     return f"; the file holds a model of {kind}: read it with insdel.trees.read_{kind}"
 
 
+def require(module: str, library: str):
+    """Import the boosting library ``module`` (named ``library`` in messages), or an
+    ImportError naming the ``trees`` extra."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(f'reading {library} models needs {module}: pip install ".[trees]" in '
+                          f"the insdel clone (or pip install {module}).") from None
+
+
 class UnsupportedModelError(ValueError):
     """A model, or a model file, insdel cannot read exactly as a single-output regression
     ensemble (a classifier, a multi-output or non-identity-link booster, a CTR feature...)."""

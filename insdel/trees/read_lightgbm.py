@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ._build import Tree, UnsupportedModelError, assemble, wrong_library
+from ._build import Tree, UnsupportedModelError, assemble, require, wrong_library
 from .ensemble import TreeEnsemble
 
 __all__ = ["read_lightgbm", "IDENTITY_OBJECTIVES", "load_booster"]
@@ -44,19 +44,10 @@ IDENTITY_OBJECTIVES = ("regression", "regression_l1", "huber", "fair", "quantile
 ZERO_THRESHOLD = float(np.float32(1e-35))
 
 
-def _require_lightgbm():
-    try:
-        import lightgbm
-    except ImportError:
-        raise ImportError('reading LightGBM models needs lightgbm: pip install ".[trees]" in '
-                          "the insdel clone (or pip install lightgbm).") from None
-    return lightgbm
-
-
 def load_booster(path: str | Path):
     """A ``lightgbm.Booster`` from a model ``.txt`` file (``Booster.save_model``), with a clear
     error for a file that is not one."""
-    lgb = _require_lightgbm()
+    lgb = require("lightgbm", "LightGBM")
     p = Path(path)
     try:
         head = p.read_bytes()[:4096].decode("utf-8", "replace")
