@@ -465,3 +465,33 @@ def test_check_feature_names_names_the_columns():
         check_feature_names(ens, list("bacde"))
     with pytest.raises(ValueError, match="4 features but the model"):
         check_feature_names(ens, list("abcd"))
+
+
+def test_sklearn_trees_fitted_without_nan_send_nan_as_sklearn_does():
+    from sklearn.ensemble import ExtraTreesRegressor, RandomForestRegressor
+    from sklearn.tree import DecisionTreeRegressor
+
+    X, y = _data(nan=0.0)
+    for est in (DecisionTreeRegressor(max_depth=6), RandomForestRegressor(5, max_depth=5),
+                ExtraTreesRegressor(5, max_depth=5)):
+        ens = read(est.fit(X, y))
+        Z = _test_rows(ens)  # NaNs in every column
+        np.testing.assert_allclose(ens.predict(Z), est.predict(Z), rtol=1e-12, atol=1e-12)
+
+
+def test_a_missing_boosting_library_names_the_trees_extra(monkeypatch):
+    from insdel.trees._build import require
+
+    monkeypatch.setitem(sys.modules, "xgboost", None)  # import xgboost raises ImportError
+    with pytest.raises(ImportError, match=r'pip install "\.\[trees\]"'):
+        require("xgboost", "XGBoost")
+
+
+def test_lightgbm_reads_its_dump_dict():
+    import lightgbm as lgb
+
+    X, y = _data()
+    m = lgb.LGBMRegressor(n_estimators=5, num_leaves=8, verbose=-1).fit(X, y)
+    ens = read_lightgbm(m.booster_.dump_model())
+    Z = _data(100, seed=3)[0]  # off the thresholds: the dump prints them with fewer digits
+    np.testing.assert_allclose(ens.predict(Z), m.predict(Z), rtol=1e-12, atol=1e-12)

@@ -98,6 +98,10 @@ def read_lightgbm(model: Any) -> TreeEnsemble:
     """Read a LightGBM regression booster (``Booster``, ``LGBMRegressor``, a model ``.txt``
     file, or ``Booster.dump_model()``'s dict).
 
+    From a dict alone the thresholds are the dump's, printed with fewer digits than the double
+    LightGBM compares with: a row within that rounding of a threshold may take the other way.
+    Pass the booster (or its file) for exact thresholds.
+
     Raises
     ------
     UnsupportedModelError
