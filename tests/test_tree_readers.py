@@ -412,7 +412,7 @@ def test_catboost_one_hot_categories_and_cbm_file(tmp_path):
 
 
 @pytest.mark.parametrize("kind,why", [("ctr", "CTR"), ("poisson", "non-identity link"),
-                                      ("multi", "MultiRMSE")])
+                                      ("multi", "MultiRMSE"), ("depthwise", "non-symmetric")])
 def test_catboost_reader_refuses_what_it_cannot_read(kind, why):
     import catboost as cb
 
@@ -424,9 +424,12 @@ def test_catboost_reader_refuses_what_it_cannot_read(kind, why):
     elif kind == "poisson":
         m = cb.CatBoostRegressor(iterations=3, depth=2, verbose=0, loss_function="Poisson")
         m.fit(X, np.round(np.abs(y)))
-    else:
+    elif kind == "multi":
         m = cb.CatBoostRegressor(iterations=3, depth=2, verbose=0, loss_function="MultiRMSE")
         m.fit(X, np.c_[y, -y])
+    else:
+        m = cb.CatBoostRegressor(iterations=3, depth=2, verbose=0, grow_policy="Depthwise")
+        m.fit(X, y)
     with pytest.raises(UnsupportedModelError, match=why):
         read(m)
 
