@@ -311,7 +311,7 @@ LGB = {
     "default": {}, "l1": {"objective": "regression_l1"}, "huber": {"objective": "huber"},
     "quantile": {"objective": "quantile", "alpha": 0.3},
     "rf": {"boosting_type": "rf", "subsample": 0.7, "subsample_freq": 1},
-    "no_missing": {"use_missing": False},
+    "no_missing": {"use_missing": False}, "zero_as_missing": {"zero_as_missing": True},
 }
 
 
@@ -351,7 +351,6 @@ def test_lightgbm_nan_goes_where_zero_goes_for_a_model_trained_without_nan(tmp_p
 @pytest.mark.parametrize("kw,why", [
     ({"objective": "poisson"}, "non-identity link"),
     ({"linear_tree": True}, "linear trees"),
-    ({"zero_as_missing": True}, "zero_as_missing"),
 ])
 def test_lightgbm_reader_refuses_what_it_cannot_read(kw, why):
     import lightgbm as lgb
@@ -498,3 +497,18 @@ def test_lightgbm_reads_its_dump_dict():
     ens = read_lightgbm(m.booster_.dump_model())
     Z = _data(100, seed=3)[0]  # off the thresholds: the dump prints them with fewer digits
     np.testing.assert_allclose(ens.predict(Z), m.predict(Z), rtol=1e-12, atol=1e-12)
+
+
+def test_a_numeric_split_s_missing_interval_goes_the_missing_way_and_is_checked():
+    from insdel.trees._build import Tree, assemble
+
+    t = Tree()
+    root = t.add(feature=0, threshold=0.5, missing_left=False, missing_interval=(-1.0, 1.0))
+    t.set_children(root, t.add(value=1.0), t.add(value=2.0))
+    ens = assemble([t], base=0.0, rule="le", n_features=1, source="hand-built")
+    z = np.array([[-2.0], [-1.0], [0.0], [0.5], [1.0], [1.5], [np.nan]])
+    np.testing.assert_array_equal(ens.predict(z), [1, 2, 2, 2, 2, 2, 2])
+    bad = ens.categories.copy()
+    bad[:] = [1.0, -1.0]
+    with pytest.raises(ValueError, match="missing interval must be two entries lo <= hi"):
+        dataclasses.replace(ens, categories=bad)

@@ -9,9 +9,8 @@ loaded by LightGBM, or the dump's dict).
   inside that zero region is moved to its edge on the side 0 takes, so the region goes as 0.
 - **missing values** by the node's ``missing_type``: ``NaN``: a NaN takes ``default_left``;
   ``None``: LightGBM reads a NaN as 0, so a NaN goes where 0 goes; ``Zero``
-  (``zero_as_missing``): NaN and values within 1e-35 of 0 take ``default_left``, read exactly
-  where 0 goes that way by the comparison too, refused (naming the node) where it does not,
-  since :func:`~insdel.trees.ensemble.goes_left` has no zero-as-missing rule.
+  (``zero_as_missing``): NaN and values within 1e-35 of 0 take ``default_left``: the node's
+  missing interval ``[-1e-35, 1e-35]`` (:class:`~insdel.trees.ensemble.TreeEnsemble`).
 - **categorical splits** (``decision_type`` ``==``, threshold ``"a||b||c"``): the listed
   categories go left, every other value, NaN and negative values included, right; the value is
   the category's integer code.
@@ -105,8 +104,7 @@ def read_lightgbm(model: Any) -> TreeEnsemble:
     Raises
     ------
     UnsupportedModelError
-        Multi-class, linear trees, a non-identity objective (named), a classifier wrapper, or a
-        ``zero_as_missing`` node whose zero region the comparison sends the other way.
+        Multi-class, linear trees, a non-identity objective (named), or a classifier wrapper.
     """
     if type(model).__name__ in ("LGBMClassifier", "LGBMRanker"):
         raise UnsupportedModelError(
@@ -190,14 +188,9 @@ def _split(t: Tree, node: dict, source: str, index: int, exact) -> int:
         missing = default
     elif kind == "None":
         missing = zero_left  # LightGBM reads NaN as 0
-    elif kind == "Zero":
-        if zero_left != default:
-            raise UnsupportedModelError(
-                f"{source}: tree {index}, split {node.get('split_index')} on feature {f} treats "
-                f"0 as missing (zero_as_missing) and sends it {'left' if default else 'right'} "
-                f"while its threshold {thr!r} sends 0 the other way; insdel's trees have no "
-                "zero-as-missing rule. Train without zero_as_missing (0 is then a value).")
-        missing = default
+    elif kind == "Zero":  # NaN is read as 0, and the zero region takes default_left
+        return t.add(feature=f, threshold=thr, missing_left=default, cover=cover,
+                     missing_interval=(-ZERO_THRESHOLD, ZERO_THRESHOLD))
     else:
         raise UnsupportedModelError(f"{source}: tree {index}: missing type {kind!r}.")
     return t.add(feature=f, threshold=thr, missing_left=missing, cover=cover)
