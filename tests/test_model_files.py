@@ -216,7 +216,7 @@ def _booster_files(tmp_path: Path) -> tuple[np.ndarray, dict[str, tuple[Path, ob
     X[rng.random(X.shape) < 0.1] = np.nan
     xm = xgb.XGBRegressor(n_estimators=5, max_depth=3).fit(X, y)
     lm = lgb.LGBMRegressor(n_estimators=5, num_leaves=4, verbose=-1).fit(X, y)
-    cm = cb.CatBoostRegressor(iterations=5, depth=3, verbose=0).fit(X, y)
+    cm = cb.CatBoostRegressor(iterations=5, allow_writing_files=False, depth=3, verbose=0).fit(X, y)
     files = {"m.json": xm, "m.ubj": xm, "m.txt": lm, "m.cbm": cm, "c.json": cm}
     out = {}
     for name, m in files.items():

@@ -388,7 +388,7 @@ def test_catboost_reader_equals_catboost_predict_float_features(kw):
     import catboost as cb
 
     X, y = _data()
-    m = cb.CatBoostRegressor(iterations=15, depth=4, verbose=0, **kw).fit(X[:, :4], y)
+    m = cb.CatBoostRegressor(iterations=15, allow_writing_files=False, depth=4, verbose=0, **kw).fit(X[:, :4], y)
     ens = read(m)
     Z = _test_rows(ens)[:, :4]
     np.testing.assert_allclose(ens.predict(Z), m.predict(Z), rtol=1e-12, atol=1e-12)
@@ -399,7 +399,7 @@ def test_catboost_one_hot_categories_and_cbm_file(tmp_path):
 
     X, y = _data()
     X[:, 4] = np.nan_to_num(X[:, 4], nan=0.0)
-    m = cb.CatBoostRegressor(iterations=15, depth=4, verbose=0, one_hot_max_size=10).fit(
+    m = cb.CatBoostRegressor(iterations=15, allow_writing_files=False, depth=4, verbose=0, one_hot_max_size=10).fit(
         _frame(X), y, cat_features=["e"])
     ens = read(m)
     assert ens.is_categorical.any() and ens.extra["categorical_features"] == [4]
@@ -418,16 +418,16 @@ def test_catboost_reader_refuses_what_it_cannot_read(kind, why):
     X, y = _data()
     X[:, 4] = np.nan_to_num(X[:, 4], nan=0.0)
     if kind == "ctr":
-        m = cb.CatBoostRegressor(iterations=10, depth=3, verbose=0, one_hot_max_size=2).fit(
+        m = cb.CatBoostRegressor(iterations=10, allow_writing_files=False, depth=3, verbose=0, one_hot_max_size=2).fit(
             _frame(X), y, cat_features=["e"])
     elif kind == "poisson":
-        m = cb.CatBoostRegressor(iterations=3, depth=2, verbose=0, loss_function="Poisson")
+        m = cb.CatBoostRegressor(iterations=3, allow_writing_files=False, depth=2, verbose=0, loss_function="Poisson")
         m.fit(X, np.round(np.abs(y)))
     elif kind == "multi":
-        m = cb.CatBoostRegressor(iterations=3, depth=2, verbose=0, loss_function="MultiRMSE")
+        m = cb.CatBoostRegressor(iterations=3, allow_writing_files=False, depth=2, verbose=0, loss_function="MultiRMSE")
         m.fit(X, np.c_[y, -y])
     else:
-        m = cb.CatBoostRegressor(iterations=3, depth=2, verbose=0, grow_policy="Depthwise")
+        m = cb.CatBoostRegressor(iterations=3, allow_writing_files=False, depth=2, verbose=0, grow_policy="Depthwise")
         m.fit(X, y)
     with pytest.raises(UnsupportedModelError, match=why):
         read(m)
