@@ -119,7 +119,7 @@ class MarginalGame(TreeRemovalGame):
         return int(self.background.shape[0])
 
     def tables(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per leaf, the references' superset sums ``Z, A, A1, G, P`` (5, sum_l 2^d_l) and each
+        """Per leaf, the references' superset sums ``Z, A, A1, G, P`` (sum_l 2^d_l, 5) and each
         leaf's offset into them (L + 1,): built once, shared by the game's chunks."""
         if self._tables is None:
             d = np.diff(self.paths.slot_ptr)
@@ -228,7 +228,7 @@ def _count(D, counts, ptr, node_ptr, node, went_left, slot_of, slot_ptr
 @nb.njit(parallel=True, cache=True)
 def _tables(counts, ptr, slot_ptr, LF):  # pragma: no cover - numba
     L = ptr.shape[0] - 1
-    T = np.zeros((5, ptr[L]))
+    T = np.zeros((ptr[L], 5))  # a pattern's five sums side by side
     for ell in nb.prange(L):
         d = slot_ptr[ell + 1] - slot_ptr[ell]
         size = 1 << d
@@ -258,11 +258,11 @@ def _tables(counts, ptr, slot_ptr, LF):  # pragma: no cover - numba
                 if s >= 1:
                     g += h * np.exp(LF[e] + LF[s - 1] - LF[e + s])
                 p += h * np.exp(LF[e] + LF[s] - LF[e + s + 1])
-            T[0, o + c] = z
-            T[1, o + c] = a
-            T[2, o + c] = a1
-            T[3, o + c] = g
-            T[4, o + c] = p
+            T[o + c, 0] = z
+            T[o + c, 1] = a
+            T[o + c, 2] = a1
+            T[o + c, 3] = g
+            T[o + c, 4] = p
     return T
 
 
@@ -288,7 +288,7 @@ def _mg_values(D, keep, T, ptr, value, node_ptr, node, went_left, slot_of, slot_
                 else:
                     c |= 1 << j
             if ok:
-                acc += value[ell] * T[0, ptr[ell] + c]
+                acc += value[ell] * T[ptr[ell] + c, 0]
         out[i] = acc
     return out
 
@@ -307,11 +307,11 @@ def _mg_shapley(D, m, T, ptr, value, node_ptr, node, went_left, slot_of, slot_pt
             o = ptr[ell]
             c = ((1 << d) - 1) & ~a
             v = value[ell]
-            g = T[3, o + c]
-            a_c = T[1, o + c]
+            g = T[o + c, 3]
+            a_c = T[o + c, 1]
             for j in range(d):
                 if (a >> j) & 1:
-                    phi[b, slot_unit[s0 + j]] += v * (a_c - T[2, o + (c | (1 << j))])
+                    phi[b, slot_unit[s0 + j]] += v * (a_c - T[o + (c | (1 << j)), 2])
                 else:
                     phi[b, slot_unit[s0 + j]] -= v * g
     return phi
@@ -328,7 +328,7 @@ def _mg_expected(D, T, ptr, value, node_ptr, node, went_left, slot_of, slot_ptr,
         for ell in range(L):
             a = leaf_mask(D, b, ell, node_ptr, node, went_left, slot_of)
             d = slot_ptr[ell + 1] - slot_ptr[ell]
-            acc += value[ell] * T[4, ptr[ell] + (((1 << d) - 1) & ~a)]
+            acc += value[ell] * T[ptr[ell] + (((1 << d) - 1) & ~a), 4]
         out[b] = acc
     return out
 
@@ -367,10 +367,10 @@ def _mg_curves(D, orders, pos, deletion, T, ptr, value, node_ptr, node, went_lef
                 end = m + 1 if i == d else rank[slot_unit[s0 + idx[i]]]
                 if deletion:
                     live = (full & ~moved) & ~a == 0
-                    cnt = T[0, o + moved]
+                    cnt = T[o + moved, 0]
                 else:
                     live = moved & ~a == 0
-                    cnt = T[0, o + (full & ~moved)]
+                    cnt = T[o + (full & ~moved), 0]
                 if live and cnt != 0.0:
                     diff[start] += value[ell] * cnt
                     diff[end] -= value[ell] * cnt
