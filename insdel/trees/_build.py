@@ -42,6 +42,18 @@ def wrong_library(p, want: str) -> str:
     return f"; the file holds a model of {kind}: read it with insdel.trees.read_{kind}"
 
 
+def require(module: str, library: str):
+    """Import the boosting library ``module`` (named ``library`` in messages), or an
+    ImportError naming the ``trees`` extra."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(f'reading {library} models needs {module}: pip install ".[trees]" in '
+                          f"the insdel clone (or pip install {module}).") from None
+
+
 class UnsupportedModelError(ValueError):
     """A model, or a model file, insdel cannot read exactly as a single-output regression
     ensemble (a classifier, a multi-output or non-identity-link booster, a CTR feature...)."""
@@ -60,11 +72,14 @@ class Tree:
     value: list[float] = field(default_factory=list)
     cover: list[float] = field(default_factory=list)
     cat_sets: dict[int, np.ndarray] = field(default_factory=dict)
+    missing_intervals: dict[int, tuple[float, float]] = field(default_factory=dict)
 
     def add(self, *, feature: int = -1, threshold: float = np.nan, left: int = -1,
             right: int = -1, missing_left: bool = False, value: float = 0.0,
-            cover: float = np.nan, categories=None) -> int:
-        """Append a node (a leaf when ``feature`` is -1) and return its local index."""
+            cover: float = np.nan, categories=None, missing_interval=None) -> int:
+        """Append a node (a leaf when ``feature`` is -1) and return its local index;
+        ``missing_interval``: (lo, hi) of a numeric split whose values in it go the missing
+        way."""
         i = len(self.feature)
         self.feature.append(int(feature))
         self.threshold.append(float(threshold))
@@ -75,6 +90,8 @@ class Tree:
         self.cover.append(float(cover))
         if categories is not None:
             self.cat_sets[i] = np.unique(np.asarray(categories, dtype=np.float64))
+        if missing_interval is not None:
+            self.missing_intervals[i] = (float(missing_interval[0]), float(missing_interval[1]))
         return i
 
     def set_children(self, i: int, left: int, right: int) -> None:
@@ -116,13 +133,16 @@ def assemble(trees: list[Tree], *, base: float, rule: str, n_features: int,
     value[inner] = 0.0
     is_cat = np.zeros(N, dtype=bool)
     counts = np.zeros(N, dtype=np.int64)
-    cats = []
+    cats = []  # in node order: a categorical split's set, a numeric split's missing interval
     for t, o in zip(trees, offsets[:-1], strict=True):
-        for i in sorted(t.cat_sets):
+        held = {i: np.asarray(t.missing_intervals[i], dtype=np.float64)
+                for i in t.missing_intervals}
+        for i in t.cat_sets:
             is_cat[o + i] = True
-            counts[o + i] = t.cat_sets[i].size
-    for t in trees:
-        cats += [t.cat_sets[i] for i in sorted(t.cat_sets)]
+            held[i] = t.cat_sets[i]
+        for i in sorted(held):
+            counts[o + i] = held[i].size
+            cats.append(held[i])
     cat_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     categories = (np.concatenate(cats) if cats else np.zeros(0)).astype(np.float64)
     threshold = np.concatenate([np.asarray(t.threshold, dtype=np.float64) for t in trees])

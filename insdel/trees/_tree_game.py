@@ -112,7 +112,9 @@ class TreeRemovalGame(Game):
         ``normalize`` divides by m (conventions: *Areas*)."""
         mode = check_mode(mode)
         m = self.m
-        e = self.expected_auc() - (m + 1) / 2.0 * (self.v_empty() + self.v_all())
+        if getattr(self, "_eauc", None) is None:  # both modes read it
+            self._eauc = self.expected_auc() - (m + 1) / 2.0 * (self.v_empty() + self.v_all())
+        e = self._eauc
         e = e if mode == "insertion" else -e
         return e / m if normalize else e
 

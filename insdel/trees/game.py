@@ -141,6 +141,7 @@ class TreeGame(Game):
         #: most ``max_patterns``: each question then walks the trees again chunk by chunk)
         self.patterns = patterns
         self._ends: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._caps: tuple[int, int] | None = None
 
     # -- the game ------------------------------------------------------------------------------
     def _chunks(self):
@@ -179,6 +180,8 @@ class TreeGame(Game):
         return out + self.base
 
     def _end_values(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._ends is None and self.patterns is None:
+            self._fused()
         if self._ends is None:
             v0, v1, ea = (np.empty(self.B) for _ in range(3))
             for lo, hi, P in self._chunks():
@@ -186,6 +189,36 @@ class TreeGame(Game):
                                        v1[lo:hi], ea[lo:hi])
             self._ends = (v0 + self.base, v1 + self.base, ea + (self.m + 1) * self.base)
         return self._ends
+
+    def _fused(self, orders: np.ndarray | None = None, pos: np.ndarray | None = None,
+               phi: bool = False, banzhaf: bool = False) -> dict[str, np.ndarray]:
+        """The streamed game's questions straight from one walk of the trees per pair (no
+        pattern stored): curves of ``orders`` at ``pos``, Shapley / Banzhaf values; the ends
+        and E[AUC] are kept."""
+        B, m = self.B, self.m
+        if self._caps is None:
+            leaves = _leaves_per_tree(self.ensemble)
+            self._caps = (int(leaves.max()), int(leaves.max()) * (self.ensemble.max_depth() + 1))
+        cap_p, cap_u = self._caps
+        do_c = orders is not None
+        o = orders if do_c else np.zeros((B, 1, m), dtype=np.int64)
+        pos = np.zeros(1, dtype=np.int64) if pos is None else pos
+        S = pos.shape[0] if do_c else 1
+        ins = np.empty((B, o.shape[1], S) if do_c else (1, 1, 1))
+        dele = np.empty_like(ins)
+        ph = np.empty((B, m) if phi else (1, m))
+        bz = np.empty((B, m) if banzhaf else (1, m))
+        ends = np.empty((B, 3))
+        unit_of = (np.arange(self.n, dtype=np.int64) if self._unit_of is None
+                   else np.ascontiguousarray(self._unit_of, dtype=np.int64))
+        K.fused(np.ascontiguousarray(self.X), np.ascontiguousarray(self.R), unit_of, m,
+                2 * self.ensemble.max_depth() + 4, cap_p, cap_u, *self.ensemble.arrays()[:-1],
+                self.ensemble.strict, self.base, o, pos, do_c, ins, dele, phi, ph, banzhaf, bz,
+                ends)
+        if self._ends is None:
+            self._ends = (ends[:, 0] + self.base, ends[:, 1] + self.base,
+                          ends[:, 2] + (m + 1) * self.base)
+        return {"insertion": ins, "deletion": dele, "shapley": ph, "banzhaf": bz}
 
     def v_all(self) -> np.ndarray:
         return self._end_values()[1].copy()
@@ -230,6 +263,9 @@ class TreeGame(Game):
         orders = np.ascontiguousarray(orders, dtype=np.int64)
         pos = (np.arange(self.m + 1, dtype=np.int64) if positions is None
                else np.ascontiguousarray(positions, dtype=np.int64))
+        if self.patterns is None:  # streamed: straight from the walk
+            out = self._fused(orders, pos)
+            return {mo: out[mo] for mo in modes}
         B, Ko = orders.shape[:2]
         ins = np.empty((B, Ko, pos.shape[0]))
         dele = np.empty((B, Ko, pos.shape[0]))
@@ -239,6 +275,9 @@ class TreeGame(Game):
         return {mo: ins if mo == "insertion" else dele for mo in modes}
 
     def _shares(self, banzhaf: bool) -> np.ndarray:
+        if self.patterns is None:  # streamed: straight from the walk
+            return self._fused(phi=not banzhaf, banzhaf=banzhaf)[
+                "banzhaf" if banzhaf else "shapley"]
         out = np.empty((self.B, self.m))
         for lo, hi, P in self._chunks():
             K.shares(*_arrays(P), banzhaf, out[lo:hi])
@@ -347,6 +386,10 @@ class TreeGame(Game):
     def _aucs(self, orders) -> tuple[np.ndarray, np.ndarray, bool]:
         """Insertion and deletion AUC less (m + 1) base of each ordering, (B, K) each."""
         o, squeeze = self._orders3(orders)
+        if self.patterns is None:  # streamed: the sums of the curves from the walk
+            c = self._fused(o, np.arange(self.m + 1, dtype=np.int64))
+            shift = (self.m + 1) * self.base
+            return c["insertion"].sum(-1) - shift, c["deletion"].sum(-1) - shift, squeeze
         ai, ad = np.empty(o.shape[:2]), np.empty(o.shape[:2])
         for lo, hi, P in self._chunks():
             K.aucs(*_arrays(P), o[lo:hi], ai[lo:hi], ad[lo:hi])
@@ -454,6 +497,20 @@ class TreeGame(Game):
         if normalize:
             abc, ub = abc / m, ub / m
         return BestOrder(order, abc, ub, exact, mode, normalize)
+
+
+def _leaves_per_tree(ens: TreeEnsemble) -> np.ndarray:
+    """The number of leaves of each tree (the streamed walk's buffer for one tree)."""
+    out = np.zeros(ens.n_trees, dtype=np.int64)
+    for t, root in enumerate(ens.roots.tolist()):
+        stack = [root]
+        while stack:
+            i = stack.pop()
+            if ens.feature[i] < 0:
+                out[t] += 1
+            else:
+                stack.extend((int(ens.left[i]), int(ens.right[i])))
+    return out
 
 
 def _arrays(P: Patterns) -> tuple[np.ndarray, ...]:

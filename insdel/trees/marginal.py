@@ -58,6 +58,8 @@ def _fact_table(size: int = 2 * MAX_MARGINAL_SLOTS + 3) -> np.ndarray:
 
 
 _LF = _fact_table()
+#: Targets a kernel takes together inside each leaf (the leaf's tables stay in cache).
+_BLOCK = 32
 
 
 def marginal_game(ens: TreeEnsemble, X, background, *, groups=None, feature_names=None
@@ -119,7 +121,7 @@ class MarginalGame(TreeRemovalGame):
         return int(self.background.shape[0])
 
     def tables(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per leaf, the references' superset sums ``Z, A, A1, G, P`` (5, sum_l 2^d_l) and each
+        """Per leaf, the references' superset sums ``Z, A, A1, G, P`` (sum_l 2^d_l, 5) and each
         leaf's offset into them (L + 1,): built once, shared by the game's chunks."""
         if self._tables is None:
             d = np.diff(self.paths.slot_ptr)
@@ -175,15 +177,20 @@ class MarginalGame(TreeRemovalGame):
         return out / self.K + self.ensemble.base
 
     def shapley(self) -> np.ndarray:
-        """Exact Shapley values (B, m) of each target's marginal game."""
+        """Exact Shapley values (B, m) of each target's marginal game (the same pass keeps
+        E[AUC] for :meth:`expected_auc`)."""
         T, ptr = self.tables()
-        return np.concatenate([_mg_shapley(D, self.m, T, ptr, *self.path_arrays())
-                               for _, _, D in direction_chunks(self.ensemble, self.X)]) / self.K
+        parts = [_mg_shapley(D, self.m, T, ptr, *self.path_arrays())
+                 for _, _, D in direction_chunks(self.ensemble, self.X)]
+        self._e_sum = np.concatenate([e for _, e in parts])
+        return np.concatenate([phi for phi, _ in parts]) / self.K
 
     def expected_auc(self) -> np.ndarray:
         T, ptr = self.tables()
-        e = np.concatenate([_mg_expected(D, T, ptr, *self.path_arrays())
-                            for _, _, D in direction_chunks(self.ensemble, self.X)])
+        e = getattr(self, "_e_sum", None)
+        if e is None:
+            e = np.concatenate([_mg_expected(D, T, ptr, *self.path_arrays())
+                                for _, _, D in direction_chunks(self.ensemble, self.X)])
         return (self.m + 1) * (e / self.K + self.ensemble.base)
 
     def curves(self, orders, *, modes=("insertion", "deletion"), positions=None
@@ -228,7 +235,7 @@ def _count(D, counts, ptr, node_ptr, node, went_left, slot_of, slot_ptr
 @nb.njit(parallel=True, cache=True)
 def _tables(counts, ptr, slot_ptr, LF):  # pragma: no cover - numba
     L = ptr.shape[0] - 1
-    T = np.zeros((5, ptr[L]))
+    T = np.zeros((ptr[L], 5))  # a pattern's five sums side by side
     for ell in nb.prange(L):
         d = slot_ptr[ell + 1] - slot_ptr[ell]
         size = 1 << d
@@ -258,11 +265,11 @@ def _tables(counts, ptr, slot_ptr, LF):  # pragma: no cover - numba
                 if s >= 1:
                     g += h * np.exp(LF[e] + LF[s - 1] - LF[e + s])
                 p += h * np.exp(LF[e] + LF[s] - LF[e + s + 1])
-            T[0, o + c] = z
-            T[1, o + c] = a
-            T[2, o + c] = a1
-            T[3, o + c] = g
-            T[4, o + c] = p
+            T[o + c, 0] = z
+            T[o + c, 1] = a
+            T[o + c, 2] = a1
+            T[o + c, 3] = g
+            T[o + c, 4] = p
     return T
 
 
@@ -288,7 +295,7 @@ def _mg_values(D, keep, T, ptr, value, node_ptr, node, went_left, slot_of, slot_
                 else:
                     c |= 1 << j
             if ok:
-                acc += value[ell] * T[0, ptr[ell] + c]
+                acc += value[ell] * T[ptr[ell] + c, 0]
         out[i] = acc
     return out
 
@@ -296,25 +303,34 @@ def _mg_values(D, keep, T, ptr, value, node_ptr, node, went_left, slot_of, slot_
 @nb.njit(parallel=True, cache=True)
 def _mg_shapley(D, m, T, ptr, value, node_ptr, node, went_left, slot_of, slot_ptr, slot_unit
                 ):  # pragma: no cover - numba
+    """Shapley values (times K) and E[AUC] / (m + 1) less the base (times K) in one pass.
+    Targets go in blocks of :data:`_BLOCK` inside each leaf, so a leaf's tables are read from
+    cache by the whole block."""
     B = D.shape[0]
     L = value.shape[0]
     phi = np.zeros((B, m))
-    for b in nb.prange(B):
+    e = np.zeros(B)
+    for blk in nb.prange((B + _BLOCK - 1) // _BLOCK):
+        b0 = blk * _BLOCK
+        b1 = min(B, b0 + _BLOCK)
         for ell in range(L):
-            a = leaf_mask(D, b, ell, node_ptr, node, went_left, slot_of)
             s0 = slot_ptr[ell]
             d = slot_ptr[ell + 1] - s0
+            full = (np.int64(1) << d) - 1
             o = ptr[ell]
-            c = ((1 << d) - 1) & ~a
             v = value[ell]
-            g = T[3, o + c]
-            a_c = T[1, o + c]
-            for j in range(d):
-                if (a >> j) & 1:
-                    phi[b, slot_unit[s0 + j]] += v * (a_c - T[2, o + (c | (1 << j))])
-                else:
-                    phi[b, slot_unit[s0 + j]] -= v * g
-    return phi
+            for b in range(b0, b1):
+                a = leaf_mask(D, b, ell, node_ptr, node, went_left, slot_of) & full
+                c = full & ~a
+                g = T[o + c, 3]
+                a_c = T[o + c, 1]
+                e[b] += v * T[o + c, 4]
+                for j in range(d):
+                    if (a >> j) & 1:
+                        phi[b, slot_unit[s0 + j]] += v * (a_c - T[o + (c | (1 << j)), 2])
+                    else:
+                        phi[b, slot_unit[s0 + j]] -= v * g
+    return phi, e
 
 
 @nb.njit(parallel=True, cache=True)
@@ -323,13 +339,15 @@ def _mg_expected(D, T, ptr, value, node_ptr, node, went_left, slot_of, slot_ptr,
     B = D.shape[0]
     L = value.shape[0]
     out = np.zeros(B)
-    for b in nb.prange(B):
-        acc = 0.0
+    for blk in nb.prange((B + _BLOCK - 1) // _BLOCK):
+        b0 = blk * _BLOCK
+        b1 = min(B, b0 + _BLOCK)
         for ell in range(L):
-            a = leaf_mask(D, b, ell, node_ptr, node, went_left, slot_of)
-            d = slot_ptr[ell + 1] - slot_ptr[ell]
-            acc += value[ell] * T[4, ptr[ell] + (((1 << d) - 1) & ~a)]
-        out[b] = acc
+            full = (np.int64(1) << (slot_ptr[ell + 1] - slot_ptr[ell])) - 1
+            o = ptr[ell]
+            for b in range(b0, b1):
+                a = leaf_mask(D, b, ell, node_ptr, node, went_left, slot_of)
+                out[b] += value[ell] * T[o + (full & ~a), 4]
     return out
 
 
@@ -367,10 +385,10 @@ def _mg_curves(D, orders, pos, deletion, T, ptr, value, node_ptr, node, went_lef
                 end = m + 1 if i == d else rank[slot_unit[s0 + idx[i]]]
                 if deletion:
                     live = (full & ~moved) & ~a == 0
-                    cnt = T[0, o + moved]
+                    cnt = T[o + moved, 0]
                 else:
                     live = moved & ~a == 0
-                    cnt = T[0, o + (full & ~moved)]
+                    cnt = T[o + (full & ~moved), 0]
                 if live and cnt != 0.0:
                     diff[start] += value[ell] * cnt
                     diff[end] -= value[ell] * cnt

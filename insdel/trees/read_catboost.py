@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ._build import Tree, UnsupportedModelError, assemble, float32_le, wrong_library
+from ._build import Tree, UnsupportedModelError, assemble, float32_le, require, wrong_library
 from .ensemble import TreeEnsemble
 
 __all__ = ["read_catboost", "IDENTITY_LOSSES", "load_model"]
@@ -45,19 +45,10 @@ IDENTITY_LOSSES = ("RMSE", "MAE", "Quantile", "Expectile", "Huber", "MAPE", "Lq"
 CODES = range(-1, 1024)
 
 
-def _require_catboost():
-    try:
-        import catboost
-    except ImportError:
-        raise ImportError('reading CatBoost models needs catboost: pip install ".[trees]" in '
-                          "the insdel clone (or pip install catboost).") from None
-    return catboost
-
-
 def load_model(path: str | Path):
     """A ``CatBoost`` model from a ``.cbm`` (or CatBoost ``.json``) file, with a clear error for
     a file that is not one."""
-    cb = _require_catboost()
+    cb = require("catboost", "CatBoost")
     p = Path(path)
     other = wrong_library(p, "catboost")
     if other:
@@ -84,7 +75,7 @@ def _code_pool(cb, model):
 
 
 def _model_json(model: Any) -> tuple[dict, str]:
-    cb = _require_catboost()
+    cb = require("catboost", "CatBoost")
     if isinstance(model, (str, os.PathLike)):
         source = f"CatBoost {Path(model).name}"
         model = load_model(model)

@@ -4,12 +4,13 @@ Read from ``Booster.dump_model()`` (a ``Booster``, an ``LGBMRegressor``, a model
 loaded by LightGBM, or the dump's dict).
 
 - **rule**: a numeric split (``decision_type`` ``<=``) sends ``x <= threshold`` left, compared
-  in float64 as LightGBM does.
+  in float64 as LightGBM does, with the thresholds of the text model (17 digits; the dump's JSON
+  prints fewer). LightGBM reads every ``|x| <= 1e-35`` (``kZeroThreshold``) as 0: a threshold
+  inside that zero region is moved to its edge on the side 0 takes, so the region goes as 0.
 - **missing values** by the node's ``missing_type``: ``NaN``: a NaN takes ``default_left``;
   ``None``: LightGBM reads a NaN as 0, so a NaN goes where 0 goes; ``Zero``
-  (``zero_as_missing``): NaN and values within 1e-35 of 0 take ``default_left``, read exactly
-  where 0 goes that way by the comparison too, refused (naming the node) where it does not,
-  since :func:`~insdel.trees.ensemble.goes_left` has no zero-as-missing rule.
+  (``zero_as_missing``): NaN and values within 1e-35 of 0 take ``default_left``: the node's
+  missing interval ``[-1e-35, 1e-35]`` (:class:`~insdel.trees.ensemble.TreeEnsemble`).
 - **categorical splits** (``decision_type`` ``==``, threshold ``"a||b||c"``): the listed
   categories go left, every other value, NaN and negative values included, right; the value is
   the category's integer code.
@@ -30,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ._build import Tree, UnsupportedModelError, assemble, wrong_library
+from ._build import Tree, UnsupportedModelError, assemble, require, wrong_library
 from .ensemble import TreeEnsemble
 
 __all__ = ["read_lightgbm", "IDENTITY_OBJECTIVES", "load_booster"]
@@ -42,19 +43,10 @@ IDENTITY_OBJECTIVES = ("regression", "regression_l1", "huber", "fair", "quantile
 ZERO_THRESHOLD = float(np.float32(1e-35))
 
 
-def _require_lightgbm():
-    try:
-        import lightgbm
-    except ImportError:
-        raise ImportError('reading LightGBM models needs lightgbm: pip install ".[trees]" in '
-                          "the insdel clone (or pip install lightgbm).") from None
-    return lightgbm
-
-
 def load_booster(path: str | Path):
     """A ``lightgbm.Booster`` from a model ``.txt`` file (``Booster.save_model``), with a clear
     error for a file that is not one."""
-    lgb = _require_lightgbm()
+    lgb = require("lightgbm", "LightGBM")
     p = Path(path)
     try:
         head = p.read_bytes()[:4096].decode("utf-8", "replace")
@@ -70,38 +62,55 @@ def load_booster(path: str | Path):
         raise UnsupportedModelError(f"{p.name}: LightGBM cannot read it ({exc}).") from None
 
 
-def _dump(model: Any) -> tuple[dict, str]:
+def _dump(model: Any) -> tuple[dict, list | None, str]:
+    """(the dump, each tree's exact thresholds by split index or None, a name)."""
     if isinstance(model, dict):
-        return model, "LightGBM dump"
+        return model, None, "LightGBM dump"
     if isinstance(model, (str, os.PathLike)):
-        return load_booster(model).dump_model(), f"LightGBM {Path(model).name}"
-    name = type(model).__name__
-    if hasattr(model, "booster_"):  # the scikit-learn wrapper (fitted)
+        booster, source = load_booster(model), f"LightGBM {Path(model).name}"
+    elif hasattr(model, "booster_"):  # the scikit-learn wrapper (fitted)
         try:
             booster = model.booster_
         except Exception:  # sklearn's NotFittedError / LightGBMError
-            raise UnsupportedModelError(f"LightGBM {name} is not fitted.") from None
-        return booster.dump_model(), f"LightGBM {name}"
-    if name == "Booster" and hasattr(model, "dump_model"):
-        return model.dump_model(), "LightGBM Booster"
-    raise UnsupportedModelError(f"a {name} is not a LightGBM Booster.")
+            raise UnsupportedModelError(f"LightGBM {type(model).__name__} is not fitted.") \
+                from None
+        source = f"LightGBM {type(model).__name__}"
+    elif type(model).__name__ == "Booster" and hasattr(model, "dump_model"):
+        booster, source = model, "LightGBM Booster"
+    else:
+        raise UnsupportedModelError(f"a {type(model).__name__} is not a LightGBM Booster.")
+    return booster.dump_model(), _thresholds(booster.model_to_string()), source
+
+
+def _thresholds(text: str) -> list[np.ndarray]:
+    """Each tree's ``threshold=`` line of the text model, by split index: printed with 17
+    digits (the dump's JSON prints fewer, which need not give back the same double)."""
+    out = []
+    for block in text.split("\nTree=")[1:]:
+        line = next((ln for ln in block.splitlines() if ln.startswith("threshold=")), None)
+        out.append(np.array([float(v) for v in line[len("threshold="):].split()])
+                   if line else np.zeros(0))
+    return out
 
 
 def read_lightgbm(model: Any) -> TreeEnsemble:
     """Read a LightGBM regression booster (``Booster``, ``LGBMRegressor``, a model ``.txt``
     file, or ``Booster.dump_model()``'s dict).
 
+    From a dict alone the thresholds are the dump's, printed with fewer digits than the double
+    LightGBM compares with: a row within that rounding of a threshold may take the other way.
+    Pass the booster (or its file) for exact thresholds.
+
     Raises
     ------
     UnsupportedModelError
-        Multi-class, linear trees, a non-identity objective (named), a classifier wrapper, or a
-        ``zero_as_missing`` node whose zero region the comparison sends the other way.
+        Multi-class, linear trees, a non-identity objective (named), or a classifier wrapper.
     """
     if type(model).__name__ in ("LGBMClassifier", "LGBMRanker"):
         raise UnsupportedModelError(
             f"LightGBM {type(model).__name__}: insdel reads regression boosters; a classifier's or "
             "ranker's prediction is not the sum of its trees.")
-    dump, source = _dump(model)
+    dump, exact, source = _dump(model)
     if "tree_info" not in dump:
         raise UnsupportedModelError(f"{source}: not a LightGBM dump (no tree_info).")
     objective = str(dump.get("objective", "?")).split()[0]
@@ -121,22 +130,29 @@ def read_lightgbm(model: Any) -> TreeEnsemble:
                                     "linear function of the row, not a constant.")
     scale = 1.0 / len(info) if dump.get("average_output") and info else 1.0
     n_features = int(dump["max_feature_idx"]) + 1
-    trees = [_tree(t["tree_structure"], scale, source, k) for k, t in enumerate(info)]
+    if exact is not None and len(exact) != len(info):
+        raise UnsupportedModelError(f"{source}: the text model has {len(exact)} trees, the dump "
+                                    f"{len(info)}.")
+    trees = [_tree(t["tree_structure"], scale, source, k, None if exact is None else exact[k])
+             for k, t in enumerate(info)]
     return assemble(trees, base=0.0, rule="le", n_features=n_features,
                     feature_names=dump.get("feature_names"), source=source,
                     extra={"objective": objective})
 
 
-def _tree(root: dict, scale: float, source: str, index: int) -> Tree:
+def _tree(root: dict, scale: float, source: str, index: int, exact) -> Tree:
     t = Tree()
     stack = [(root, None, None)]  # (node, parent, is left child)
     while stack:
         node, parent, is_left = stack.pop()
         if "leaf_value" in node:
+            if node.get("leaf_coeff"):
+                raise UnsupportedModelError(f"{source}: linear trees (linear_tree=True): a leaf "
+                                            "is a linear function of the row, not a constant.")
             i = t.add(value=float(node["leaf_value"]) * scale,
                       cover=float(node.get("leaf_weight", np.nan)))
         else:
-            i = _split(t, node, source, index)
+            i = _split(t, node, source, index, exact)
             stack.append((node["right_child"], i, False))
             stack.append((node["left_child"], i, True))
         if parent is not None:
@@ -147,7 +163,7 @@ def _tree(root: dict, scale: float, source: str, index: int) -> Tree:
     return t
 
 
-def _split(t: Tree, node: dict, source: str, index: int) -> int:
+def _split(t: Tree, node: dict, source: str, index: int, exact) -> int:
     f = int(node["split_feature"])
     cover = float(node.get("internal_weight", np.nan))
     if node["decision_type"] == "==":
@@ -157,21 +173,24 @@ def _split(t: Tree, node: dict, source: str, index: int) -> int:
         raise UnsupportedModelError(f"{source}: tree {index}: decision type "
                                     f"{node['decision_type']!r}.")
     thr = float(node["threshold"])
+    if exact is not None:
+        j = int(node["split_index"])
+        if abs(exact[j] - thr) > 1e-12 * max(1.0, abs(thr)):
+            raise UnsupportedModelError(f"{source}: tree {index}: the text model's threshold "
+                                        f"{exact[j]!r} is not the dump's {thr!r}.")
+        thr = float(exact[j])
     kind = node.get("missing_type", "None")
     default = bool(node.get("default_left", False))
+    zero_left = 0.0 <= thr  # where 0 goes, and with it every |x| <= 1e-35 (read as 0)
+    if -ZERO_THRESHOLD <= thr < ZERO_THRESHOLD:  # the threshold splits the zero region
+        thr = ZERO_THRESHOLD if zero_left else float(np.nextafter(-ZERO_THRESHOLD, -np.inf))
     if kind == "NaN":
         missing = default
     elif kind == "None":
-        missing = 0.0 <= thr  # LightGBM reads NaN as 0
-    elif kind == "Zero":
-        low, high = -ZERO_THRESHOLD <= thr, ZERO_THRESHOLD <= thr  # where +-1e-35 go
-        if not (low == high == default):
-            raise UnsupportedModelError(
-                f"{source}: tree {index}, split {node.get('split_index')} on feature {f} treats "
-                f"0 as missing (zero_as_missing) and sends it {'left' if default else 'right'} "
-                f"while its threshold {thr!r} sends 0 the other way; insdel's trees have no "
-                "zero-as-missing rule. Train without zero_as_missing (0 is then a value).")
-        missing = default
+        missing = zero_left  # LightGBM reads NaN as 0
+    elif kind == "Zero":  # NaN is read as 0, and the zero region takes default_left
+        return t.add(feature=f, threshold=thr, missing_left=default, cover=cover,
+                     missing_interval=(-ZERO_THRESHOLD, ZERO_THRESHOLD))
     else:
         raise UnsupportedModelError(f"{source}: tree {index}: missing type {kind!r}.")
     return t.add(feature=f, threshold=thr, missing_left=missing, cover=cover)

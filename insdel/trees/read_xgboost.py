@@ -31,7 +31,15 @@ from typing import Any
 
 import numpy as np
 
-from ._build import Tree, UnsupportedModelError, assemble, float32_lt, from_arrays, wrong_library
+from ._build import (
+    Tree,
+    UnsupportedModelError,
+    assemble,
+    float32_lt,
+    from_arrays,
+    require,
+    wrong_library,
+)
 from .ensemble import TreeEnsemble
 
 __all__ = ["read_xgboost", "IDENTITY_OBJECTIVES", "load_booster"]
@@ -41,19 +49,10 @@ IDENTITY_OBJECTIVES = ("reg:squarederror", "reg:absoluteerror", "reg:pseudohuber
                        "reg:quantileerror", "reg:linear")
 
 
-def _require_xgboost():
-    try:
-        import xgboost
-    except ImportError:
-        raise ImportError('reading XGBoost models needs xgboost: pip install ".[trees]" in the '
-                          "insdel clone (or pip install xgboost).") from None
-    return xgboost
-
-
 def load_booster(path: str | Path):
     """An ``xgboost.Booster`` loaded from a ``.json`` / ``.ubj`` model file, with a clear error
     for a file that is not an XGBoost model (another library's, or another JSON)."""
-    xgb = _require_xgboost()
+    xgb = require("xgboost", "XGBoost")
     p = Path(path)
     other = wrong_library(p, "xgboost")
     if other:
