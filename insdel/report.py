@@ -68,6 +68,8 @@ def run_header(data: Mapping, model: Mapping, policies: Mapping[str, str], *,
     if model.get("path"):
         origin = f"file `{model['path']}`" + (f" ({model['format']})" if model.get("format")
                                               else "")
+    elif model.get("kind") == "gradient_boosting":
+        origin = "scikit-learn HistGradientBoostingRegressor, trained by the run"
     elif model.get("preset"):
         origin = f"preset {model['preset']}, trained by the run"
     else:

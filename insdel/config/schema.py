@@ -81,6 +81,7 @@ SCHEMA: dict[str, Any] = {
         "trust": (_BOOL, False),
         "architecture": (_STR + (type(None),), None),
         "engine": (_STR, "auto"),
+        "kind": (_STR, "mlp"),
     },
     "targets": {"n": (_INT, 200, _at_least(2))},
     "compute": {
