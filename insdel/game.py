@@ -220,8 +220,10 @@ class Game:
         """Exact Shapley values of ``v_b`` over the units, (B, m), in closed form."""
         raise NotImplementedError
 
-    def effects(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The anchored decomposition's effects (Möbius dividends) in closed form.
+    def effects(self, *, max_d: int | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The anchored decomposition's effects (Möbius dividends) in closed form, refused for a
+        pair with |D_b| > ``max_d`` (None: the game's own limit).
 
         Returns ``dsz, Dflat, doff, delta``: |D_b| per pair (B,), the units of every D_b in
         increasing order (flat) with their offsets (B + 1,), and ``Delta_b(w)`` for the 2^|D_b|

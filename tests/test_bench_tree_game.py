@@ -12,3 +12,11 @@ def test_bench_tree_game_tiny():
                          capture_output=True, text=True, timeout=300, check=True, cwd=ROOT).stdout
     for needle in ("patterns", "closed form", "forward", "ratio closed form / forward"):
         assert needle in out, needle
+
+
+def test_bench_trees_scale_tiny():
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "trees_scale.py"), "--tiny"],
+                         capture_output=True, text=True, timeout=300, check=True, cwd=ROOT).stdout
+    for needle in ("tree engine total", "XGBoost predict", "shap TreeExplainer",
+                   "projection to 100,000 pairs", "agreement with shap.TreeExplainer"):
+        assert needle in out, needle

@@ -639,7 +639,7 @@ def _decompose(game: Game, *, max_d, dedup: bool = True, feature_names=None, pro
     """
     t0 = time.perf_counter() if t0 is None else t0
     if game.knows("effects"):
-        dsz, Dflat, doff, delta = game.effects()
+        dsz, Dflat, doff, delta = game.effects(max_d=max_d)
         vals = np.array(delta, dtype=np.float64)
         K.zeta_ragged(vals, _value_offsets(dsz), dsz)
         t_model, evals = 0.0, 0
