@@ -59,6 +59,8 @@ SCRIPTS: list[tuple[str, str, list[str], bool, str]] = [
      "cascading parameter randomisation of the CERN MLP: 7 layers, 7 methods, 200 targets"),
     ("tree_game", "tree_game.py", [], False,
      "the tree game's closed forms (patterns, curves, E[ABC], Shapley) vs predict over the rows"),
+    ("trees_scale", "trees_scale.py", ["--pairs", "2000"], False,
+     "the tree engine at n = 200, XGBoost 500 trees of depth 8: vs XGBoost predict and shap"),
     ("paper_cost", "paper_cost.py", [], False,
      "the full paper-bangalore run measured whole; paper-cern from per-unit costs and its bound"),
 ]

@@ -21,6 +21,7 @@ BLOCKS = _python_blocks()
 #: What each block prints, by its first line in README.md's order: the block ran to its end.
 PRINTS = [("integrated_gradients", "std_error"),          # In Python
           ("baseline", "marginal", "conditional_gaussian"),       # beyond one reference
+          ("tree (scikit-learn, 50 trees", "tree_shap", "random"),  # tree ensembles, exactly
           ("exact_shapley", "difference", "auc", "grad_x_input"),   # groups, steps and images
           ("pixel_flipping", "insertion_abc", "(40,)")]   # the field's metrics
 
