@@ -138,6 +138,9 @@ def test_registered_and_read_by_the_engines(forest):
     direct = path_dependent_game(ens, X)
     phi = insdel.shapley_values(ens, X, None, removal="path_dependent")
     assert np.abs(phi - direct.shapley()).max() < 1e-12
+    # a fitted scikit-learn forest is read into its ensemble (insdel.trees.read)
+    assert np.abs(insdel.shapley_values(rf, X, None, removal="path_dependent")
+                  - direct.shapley()).max() < 1e-12
     A = np.random.default_rng(1).normal(size=X.shape)
     orders = insdel.orderings(A)
     res = insdel.trace(ens, X, None, orders, removal="path_dependent")

@@ -23,7 +23,8 @@ import numpy as np
 
 from .ensemble import TreeEnsemble, goes_left
 
-__all__ = ["LeafPaths", "leaf_paths", "node_directions", "leaf_mask",
+__all__ = ["LeafPaths", "leaf_paths", "node_directions", "leaf_mask", "ranks_of",
+           "slots_by_rank", "read_curve",
            "direction_chunks", "MAX_SLOTS", "DIRECTION_BYTES"]
 
 #: Bytes of node directions (rows x nodes booleans) held at once.
@@ -197,3 +198,36 @@ def direction_chunks(ens: TreeEnsemble, Z: np.ndarray):
     for lo in range(0, Z.shape[0], step):
         hi = min(Z.shape[0], lo + step)
         yield lo, hi, node_directions(np.ascontiguousarray(Z[lo:hi]), *arrs)
+
+
+@nb.njit(inline="always")
+def ranks_of(orders, b, k, rank):  # pragma: no cover - numba
+    """``rank[u]`` = the step (1-based) at which ordering ``orders[b, k]`` moves unit u."""
+    for t in range(orders.shape[2]):
+        rank[orders[b, k, t]] = t + 1
+
+
+@nb.njit(inline="always")
+def slots_by_rank(rank, slot_unit, s0, d, idx):  # pragma: no cover - numba
+    """``idx[:d]``: the leaf's slots (from ``s0``) sorted by their units' ranks (insertion
+    sort: d is small)."""
+    for a in range(d):
+        r = rank[slot_unit[s0 + a]]
+        h = a
+        while h > 0 and rank[slot_unit[s0 + idx[h - 1]]] > r:
+            idx[h] = idx[h - 1]
+            h -= 1
+        idx[h] = a
+
+
+@nb.njit(inline="always")
+def read_curve(diff, pos, out, b, k):  # pragma: no cover - numba
+    """``out[b, k, s]`` = the running sum of the difference array ``diff`` at step
+    ``pos[s]`` (pos increasing)."""
+    run = 0.0
+    si = 0
+    for t in range(diff.shape[0] - 1):
+        run += diff[t]
+        while si < pos.shape[0] and pos[si] == t:
+            out[b, k, si] = run
+            si += 1

@@ -41,8 +41,9 @@ import numba as nb
 import numpy as np
 
 from .._checkpoint import sha256_arrays
+from .._decomposition_kernels import _popcount
 from .._validation import as_float_array
-from ._paths import direction_chunks, leaf_mask
+from ._paths import direction_chunks, leaf_mask, ranks_of, read_curve, slots_by_rank
 from ._tree_game import TreeRemovalGame, check_ensemble_rows, ensemble_sha256
 from .ensemble import TreeEnsemble
 
@@ -211,15 +212,6 @@ class MarginalGame(TreeRemovalGame):
 # -- kernels ------------------------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
-def _popcount(x):  # pragma: no cover - numba
-    c = 0
-    while x:
-        x &= x - 1
-        c += 1
-    return c
-
-
 @nb.njit(parallel=True, cache=True)
 def _count(D, counts, ptr, node_ptr, node, went_left, slot_of, slot_ptr
            ):  # pragma: no cover - numba
@@ -356,14 +348,12 @@ def _mg_curves(D, orders, pos, deletion, T, ptr, value, node_ptr, node, went_lef
                slot_ptr, slot_unit):  # pragma: no cover - numba
     B, K, m = orders.shape
     L = value.shape[0]
-    S = pos.shape[0]
-    out = np.empty((B, K, S))
+    out = np.empty((B, K, pos.shape[0]))
     for job in nb.prange(B * K):
         b = job // K
         k = job % K
         rank = np.empty(m, dtype=np.int64)
-        for t in range(m):
-            rank[orders[b, k, t]] = t + 1
+        ranks_of(orders, b, k, rank)
         diff = np.zeros(m + 2)
         idx = np.empty(64, dtype=np.int64)
         for ell in range(L):
@@ -371,13 +361,7 @@ def _mg_curves(D, orders, pos, deletion, T, ptr, value, node_ptr, node, went_lef
             s0 = slot_ptr[ell]
             d = slot_ptr[ell + 1] - s0
             full = (1 << d) - 1
-            for q in range(d):  # slots by rank
-                r = rank[slot_unit[s0 + q]]
-                h = q
-                while h > 0 and rank[slot_unit[s0 + idx[h - 1]]] > r:
-                    idx[h] = idx[h - 1]
-                    h -= 1
-                idx[h] = q
+            slots_by_rank(rank, slot_unit, s0, d, idx)
             o = ptr[ell]
             moved = 0
             start = 0
@@ -395,11 +379,5 @@ def _mg_curves(D, orders, pos, deletion, T, ptr, value, node_ptr, node, went_lef
                 if i < d:
                     moved |= 1 << idx[i]
                 start = end
-        run = 0.0
-        si = 0
-        for t in range(m + 1):
-            run += diff[t]
-            while si < S and pos[si] == t:
-                out[b, k, si] = run
-                si += 1
+        read_curve(diff, pos, out, b, k)
     return out

@@ -28,7 +28,14 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ._paths import MAX_SLOTS, direction_chunks, leaf_mask
+from ._paths import (
+    MAX_SLOTS,
+    direction_chunks,
+    leaf_mask,
+    ranks_of,
+    read_curve,
+    slots_by_rank,
+)
 from ._tree_game import (
     TreeRemovalGame,
     check_ensemble_rows,
@@ -262,14 +269,12 @@ def _pd_curves(D, orders, pos, deletion, value, node_ptr, node, went_left, slot_
     summed in a difference array over t = 0..m."""
     B, K, m = orders.shape
     L = value.shape[0]
-    S = pos.shape[0]
-    out = np.empty((B, K, S))
+    out = np.empty((B, K, pos.shape[0]))
     for job in nb.prange(B * K):
         b = job // K
         k = job % K
-        rank = np.empty(m, dtype=np.int64)
-        for t in range(m):
-            rank[orders[b, k, t]] = t + 1  # unit enters (insertion) / leaves (deletion) at t
+        rank = np.empty(m, dtype=np.int64)  # the step a unit enters (insertion) / leaves at
+        ranks_of(orders, b, k, rank)
         diff = np.zeros(m + 2)
         p = np.empty(MAX_SLOTS + 1)
         idx = np.empty(MAX_SLOTS + 1, dtype=np.int64)
@@ -280,13 +285,7 @@ def _pd_curves(D, orders, pos, deletion, value, node_ptr, node, went_left, slot_
             _pass(leaf_mask(D, b, ell, node_ptr, node, went_left, slot_of), ell, slot_ptr, p)
             s0 = slot_ptr[ell]
             d = slot_ptr[ell + 1] - s0
-            for a in range(d):  # slots sorted by rank (insertion sort: d is small)
-                r = rank[slot_unit[s0 + a]]
-                h = a
-                while h > 0 and rank[slot_unit[s0 + idx[h - 1]]] > r:
-                    idx[h] = idx[h - 1]
-                    h -= 1
-                idx[h] = a
+            slots_by_rank(rank, slot_unit, s0, d, idx)
             for a in range(d):
                 j = idx[a]
                 if deletion:  # kept (p) until the unit leaves, then averaged (q)
@@ -311,11 +310,5 @@ def _pd_curves(D, orders, pos, deletion, value, node_ptr, node, went_left, slot_
                     if pre == 0.0:
                         break
                 start = end
-        run = 0.0
-        si = 0
-        for t in range(m + 1):
-            run += diff[t]
-            while si < S and pos[si] == t:
-                out[b, k, si] = run
-                si += 1
+        read_curve(diff, pos, out, b, k)
     return out
