@@ -69,15 +69,3 @@ def test_tree_shap_is_listed_for_trees_only_and_refuses_other_models():
         attribute(lin, X[:2], X[2:4], "tree_shap")
     with pytest.raises(ValueError, match="one of background=, path_dependent=True"):
         attribute(model, X[:2], None, "tree_shap", background=X[5:9], path_dependent=True)
-
-
-def test_attribute_engine_matches_the_method():
-    model, X = _fit("sklearn")
-    Xt, R = X[:2], X[2:4]
-    np.testing.assert_allclose(attribute(model, Xt, R, "tree_shap", engine="tree"),
-                               attribute(model, Xt, R, "exact_shapley", engine="black_box"),
-                               atol=1e-9)
-    with pytest.raises(ValueError, match="engine='tree': method 'lime' reads"):
-        attribute(model, Xt, R, "lime", engine="tree")
-    with pytest.raises(ValueError, match="engine='black_box': method 'tree_shap' reads the trees"):
-        attribute(model, Xt, R, "tree_shap", engine="black_box")

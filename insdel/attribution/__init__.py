@@ -204,7 +204,7 @@ DEFAULT_PAIRS_PER_CHUNK = 50
 
 def attribute(f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, method: str | Any, *,
               return_info: bool = False, client: Any = None, pairs_per_chunk: int | None = None,
-              engine: str = "auto", **options: Any):
+              **options: Any):
     """Attributions of one method for B pairs, explaining ``f(x) - f(r)``.
 
     Parameters
@@ -239,10 +239,6 @@ def attribute(f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, met
         chunks finish in); ``attribute(..., client=c)`` equals
         ``attribute(..., pairs_per_chunk=50)``. Unseeded methods give the values of an unchunked
         call up to the model's own rounding on other batch sizes.
-    engine : {"auto", "tree", "black_box"}, default "auto"
-        Which engine the method's game takes (:func:`insdel.game.as_game`): ``auto``, each
-        method's own (``tree_shap`` the trees' closed forms, the others the model's values on
-        rows); ``tree`` refuses a method that reads rows, ``black_box`` one that reads trees.
     **options
         The method's keyword options (:func:`options_of`; its class's ``attribute`` documents
         them). Every method takes ``removal=`` (:mod:`insdel.removal`; None is the baseline r):
@@ -266,7 +262,6 @@ def attribute(f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, met
     from .._validation import check_bool
 
     return_info = check_bool(return_info, "return_info")
-    _check_engine(method, engine)
     if client is not None or pairs_per_chunk is not None:
         return _attribute_chunked(f, X, R, method, return_info, client, pairs_per_chunk, options)
     if not isinstance(method, str):
@@ -274,7 +269,7 @@ def attribute(f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, met
             from ..game import as_game
             from ._removal import refuse, single_reference
 
-            game = as_game(f, X, R, removal=options.pop("removal"), engine="black_box")
+            game = as_game(f, X, R, removal=options.pop("removal"))
             R1 = single_reference(game)
             if R1 is None:
                 refuse(getattr(method, "__name__", None) or type(method).__name__, game,
@@ -300,26 +295,6 @@ def attribute(f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, met
     return A, {"method": cls.name, "seconds": float(obj.seconds_),
                "model_evaluations": int(obj.n_evals_),
                "completeness_gap": np.asarray(obj.completeness_gap_), **info}
-
-
-def _check_engine(method, engine: str) -> None:
-    """``engine="tree"`` takes a method that reads a tree ensemble's game (``tree_shap``);
-    ``"black_box"`` a method that reads model rows; ``"auto"`` either."""
-    from .._validation import check_choice
-    from ..game import ENGINES
-
-    engine = check_choice("engine", engine, ENGINES)
-    if engine == "auto":
-        return
-    name = method if isinstance(method, str) else None
-    reads_trees = name is not None and get(name).requires == "trees"
-    if engine == "tree" and not reads_trees:
-        raise ValueError(f"engine='tree': method {name or type(method).__name__!r} reads the "
-                         "model's values on rows; the method that reads the trees is "
-                         "'tree_shap'.")
-    if engine == "black_box" and reads_trees:
-        raise ValueError(f"engine='black_box': method {get(name).name!r} reads the trees; "
-                         "'exact_shapley' gives the same Shapley values from model rows.")
 
 
 def _check_options(cls: type[Attribution], options: dict) -> None:
