@@ -491,8 +491,10 @@ def model_engine(f: Any, engine: str = "auto") -> str:
         return "black_box"
     from .trees import TreeEnsemble, UnsupportedModelError, read
 
-    why = f"a {type(f).__module__.split('.')[0]}.{type(f).__name__} is not a tree ensemble insdel reads"
+    why = (f"a {type(f).__module__.split('.')[0]}.{type(f).__name__} is not a tree ensemble "
+           "insdel reads")
     if is_ensemble(f):
+        f = getattr(f, "estimator", None) if isinstance(f, Model) else f
         try:
             return _tree_text(f if isinstance(f, TreeEnsemble) else read(f))
         except UnsupportedModelError as err:

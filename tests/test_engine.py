@@ -208,3 +208,16 @@ def test_config_engine_is_checked(tmp_path):
                                      'preset = "paper_bangalore"\nengine = "trees"'))
     with pytest.raises(config.ConfigError, match="model.engine.*'trees'"):
         config.load(cfg)
+
+
+def test_an_adapted_estimator_takes_the_tree_engine():
+    """``as_model(estimator)`` keeps the estimator: the tree engine reads it."""
+    import insdel
+
+    name, model, tol = MODELS[0]
+    X, _ = _data(6, rows=6)
+    adapted = insdel.as_model(model)
+    assert "trees" in adapted.capabilities
+    game = as_game(adapted, X[:3], X[3:])
+    assert game.engine == "tree" and model_engine(adapted).startswith("tree (scikit-learn")
+    np.testing.assert_allclose(game.v_all(), model.predict(X[:3]), atol=1e-9)

@@ -31,7 +31,15 @@ def is_ensemble(f) -> bool:
         return False
     from ..trees import TreeEnsemble, recognise
 
+    f = _unwrap(f)
     return isinstance(f, TreeEnsemble) or recognise(f)
+
+
+def _unwrap(f):
+    """The estimator an :class:`insdel.adapter.Model` calls (``as_model(estimator)``), else f."""
+    from ..adapter import Model
+
+    return f.estimator if isinstance(f, Model) and f.estimator is not None else f
 
 
 def _model_name(f) -> str:
@@ -68,6 +76,7 @@ def tree_game_of(f, removal, X, R, *, groups=None, feature_names=None, offset: i
 
     from ..trees import TreeEnsemble, UnsupportedModelError, read
 
+    f = _unwrap(f)
     try:
         ens = f if isinstance(f, TreeEnsemble) else read(f)
     except UnsupportedModelError as err:
