@@ -240,7 +240,7 @@ def test_load_any_reads_booster_files_by_content_and_predicts_as_the_library(tmp
     for name, (path, est) in files.items():
         model, info = load_any(path, n_features=4)
         assert info["format"] == want[name] and not info["trusted"]
-        assert info["capabilities"] == ["values"]
+        assert info["capabilities"] == ["values", "trees"]  # tree_shap and the tree engine
         got = insdel.as_model(model)(X)
         assert got.dtype == np.float64 and got.shape == (X.shape[0],)
         np.testing.assert_allclose(got, est.predict(X), rtol=1e-6, atol=1e-6)
@@ -299,4 +299,5 @@ def test_a_run_takes_an_xgboost_model_file_and_records_its_format(tmp_path):
     assert cli_main(["run", str(cfg), "--out", str(out), "--no-progress"]) == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["model"]["format"] == "xgboost"
-    assert manifest["model"]["capabilities"] == ["values"]
+    assert manifest["model"]["capabilities"] == ["values", "trees"]
+    assert manifest["model"]["engine"].startswith("tree (xgboost")

@@ -3,6 +3,7 @@ of any ordering, the expected ABC of a random ordering, exact Shapley values, th
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Sequence
 
@@ -639,7 +640,9 @@ def _decompose(game: Game, *, max_d, dedup: bool = True, feature_names=None, pro
     """
     t0 = time.perf_counter() if t0 is None else t0
     if game.knows("effects"):
-        dsz, Dflat, doff, delta = game.effects(max_d=max_d)
+        # a game may take the caller's limit on |D| (a game of its own may not: its default)
+        takes = "max_d" in inspect.signature(game.effects).parameters
+        dsz, Dflat, doff, delta = game.effects(**({"max_d": max_d} if takes else {}))
         vals = np.array(delta, dtype=np.float64)
         K.zeta_ragged(vals, _value_offsets(dsz), dsz)
         t_model, evals = 0.0, 0
