@@ -31,8 +31,9 @@ GRADIENT_METHODS = ("integrated_gradients", "deeplift", "vanilla_grad", "input_x
 #: What attribution methods ask of a model (:func:`model_capabilities`): ``values`` (every model),
 #: ``gradients`` (input gradients through autograd: any torch module, TorchScript and the module
 #: of a ``torch.export`` program included), ``hooks`` (an eager ``torch.nn.Module`` whose
-#: nonlinearities are modules: captum's DeepLift registers hooks on the module and on them).
-CAPABILITIES = ("values", "gradients", "hooks")
+#: nonlinearities are modules: captum's DeepLift registers hooks on the module and on them),
+#: ``trees`` (a tree ensemble :mod:`insdel.trees` reads: its exact tree game).
+CAPABILITIES = ("values", "gradients", "hooks", "trees")
 
 #: The kinds of torch model (:func:`torch_kind`), as named in messages.
 TORCH_KINDS = {"module": "a torch.nn.Module", "torchscript": "a TorchScript module",
@@ -101,6 +102,9 @@ class Model:
         Of those, rows whose input gradient was computed (:meth:`value_and_grad`).
     n_calls : int
         Number of calls of ``fn`` or of the module.
+    estimator : object or None
+        The estimator whose ``predict`` this model calls (:func:`as_model`): what the tree
+        engine reads when it is a tree ensemble (capability ``trees``).
 
     A Model that :func:`as_model` derives from this one (``batch_size=``, ``dtype=`` or
     ``output=``) shares these counts with it, both ways: evaluations made through either are
@@ -111,6 +115,7 @@ class Model:
     n_evals = _counter("evals", "Rows evaluated so far (forward, or forward + backward).")
     n_grad_evals = _counter("grad_evals", "Rows whose input gradient was computed.")
     n_calls = _counter("calls", "Calls of ``fn`` or of the module.")
+    estimator: Any = None
 
     def __init__(self, fn: Callable[[np.ndarray], Any], *, dtype=np.float64,
                  batch_size: int = DEFAULT_BATCH_SIZE, torch_module=None, name: str = "model",
@@ -173,7 +178,8 @@ class Model:
     @property
     def capabilities(self) -> tuple[str, ...]:
         """What the model offers attribution methods (:func:`model_capabilities`)."""
-        return model_capabilities(self.torch_module)
+        caps = model_capabilities(self.torch_module)
+        return caps + ("trees",) if _is_tree_ensemble(self.estimator) else caps
 
     def value_and_grad(self, X: np.ndarray, *, chunk_rows: int | None = None
                        ) -> tuple[np.ndarray, np.ndarray]:
@@ -395,10 +401,21 @@ def model_capabilities(f) -> tuple[str, ...]:
     forward pass). Only an eager ``torch.nn.Module`` gives ``hooks``: a TorchScript module
     refuses forward hooks, and a ``torch.export`` program's layers are aten operations, so
     captum's DeepLift finds no nonlinearity module to apply its rescale rule to."""
+    if isinstance(f, Model):
+        return f.capabilities
     kind = torch_kind(f)
     if kind is None:
-        return ("values",)
-    return CAPABILITIES if kind == "module" else ("values", "gradients")
+        return ("values", "trees") if _is_tree_ensemble(f) else ("values",)
+    return CAPABILITIES[:3] if kind == "module" else ("values", "gradients")
+
+
+def _is_tree_ensemble(f) -> bool:
+    """Whether f is a tree ensemble :mod:`insdel.trees` reads (its type only; nothing read)."""
+    if f is None:
+        return False
+    from .trees import TreeEnsemble, recognise
+
+    return isinstance(f, TreeEnsemble) or recognise(f)
 
 
 def exported_input_shape(module) -> tuple[int | None, ...] | None:
@@ -637,6 +654,7 @@ def as_model(f: ModelLike, *, batch_size: int | None = None, dtype=None,
                             outputs=(f.n_outputs if output is None else None)
                             if outputs is None else outputs)
             derived._counts = f._counts  # its evaluations count on the caller's model too
+            derived.estimator = f.estimator
             return derived
         return f
     bs = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
@@ -646,8 +664,10 @@ def as_model(f: ModelLike, *, batch_size: int | None = None, dtype=None,
         return Model(fn, dtype=np_dtype if dtype is None else dtype, batch_size=bs,
                      torch_module=f, name=type(f).__name__, output=output, outputs=outputs)
     if hasattr(f, "predict") and callable(f.predict):
-        return Model(f.predict, dtype=np.float64 if dtype is None else dtype, batch_size=bs,
-                     name=type(f).__name__, output=output, outputs=outputs)
+        model = Model(f.predict, dtype=np.float64 if dtype is None else dtype, batch_size=bs,
+                      name=type(f).__name__, output=output, outputs=outputs)
+        model.estimator = f
+        return model
     if callable(f):
         return Model(f, dtype=np.float64 if dtype is None else dtype, batch_size=bs,
                      name=getattr(f, "__name__", type(f).__name__), output=output,

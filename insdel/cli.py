@@ -112,7 +112,14 @@ def _cmd_run(args) -> int:
     from .runner import run_experiment
 
     _use_agg()
-    cfg = config.load(args.config, quick=args.quick, overrides=_device(args, {}) or None)
+    model: dict = {}
+    if getattr(args, "model", None) is not None:  # the user's file replaces the config's model
+        model.update({"path": str(args.model), "preset": None, "params": None,
+                      "max_epochs": None, "architecture": None})
+    if getattr(args, "engine", None) is not None:
+        model["engine"] = args.engine
+    base = {"model": model} if model else {}
+    cfg = config.load(args.config, quick=args.quick, overrides=_device(args, base) or None)
     if args.trust_model:  # model.trust is read only when the model is loaded from model.path
         if cfg["model"]["path"] is None:
             given = "preset" if cfg["model"]["preset"] is not None else "params"
@@ -120,7 +127,7 @@ def _cmd_run(args) -> int:
                              f"path), but {cfg['source']} has no model.path (its model comes from "
                              f"model.{given}), so the flag would not be read: leave it out.")
         cfg = config.load(args.config, quick=args.quick,
-                          overrides=_device(args, {"model": {"trust": True}}))
+                          overrides=_device(args, {"model": {**model, "trust": True}}))
     res = run_experiment(cfg, args.out, verbose=True, progress=_progress(args), wait=args.wait)
     _print_result(res)
     return 0
@@ -436,6 +443,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trust-model", action="store_true",
                    help="allow a pickle-based model file ([model] path): loading it runs code "
                         "(an error when the model has no path)")
+    p.add_argument("--model", default=None, metavar="FILE",
+                   help="run this model file instead of the config's model ([model] path: an "
+                        "insdel, torch, ONNX, skops or joblib file, an XGBoost .json/.ubj, a "
+                        "LightGBM .txt or a CatBoost .cbm; docs/your_own_data.md)")
+    p.add_argument("--engine", default=None, choices=("auto", "tree", "black_box"),
+                   help="[model] engine: auto (default) runs a tree ensemble's exact closed "
+                        "forms, black_box its values on rows, tree refuses any other model")
     _removal_option(p)
     _run_options(p)
     p.set_defaults(func=_cmd_run)

@@ -522,7 +522,8 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
              add_random: bool = True, order: str = "signed", groups=None,
              points: CurvePoints | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE,
              progress: bool | None = None, client=None, clusters: ArrayLike | None = None,
-             removal=None, output_weights: ArrayLike | None = None, **moved) -> Evaluation:
+             removal=None, engine: str = "auto", output_weights: ArrayLike | None = None,
+             **moved) -> Evaluation:
     """Insertion/deletion ABCs for several attribution methods on the same pairs (x, r).
 
     Parameters
@@ -592,6 +593,9 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         Deprecated keywords, accepted for one release with a ``DeprecationWarning``: ``step``,
         ``fractions``, ``max_fraction`` (``points=``) and ``batch_size`` (carried by the model,
         ``insdel.as_model(f, batch_size=...)``, or the game).
+    engine : {"auto", "tree", "black_box"}, default "auto"
+        Which engine answers (:func:`insdel.game.as_game`): a recognised tree ensemble's exact
+        closed forms (``auto``, ``tree``) or the model's values on rows (``black_box``).
 
     Returns
     -------
@@ -627,7 +631,7 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
     seed = check_positive_int(seed, "seed", minimum=0)
     names = feature_names_of(X, feature_names) if X is not None else feature_names
     game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size,
-                   feature_names=names)
+                   feature_names=names, engine=engine)
     B, n, m = game.B, game.n, game.m
     clusters = check_clusters(clusters, B)
     if names is not None and len(names) != n:

@@ -34,15 +34,17 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import check_bool, check_finite, check_scalar
+from ._validation import check_bool, check_choice, check_finite, check_scalar
 from .adapter import Model, ModelLike, as_model
 from .groups import Groups, check_groups
 from .hybrids import build_rows, masks_to_words
 from .removal import Baseline, GameRemoval, ReferenceRemoval, Removal, check_targets, resolve
 from .removal.base import differing_from
+from .removal.trees import ENGINES, NoTreeGame, PathDependent, tree_game_of
 from .removal.values import check_rows, coalition_values, imputed_rows, unique_coalitions
 
-__all__ = ["Game", "RemovalGame", "as_game", "from_parts", "HOOKS", "one_output"]
+__all__ = ["Game", "RemovalGame", "as_game", "from_parts", "HOOKS", "ENGINES", "engine_text",
+           "model_engine", "one_output"]
 
 #: The questions a game may answer in closed form (:attr:`Game.closed_form`).
 HOOKS = ("curves", "shapley", "effects")
@@ -60,6 +62,9 @@ class Game:
     ----------
     name : str
         What the values are (the removal's name for a :class:`RemovalGame`); messages use it.
+    engine : str
+        ``"black_box"`` (the model's values on rows) or ``"tree"`` (a tree ensemble's closed
+        forms: :mod:`insdel.trees`).
     closed_form : frozenset of str
         The hooks of :data:`HOOKS` this game answers directly.
     references : ndarray (B, K, n) or None
@@ -73,6 +78,9 @@ class Game:
     """
 
     name: str = "game"
+    #: which engine answers: ``"black_box"`` (the model's values on rows) or ``"tree"`` (the
+    #: trees' closed forms)
+    engine: str = "black_box"
     closed_form: ClassVar[frozenset[str]] = frozenset()
     references: np.ndarray | None = None
     model: Model | None = None
@@ -212,8 +220,10 @@ class Game:
         """Exact Shapley values of ``v_b`` over the units, (B, m), in closed form."""
         raise NotImplementedError
 
-    def effects(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The anchored decomposition's effects (Möbius dividends) in closed form.
+    def effects(self, *, max_d: int | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The anchored decomposition's effects (Möbius dividends) in closed form, refused for a
+        pair with |D_b| > ``max_d`` (None: the game's own limit).
 
         Returns ``dsz, Dflat, doff, delta``: |D_b| per pair (B,), the units of every D_b in
         increasing order (flat) with their offsets (B + 1,), and ``Delta_b(w)`` for the 2^|D_b|
@@ -367,7 +377,7 @@ def _adapt(f, removal: Removal, batch_size: int | None) -> Model | None:
 def as_game(f: ModelLike | Game, X: ArrayLike | None = None, R: ArrayLike | None = None, *,
             removal=None, groups=None, batch_size: int | None = None,
             feature_names: Sequence[str] | None = None, rows_only: bool = False,
-            offset: int = 0) -> Game:
+            offset: int = 0, engine: str = "auto") -> Game:
     """The game of f on the pairs (X, R) under ``removal``, checked once (the front door).
 
     Parameters
@@ -395,6 +405,13 @@ def as_game(f: ModelLike | Game, X: ArrayLike | None = None, R: ArrayLike | None
     offset : int, default 0
         The index of the first target in the whole run: a chunk of targets built on its own keeps
         the draws (seeded by the target's index) of the whole run, as :meth:`Game.subset` does.
+    engine : {"auto", "tree", "black_box"}, default "auto"
+        ``auto``: the exact tree game (:mod:`insdel.trees`) when f is a tree ensemble insdel
+        reads (:func:`insdel.trees.recognise`) and the removal has one (``baseline``,
+        ``marginal`` with references shared by every target, ``path_dependent``), else the
+        model's values on hybrid rows; ``tree``: the tree game or an error naming the model and
+        the removal; ``black_box``: the model's values (``path_dependent`` has none: an error).
+        The game says which ran (:attr:`Game.engine`, :func:`engine_text`).
 
     Returns
     -------
@@ -410,10 +427,29 @@ def as_game(f: ModelLike | Game, X: ArrayLike | None = None, R: ArrayLike | None
             raise ValueError("this game was built without a model (as_game(None, ..., "
                              "rows_only=True)): it gives imputed rows, not values; build the "
                              "game from the model.")
+        if engine != "auto" and engine != f.engine:
+            raise ValueError(f"engine={engine!r}, but the game given was built with the "
+                             f"{f.engine!r} engine.")
         return f
+    engine = check_choice("engine", engine, ENGINES)
     if check_bool(rows_only, "rows_only") and f is not None:
         raise TypeError("as_game: rows_only=True builds a game without a model; give f=None.")
     rem = resolve(removal)
+    offset = check_scalar(offset, "offset", int, min_val=0)
+    if isinstance(rem, PathDependent):  # exact from the trees' structure: no value route
+        if engine == "black_box":
+            raise ValueError("engine='black_box': removal 'path_dependent' is read off a tree "
+                             "ensemble's structure and has no value route; use engine='auto'.")
+        return rem.tree_game(f, X, groups=groups, feature_names=feature_names, offset=offset,
+                             rows_only=rows_only)
+    if engine != "black_box" and not rows_only:
+        try:
+            return tree_game_of(f, rem, X, R, groups=groups, feature_names=feature_names,
+                                offset=offset)
+        except NoTreeGame as err:
+            if engine == "tree":
+                raise ValueError(f"engine='tree': {err}; use engine='auto' or "
+                                 "'black_box' for the model's values on rows.") from None
     model = None if rows_only else _adapt(f, rem, batch_size)
     X, R = check_targets(X, R, rem)
     if not isinstance(rem, Baseline):  # the baseline's pairs are checked finite already
@@ -423,7 +459,7 @@ def as_game(f: ModelLike | Game, X: ArrayLike | None = None, R: ArrayLike | None
     if grp is not None and grp.singleton:
         grp = None
     game = RemovalGame(f, model, X, R, rem, grp, unit_names=names, batch_size=batch_size,
-                       offset=check_scalar(offset, "offset", int, min_val=0))
+                       offset=offset)
     game.rows_only = bool(rows_only)
     return game
 
@@ -439,3 +475,48 @@ def one_output(game: Game, what: str) -> Game:
                          "(func, model, ...) or on insdel.multi_output.output_views(model)[h] "
                          "(each distinct batch of rows is evaluated once for all outputs).")
     return game
+
+
+def engine_text(game: Game) -> str:
+    """What a run prints and records as its engine: ``"black_box"``, or ``"tree (xgboost, 500
+    trees, depth 8)"`` for a tree game (the ensemble's library, trees and depth)."""
+    ens = getattr(game, "ensemble", None)
+    if game.engine != "tree" or ens is None:
+        return game.engine
+    return _tree_text(ens)
+
+
+def _tree_text(ens) -> str:
+    lib = str(ens.source or "ensemble").split()[0].split(".")[0].lower()
+    return f"tree ({lib}, {ens.n_trees} trees, depth {ens.max_depth()})"
+
+
+def model_engine(f: Any, engine: str = "auto") -> str:
+    """The engine the games of ``f`` take under a removal with a tree game (``baseline``,
+    shared-reference ``marginal``, ``path_dependent``), as :func:`engine_text` writes it:
+    ``"tree (xgboost, 500 trees, depth 8)"`` or ``"black_box"``. What a run prints and records
+    before it builds a game.
+
+    Raises
+    ------
+    ValueError
+        ``engine="tree"`` and f is not a tree ensemble insdel reads (the message names it).
+    """
+    from .removal.trees import is_ensemble
+
+    engine = check_choice("engine", engine, ENGINES)
+    if engine == "black_box":
+        return "black_box"
+    from .trees import TreeEnsemble, UnsupportedModelError, read
+
+    why = (f"a {type(f).__module__.split('.')[0]}.{type(f).__name__} is not a tree ensemble "
+           "insdel reads")
+    if is_ensemble(f):
+        f = getattr(f, "estimator", None) if isinstance(f, Model) else f
+        try:
+            return _tree_text(f if isinstance(f, TreeEnsemble) else read(f))
+        except UnsupportedModelError as err:
+            why = str(err)
+    if engine == "tree":
+        raise ValueError(f"engine='tree': {why}; use engine='auto' or 'black_box'.")
+    return "black_box"

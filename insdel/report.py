@@ -68,11 +68,15 @@ def run_header(data: Mapping, model: Mapping, policies: Mapping[str, str], *,
     if model.get("path"):
         origin = f"file `{model['path']}`" + (f" ({model['format']})" if model.get("format")
                                               else "")
+    elif model.get("kind") == "gradient_boosting":
+        origin = "scikit-learn HistGradientBoostingRegressor, trained by the run"
     elif model.get("preset"):
         origin = f"preset {model['preset']}, trained by the run"
     else:
         origin = "custom MLP ([model] params), trained by the run"
     lines.append(f"- model: {origin}, {model_sha256_text(model)}")
+    if model.get("tree_ensemble") or model.get("engine", "black_box") != "black_box":
+        lines.append(f"- engine: {model['engine']}")
     lines += [f"- policy {label}: {desc}" for label, desc in policies.items()]
     lines += [f"- {line}" for line in removals or ()]
     return "\n".join(lines) + "\n"

@@ -381,7 +381,7 @@ def trace(f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, orders:
           modes=MODES, groups=None, positions: ArrayLike | None = None,
           batch_size: int | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE,
           progress: bool | None = None, validate: bool | None = None, client=None,
-          removal=None) -> TraceResult:
+          removal=None, engine: str = "auto") -> TraceResult:
     """Trace insertion and/or deletion curves of every pair under every given ordering.
 
     Parameters
@@ -418,6 +418,9 @@ def trace(f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, orders:
         ``v(∅)`` (``TraceResult.fr``) to ``v(all)`` (``fx``). ``marginal`` traces the K pairs
         (x, b_k) and averages; a sampled removal (``conditional_*``) evaluates each distinct
         coalition of a pair once, with M rows (:meth:`insdel.game.Game.values`).
+    engine : {"auto", "tree", "black_box"}, default "auto"
+        Which engine answers (:func:`insdel.game.as_game`): a recognised tree ensemble's exact
+        closed forms (``auto``, ``tree``) or the model's values on rows (``black_box``).
 
     Returns
     -------
@@ -427,7 +430,7 @@ def trace(f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, orders:
         warnings.warn("trace(validate=) is deprecated and ignored: the inputs are checked once, "
                       "when the game is built (insdel.game.as_game).", DeprecationWarning,
                       stacklevel=2)
-    game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size)
+    game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size, engine=engine)
     return _trace_game(_curve_job(game, orders, modes=modes, positions=positions,
                                   chunk_size=chunk_size, progress=progress, client=client))
 
@@ -778,7 +781,7 @@ def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str 
            order: str = "signed", groups=None, step: int | None = None,
            fractions: ArrayLike | None = None, max_fraction: float | None = None,
            batch_size: int | None = None, chunk_size: int = DEFAULT_CHUNK_SIZE,
-           progress: bool | None = None, removal=None) -> np.ndarray:
+           progress: bool | None = None, removal=None, engine: str = "auto") -> np.ndarray:
     """Insertion or deletion curves for B pairs ordered by their attributions.
 
     Parameters
@@ -814,6 +817,9 @@ def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str 
         Progress bar on long runs.
     removal : str or insdel.removal.Removal, optional
         What a removed unit becomes (:func:`trace`); None: the baseline, R.
+    engine : {"auto", "tree", "black_box"}, default "auto"
+        Which engine answers (:func:`insdel.game.as_game`): a recognised tree ensemble's exact
+        closed forms (``auto``, ``tree``) or the model's values on rows (``black_box``).
 
     Returns
     -------
@@ -825,7 +831,7 @@ def curves(f: ModelLike, X: ArrayLike, R: ArrayLike, A: ArrayLike, *, mode: str 
     """
     check_mode(mode)
     names = list(X.columns) if hasattr(X, "columns") else None
-    game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size)
+    game = as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size, engine=engine)
     B, n, m = game.B, game.n, game.m
     # a labelled A (DataFrame) is matched to X's columns (or the groups) by name, as in evaluate
     A = align_attributions("A", A, names, game.unit_names)

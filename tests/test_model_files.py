@@ -200,3 +200,104 @@ def test_insdel_model_file_without_dataset_metadata_warns_that_nothing_was_check
         warnings.simplefilter("error")  # checked: nothing to warn about
         assert load_any(full, dataset=ds)[1]["format"] == "insdel"
         assert load_any(bare)[1]["format"] == "insdel"  # no dataset asked to be checked
+
+
+# -- tree ensembles' model files (XGBoost, LightGBM, CatBoost; scikit-learn by joblib) ----------
+
+
+def _booster_files(tmp_path: Path) -> tuple[np.ndarray, dict[str, tuple[Path, object]]]:
+    import catboost as cb
+    import lightgbm as lgb
+    import xgboost as xgb
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 4))
+    y = X[:, 0] + np.sin(X[:, 1])
+    X[rng.random(X.shape) < 0.1] = np.nan
+    xm = xgb.XGBRegressor(n_estimators=5, max_depth=3).fit(X, y)
+    lm = lgb.LGBMRegressor(n_estimators=5, num_leaves=4, verbose=-1).fit(X, y)
+    cm = cb.CatBoostRegressor(iterations=5, allow_writing_files=False, depth=3, verbose=0).fit(X, y)
+    files = {"m.json": xm, "m.ubj": xm, "m.txt": lm, "m.cbm": cm, "c.json": cm}
+    out = {}
+    for name, m in files.items():
+        p = tmp_path / name
+        if name == "m.txt":
+            m.booster_.save_model(p)
+        elif name == "c.json":
+            m.save_model(p, format="json")
+        else:
+            m.save_model(p)
+        out[name] = (p, m)
+    return X, out
+
+
+def test_load_any_reads_booster_files_by_content_and_predicts_as_the_library(tmp_path):
+    from insdel import trees
+
+    X, files = _booster_files(tmp_path)
+    want = {"m.json": "xgboost", "m.ubj": "xgboost", "m.txt": "lightgbm", "m.cbm": "catboost",
+            "c.json": "catboost"}
+    for name, (path, est) in files.items():
+        model, info = load_any(path, n_features=4)
+        assert info["format"] == want[name] and not info["trusted"]
+        assert info["capabilities"] == ["values", "trees"]  # tree_shap and the tree engine
+        got = insdel.as_model(model)(X)
+        assert got.dtype == np.float64 and got.shape == (X.shape[0],)
+        np.testing.assert_allclose(got, est.predict(X), rtol=1e-6, atol=1e-6)
+        assert trees.recognise(model)
+        ens = trees.read(model)
+        assert (np.abs(ens.predict(X) - got) <= 1e-5 * (1 + np.abs(got))).all()
+
+
+def test_load_any_refuses_a_json_of_no_library_and_names_a_wrong_library(tmp_path):
+    from insdel.trees.read_lightgbm import read_lightgbm
+    from insdel.trees.read_xgboost import read_xgboost
+
+    (tmp_path / "o.json").write_text('{"weights": [1, 2]}')
+    with pytest.raises(ValueError, match="not a model file of XGBoost .*or CatBoost"):
+        load_any(tmp_path / "o.json")
+    _, files = _booster_files(tmp_path)
+    with pytest.raises(ValueError, match="holds a model of lightgbm"):
+        read_xgboost(files["m.txt"][0])
+    with pytest.raises(ValueError, match="holds a model of xgboost"):
+        read_lightgbm(files["m.json"][0])
+    with pytest.raises(ValueError, match="fitted on 4 features but the data set gives 5"):
+        load_any(files["m.ubj"][0], n_features=5)
+
+
+def test_load_any_sklearn_trees_by_joblib_need_trust_and_read_as_trees(tmp_path):
+    import joblib
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    from insdel import trees
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    est = HistGradientBoostingRegressor(max_iter=5).fit(X, X[:, 0])
+    joblib.dump(est, tmp_path / "m.joblib")
+    with pytest.raises(PermissionError, match="trust"):
+        load_any(tmp_path / "m.joblib")
+    model, info = load_any(tmp_path / "m.joblib", trust=True)
+    assert info["format"] == "joblib" and info["trusted"]
+    np.testing.assert_allclose(trees.read(model).predict(X), est.predict(X), rtol=1e-12)
+
+
+def test_a_run_takes_an_xgboost_model_file_and_records_its_format(tmp_path):
+    import xgboost as xgb
+
+    from insdel import datasets
+
+    csv = small_csv(tmp_path / "small.csv")
+    ds = datasets.load("table", path=str(csv), target="y", scale="none")
+    m = xgb.XGBRegressor(n_estimators=5, max_depth=2).fit(ds.X_train, ds.y_train)
+    m.save_model(tmp_path / "m.json")
+    out = tmp_path / "out"
+    cfg = _config(tmp_path, tmp_path / "m.json", ["exact_shapley"])
+    # a model with values only: no integrated-gradients options
+    cfg.write_text(cfg.read_text().replace(
+        "[methods.options.integrated_gradients]\nn_steps = 8\n", ""))
+    assert cli_main(["run", str(cfg), "--out", str(out), "--no-progress"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["model"]["format"] == "xgboost"
+    assert manifest["model"]["capabilities"] == ["values", "trees"]
+    assert manifest["model"]["engine"].startswith("tree (xgboost")

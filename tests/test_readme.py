@@ -22,6 +22,7 @@ BLOCKS = _python_blocks()
 PRINTS = [("integrated_gradients", "std_error"),          # In Python
           ("baseline", "marginal", "conditional_gaussian"),       # beyond one reference
           ("True",),                                      # interactions, exactly
+          ("tree (scikit-learn, 50 trees", "tree_shap", "random"),  # tree ensembles, exactly
           ("exact_shapley", "difference", "auc", "grad_x_input"),   # groups, steps and images
           ("greedy_exact_insertion", "best_insertion"),             # interactions
           ("pixel_flipping", "insertion_abc", "(40,)"),   # the field's metrics

@@ -78,19 +78,20 @@ from .lime import DEFAULT_LIME_SAMPLES, Lime
 from .occlusion import Occlusion
 from .random_scores import RandomAttribution
 from .shapley import DEFAULT_KS_SAMPLES, PAPER_KS_SAMPLES, ExactShapley, KernelShap
+from .tree_shap import TreeShap
 
 __all__ = [
     "attribute", "available", "get", "options_of", "build", "supported", "check_supported", "Attribution",
     "External", "KernelShap", "ExactShapley",
     "IntegratedGradients", "DeepLift", "VanillaGrad", "InputXGradient", "Lime",
-    "RandomAttribution", "CohortShapley", "IGCS", "Occlusion", "METHODS", "MODEL_AGNOSTIC", "GRADIENT_METHODS", "DEFAULT_KS_SAMPLES",
+    "RandomAttribution", "CohortShapley", "IGCS", "Occlusion", "TreeShap", "METHODS", "MODEL_AGNOSTIC", "GRADIENT_METHODS", "DEFAULT_KS_SAMPLES",
     "DEFAULT_LIME_SAMPLES", "PAPER_KS_SAMPLES", "DEFAULT_PAIRS_PER_CHUNK",
 ]
 
 #: name -> class.
 METHODS: dict[str, type[Attribution]] = {cls.name: cls for cls in (
     KernelShap, ExactShapley, IntegratedGradients, DeepLift, VanillaGrad, InputXGradient, Lime,
-    RandomAttribution, CohortShapley, IGCS, Occlusion)}
+    RandomAttribution, CohortShapley, IGCS, Occlusion, TreeShap)}
 
 ALIASES = {
     "ks": "kernel_shap", "kernelshap": "kernel_shap", "shap": "kernel_shap",
@@ -98,7 +99,7 @@ ALIASES = {
     "ig": "integrated_gradients", "integratedgradients": "integrated_gradients",
     "deep_lift": "deeplift", "saliency": "vanilla_grad", "vanilla": "vanilla_grad",
     "ixg": "input_x_gradient", "inputxgradient": "input_x_gradient",
-    "cohortshapley": "cohort_shapley", "cohort_ig": "igcs",
+    "cohortshapley": "cohort_shapley", "cohort_ig": "igcs", "treeshap": "tree_shap",
     "feature_ablation": "occlusion", "ablation": "occlusion",
 }
 
@@ -174,9 +175,14 @@ def check_supported(f: ModelLike, methods: Sequence[str]) -> None:
     label = f.name if isinstance(f, Model) else type(f).__name__
     what = f"{label}, {TORCH_KINDS[kind]}" if kind else label
     parts = []
+    trees = [m for m in bad if METHODS[m].requires == "trees"]
     grads = [m for m in bad if METHODS[m].requires == "gradients"
              or (METHODS[m].requires == "hooks" and "gradients" not in caps)]
-    hooks = [m for m in bad if m not in grads]
+    hooks = [m for m in bad if m not in grads and m not in trees]
+    if trees:
+        parts.append(f"methods {trees} need a tree ensemble insdel reads (scikit-learn trees, "
+                     "forests and boosting, XGBoost, LightGBM, CatBoost: insdel.trees), but the "
+                     f"model is {what}")
     if grads:
         parts.append(f"methods {grads} need input gradients, but the model ({what}) has none "
                      "(a torch.nn.Module has them: eager, TorchScript or torch.export)")

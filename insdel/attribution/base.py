@@ -66,7 +66,7 @@ class Attribution:
     def _run(self, X: ArrayLike | None, R: ArrayLike | None,
              compute: Callable[[Game], tuple[np.ndarray, dict]],
              m: int | None = None, removal: Any = None, groups: Any = None,
-             batch_size: int | None = None) -> np.ndarray:
+             batch_size: int | None = None, engine: str = "black_box") -> np.ndarray:
         """Build the game once, then time and count one call of ``compute(game) -> (A, info)``;
         then the completeness gap (from ``info["fx_minus_fr"]`` when the method has
         ``v(all) - v(∅)``, else from the game's ends, not counted as the method's). ``m``: the
@@ -77,12 +77,21 @@ class Attribution:
         ``groups`` and ``batch_size``): the method reads it (one reference per target, its
         empty rows or its values: :mod:`insdel.attribution._removal`). Under a removal other than
         the baseline the gap is taken against ``v(all) - v(∅)`` (``info_["v_all_minus_v_empty"]``);
-        a removal given (or a game) is recorded as ``info_["removal"]`` (its ``params()``)."""
+        a removal given (or a game) is recorded as ``info_["removal"]`` (its ``params()``).
+        ``engine``: the game's engine (:func:`insdel.game.as_game`): the methods that read model
+        rows take ``black_box``; ``tree_shap`` the trees' closed forms."""
         from ..game import as_game, one_output
         from ._removal import single_reference, value_ends
 
-        game = one_output(as_game(self.model if self._game is None else self._game, X, R,
-                                  removal=removal, groups=groups, batch_size=batch_size),
+        if self._game is not None:
+            src = self._game
+        elif engine == "black_box":
+            src = self.model
+        else:  # the tree engine reads the estimator itself
+            src = self.model.estimator if self.model.estimator is not None else self.f
+        game = one_output(as_game(src, X, R, removal=removal, groups=groups,
+                                  batch_size=None if engine != "black_box" and self._game is None
+                                  else batch_size, engine=engine),
                           f"attribution method {self.name!r}")
         model = self.model
         if self.requires not in model.capabilities:

@@ -365,6 +365,10 @@ for _cmd in (
                                          "removals (baseline, marginal, conditional_gaussian) "
                                          "and how alike they rank the methods (beyond the "
                                          "paper; --removal NAME,... for a subset)"),
+            "paper-bangalore-trees": ("paper_bangalore_trees", "paper §5.1 with a "
+                                      "gradient-boosted ensemble on the tree engine: Table 1 "
+                                      "with tree_shap, exact at n = 38, under baseline, "
+                                      "marginal and path_dependent removals (beyond the paper)"),
             "paper-cern-removals": ("paper_cern_removals", "paper §5.2 under three removals "
                                     "(baseline, marginal, conditional_gaussian) and how alike "
                                     "they rank the methods (beyond the paper; --removal "

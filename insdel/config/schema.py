@@ -83,6 +83,8 @@ SCHEMA: dict[str, Any] = {
         # H: a model file returning (B, H) is tested as a whole (docs/multi_output.md)
         "outputs": (_INT + (type(None),), None, _at_least(1)),
         "output_weights": (_LIST + (type(None),), None),
+        "engine": (_STR, "auto"),
+        "kind": (_STR, "mlp"),
     },
     "targets": {"n": (_INT, 200, _at_least(2))},
     "compute": {

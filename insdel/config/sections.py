@@ -310,6 +310,12 @@ def _check_values(cfg: dict, source: str, check_tables=None) -> None:
         raise ConfigError(f"{source}: two policies share the label; give each a distinct 'label' "
                           f"({labels}).")
     m = cfg["model"]
+    if m["kind"] == "gradient_boosting" and (m["preset"] is not None or m["path"] is not None):
+        raise ConfigError(f"{source}: model.kind = 'gradient_boosting' trains scikit-learn's "
+                          "HistGradientBoostingRegressor from model.params; remove "
+                          + ("model.preset" if m["preset"] is not None else "model.path") + ".")
+    if m["kind"] == "gradient_boosting" and m["params"] is None:
+        m["params"] = {}  # the ensemble's defaults (insdel.models.GRADIENT_BOOSTING_DEFAULTS)
     if sum(x is not None for x in (m["preset"], m["path"], m["params"])) != 1:
         raise ConfigError(f"{source}: [model] needs exactly one of 'preset', 'path', 'params'.")
     if m["max_epochs"] is not None and m["path"] is not None:
@@ -394,8 +400,24 @@ def _check_data(cfg: dict, source: str) -> None:
 def _check_model(cfg: dict, source: str) -> None:
     """``model.preset`` / ``model.architecture`` are presets; ``model.params`` resolves."""
     from .. import models
+    from ..game import ENGINES
 
     m = cfg["model"]
+    if m["kind"] not in ("mlp", "gradient_boosting"):
+        raise ConfigError(f"{source}: model.kind: {m['kind']!r} is not 'mlp' (the default: a "
+                          "preset, params or path) or 'gradient_boosting'.")
+    if m["kind"] == "gradient_boosting":
+        _check_free("model.params", m["params"] or {}, list(models.GRADIENT_BOOSTING_DEFAULTS),
+                    source)
+        try:
+            models.gradient_boosting_params(m["params"] or {})
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{source}: model.params: {exc}") from None
+        return
+    if m["engine"] not in ENGINES:
+        raise ConfigError(f"{source}: model.engine: {m['engine']!r} is not one of "
+                          f"{', '.join(ENGINES)} (auto: the exact tree game when the model is a "
+                          "tree ensemble insdel reads).")
     presets = models.available()
     for key in ("preset", "architecture"):
         if m[key] is not None and m[key] not in presets:

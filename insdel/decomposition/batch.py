@@ -3,6 +3,7 @@ of any ordering, the expected ABC of a random ordering, exact Shapley values, th
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Sequence
 
@@ -565,7 +566,7 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
                         batch_size: int | None = None, progress: bool | None = None,
                         max_d: int = DEFAULT_MAX_D, dedup: bool = True,
                         feature_names: Sequence[str] | None = None,
-                        groups=None, removal=None) -> BatchDecomposition:
+                        groups=None, removal=None, engine: str = "auto") -> BatchDecomposition:
     """Anchored decompositions of B pairs, each in its differing subspace D_b = {j : x_j != r_j}.
 
     Evaluates ``g_b(u) = f(hybrid(x_b, r_b, u))`` for the 2^|D_b| subsets u of D_b (each distinct
@@ -604,6 +605,9 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
         conventions: *Removal*) instead of ``g(u) = f(hybrid(x, r, u))``. ``marginal``: D_b is
         the union of the K references' differing units; a sampled removal (``conditional_*``):
         every unit is removable, so D_b is all n units and ``max_d`` applies to n.
+    engine : {"auto", "tree", "black_box"}, default "auto"
+        Which engine answers (:func:`insdel.game.as_game`): a recognised tree ensemble's exact
+        closed forms (``auto``, ``tree``) or the model's values on rows (``black_box``).
 
     Returns
     -------
@@ -616,8 +620,8 @@ def batch_decomposition(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
     """
     t0 = time.perf_counter()
     columns = feature_names_of(X) if X is not None else None  # a DataFrame's column names
-    game = one_output(as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size),
-                      "batch_decomposition")
+    game = one_output(as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size,
+                              engine=engine), "batch_decomposition")
     dedup = check_bool(dedup, "dedup")
     n = game.m
     if feature_names is None:
@@ -637,7 +641,9 @@ def _decompose(game: Game, *, max_d, dedup: bool = True, feature_names=None, pro
     """
     t0 = time.perf_counter() if t0 is None else t0
     if game.knows("effects"):
-        dsz, Dflat, doff, delta = game.effects()
+        # a game may take the caller's limit on |D| (a game of its own may not: its default)
+        takes = "max_d" in inspect.signature(game.effects).parameters
+        dsz, Dflat, doff, delta = game.effects(**({"max_d": max_d} if takes else {}))
         vals = np.array(delta, dtype=np.float64)
         K.zeta_ragged(vals, _value_offsets(dsz), dsz)
         t_model, evals = 0.0, 0

@@ -27,7 +27,7 @@ from ._subspace import (
 def shapley_values(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
                    batch_size: int | None = None, progress: bool | None = None,
                    max_d: int = DEFAULT_MAX_D, max_rows: int = 1 << 20,
-                   client=None, groups=None, removal=None) -> np.ndarray:
+                   client=None, groups=None, removal=None, engine: str = "auto") -> np.ndarray:
     """Exact baseline Shapley values of B pairs, ``phi_j = sum_{u ∋ j} Delta_u / |u|``.
 
     The same numbers as exact Kernel SHAP with the single background point r, computed in each
@@ -58,13 +58,16 @@ def shapley_values(f: ModelLike, X: ArrayLike, R: ArrayLike, *,
         ``ExactExplainer`` with an ``Independent`` masker), for a sampled removal the
         conditional ones (every unit removable: n <= ``max_d``; above it use
         :func:`sampled_shapley`). Rows then sum to ``v(all) - v(∅)``.
+    engine : {"auto", "tree", "black_box"}, default "auto"
+        Which engine answers (:func:`insdel.game.as_game`): a recognised tree ensemble's exact
+        closed forms (``auto``, ``tree``) or the model's values on rows (``black_box``).
 
     Returns
     -------
     ndarray (B, n) or (B, m); rows sum to f(x_b) - f(r_b).
     """
-    game = one_output(as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size),
-                      "shapley_values")
+    game = one_output(as_game(f, X, R, removal=removal, groups=groups, batch_size=batch_size,
+                              engine=engine), "shapley_values")
     max_rows = check_positive_int(max_rows, "max_rows")
     if game.knows("shapley"):
         return game.shapley()
@@ -113,7 +116,7 @@ def _shapley_chunk(s: int, e: int, max_d: int, max_rows: int, **parts) -> np.nda
 def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = DEFAULT_MAX_D,
                      batch_size: int | None = None, progress: bool | None = None,
                      pairs: np.ndarray | None = None, max_rows: int = 1 << 20,
-                     groups=None) -> tuple[np.ndarray, np.ndarray]:
+                     groups=None, engine: str = "auto") -> tuple[np.ndarray, np.ndarray]:
     """Exact baseline Shapley values computed in each pair's differing subspace, and |D|.
 
     A pair (x, r) only involves D = {j : x_j != r_j}: every hybrid is determined by u ∩ D, so
@@ -140,6 +143,9 @@ def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = D
         Values held at once (pairs are streamed in chunks of about this many subsets).
     groups : optional
         The group game over m groups (:mod:`insdel.groups`); phi is then (B, m).
+    engine : {"auto", "tree", "black_box"}, default "auto"
+        Which engine answers (:func:`insdel.game.as_game`): a recognised tree ensemble's exact
+        closed forms (``auto``, ``tree``) or the model's values on rows (``black_box``).
 
     Returns
     -------
@@ -153,7 +159,8 @@ def subspace_shapley(f: ModelLike, X: ArrayLike, R: ArrayLike, *, max_d: int = D
     ValueError
         A pair with |D| > ``max_d``; the message names the pair, its |D| and the cost.
     """
-    game = one_output(as_game(f, X, R, groups=groups, batch_size=batch_size), "subspace_shapley")
+    game = one_output(as_game(f, X, R, groups=groups, batch_size=batch_size, engine=engine),
+                      "subspace_shapley")
     max_rows = check_positive_int(max_rows, "max_rows")
     B = game.B
     if pairs is None:

@@ -36,7 +36,7 @@ from .._validation import (
     check_seed,
     feature_names_of,
 )
-from ..adapter import ModelLike
+from ..adapter import ModelLike, as_model
 from ..game import Game, as_game, one_output
 from ..groups import group_attributions
 from ..hybrids import masks_to_words, n_words
@@ -174,14 +174,21 @@ class MetricContext:
         that perturb points themselves (:meth:`predict`: Gaussian noise, ROAD's imputation, the
         explainer's re-runs) read R (:meth:`reference`), so under a removal without one
         reference per target they refuse.
+    engine : {"auto", "tree", "black_box"}, default "auto"
+        Which engine answers the hybrids' values (:func:`insdel.game.as_game`): a recognised
+        tree ensemble's exact closed forms (``auto``, ``tree``) or the model's values on rows.
     """
 
     def __init__(self, f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, *,
-                 groups=None, seed: int = 0, batch_size: int | None = None, removal=None):
+                 groups=None, seed: int = 0, batch_size: int | None = None, removal=None,
+                 engine: str = "auto"):
         self.labels = feature_names_of(X)  # a DataFrame's columns: attributions match them by name
         self.game = game = one_output(as_game(f, X, R, removal=removal, groups=groups,
-                                              batch_size=batch_size), "the metrics' cache")
-        self.model = game.model
+                                              batch_size=batch_size, engine=engine),
+                                      "the metrics' cache")
+        # a tree game reads no model row; the metrics that perturb points predict with f
+        self.model = game.model if game.model is not None or isinstance(f, Game) \
+            else as_model(f, batch_size=batch_size)
         self.X = game.X
         self.B, self.n = self.X.shape
         self.groups = game.groups

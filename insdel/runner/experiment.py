@@ -254,6 +254,8 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
             f"{pairing.mean_diff():.2f}{units}")
         X, R = np.ascontiguousarray(pairing.X), np.ascontiguousarray(pairing.R)
         base_key = pairs_key(cfg, data_info, model_info, X, R)
+        if model_info.get("engine", "black_box") != "black_box":  # the trees' closed forms
+            base_key["engine"] = model_info["engine"]
         if grp is not None:  # every chunk's key holds the groups (none: no key)
             base_key["groups"] = grp.to_json()
         if model_info["file_sha256"] not in (None, model_info["sha256"]):

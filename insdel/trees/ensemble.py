@@ -45,7 +45,10 @@ class TreeEnsemble:
         a categorical split: the value goes left iff it is one of the node's categories
         ``categories[cat_ptr[i]:cat_ptr[i + 1]]`` (category codes as floats).
     cat_ptr : (N + 1,) int64, categories : (C,) float64
-        the ragged category sets of the categorical splits.
+        the ragged category sets of the categorical splits. A numeric split may hold two
+        entries ``lo <= hi`` there: its *missing interval*, whose values take the missing
+        direction as NaN does (LightGBM's ``zero_as_missing``: ``[-1e-35, 1e-35]``); most
+        numeric splits hold none.
     value : (N,) float64
         a leaf's contribution to the prediction (learning rate, averaging folded in); 0 for
         internal nodes.
@@ -162,6 +165,14 @@ def check_ensemble(ens: TreeEnsemble) -> None:
             raise ValueError(f"TreeEnsemble.{name}: an internal node has no valid child")
     if (ens.is_categorical & ~inner).any():
         raise ValueError("TreeEnsemble: a leaf is marked as a categorical split")
+    sizes = np.diff(ens.cat_ptr)
+    if (sizes < 0).any() or (sizes[~inner] != 0).any():
+        raise ValueError("TreeEnsemble.cat_ptr must not decrease, and a leaf holds no categories")
+    numeric = inner & ~ens.is_categorical & (sizes != 0)
+    lo = ens.categories[ens.cat_ptr[:-1][numeric]] if (sizes[numeric] == 2).all() else None
+    if lo is None or not (lo <= ens.categories[ens.cat_ptr[:-1][numeric] + 1]).all():
+        raise ValueError("TreeEnsemble: a numeric split's missing interval must be two entries "
+                         "lo <= hi")
     if ens.feature_names is not None and len(ens.feature_names) != ens.n_features:
         raise ValueError("TreeEnsemble.feature_names must have n_features names")
 
@@ -172,8 +183,9 @@ def goes_left(node, z, threshold, missing_left, is_categorical, cat_ptr, categor
     """Whether the value ``z`` of the node's feature takes the node's left branch.
 
     The one decision rule every kernel of :mod:`insdel.trees` uses: NaN follows the node's
-    default direction; a categorical split sends its categories left; a numeric split sends
-    ``z < t`` (``strict``) or ``z <= t`` left."""
+    default direction; a categorical split sends its categories left; a numeric split sends a
+    value of its missing interval (if it has one) the default direction too, and ``z < t``
+    (``strict``) or ``z <= t`` left."""
     if np.isnan(z):
         return missing_left[node]
     if is_categorical[node]:
@@ -181,6 +193,9 @@ def goes_left(node, z, threshold, missing_left, is_categorical, cat_ptr, categor
             if categories[k] == z:
                 return True
         return False
+    k = cat_ptr[node]
+    if cat_ptr[node + 1] > k and categories[k] <= z and z <= categories[k + 1]:
+        return missing_left[node]
     if strict:
         return z < threshold[node]
     return z <= threshold[node]

@@ -131,7 +131,9 @@ def attribution_task(lo: int, hi: int, method: str, kw: dict, where: str, *, mod
     if kw.get("removal") is not None:
         from ...game import as_game
 
-        game = as_game(f, Xc, Rc, removal=kw["removal"], groups=kw.get("groups"), offset=lo)
+        # the methods read rows (references, draws); tree_shap reads the trees' own game
+        game = as_game(f, Xc, Rc, removal=kw["removal"], groups=kw.get("groups"), offset=lo,
+                       engine="auto" if method == "tree_shap" else "black_box")
         if game.references is None:  # drawn or read off the data: targets keep their run index
             f, Xc, Rc = game, None, None
             kw = {k: v for k, v in kw.items() if k not in ("removal", "groups")}

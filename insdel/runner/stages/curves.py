@@ -18,7 +18,7 @@ import numpy as np
 from ... import _checkpoint as ck
 from ..._progress import bars_shown, progress_bar
 from ...evaluation import Evaluation, evaluate
-from ...game import as_game
+from ...game import as_game, engine_text
 from ..chunks import chunk_seed, run_chunks
 from ..context import PolicyRun
 from ..removals import RunRemoval
@@ -116,7 +116,9 @@ def evaluate_removal(p: PolicyRun, rem: RunRemoval) -> Evaluation:
             game = as_game(p.model, p.X, p.R, groups=p.groups,
                            feature_names=_feature_names(p),
                            # the paper's removal runs the engines' unchanged one-reference path
-                           removal=None if rem.is_baseline else rem.removal)
+                           removal=None if rem.is_baseline else rem.removal,
+                           engine=p.cfg["model"]["engine"])
+            stats["engine"] = engine_text(game)
             ev = evaluate(game, None, None, atts, modes=ev_cfg["modes"],
                           n_random=ev_cfg["n_random"],
                           seed=chunk_seed(p.cfg["seed"], p.label, "orders"),

@@ -76,6 +76,8 @@ def decompose(cfg, model, X, R, label, out, base_key, stages, log, progress, int
         kw["max_d"] = cfg["decomposition"]["max_d"]
     key_of = {**base_key, "stage": "decomposition", "K": K, "pairs_per_chunk": cs,
               "normalize": normalize, **{k: v for k, v in kw.items() if k != "progress"}}
+    if cfg["model"]["engine"] != "auto":  # absent: the keys of a run on the default engine
+        kw["engine"] = cfg["model"]["engine"]
     if removal is not None:  # absent: the keys of a run without a removal
         from ..removals import removal_record
 

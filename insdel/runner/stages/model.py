@@ -31,8 +31,22 @@ def get_model(cfg: dict, dataset, data_hash: str, out: Path, log, progress
                                n_features=int(np.asarray(dataset.X_test).shape[1]),
                                dataset=dataset)  # an insdel model file: its features and scaling
         return model, {}, {"source": "path", **info}
-    # model.outputs needs model.path (no cache): the trained model's key leaves those keys out
-    trained = {k: v for k, v in m.items() if k not in ("outputs", "output_weights")}
+    if m["kind"] == "gradient_boosting":  # seconds to fit, deterministic: fitted every run
+        from ...trees import read
+        from ...trees._tree_game import ensemble_sha256
+
+        log(f"model: fitting scikit-learn HistGradientBoostingRegressor on "
+            f"{len(dataset.X_train)} points ...")
+        model, metrics = models.train_gradient_boosting(dataset, m["params"], seed=cfg["seed"])
+        log(f"model: fitted in {metrics['seconds']:.1f} s ({model.n_iter_} trees, test R² "
+            f"{metrics['r2']:.3f})")
+        return model, metrics, {"source": "trained", "kind": "gradient_boosting",
+                                "params": metrics["params"],
+                                "sha256": ensemble_sha256(read(model))}
+    # the trained MLP's key: the keys that change its training (model.outputs needs model.path,
+    # the engine reads the model; neither changes what is trained)
+    trained = {k: v for k, v in m.items()
+               if k not in ("outputs", "output_weights", "engine", "kind")}
     key = ck.config_hash({"data": data_hash, "model": trained, "seed": cfg["seed"],
                           "device": cfg["compute"]["device"]})
     path, keyfile = out / "model.pt", out / "model.key"
@@ -89,7 +103,17 @@ def model_stage(cfg: dict, dataset, data_info: dict, out: Path, stages: Stages, 
     model_info["methods"] = supported(model)
     model_info["file_sha256"] = model_info.pop("sha256", None)
     model_info["sha256"] = model_hash(model, model_info["file_sha256"])
-    model_info["sha256_of"] = model_hash_of(model)  # "parameters" or "file"
+    model_info["sha256_of"] = ("trees" if model_info.get("kind") == "gradient_boosting"
+                               else model_hash_of(model))  # "parameters", "file" or "trees"
+    from ...game import model_engine
+    from ...removal.trees import is_ensemble
+
+    try:
+        model_info["engine"] = model_engine(model, cfg["model"]["engine"])
+    except ValueError as exc:
+        raise ValueError(f"model.engine = {cfg['model']['engine']!r}: {exc}") from None
+    model_info["tree_ensemble"] = bool(is_ensemble(model))
+    log(f"engine: {model_info['engine']}")
     stages.add("model", time.perf_counter() - t0, **{"source": model_info["source"]})
     log(f"model: {model_info['source']}"
         + (f" {model_info['path']}" if model_info.get("path") else "")
