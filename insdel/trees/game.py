@@ -140,7 +140,6 @@ class TreeGame(Game):
         #: most ``max_patterns``: each question then walks the trees again chunk by chunk)
         self.patterns = patterns
         self._ends: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._caps: tuple[int, int] | None = None
 
     # -- the game ------------------------------------------------------------------------------
     def _chunks(self):
@@ -195,10 +194,6 @@ class TreeGame(Game):
         pattern stored): curves of ``orders`` at ``pos``, Shapley / Banzhaf values; the ends
         and E[AUC] are kept."""
         B, m = self.B, self.m
-        if self._caps is None:
-            leaves = _leaves_per_tree(self.ensemble)
-            self._caps = (int(leaves.max()), int(leaves.max()) * (self.ensemble.max_depth() + 1))
-        cap_p, cap_u = self._caps
         do_c = orders is not None
         o = orders if do_c else np.zeros((B, 1, m), dtype=np.int64)
         pos = np.zeros(1, dtype=np.int64) if pos is None else pos
@@ -211,7 +206,7 @@ class TreeGame(Game):
         unit_of = (np.arange(self.n, dtype=np.int64) if self._unit_of is None
                    else np.ascontiguousarray(self._unit_of, dtype=np.int64))
         K.fused(np.ascontiguousarray(self.X), np.ascontiguousarray(self.R), unit_of, m,
-                2 * self.ensemble.max_depth() + 4, cap_p, cap_u, *self.ensemble.arrays()[:-1],
+                2 * self.ensemble.max_depth() + 4, *self.ensemble.arrays()[:-1],
                 self.ensemble.strict, self.base, o, pos, do_c, ins, dele, phi, ph, banzhaf, bz,
                 ends)
         if self._ends is None:
@@ -496,20 +491,6 @@ class TreeGame(Game):
         if normalize:
             abc, ub = abc / m, ub / m
         return BestOrder(order, abc, ub, exact, mode, normalize)
-
-
-def _leaves_per_tree(ens: TreeEnsemble) -> np.ndarray:
-    """The number of leaves of each tree (the streamed walk's buffer for one tree)."""
-    out = np.zeros(ens.n_trees, dtype=np.int64)
-    for t, root in enumerate(ens.roots.tolist()):
-        stack = [root]
-        while stack:
-            i = stack.pop()
-            if ens.feature[i] < 0:
-                out[t] += 1
-            else:
-                stack.extend((int(ens.left[i]), int(ens.right[i])))
-    return out
 
 
 def _arrays(P: Patterns) -> tuple[np.ndarray, ...]:
