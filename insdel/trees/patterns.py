@@ -295,26 +295,46 @@ def _walk_pair(x, r, unit_of, cu, cs, s_node, s_lvl, s_unit, s_side, feature, th
     return np_, nu
 
 
+#: pairs walked together tree by tree (a tree's nodes stay in cache across the block's pairs)
+PAIR_BLOCK = 8
+
+
 @nb.njit(parallel=True, cache=True, nogil=True)
 def _walk_all(X, R, unit_of, m, stack, feature, threshold, left, right, missing_left,
               is_categorical, cat_ptr, categories, value, roots, strict, fill, cnt_p, cnt_u,
               pair_p, pair_u, u_off, n_e, units, val):  # pragma: no cover - numba
+    """:func:`_walk_pair` for every pair, blocks of ``PAIR_BLOCK`` pairs tree by tree (each
+    pair's leaves in tree order, as one walk of all the trees gives them)."""
     B = X.shape[0]
-    for b in nb.prange(B):
+    PB = PAIR_BLOCK
+    for blk in nb.prange((B + PB - 1) // PB):
+        b0 = blk * PB
+        nbk = min(PB, B - b0)
         cu = np.empty(stack, dtype=np.int64)
         cs = np.empty(stack, dtype=np.int8)
         s_node = np.empty(stack, dtype=np.int64)
         s_lvl = np.empty(stack, dtype=np.int64)
         s_unit = np.empty(stack, dtype=np.int64)
         s_side = np.empty(stack, dtype=np.int8)
-        p = pair_p[b] if fill else 0
-        q = pair_u[b] if fill else 0
-        a, c = _walk_pair(X[b], R[b], unit_of, cu, cs, s_node, s_lvl, s_unit, s_side, feature,
-                          threshold, left, right, missing_left, is_categorical, cat_ptr,
-                          categories, value, roots, strict, fill, p, q, u_off, n_e, units, val)
+        at_p = np.zeros(nbk, dtype=np.int64)
+        at_u = np.zeros(nbk, dtype=np.int64)
+        for i in range(nbk):
+            if fill:
+                at_p[i] = pair_p[b0 + i]
+                at_u[i] = pair_u[b0 + i]
+        for t in range(roots.shape[0]):
+            for i in range(nbk):
+                b = b0 + i
+                a, c = _walk_pair(X[b], R[b], unit_of, cu, cs, s_node, s_lvl, s_unit, s_side,
+                                  feature, threshold, left, right, missing_left, is_categorical,
+                                  cat_ptr, categories, value, roots[t:t + 1], strict, fill,
+                                  at_p[i], at_u[i], u_off, n_e, units, val)
+                at_p[i] += a
+                at_u[i] += c
         if not fill:
-            cnt_p[b] = a
-            cnt_u[b] = c
+            for i in range(nbk):
+                cnt_p[b0 + i] = at_p[i]
+                cnt_u[b0 + i] = at_u[i]
 
 
 @nb.njit(cache=True, nogil=True)
