@@ -140,6 +140,7 @@ class TreeGame(Game):
         #: most ``max_patterns``: each question then walks the trees again chunk by chunk)
         self.patterns = patterns
         self._ends: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._phi: np.ndarray | None = None  # streamed: kept from the first walk
 
     # -- the game ------------------------------------------------------------------------------
     def _chunks(self):
@@ -191,9 +192,11 @@ class TreeGame(Game):
     def _fused(self, orders: np.ndarray | None = None, pos: np.ndarray | None = None,
                phi: bool = False, banzhaf: bool = False) -> dict[str, np.ndarray]:
         """The streamed game's questions straight from one walk of the trees per pair (no
-        pattern stored): curves of ``orders`` at ``pos``, Shapley / Banzhaf values; the ends
-        and E[AUC] are kept."""
+        pattern stored): curves of ``orders`` at ``pos``, Shapley / Banzhaf values; the ends,
+        E[AUC] and the Shapley values (B x m, computed along with the first walk: less than the
+        curves it returns, and a second walk saved) are kept."""
         B, m = self.B, self.m
+        phi = phi or self._phi is None
         do_c = orders is not None
         o = orders if do_c else np.zeros((B, 1, m), dtype=np.int64)
         pos = np.zeros(1, dtype=np.int64) if pos is None else pos
@@ -212,6 +215,8 @@ class TreeGame(Game):
         if self._ends is None:
             self._ends = (ends[:, 0] + self.base, ends[:, 1] + self.base,
                           ends[:, 2] + (m + 1) * self.base)
+        if phi and self._phi is None:
+            self._phi = ph
         return {"insertion": ins, "deletion": dele, "shapley": ph, "banzhaf": bz}
 
     def v_all(self) -> np.ndarray:
@@ -270,8 +275,11 @@ class TreeGame(Game):
 
     def _shares(self, banzhaf: bool) -> np.ndarray:
         if self.patterns is None:  # streamed: straight from the walk
-            return self._fused(phi=not banzhaf, banzhaf=banzhaf)[
-                "banzhaf" if banzhaf else "shapley"]
+            if banzhaf:
+                return self._fused(banzhaf=True)["banzhaf"]
+            if self._phi is None:
+                self._fused(phi=True)
+            return self._phi.copy()
         out = np.empty((self.B, self.m))
         for lo, hi, P in self._chunks():
             K.shares(*_arrays(P), banzhaf, out[lo:hi])
