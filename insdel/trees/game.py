@@ -128,19 +128,50 @@ class TreeGame(Game):
         self.max_d = max_d
         self.max_patterns = max_patterns
         self._unit_of = None if groups is None else groups.labels
-        self._bounds: list[tuple[int, int]] | None = None
+        self._chunk_plan: list[tuple[int, int]] | None = None
         if patterns is None:
-            cnt = pattern_counts(ensemble, X, R, unit_of=self._unit_of, m=self.m)
-            if int(cnt[0].sum()) <= max_patterns:
+            cnt = self._counts_within(max_patterns)
+            if cnt is not None:
                 patterns = leaf_patterns(ensemble, X, R, unit_of=self._unit_of, m=self.m,
                                          max_patterns=max_patterns, counts=cnt)
-            else:  # streamed: each question walks the trees again, chunk by chunk
-                self._bounds = _plan(*cnt, max_patterns)
         #: the merged leaf patterns of all pairs (None when they are streamed in chunks of at
         #: most ``max_patterns``: each question then walks the trees again chunk by chunk)
         self.patterns = patterns
         self._ends: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._phi: np.ndarray | None = None  # streamed: kept from the first walk
+
+    def _counts_within(self, max_patterns: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The pairs' pattern counts when they fit in ``max_patterns`` together; None when
+        they do not (the game streams). When the ensemble has at most ``max_patterns`` leaves,
+        no pair alone can exceed the bound, so the pairs are counted block by block and the
+        count stops at the first block over it (the chunks are planned when a question needs
+        them); otherwise every pair is counted and one over the bound alone is refused."""
+        ens, X, R = self.ensemble, self.X, self.R
+        count = (lambda lo, hi: pattern_counts(ens, X[lo:hi], R[lo:hi],  # noqa: E731
+                                               unit_of=self._unit_of, m=self.m))
+        if int((ens.feature < 0).sum()) > max_patterns:
+            cnt = count(0, self.B)
+            if int(cnt[0].sum()) <= max_patterns:
+                return cnt
+            self._chunk_plan = _plan(*cnt, max_patterns)
+            return None
+        parts, total, step = [], 0, 1024
+        for lo in range(0, self.B, step):
+            parts.append(count(lo, min(lo + step, self.B)))
+            total += int(parts[-1][0].sum())
+            if total > max_patterns:
+                return None
+        return (np.concatenate([c[0] for c in parts]) if parts else np.zeros(0, np.int64),
+                np.concatenate([c[1] for c in parts]) if parts else np.zeros(0, np.int64))
+
+    @property
+    def _bounds(self) -> list[tuple[int, int]] | None:
+        """The streamed game's chunks of pairs (None when the patterns are held)."""
+        if self._chunk_plan is None and self.patterns is None:
+            self._chunk_plan = _plan(*pattern_counts(self.ensemble, self.X, self.R,
+                                               unit_of=self._unit_of, m=self.m),
+                               self.max_patterns)
+        return self._chunk_plan
 
     # -- the game ------------------------------------------------------------------------------
     def _chunks(self):
