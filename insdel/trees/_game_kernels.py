@@ -14,7 +14,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .patterns import PAIR_BLOCK, _split
+from .patterns import PAIR_BLOCK, _split, _walk_buffers
 
 
 @nb.njit(cache=True, nogil=True)
@@ -436,12 +436,7 @@ def fused(X, R, unit_of, m, stack, feature, threshold, left, right, missing_left
     for blk in nb.prange((B + PB - 1) // PB):
         b0 = blk * PB
         nbk = min(PB, B - b0)
-        cu = np.empty(stack, dtype=np.int64)
-        cs = np.empty(stack, dtype=np.int8)
-        s_node = np.empty(stack, dtype=np.int64)
-        s_lvl = np.empty(stack, dtype=np.int64)
-        s_unit = np.empty(stack, dtype=np.int64)
-        s_side = np.empty(stack, dtype=np.int8)
+        cu, cs, s_node, s_lvl, s_unit, s_side = _walk_buffers(stack)
         na = np.zeros(stack + 1, dtype=np.int64)
         nr = np.zeros(stack + 1, dtype=np.int64)
         mxe = np.zeros((stack + 1, Kc), dtype=np.int64)

@@ -295,6 +295,14 @@ def _walk_pair(x, r, unit_of, cu, cs, s_node, s_lvl, s_unit, s_side, feature, th
     return np_, nu
 
 
+@nb.njit(cache=True, nogil=True)
+def _walk_buffers(stack):  # pragma: no cover - numba
+    """The walk's path constraints (units, sides) and stack (node, level, edge unit, side)."""
+    return (np.empty(stack, dtype=np.int64), np.empty(stack, dtype=np.int8),
+            np.empty(stack, dtype=np.int64), np.empty(stack, dtype=np.int64),
+            np.empty(stack, dtype=np.int64), np.empty(stack, dtype=np.int8))
+
+
 #: pairs walked together tree by tree (a tree's nodes stay in cache across the block's pairs)
 PAIR_BLOCK = 8
 
@@ -310,12 +318,7 @@ def _walk_all(X, R, unit_of, m, stack, feature, threshold, left, right, missing_
     for blk in nb.prange((B + PB - 1) // PB):
         b0 = blk * PB
         nbk = min(PB, B - b0)
-        cu = np.empty(stack, dtype=np.int64)
-        cs = np.empty(stack, dtype=np.int8)
-        s_node = np.empty(stack, dtype=np.int64)
-        s_lvl = np.empty(stack, dtype=np.int64)
-        s_unit = np.empty(stack, dtype=np.int64)
-        s_side = np.empty(stack, dtype=np.int8)
+        cu, cs, s_node, s_lvl, s_unit, s_side = _walk_buffers(stack)
         at_p = np.zeros(nbk, dtype=np.int64)
         at_u = np.zeros(nbk, dtype=np.int64)
         for i in range(nbk):
