@@ -16,8 +16,13 @@ Ratios: (p + c + e + s) / (f): the whole closed-form answer against predicting t
 alone (the black-box route cannot give E[ABC] or exact Shapley values at |D| ≈ n at all).
 Correctness: the closed-form curves of the first pairs equal predict over their rows (1e-9).
 
+``--target``: issue 44's scale, 500 trees of depth 8 over n = 200 features, 8 orderings, on
+``--pairs`` pairs (default 300), with ``max_patterns`` scaled to the pairs as the default is to
+100,000 pairs, so the run takes the route 100,000 pairs take (the streamed walk); prints the time
+per pair of each stage and the projection to 100,000 pairs on this machine.
+
 Usage: ``python bench/tree_game.py [--trees 100] [--depth 6] [--n 50] [--pairs 2000]
-[--orderings 8] [--tiny]``
+[--orderings 8] [--tiny | --target]``
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this tree's insd
 
 from insdel.trees import TreeEnsemble  # noqa: E402
 from insdel.trees.game import tree_game  # noqa: E402
+from insdel.trees.patterns import DEFAULT_MAX_PATTERNS, pattern_counts  # noqa: E402
+
+TARGET_PAIRS = 100_000
 
 
 def random_forest(rng: np.random.Generator, n: int, n_trees: int, depth: int) -> TreeEnsemble:
@@ -63,27 +71,37 @@ def main(argv=None) -> dict:
     ap.add_argument("--trees", type=int, default=100)
     ap.add_argument("--depth", type=int, default=6)
     ap.add_argument("--n", type=int, default=50)
-    ap.add_argument("--pairs", type=int, default=2000)
+    ap.add_argument("--pairs", type=int, default=None, help="default 2000 (--target: 300)")
     ap.add_argument("--orderings", type=int, default=8)
     ap.add_argument("--tiny", action="store_true", help="a few seconds: trees 5, depth 3, n 8, "
                     "pairs 20, orderings 2")
+    ap.add_argument("--target", action="store_true", help="issue 44's scale: trees 500, depth "
+                    "8, n 200, orderings 8, the streamed route of 100,000 pairs")
     a = ap.parse_args(argv)
     if a.tiny:
         a.trees, a.depth, a.n, a.pairs, a.orderings = 5, 3, 8, 20, 2
+    if a.target:
+        a.trees, a.depth, a.n, a.orderings = 500, 8, 200, 8
+    a.pairs = a.pairs or (300 if a.target else 2000)
+    # --target: the share of the default bound that these pairs have at 100,000 pairs
+    max_patterns = (max(1, DEFAULT_MAX_PATTERNS * a.pairs // TARGET_PAIRS) if a.target
+                    else DEFAULT_MAX_PATTERNS)
     rng = np.random.default_rng(0)
     ens = random_forest(rng, a.n, a.trees, a.depth)
     X, R = rng.normal(size=(a.pairs, a.n)), rng.normal(size=(a.pairs, a.n))
     orders = np.argsort(rng.random((a.pairs, a.orderings, a.n)), axis=2).astype(np.int64)
     # compile every kernel on a tiny call first (numba's compile time is not the engine's)
-    small = tree_game(ens, X[:2], R[:2])
-    small.curves(orders[:2], modes=("insertion", "deletion"))
-    small.expected_abc()
-    small.shapley()
+    # (both routes: the patterns held, and streamed with a bound that one pair alone meets)
+    for mp in (DEFAULT_MAX_PATTERNS, max(1, int(pattern_counts(ens, X[:2], R[:2])[0].max()))):
+        small = tree_game(ens, X[:2], R[:2], max_patterns=mp)
+        small.curves(orders[:2], modes=("insertion", "deletion"))
+        small.expected_abc()
+        small.shapley()
     ens.predict(X[:2])
 
     t = {}
     t0 = time.perf_counter()
-    game = tree_game(ens, X, R)
+    game = tree_game(ens, X, R, max_patterns=max_patterns)
     t["patterns"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     cur = game.curves(orders, modes=("insertion", "deletion"))
@@ -98,7 +116,7 @@ def main(argv=None) -> dict:
 
     # the forward pass over the curves' rows, on a block and scaled
     rows = a.pairs * a.orderings * 2 * (a.n + 1)
-    block = min(rows, 200_000)
+    block = min(rows, 5_000 if a.target else 200_000)
     Z = np.where(rng.random((block, a.n)) < 0.5, X[rng.integers(0, a.pairs, block)],
                  R[rng.integers(0, a.pairs, block)])
     t0 = time.perf_counter()
@@ -106,7 +124,7 @@ def main(argv=None) -> dict:
     forward = (time.perf_counter() - t0) * rows / block
 
     # correctness: the first pairs' curves against predict over their rows
-    k = min(a.pairs, 5)
+    k = min(a.pairs, 1 if a.target else 5)
     for b in range(k):
         for o in range(a.orderings):
             S = np.zeros((a.n + 1, a.n), bool)
@@ -117,16 +135,25 @@ def main(argv=None) -> dict:
             want = ens.predict(np.where(~S, X[b], R[b]))
             assert np.abs(cur["deletion"][b, o] - want).max() < 1e-9
 
-    n_pat = int(game.patterns.pat_off[-1])
+    if game.patterns is None:
+        held = "streamed (no pattern held)"
+        n_pat = 0
+    else:
+        n_pat = int(game.patterns.pat_off[-1])
+        held = f"{n_pat:,} merged patterns ({n_pat / a.pairs:.0f} per pair)"
     print(f"tree game: {a.trees} trees of depth {a.depth}, n = {a.n}, {a.pairs} pairs, "
-          f"{a.orderings} orderings x 2 modes; {n_pat:,} merged patterns "
-          f"({n_pat / a.pairs:.0f} per pair), mean |D| = {game.differing().sum(1).mean():.1f}")
+          f"{a.orderings} orderings x 2 modes; {held}, mean |D| = "
+          f"{game.differing().sum(1).mean():.1f}")
     for name, s in t.items():
-        print(f"  {name:<14} {s:8.3f} s")
+        print(f"  {name:<14} {s:8.3f} s  ({1e3 * s / a.pairs:7.3f} ms per pair)")
     print(f"  {'closed form':<14} {closed:8.3f} s  (patterns + curves + E[ABC] + Shapley)")
     print(f"  {'forward':<14} {forward:8.3f} s  (predict over the curves' {rows:,} rows)")
     print(f"  ratio closed form / forward      {closed / forward:6.3f}")
     print(f"  ratio curves alone / forward     {(t['patterns'] + t['curves']) / forward:6.3f}")
+    if a.target:
+        print(f"  per pair {1e3 * closed / a.pairs:.3f} ms -> {TARGET_PAIRS:,} pairs: "
+              f"{closed * TARGET_PAIRS / a.pairs:.0f} s on this machine (issue 44's target: "
+              "60 s on 2 cores)")
     return {"times": t, "closed": closed, "forward": forward, "patterns": n_pat}
 
 

@@ -396,6 +396,39 @@ def test_a_game_over_max_patterns_streams_its_pairs_in_chunks(finite_case):
         tree_game(ens, X, R, max_patterns=int(counts.max()) - 1)
 
 
+def test_a_streamed_game_counts_until_the_bound_and_walks_once(finite_case, monkeypatch):
+    """With at least as many max_patterns as the ensemble has leaves, no pair alone can exceed
+    the bound: the count stops at the first block of pairs over it, the chunks are planned on
+    demand, and one walk gives the curves, E[ABC] and the Shapley values."""
+    import insdel.trees.game as G
+
+    ens, X, R = finite_case
+    X, R = np.tile(X, (400, 1)), np.tile(R, (400, 1))  # 2,800 pairs: three blocks of 1,024
+    cnt = pattern_counts(ens, X, R)
+    mp = max(int((ens.feature < 0).sum()), int(cnt[0][:1024].sum()) - 1)
+    assert cnt[0].sum() > mp
+    counted = []
+    real = G.pattern_counts
+    monkeypatch.setattr(G, "pattern_counts", lambda e, X_, *a, **k: counted.append(len(X_))
+                        or real(e, X_, *a, **k))
+    walks = []
+    real_fused = G.K.fused
+    monkeypatch.setattr(G.K, "fused", lambda *a: walks.append(1) or real_fused(*a))
+    g = tree_game(ens, X, R, max_patterns=mp)
+    assert g.patterns is None and counted == [1024] and g._chunk_plan is None
+    whole = tree_game(ens, X[:7], R[:7])
+    orders = np.stack([np.argsort(np.random.default_rng(b).random((2, 6)), axis=1)
+                       for b in range(len(X))])
+    c = g.curves(orders)
+    e, phi = g.expected_abc(), g.shapley()
+    assert len(walks) == 1
+    np.testing.assert_allclose(c["insertion"][:7], whole.curves(orders[:7])["insertion"],
+                               atol=1e-12)
+    np.testing.assert_allclose(e[:7], whole.expected_abc(), atol=1e-12)
+    np.testing.assert_allclose(phi[7:14], whole.shapley(), atol=1e-12)
+    assert g._bounds == G._plan(*cnt, mp) and counted[-1] == len(X)
+
+
 def test_best_order_above_max_d_is_a_bound_and_a_local_search():
     rng = np.random.default_rng(5)
     n = 30

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .patterns import _walk_pair
+from .patterns import PAIR_BLOCK, _split, _walk_buffers
 
 
 @nb.njit(cache=True, nogil=True)
@@ -328,93 +328,156 @@ def local_search(pat_off, u_off, n_e, units, val, orders, insertion, max_passes,
         best[b] = cur
 
 
+@nb.njit(cache=True, nogil=True)
+def _fused_tree(root, x, r, unit_of, m, cu, cs, s_node, s_lvl, s_unit, s_side, na, nr, mxe,
+                mne, mxr, mnr, feature, threshold, left, right, missing_left, is_categorical,
+                cat_ptr, categories, value, strict, Kc, ranks, di, dd, do_phi, phi, do_bz, bz,
+                s0, s1, se):  # pragma: no cover - numba
+    """One tree of :func:`fused` for one pair: adds its leaves to the pair's curves' difference
+    arrays (``di``, ``dd``), values (``phi``, ``bz``) and the running sums v(∅), v(all),
+    E[AUC] (``s0, s1, se``, returned)."""
+    top = 0
+    s_node[0] = root
+    s_lvl[0] = 0
+    s_unit[0] = -1
+    while top >= 0:
+        node = s_node[top]
+        L = s_lvl[top]
+        u = s_unit[top]
+        if u >= 0:  # the edge's constraint: level L + 1 from level L
+            sd = s_side[top]
+            cu[L] = u
+            cs[L] = sd
+            na[L + 1] = na[L] + (sd == 1)
+            nr[L + 1] = nr[L] + (sd == 2)
+            if sd == 1:
+                for k in range(Kc):
+                    q = ranks[k, u]
+                    mxe[L + 1, k] = max(mxe[L, k], q)
+                    mne[L + 1, k] = min(mne[L, k], q)
+                    mxr[L + 1, k] = mxr[L, k]
+                    mnr[L + 1, k] = mnr[L, k]
+            else:
+                for k in range(Kc):
+                    q = ranks[k, u]
+                    mxe[L + 1, k] = mxe[L, k]
+                    mne[L + 1, k] = mne[L, k]
+                    mxr[L + 1, k] = max(mxr[L, k], q)
+                    mnr[L + 1, k] = min(mnr[L, k], q)
+            L += 1
+        top -= 1
+        node, u, cx, cr = _split(node, x, r, unit_of, cu, cs, L, feature, threshold, left,
+                                 right, missing_left, is_categorical, cat_ptr, categories,
+                                 strict)
+        if u >= 0:
+            top += 1
+            s_node[top] = cx
+            s_lvl[top] = L
+            s_unit[top] = u
+            s_side[top] = 1
+            top += 1
+            s_node[top] = cr
+            s_lvl[top] = L
+            s_unit[top] = u
+            s_side[top] = 2
+            continue
+        v = value[node]  # a leaf
+        a = na[L]
+        nb_ = nr[L]
+        if a == 0:
+            s0 += v
+        if nb_ == 0:
+            s1 += v
+        w = _ab_weight(a, nb_)
+        se += v * w / (a + nb_ + 1)
+        if a + nb_ > 0 and (do_phi or do_bz):
+            ge = v * w / a if a > 0 else 0.0
+            gr = v * w / nb_ if nb_ > 0 else 0.0
+            gb = v * 0.5 ** (a + nb_ - 1)
+            for i in range(L):
+                j = cu[i]
+                if cs[i] == 1:
+                    if do_phi:
+                        phi[j] += ge
+                    if do_bz:
+                        bz[j] += gb
+                else:
+                    if do_phi:
+                        phi[j] -= gr
+                    if do_bz:
+                        bz[j] -= gb
+        for k in range(Kc):
+            if mxe[L, k] < mnr[L, k]:
+                di[k, mxe[L, k]] += v
+                di[k, mnr[L, k]] -= v
+            if mxr[L, k] < mne[L, k]:
+                dd[k, mxr[L, k]] += v
+                dd[k, mne[L, k]] -= v
+    return s0, s1, se
+
+
 @nb.njit(parallel=True, cache=True, nogil=True)
-def fused(X, R, unit_of, m, stack, cap_p, cap_u, feature, threshold, left, right, missing_left,
+def fused(X, R, unit_of, m, stack, feature, threshold, left, right, missing_left,
           is_categorical, cat_ptr, categories, value, roots, strict, base, orders, pos, do_curves,
           ins, dele, do_phi, phi, do_bz, bz, ends):  # pragma: no cover - numba
     """Curves, Shapley and Banzhaf values, v(∅), v(all) and E[AUC] of each pair straight from
-    the walk, one tree at a time (its patterns in a small buffer, never stored): the streamed
-    game's route, linear in the leaves reached and with no merge. ``ends[b]`` = (v(∅), v(all),
-    E[AUC]) less the base's share."""
+    the walk (nothing stored, nothing merged): the streamed game's route. The walk is
+    :func:`insdel.trees.patterns._walk_pair`'s; each level of constraints on the current path
+    keeps |E|, |R| and, per ordering, max / min rank of E and of R, updated once per
+    constrained edge, so a leaf costs O(K) for the curves' entry and exit steps plus O(|E ∪ R|)
+    for the values. Blocks of ``PAIR_BLOCK`` pairs walk the trees together, tree by tree (each
+    pair's leaves still in tree order). ``ends[b]`` = (v(∅), v(all), E[AUC]) less the base's
+    share."""
     B = X.shape[0]
     K = orders.shape[1]
     S = pos.shape[0]
-    for b in nb.prange(B):
-        state = np.zeros(m, dtype=np.int8)
-        path_unit = np.full(stack, -1, dtype=np.int64)
-        s_node = np.empty(stack, dtype=np.int64)
-        s_depth = np.empty(stack, dtype=np.int64)
-        s_unit = np.empty(stack, dtype=np.int64)
-        s_side = np.empty(stack, dtype=np.int8)
-        u_off = np.empty(cap_p + 1, dtype=np.int64)
-        n_e = np.empty(cap_p, dtype=np.int64)
-        units = np.empty(cap_u, dtype=np.int64)
-        val = np.empty(cap_p)
-        ranks = np.empty((K, m), dtype=np.int64)
-        di = np.zeros((K, m + 2))
-        dd = np.zeros((K, m + 2))
-        if do_curves:
-            for k in range(K):
+    Kc = K if do_curves else 0
+    PB = PAIR_BLOCK
+    for blk in nb.prange((B + PB - 1) // PB):
+        b0 = blk * PB
+        nbk = min(PB, B - b0)
+        cu, cs, s_node, s_lvl, s_unit, s_side = _walk_buffers(stack)
+        na = np.zeros(stack + 1, dtype=np.int64)
+        nr = np.zeros(stack + 1, dtype=np.int64)
+        mxe = np.zeros((stack + 1, Kc), dtype=np.int64)
+        mne = np.full((stack + 1, Kc), m + 1, dtype=np.int64)
+        mxr = np.zeros((stack + 1, Kc), dtype=np.int64)
+        mnr = np.full((stack + 1, Kc), m + 1, dtype=np.int64)
+        ranks = np.empty((nbk, Kc, m), dtype=np.int64)
+        di = np.zeros((nbk, Kc, m + 2))
+        dd = np.zeros((nbk, Kc, m + 2))
+        acc = np.zeros((nbk, 3))
+        for i in range(nbk):
+            for k in range(Kc):
                 for s in range(m):
-                    ranks[k, orders[b, k, s]] = s + 1
-        if do_phi:
-            phi[b, :] = 0.0
-        if do_bz:
-            bz[b, :] = 0.0
-        s0 = 0.0
-        s1 = 0.0
-        se = 0.0
+                    ranks[i, k, orders[b0 + i, k, s]] = s + 1
+            if do_phi:
+                phi[b0 + i, :] = 0.0
+            if do_bz:
+                bz[b0 + i, :] = 0.0
         for t in range(roots.shape[0]):
-            npat, nu = _walk_pair(X[b], R[b], unit_of, state, path_unit, s_node, s_depth, s_unit,
-                                  s_side, feature, threshold, left, right, missing_left,
-                                  is_categorical, cat_ptr, categories, value, roots[t:t + 1],
-                                  strict, True, 0, 0, u_off, n_e, units, val)
-            u_off[npat] = nu
-            for p in range(npat):
-                a = n_e[p]
-                nb_ = u_off[p + 1] - u_off[p] - a
-                v = val[p]
-                if a == 0:
-                    s0 += v
-                if nb_ == 0:
-                    s1 += v
-                w = _ab_weight(a, nb_)
-                se += v * w / (a + nb_ + 1)
-                kk = u_off[p] + a
-                if a + nb_ > 0 and (do_phi or do_bz):
-                    ge = v * w / a if a > 0 else 0.0
-                    gr = v * w / nb_ if nb_ > 0 else 0.0
-                    gb = v * 0.5 ** (a + nb_ - 1)
-                    for q in range(u_off[p], kk):
-                        if do_phi:
-                            phi[b, units[q]] += ge
-                        if do_bz:
-                            bz[b, units[q]] += gb
-                    for q in range(kk, u_off[p + 1]):
-                        if do_phi:
-                            phi[b, units[q]] -= gr
-                        if do_bz:
-                            bz[b, units[q]] -= gb
-                if do_curves:
-                    for k in range(K):
-                        maxe, mine, maxr, minr = _span(u_off, n_e, units, ranks[k], p, m)
-                        if maxe < minr:
-                            di[k, maxe] += v
-                            di[k, minr] -= v
-                        if maxr < mine:
-                            dd[k, maxr] += v
-                            dd[k, mine] -= v
-        ends[b, 0] = s0
-        ends[b, 1] = s1
-        ends[b, 2] = se * (m + 1)
-        if do_curves:
-            for k in range(K):
+            for i in range(nbk):
+                b = b0 + i
+                bp = b if do_phi else 0
+                bb = b if do_bz else 0
+                acc[i, 0], acc[i, 1], acc[i, 2] = _fused_tree(
+                    roots[t], X[b], R[b], unit_of, m, cu, cs, s_node, s_lvl, s_unit, s_side, na,
+                    nr, mxe, mne, mxr, mnr, feature, threshold, left, right, missing_left,
+                    is_categorical, cat_ptr, categories, value, strict, Kc, ranks[i], di[i],
+                    dd[i], do_phi, phi[bp], do_bz, bz[bb],
+                    acc[i, 0], acc[i, 1], acc[i, 2])
+        for i in range(nbk):
+            b = b0 + i
+            ends[b, 0] = acc[i, 0]
+            ends[b, 1] = acc[i, 1]
+            ends[b, 2] = acc[i, 2] * (m + 1)
+            for k in range(Kc):
                 ci = base
                 cd = base
                 s = 0
                 for t in range(m + 1):
-                    ci += di[k, t]
-                    cd += dd[k, t]
+                    ci += di[i, k, t]
+                    cd += dd[i, k, t]
                     while s < S and pos[s] == t:
                         ins[b, k, s] = ci
                         dele[b, k, s] = cd

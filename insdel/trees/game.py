@@ -129,19 +129,50 @@ class TreeGame(Game):
         self.max_d = max_d
         self.max_patterns = max_patterns
         self._unit_of = None if groups is None else groups.labels
-        self._bounds: list[tuple[int, int]] | None = None
+        self._chunk_plan: list[tuple[int, int]] | None = None
         if patterns is None:
-            cnt = pattern_counts(ensemble, X, R, unit_of=self._unit_of, m=self.m)
-            if int(cnt[0].sum()) <= max_patterns:
+            cnt = self._counts_within(max_patterns)
+            if cnt is not None:
                 patterns = leaf_patterns(ensemble, X, R, unit_of=self._unit_of, m=self.m,
                                          max_patterns=max_patterns, counts=cnt)
-            else:  # streamed: each question walks the trees again, chunk by chunk
-                self._bounds = _plan(*cnt, max_patterns)
         #: the merged leaf patterns of all pairs (None when they are streamed in chunks of at
         #: most ``max_patterns``: each question then walks the trees again chunk by chunk)
         self.patterns = patterns
         self._ends: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._caps: tuple[int, int] | None = None
+        self._phi: np.ndarray | None = None  # streamed: kept from the first walk
+
+    def _counts_within(self, max_patterns: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The pairs' pattern counts when they fit in ``max_patterns`` together; None when
+        they do not (the game streams). When the ensemble has at most ``max_patterns`` leaves,
+        no pair alone can exceed the bound, so the pairs are counted block by block and the
+        count stops at the first block over it (the chunks are planned when a question needs
+        them); otherwise every pair is counted and one over the bound alone is refused."""
+        ens, X, R = self.ensemble, self.X, self.R
+        count = (lambda lo, hi: pattern_counts(ens, X[lo:hi], R[lo:hi],  # noqa: E731
+                                               unit_of=self._unit_of, m=self.m))
+        if int((ens.feature < 0).sum()) > max_patterns:
+            cnt = count(0, self.B)
+            if int(cnt[0].sum()) <= max_patterns:
+                return cnt
+            self._chunk_plan = _plan(*cnt, max_patterns)
+            return None
+        parts, total, step = [], 0, 1024
+        for lo in range(0, self.B, step):
+            parts.append(count(lo, min(lo + step, self.B)))
+            total += int(parts[-1][0].sum())
+            if total > max_patterns:
+                return None
+        return (np.concatenate([c[0] for c in parts]) if parts else np.zeros(0, np.int64),
+                np.concatenate([c[1] for c in parts]) if parts else np.zeros(0, np.int64))
+
+    @property
+    def _bounds(self) -> list[tuple[int, int]] | None:
+        """The streamed game's chunks of pairs (None when the patterns are held)."""
+        if self._chunk_plan is None and self.patterns is None:
+            self._chunk_plan = _plan(*pattern_counts(self.ensemble, self.X, self.R,
+                                               unit_of=self._unit_of, m=self.m),
+                               self.max_patterns)
+        return self._chunk_plan
 
     # -- the game ------------------------------------------------------------------------------
     def _chunks(self):
@@ -193,13 +224,11 @@ class TreeGame(Game):
     def _fused(self, orders: np.ndarray | None = None, pos: np.ndarray | None = None,
                phi: bool = False, banzhaf: bool = False) -> dict[str, np.ndarray]:
         """The streamed game's questions straight from one walk of the trees per pair (no
-        pattern stored): curves of ``orders`` at ``pos``, Shapley / Banzhaf values; the ends
-        and E[AUC] are kept."""
+        pattern stored): curves of ``orders`` at ``pos``, Shapley / Banzhaf values; the ends,
+        E[AUC] and the Shapley values (B x m, computed along with the first walk: less than the
+        curves it returns, and a second walk saved) are kept."""
         B, m = self.B, self.m
-        if self._caps is None:
-            leaves = _leaves_per_tree(self.ensemble)
-            self._caps = (int(leaves.max()), int(leaves.max()) * (self.ensemble.max_depth() + 1))
-        cap_p, cap_u = self._caps
+        phi = phi or self._phi is None
         do_c = orders is not None
         o = orders if do_c else np.zeros((B, 1, m), dtype=np.int64)
         pos = np.zeros(1, dtype=np.int64) if pos is None else pos
@@ -212,12 +241,14 @@ class TreeGame(Game):
         unit_of = (np.arange(self.n, dtype=np.int64) if self._unit_of is None
                    else np.ascontiguousarray(self._unit_of, dtype=np.int64))
         K.fused(np.ascontiguousarray(self.X), np.ascontiguousarray(self.R), unit_of, m,
-                2 * self.ensemble.max_depth() + 4, cap_p, cap_u, *self.ensemble.arrays()[:-1],
+                2 * self.ensemble.max_depth() + 4, *self.ensemble.arrays()[:-1],
                 self.ensemble.strict, self.base, o, pos, do_c, ins, dele, phi, ph, banzhaf, bz,
                 ends)
         if self._ends is None:
             self._ends = (ends[:, 0] + self.base, ends[:, 1] + self.base,
                           ends[:, 2] + (m + 1) * self.base)
+        if phi and self._phi is None:
+            self._phi = ph
         return {"insertion": ins, "deletion": dele, "shapley": ph, "banzhaf": bz}
 
     def v_all(self) -> np.ndarray:
@@ -276,8 +307,11 @@ class TreeGame(Game):
 
     def _shares(self, banzhaf: bool) -> np.ndarray:
         if self.patterns is None:  # streamed: straight from the walk
-            return self._fused(phi=not banzhaf, banzhaf=banzhaf)[
-                "banzhaf" if banzhaf else "shapley"]
+            if banzhaf:
+                return self._fused(banzhaf=True)["banzhaf"]
+            if self._phi is None:
+                self._fused(phi=True)
+            return self._phi.copy()
         out = np.empty((self.B, self.m))
         for lo, hi, P in self._chunks():
             K.shares(*_arrays(P), banzhaf, out[lo:hi])
@@ -497,20 +531,6 @@ class TreeGame(Game):
         if normalize:
             abc, ub = abc / m, ub / m
         return BestOrder(order, abc, ub, exact, mode, normalize)
-
-
-def _leaves_per_tree(ens: TreeEnsemble) -> np.ndarray:
-    """The number of leaves of each tree (the streamed walk's buffer for one tree)."""
-    out = np.zeros(ens.n_trees, dtype=np.int64)
-    for t, root in enumerate(ens.roots.tolist()):
-        stack = [root]
-        while stack:
-            i = stack.pop()
-            if ens.feature[i] < 0:
-                out[t] += 1
-            else:
-                stack.extend((int(ens.left[i]), int(ens.right[i])))
-    return out
 
 
 def _arrays(P: Patterns) -> tuple[np.ndarray, ...]:

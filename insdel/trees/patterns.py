@@ -201,115 +201,143 @@ def merge_ragged(pair_p: np.ndarray, u_off: np.ndarray, n_e: np.ndarray, units: 
     return out_p, o_uoff, o_ne, o_units, o_val
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _split(node, x, r, unit_of, cu, cs, L, feature, threshold, left, right, missing_left,
+           is_categorical, cat_ptr, categories, strict):  # pragma: no cover - numba
+    """Follow the path from ``node`` while every hybrid goes one way: x and r go the same way,
+    or the node's unit is already one of the path's ``L`` constraints ``cu[:L]`` (sides
+    ``cs``: 1 from x, 2 from r). Returns ``(node, unit, x child, r child)``: at a leaf the unit
+    is -1; otherwise the node sends the hybrids with ``unit`` from x to the x child and the
+    others to the r child."""
+    while True:
+        j = feature[node]
+        if j < 0:
+            return node, -1, -1, -1
+        xj = x[j]
+        rj = r[j]
+        gx = goes_left(node, xj, threshold, missing_left, is_categorical, cat_ptr, categories,
+                       strict)
+        cx = left[node] if gx else right[node]
+        if xj == rj or (np.isnan(xj) and np.isnan(rj)):
+            node = cx
+            continue
+        gr = goes_left(node, rj, threshold, missing_left, is_categorical, cat_ptr, categories,
+                       strict)
+        if gx == gr:
+            node = cx
+            continue
+        cr = left[node] if gr else right[node]
+        u = unit_of[j]
+        side = 0
+        for i in range(L):
+            if cu[i] == u:
+                side = cs[i]
+                break
+        if side == 0:
+            return node, u, cx, cr
+        node = cx if side == 1 else cr
+
+
 @nb.njit(cache=True, nogil=True)
-def _walk_pair(x, r, unit_of, state, path_unit, s_node, s_depth, s_unit, s_side, feature,
-               threshold, left, right, missing_left, is_categorical, cat_ptr, categories, value,
-               roots, strict, fill, p, q, u_off, n_e, units, val):  # pragma: no cover - numba
+def _walk_pair(x, r, unit_of, cu, cs, s_node, s_lvl, s_unit, s_side, feature, threshold, left,
+               right, missing_left, is_categorical, cat_ptr, categories, value, roots, strict,
+               fill, p, q, u_off, n_e, units, val):  # pragma: no cover - numba
     """Walk every tree for one pair; count (``fill`` False) or write the patterns from pattern
-    index p and unit index q on. Returns the pattern and unit counts (or the next indices)."""
+    index p and unit index q on. Returns the pattern and unit counts (or the next indices).
+
+    A depth-first walk with an explicit stack: a stack entry is a node, the number L of
+    constraints on its path (``cu[:L]``, ``cs[:L]``, in path order) and the constraint of the
+    edge into it (unit -1: none); nodes where every hybrid goes one way are followed in place
+    (:func:`_split`). The leaves come in the order of the pattern layout (x side pushed first,
+    so the r side is walked first)."""
     np_ = 0
     nu = 0
     for t in range(roots.shape[0]):
         top = 0
         s_node[0] = roots[t]
-        s_depth[0] = 0
+        s_lvl[0] = 0
         s_unit[0] = -1
-        s_side[0] = 0
-        depth = 0  # path_unit[0 .. depth - 1] hold the nodes' constraints on the current path
         while top >= 0:
             node = s_node[top]
-            d = s_depth[top]
-            cu = s_unit[top]
-            cs = s_side[top]
+            L = s_lvl[top]
+            if s_unit[top] >= 0:
+                cu[L] = s_unit[top]
+                cs[L] = s_side[top]
+                L += 1
             top -= 1
-            while depth > d:  # back up: undo the constraints of the abandoned path
-                depth -= 1
-                if path_unit[depth] >= 0:
-                    state[path_unit[depth]] = 0
-            if cu >= 0:
-                state[cu] = cs
-            path_unit[d] = cu
-            depth = d + 1
-            j = feature[node]
-            if j < 0:  # a leaf: E = units with state 1 on the path, R = state 2
-                k = 0
-                for i in range(depth):
-                    if path_unit[i] >= 0:
-                        k += 1
+            node, u, cx, cr = _split(node, x, r, unit_of, cu, cs, L, feature, threshold, left,
+                                     right, missing_left, is_categorical, cat_ptr, categories,
+                                     strict)
+            if u < 0:  # a leaf: E = the constraints from x, R = those from r
                 if fill:
                     u_off[p + np_] = q + nu
                     ne = 0
-                    for i in range(depth):
-                        w = path_unit[i]
-                        if w >= 0 and state[w] == 1:
-                            units[q + nu + ne] = w
+                    for i in range(L):
+                        if cs[i] == 1:
+                            units[q + nu + ne] = cu[i]
                             ne += 1
-                    nr = 0
-                    for i in range(depth):
-                        w = path_unit[i]
-                        if w >= 0 and state[w] == 2:
-                            units[q + nu + ne + nr] = w
-                            nr += 1
+                    k = ne
+                    for i in range(L):
+                        if cs[i] == 2:
+                            units[q + nu + k] = cu[i]
+                            k += 1
                     n_e[p + np_] = ne
                     val[p + np_] = value[node]
                 np_ += 1
-                nu += k
+                nu += L
                 continue
-            gx = goes_left(node, x[j], threshold, missing_left, is_categorical, cat_ptr,
-                           categories, strict)
-            gr = goes_left(node, r[j], threshold, missing_left, is_categorical, cat_ptr,
-                           categories, strict)
-            cx = left[node] if gx else right[node]
-            if gx == gr:
+            for side in (1, 2):  # the x side (u from x), then the r side (u from r)
                 top += 1
-                s_node[top] = cx
-                s_depth[top] = depth
-                s_unit[top] = -1
-                s_side[top] = 0
-                continue
-            cr = left[node] if gr else right[node]
-            u = unit_of[j]
-            st = state[u]
-            if st != 2:  # the x side: u from x
-                top += 1
-                s_node[top] = cx
-                s_depth[top] = depth
-                s_unit[top] = u if st == 0 else -1
-                s_side[top] = 1
-            if st != 1:  # the r side: u from r
-                top += 1
-                s_node[top] = cr
-                s_depth[top] = depth
-                s_unit[top] = u if st == 0 else -1
-                s_side[top] = 2
-        while depth > 0:
-            depth -= 1
-            if path_unit[depth] >= 0:
-                state[path_unit[depth]] = 0
+                s_node[top] = cx if side == 1 else cr
+                s_lvl[top] = L
+                s_unit[top] = u
+                s_side[top] = side
     return np_, nu
+
+
+@nb.njit(cache=True, nogil=True)
+def _walk_buffers(stack):  # pragma: no cover - numba
+    """The walk's path constraints (units, sides) and stack (node, level, edge unit, side)."""
+    return (np.empty(stack, dtype=np.int64), np.empty(stack, dtype=np.int8),
+            np.empty(stack, dtype=np.int64), np.empty(stack, dtype=np.int64),
+            np.empty(stack, dtype=np.int64), np.empty(stack, dtype=np.int8))
+
+
+#: pairs walked together tree by tree (a tree's nodes stay in cache across the block's pairs)
+PAIR_BLOCK = 8
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
 def _walk_all(X, R, unit_of, m, stack, feature, threshold, left, right, missing_left,
               is_categorical, cat_ptr, categories, value, roots, strict, fill, cnt_p, cnt_u,
               pair_p, pair_u, u_off, n_e, units, val):  # pragma: no cover - numba
+    """:func:`_walk_pair` for every pair, blocks of ``PAIR_BLOCK`` pairs tree by tree (each
+    pair's leaves in tree order, as one walk of all the trees gives them)."""
     B = X.shape[0]
-    for b in nb.prange(B):
-        state = np.zeros(m, dtype=np.int8)
-        path_unit = np.full(stack, -1, dtype=np.int64)
-        s_node = np.empty(stack, dtype=np.int64)
-        s_depth = np.empty(stack, dtype=np.int64)
-        s_unit = np.empty(stack, dtype=np.int64)
-        s_side = np.empty(stack, dtype=np.int8)
-        p = pair_p[b] if fill else 0
-        q = pair_u[b] if fill else 0
-        a, c = _walk_pair(X[b], R[b], unit_of, state, path_unit, s_node, s_depth, s_unit,
-                          s_side, feature, threshold, left, right, missing_left, is_categorical,
-                          cat_ptr, categories, value, roots, strict, fill, p, q, u_off, n_e,
-                          units, val)
+    PB = PAIR_BLOCK
+    for blk in nb.prange((B + PB - 1) // PB):
+        b0 = blk * PB
+        nbk = min(PB, B - b0)
+        cu, cs, s_node, s_lvl, s_unit, s_side = _walk_buffers(stack)
+        at_p = np.zeros(nbk, dtype=np.int64)
+        at_u = np.zeros(nbk, dtype=np.int64)
+        for i in range(nbk):
+            if fill:
+                at_p[i] = pair_p[b0 + i]
+                at_u[i] = pair_u[b0 + i]
+        for t in range(roots.shape[0]):
+            for i in range(nbk):
+                b = b0 + i
+                a, c = _walk_pair(X[b], R[b], unit_of, cu, cs, s_node, s_lvl, s_unit, s_side,
+                                  feature, threshold, left, right, missing_left, is_categorical,
+                                  cat_ptr, categories, value, roots[t:t + 1], strict, fill,
+                                  at_p[i], at_u[i], u_off, n_e, units, val)
+                at_p[i] += a
+                at_u[i] += c
         if not fill:
-            cnt_p[b] = a
-            cnt_u[b] = c
+            for i in range(nbk):
+                cnt_p[b0 + i] = at_p[i]
+                cnt_u[b0 + i] = at_u[i]
 
 
 @nb.njit(cache=True, nogil=True)
