@@ -47,7 +47,7 @@ from _common import (  # noqa: E402
 )
 
 import insdel  # noqa: E402
-from insdel.attribution import METHODS, attribute  # noqa: E402
+from insdel.attribution import METHODS, attribute, supported  # noqa: E402
 
 
 def captum_ig_point_by_point(net, X, R, steps):
@@ -160,7 +160,8 @@ def main(argv=None) -> int:
         "integrated_gradients (interpolate, 4 binaries)": {
         "method": "integrated_gradients", "binary": [0, 1, 2, 3], "binary_mode": "interpolate",
         "n_steps": a.steps}}
-    for name in METHODS:
+    # every method the MLP supports (tree_shap reads tree ensembles only: bench/trees_scale.py)
+    for name in [m for m in METHODS if m in supported(net)]:
         P = a.slow_points if name in slow else a.points
         secs = []
         info = None

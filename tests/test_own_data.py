@@ -241,7 +241,7 @@ def test_onnx_model_matches_torch(tmp_path):
     assert info["format"] == "onnx" and not info["gradients"]
     np.testing.assert_allclose(insdel.as_model(m)(X), _f(net, X), atol=1e-5)
     with pytest.raises(TypeError, match=r"\['integrated_gradients'\] need input gradients.*"
-                       "Methods that work with it: cohort_shapley, exact_shapley, igcs, kernel_shap, lime, random"):
+                       "Methods that work with it: cohort_shapley, exact_shapley, igcs, kernel_shap, lime, occlusion, random"):
         insdel.attribute(m, X, X[::-1].copy(), "integrated_gradients")
 
 
