@@ -18,6 +18,7 @@ column), ``summary.md`` and ``manifest.json``. No figures, no checkpointed chunk
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,11 +26,19 @@ import numpy as np
 import pandas as pd
 
 from .. import _checkpoint as ck
+from .._progress import bars_shown, progress_bar
+from ..removal import Baseline
 from ..report import run_header
+from .chunks import chunk_seed, run_chunks
+from .context import PolicyRun
 from .experiment import RunResult
-from .provenance import Stages, run_manifest
-from .stages.attribution import method_options
-from .stages.decomposition import DECOMP_COLS, decomposition_table, decomposition_task
+from .provenance import Stages, pairs_key, run_manifest
+from .removals import RunRemoval
+from .stages.attribution import attribute_all, attribution_task, experiment_plan
+from .stages.curves import curves_key, n_random
+from .stages.curves import pack as curves_pack
+from .stages.curves import unpack as curves_unpack
+from .stages.decomposition import DECOMP_COLS, decompose
 from .stages.model import model_files
 
 __all__ = ["run_multi", "multi_model", "MultiRunResult"]
@@ -62,12 +71,11 @@ def multi_model(model, H: int, X: np.ndarray):
 
 
 def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_metrics: dict,
-              model_info: dict, stages: Stages, log, progress, before, grp, client=None):
+              model_info: dict, stages: Stages, log, progress, before, grp, client=None,
+              interrupt: Callable[[], None] | None = None):
     """The policies of a multi-output run (see the module docstring); a
     :class:`insdel.runner.RunResult` whose ``evaluations`` are
     :class:`insdel.multi_output.MultiEvaluation` per policy label."""
-    import insdel
-
     from ..multi_output import check_output_weights, output_views
     from .experiment import _make_policy
     from .stages.data import select_pool
@@ -82,11 +90,13 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
     model = multi_model(model, H, pool)
     weights = check_output_weights(cfg["model"]["output_weights"], H)
     log(f"model: {H} outputs, aggregate weights {np.round(weights, 4).tolist()}")
-    ev_cfg = cfg["evaluation"]
     if cfg["figures"]["enabled"]:
         log("figures: not drawn for a model with several outputs (abc_by_output.csv holds the "
             "ABCs per output)")
     evaluations, pairings, policy_specs, summaries = {}, {}, {}, []
+    # "random" is the curves' random orderings (evaluation.n_random), not a set of scores
+    scored = {**cfg, "methods": {**cfg["methods"], "names": [
+        m for m in cfg["methods"]["names"] if m != "random"]}}
     decomposition_rows: list = []
     for i, entry in enumerate(cfg["policies"]):
         from .. import config as _config
@@ -101,23 +111,21 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
         log(f"policy {label}: {policy!r}")
         t0 = time.perf_counter()
         pairing = policy.pair(None, pool, seed=cfg["seed"], progress=progress)
+        stages.add(f"{label}/pairing", time.perf_counter() - t0, pairs=len(pairing))
         X, R = np.ascontiguousarray(pairing.X), np.ascontiguousarray(pairing.R)
+        p = PolicyRun(cfg=cfg, out=out, label=label, model=model, dataset=dataset, groups=grp,
+                      pairing=pairing, pool_idx=pool_idx, X=X, R=R,
+                      base_key=multi_key(cfg, data_info, model_info, X, R, grp, H),
+                      stages=stages, log=log, progress=progress, interrupt=interrupt,
+                      removals=[RunRemoval(name="baseline", removal=Baseline(), primary=True)])
         views = output_views(model)
-        attr = {}
-        for m in cfg["methods"]["names"]:
-            if m == "random":
-                continue  # the random orderings of evaluation.n_random
-            opts = method_options(m, (cfg["methods"]["options"] or {}).get(m, {}), cfg["seed"],
-                                  dataset)
-            attr[m] = np.stack([insdel.attribute(v, X, R, method=m, **opts) for v in views],
-                               axis=1)
-            log(f"  {m}: attributions per output {attr[m].shape}")
-        ev = insdel.evaluate(model, X, R, attr, modes=ev_cfg["modes"], n_random=ev_cfg["n_random"],
-                             seed=cfg["seed"], normalize=ev_cfg["normalize"],
-                             order=ev_cfg["order"], groups=grp, output_weights=weights)
-        decs = _decompositions(cfg, views, X, R, grp, ev, label, log)
-        stages.add(f"{label}/multi_output", time.perf_counter() - t0, pairs=len(pairing),
-                   model_evaluations=int(model.n_evals))
+        p.attributions = attribute_all(scored, model, dataset, X, R,
+                                       experiment_plan(cfg, out, label), p.base_key, stages, log,
+                                       progress, interrupt, task=output_task)
+        for m, a in p.attributions.items():
+            log(f"  {m}: attributions per output {a.shape}")
+        ev = multi_curves(p, weights)
+        decs = _decompositions(p, views, ev)
         model.n_evals = 0
         folder = out / label
         folder.mkdir(parents=True, exist_ok=True)
@@ -130,7 +138,7 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
                 decomposition_rows.append(decs[h][DECOMP_COLS].mean().to_frame().T.assign(
                     policy=label, output=h))
         with ck.atomic_write(folder / "attributions.npz", suffix=".npz") as tmp:
-            np.savez(tmp, **attr)
+            np.savez(tmp, **p.attributions)
         table = ev.summary()
         ck.atomic_write_text(folder / "abc_by_output.csv", table.to_csv(index=False))
         summaries.append(table.assign(policy=label))
@@ -179,27 +187,96 @@ def summary_markdown(summary: pd.DataFrame, H: int, weights: np.ndarray, digits:
     return "\n".join(lines)
 
 
-def _decompositions(cfg: dict, views: list, X: np.ndarray, R: np.ndarray, grp, ev, label: str,
-                    log) -> list:
-    """The exact decomposition of the first ``decomposition.n_pairs`` pairs for each output (its
-    view: each distinct batch of rows evaluated once for all outputs), as the single-output
-    run's per-pair tables with every method's ABC of that output; [] when ``n_pairs = 0``."""
-    K = min(cfg["decomposition"]["n_pairs"], X.shape[0])
-    if K == 0:
-        return []
-    kw = {"progress": False, "max_d": cfg["decomposition"]["max_d"]}
+def multi_key(cfg: dict, data_info: dict, model_info: dict, X: np.ndarray, R: np.ndarray, grp,
+              H: int) -> dict:
+    """What every checkpoint chunk of a multi-output policy's key holds: the single-output
+    run's (:func:`insdel.runner.provenance.pairs_key`, the groups, the model file's hash) and
+    ``outputs`` (H). The output weights are not in it: they weigh the aggregate, which is
+    computed from the per-output curves every time."""
+    key = pairs_key(cfg, data_info, model_info, X, R)
     if grp is not None:
-        kw["groups"] = grp
-    n = X.shape[1] if grp is None else grp.m
+        key["groups"] = grp.to_json()
+    if model_info["file_sha256"] not in (None, model_info["sha256"]):
+        key["model_file"] = model_info["file_sha256"]
+    key["outputs"] = H
+    return key
+
+
+def output_task(lo: int, hi: int, method: str, kw: dict, where: str, *, model, X, R):
+    """One attribution chunk of every output (rows lo..hi - 1): (A (rows, H, n), model
+    evaluations, seconds); the outputs' views share one store of the model's values, so each
+    distinct batch of rows is evaluated once for all H outputs."""
+    from ..multi_output import output_views
+
+    t0 = time.perf_counter()
+    e0 = model.n_evals
+    parts = [attribution_task(lo, hi, method, kw, where, model=v, X=X, R=R)[0]
+             for v in output_views(model)]
+    return np.stack(parts, axis=1), int(model.n_evals - e0), time.perf_counter() - t0
+
+
+def multi_curves(p: PolicyRun, weights: np.ndarray):
+    """The curves of every output of the policy's pairs and attributions (one trace of all H
+    outputs, :func:`insdel.evaluate`), one checkpoint chunk in ``checkpoints/<policy>/
+    curves-per-output`` keyed as a single-output run's curves (:func:`curves_key`; the base key
+    holds ``outputs``); the :class:`insdel.multi_output.MultiEvaluation` with ``weights``."""
+    import insdel
+
+    from ..multi_output import MultiEvaluation
+
+    rem = p.removals[0]
+    methods = list(p.attributions)
+    if "random" not in methods:
+        methods.append("random")
+    ev_cfg = p.cfg["evaluation"]
+    store = ck.ChunkStore(p.out / "checkpoints" / p.label / "curves-per-output",
+                          curves_key(p, rem))
+    stats: dict = {}
+    H = int(p.base_key["outputs"])
+
+    def task(i: int):
+        t0 = time.perf_counter()
+        ev = insdel.evaluate(p.model, p.X, p.R, p.attributions, modes=ev_cfg["modes"],
+                             n_random=n_random(p, rem),
+                             seed=chunk_seed(p.cfg["seed"], p.label, "orders"),
+                             normalize=ev_cfg["normalize"], order=ev_cfg["order"],
+                             groups=p.groups, clusters=p.pairing.cluster,
+                             output_weights=weights, progress=p.progress)
+        stats.update(ev.stats)
+        packed = np.concatenate([curves_pack(ev[h]) for h in range(H)], axis=1)
+        return packed, int(ev.stats.get("model_evaluations", 0)), time.perf_counter() - t0
+
+    with progress_bar(1, f"  curves [{p.label}]", unit="chunk", enable=False,
+                      log=None if bars_shown(p.progress) else p.log) as bar:
+        chunks, secs, evals, resumed = run_chunks(store, 1, task, lambda i: (i,), {}, bar,
+                                                  p.interrupt, None)
+    arr = chunks[0]
+    W = arr.shape[1] // H
+    evs = [curves_unpack(arr[:, h * W:(h + 1) * W], p, methods, rem, dict(stats))
+           for h in range(H)]
+    p.stages.add(f"{p.label}/curves", secs, model_evaluations=evals,
+                 curve_points=int(stats.get("curve_points", 0)), chunks_resumed=resumed)
+    p.log(f"  curves of {H} outputs: " + ("resumed from the checkpoint" if resumed else
+                                         f"{evals:,} model evaluations, {secs:.1f} s"))
+    return MultiEvaluation(evs, weights, stats)
+
+
+def _decompositions(p: PolicyRun, views: list, ev) -> list:
+    """The exact decomposition of the first ``decomposition.n_pairs`` pairs for each output
+    (its view, :func:`insdel.runner.stages.decomposition.decompose`, checkpointed in
+    ``checkpoints/<policy>/output_<h>/decomposition`` with ``output`` = h in the key), as the
+    single-output run's per-pair tables with every method's ABC of that output; [] when
+    ``n_pairs = 0``."""
     tables = []
     for h, view in enumerate(views):
-        arr, _, _ = decomposition_task(0, K, kw, cfg["evaluation"]["normalize"],
-                                       "pairs {lo}..{hi} of policy " + repr(label) +
-                                       f", output {h}", model=view, X=X, R=R)
-        df = decomposition_table(arr, n)
+        df = decompose(p.cfg, view, p.X, p.R, f"{p.label}/output_{h}", p.out,
+                       {**p.base_key, "output": h}, p.stages, p.log, p.progress, p.interrupt,
+                       groups=p.groups)
+        if df is None:
+            return []
+        K = len(df)
         for mode in ev.modes:
             for m in ev.methods:
                 df[f"abc_{mode}_{m}"] = ev[h].abc_array(m, mode)[:K]
         tables.append(df)
-    log(f"  exact decomposition of {K} pairs for each of the {len(views)} outputs")
     return tables

@@ -23,10 +23,11 @@ from ..chunks import chunk_seed, run_chunks
 from ..context import PolicyRun
 from ..removals import RunRemoval
 
-__all__ = ["run", "evaluate_removal", "curves_key", "attributions_of"]
+__all__ = ["run", "evaluate_removal", "curves_key", "attributions_of", "pack", "unpack",
+           "n_random"]
 
 
-def _pack(ev: Evaluation) -> np.ndarray:
+def pack(ev: Evaluation) -> np.ndarray:
     """One float64 array (B, W) of what an evaluation is rebuilt from: f(x), f(r), each method's
     ordering and, per mode, the methods' and the random orderings' curves."""
     B = ev.n_pairs
@@ -36,9 +37,9 @@ def _pack(ev: Evaluation) -> np.ndarray:
     return np.concatenate(parts, axis=1)
 
 
-def _unpack(arr: np.ndarray, p: PolicyRun, methods: list[str], rem: RunRemoval,
+def unpack(arr: np.ndarray, p: PolicyRun, methods: list[str], rem: RunRemoval,
             stats: dict) -> Evaluation:
-    """The :class:`Evaluation` :func:`_pack` stored (the same arrays, bit for bit)."""
+    """The :class:`Evaluation` :func:`pack` stored (the same arrays, bit for bit)."""
     ev_cfg = p.cfg["evaluation"]
     modes = tuple(dict.fromkeys(ev_cfg["modes"]))
     B = p.X.shape[0]
@@ -129,14 +130,14 @@ def evaluate_removal(p: PolicyRun, rem: RunRemoval) -> Evaluation:
             raise type(exc)(f"curves of policy {p.label!r} under removal {rem.name!r}: "
                             f"{exc}") from exc
         stats.update(ev.stats)
-        return _pack(ev), int(ev.stats.get("model_evaluations", 0)), time.perf_counter() - t0
+        return pack(ev), int(ev.stats.get("model_evaluations", 0)), time.perf_counter() - t0
 
     # evaluate's own bar shows the progress; without a bar, one plain line names the stage
     with progress_bar(len(p.X), f"  curves [{p.label}, removal {rem.name}]", unit="pair",
                       enable=False, log=None if bars_shown(p.progress) else p.log) as bar:
         chunks, secs, evals, resumed = run_chunks(store, 1, curves_task, lambda i: (i,), {},
                                                   bar, p.interrupt, None)
-    ev = _unpack(chunks[0], p, methods, rem, stats)
+    ev = unpack(chunks[0], p, methods, rem, stats)
     name = "curves" if rem.primary else f"curves/{rem.folder}"
     p.stages.add(f"{p.label}/{name}", secs, model_evaluations=evals,
                  curve_points=int(stats.get("curve_points", 0)), chunks_resumed=resumed)
