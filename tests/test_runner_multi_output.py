@@ -142,3 +142,74 @@ def test_a_table_with_h_target_columns_runs_with_the_others_dropped(files, tmp_p
     res = runner.run_experiment(cfg, tmp_path / "out")
     assert res.manifest["data"]["features"] == 3
     assert res.evaluations["median"].n_outputs == 2
+
+
+def _stages(out):
+    import json
+
+    return json.loads((out / "manifest.json").read_text())["compute"]["stages"]
+
+
+def _files(out):
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.suffix in (".csv", ".parquet", ".npz")
+            and "checkpoints" not in p.parts}
+
+
+def test_an_interrupted_multi_output_run_resumes_with_identical_files(files, tmp_path):
+    """Interrupted after its first saved chunk, the run started again loads that chunk (its
+    attributions are not computed again) and writes the files of an uninterrupted run."""
+    csv, path, _ = files
+    cfg = _cfg(csv, path, outputs=2)
+    cfg["decomposition"] = {"n_pairs": 2}
+    full = runner.run_experiment(cfg, tmp_path / "full")
+
+    def interrupt():
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_experiment(cfg, tmp_path / "cut", _interrupt=interrupt)
+    assert not (tmp_path / "cut" / "manifest.json").exists()
+    runner.run_experiment(cfg, tmp_path / "cut")
+    st = _stages(tmp_path / "cut")
+    assert st["median/attributions/vanilla_grad"]["chunks_resumed"] == 1
+    assert st["median/attributions/integrated_gradients"]["chunks_resumed"] == 0
+    a, b = _files(full.out), _files(tmp_path / "cut")
+    assert a.keys() == b.keys() and "median/output_1/decomposition.parquet" in a
+    assert [k for k in a if a[k] != b[k]] == []
+
+
+def test_a_multi_output_chunk_is_reused_only_by_its_own_configuration(files, tmp_path):
+    """Started again in the same folder: everything resumes under the same configuration; other
+    output weights reuse the per-output curves (the aggregate alone changes); other method
+    options recompute that method and the curves."""
+    csv, path, _ = files
+    cfg = _cfg(csv, path, outputs=2)
+    cfg["decomposition"] = {"n_pairs": 2}
+    first = runner.run_experiment(cfg, tmp_path)
+    runner.run_experiment(cfg, tmp_path)
+    st = _stages(tmp_path)
+    assert st["median/attributions/integrated_gradients"]["chunks_resumed"] == 2
+    assert st["median/curves"]["chunks_resumed"] == 1
+    assert st["median/output_1/decomposition"]["chunks_resumed"] == 1
+
+    weighted = _cfg(csv, path, outputs=2, output_weights=[3.0, 1.0])
+    weighted["decomposition"] = {"n_pairs": 2}
+    again = runner.run_experiment(weighted, tmp_path)
+    assert _stages(tmp_path)["median/curves"]["chunks_resumed"] == 1
+    s0, s1 = first.summary, again.summary
+    pd.testing.assert_frame_equal(s0[s0["output"] != "weighted"], s1[s1["output"] != "weighted"])
+    ig = s0[(s0["output"] == "weighted") & (s0["method"] == "integrated_gradients")]["mean"]
+    ig1 = s1[(s1["output"] == "weighted") & (s1["method"] == "integrated_gradients")]["mean"]
+    assert not np.allclose(ig.to_numpy(), ig1.to_numpy())
+    want = (again.evaluations["median"].abc_array("integrated_gradients") @ [0.75, 0.25]).mean()
+    assert ig1.iloc[0] == pytest.approx(want, abs=1e-12)
+
+    steps = _cfg(csv, path, outputs=2)
+    steps["methods"]["options"] = {"integrated_gradients": {"n_steps": 7}}
+    runner.run_experiment(steps, tmp_path)
+    st = _stages(tmp_path)
+    assert st["median/attributions/integrated_gradients"]["chunks_resumed"] == 0
+    assert st["median/attributions/vanilla_grad"]["chunks_resumed"] == 2
+    assert st["median/curves"]["chunks_resumed"] == 0
+
