@@ -213,3 +213,19 @@ def test_a_multi_output_chunk_is_reused_only_by_its_own_configuration(files, tmp
     assert st["median/attributions/vanilla_grad"]["chunks_resumed"] == 2
     assert st["median/curves"]["chunks_resumed"] == 0
 
+
+
+def test_multi_output_run_draws_its_figures_and_lists_them(files, tmp_path):
+    """figures.enabled: the ABC by output (standard-error bars) and the curves per output of
+    each policy, under figures/ and in the manifest's files."""
+    import json
+
+    csv, path, _ = files
+    cfg = _cfg(csv, path, outputs=2)
+    cfg["figures"] = {"enabled": True}
+    res = runner.run_experiment(cfg, tmp_path)
+    names = {"median_abc_by_output.png", "median_insertion_curves_by_output.png",
+             "median_deletion_curves_by_output.png"}
+    assert {p.name for p in res.figures} == names
+    listed = json.loads((tmp_path / "manifest.json").read_text())["files"]
+    assert {f"figures/{n}" for n in names} <= set(listed)

@@ -12,7 +12,9 @@ output's summary and the weighted aggregate, ``model.output_weights``), ``<polic
 ``<policy>/attributions.npz`` ((B, H, n) per method); with ``decomposition.n_pairs`` the exact
 decomposition of each output (``<policy>/output_<h>/decomposition.parquet``,
 ``decomposition_by_output.csv``); for the run ``summary.csv`` (a ``policy`` and an ``output``
-column), ``summary.md`` and ``manifest.json``. No figures, no checkpointed chunks.
+column), ``summary.md``, the figures (:func:`output_figures`) and ``manifest.json``. The
+attributions, curves and decompositions are checkpointed chunks (``checkpoints/<policy>/``)
+keyed by everything that determines them (:func:`multi_key`): an interrupted run resumes.
 """
 
 from __future__ import annotations
@@ -90,9 +92,6 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
     model = multi_model(model, H, pool)
     weights = check_output_weights(cfg["model"]["output_weights"], H)
     log(f"model: {H} outputs, aggregate weights {np.round(weights, 4).tolist()}")
-    if cfg["figures"]["enabled"]:
-        log("figures: not drawn for a model with several outputs (abc_by_output.csv holds the "
-            "ABCs per output)")
     evaluations, pairings, policy_specs, summaries = {}, {}, {}, []
     # "random" is the curves' random orderings (evaluation.n_random), not a set of scores
     scored = {**cfg, "methods": {**cfg["methods"], "names": [
@@ -156,6 +155,7 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
             + ["| " + " | ".join([str(r[0]), str(r[1])] + [f"{v:.3f}" for v in r[2:]]) + " |"
                for r in dec.itertuples(index=False)])
     ck.atomic_write_text(out / "summary.md", text + "\n")
+    fig_paths = output_figures(cfg, evaluations, out, stages)
     evals_total = sum(int(v.get("model_evaluations", 0)) for v in stages.stages.values())
     manifest = run_manifest(
         cfg, out, before, data_info=data_info, model_info=model_info,
@@ -167,6 +167,7 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
                  "model_evaluations_total": evals_total})
     return MultiRunResult(out=out, config=cfg, evaluations=evaluations, pairings=pairings,
                           summary=summary, diagnostics=pd.DataFrame(), manifest=manifest,
+                          figures=fig_paths,
                           model=model, dataset=dataset, markdown=text)
 
 
@@ -185,6 +186,37 @@ def summary_markdown(summary: pd.DataFrame, H: int, weights: np.ndarray, digits:
         for m in dict.fromkeys(part["method"]):
             lines.append(f"| {m} | " + " | ".join(cell.get((c, m), "") for c in cols) + " |")
     return "\n".join(lines)
+
+
+def output_figures(cfg: dict, evaluations: dict, out: Path, stages: Stages) -> list[Path]:
+    """Per policy, in ``out/figures`` (none when ``figures.enabled`` is false):
+    ``<policy>_abc_by_output.png`` (each method's mean ABC by output with standard-error bars,
+    one panel per mode) and ``<policy>_<mode>_curves_by_output.png`` (the mean curves of up
+    to four outputs)."""
+    if not cfg["figures"]["enabled"]:
+        return []
+    import matplotlib.pyplot as plt
+
+    from .. import plotting
+
+    t0 = time.perf_counter()
+    fdir, dpi = out / "figures", cfg["figures"]["dpi"]
+    paths: list[Path] = []
+    for label, ev in evaluations.items():
+        modes = list(ev.modes)
+        fig, axes = plt.subplots(1, len(modes), figsize=(6.0 * len(modes), 3.8),
+                                 layout="constrained", squeeze=False)
+        for ax, mode in zip(axes[0], modes, strict=True):
+            plotting.abc_by_output(ev, mode, ax=ax)
+        fig.suptitle(f"{label}: ABC by output")
+        paths.append(plotting.save_figure(fig, fdir / f"{label}_abc_by_output.png", dpi))
+        for mode in modes:
+            fig = plotting.curves_by_output(ev, mode)
+            fig.suptitle(f"{label}: mean {mode} curves by output")
+            paths.append(plotting.save_figure(fig, fdir / f"{label}_{mode}_curves_by_output.png",
+                                              dpi))
+    stages.add("figures", time.perf_counter() - t0, figures=len(paths))
+    return paths
 
 
 def multi_key(cfg: dict, data_info: dict, model_info: dict, X: np.ndarray, R: np.ndarray, grp,
