@@ -98,7 +98,8 @@ def test_outputs_the_model_does_not_return_is_an_error_naming_the_key(files, tmp
     ({"params": {"hidden": [4], "dropout": 0.0, "lr": 3e-3}, "outputs": 2}, {}, r"model\.outputs = 2: .*model file"),
     ({"outputs": 2, "output_weights": [1, 2, 3]}, {}, r"model\.output_weights has 3 weights"),
     ({"output_weights": [1, 2]}, {}, r"model\.output_weights .*give model\.outputs"),
-    ({"outputs": 2}, {"removal": {"kinds": ["baseline", "constant"]}}, r"removal\.kinds"),
+    ({"outputs": 2}, {"removal": {"kinds": ["baseline", "constant"],
+                                  "attributions": "per_removal"}}, r"removal\.attributions"),
     ({"outputs": 2}, {"metrics": {"names": ["complexity"]}}, r"metrics\.names"),
 ])
 def test_multi_output_config_errors_name_the_key(files, model, over, match):
@@ -229,3 +230,37 @@ def test_multi_output_run_draws_its_figures_and_lists_them(files, tmp_path):
     assert {p.name for p in res.figures} == names
     listed = json.loads((tmp_path / "manifest.json").read_text())["files"]
     assert {f"figures/{n}" for n in names} <= set(listed)
+
+
+def test_further_removals_give_each_outputs_curves_under_them(files, tmp_path):
+    """removal.kinds = [baseline, marginal]: <policy>/removal-marginal/output_<h>/ holds output
+    h's evaluation under the run's marginal removal, equal to a single-output evaluation of that
+    column under it (1e-12); its chunk's key holds the removal's options."""
+    from insdel.runner.removals import build_removals
+
+    csv, path, net = files
+    cfg = _cfg(csv, path, outputs=2)
+    cfg["removal"] = {"kinds": ["baseline", {"name": "marginal",
+                                             "options": {"n_references": 3}}]}
+    res = runner.run_experiment(cfg, tmp_path)
+    pairing = res.pairings["median"]
+    A = np.load(tmp_path / "median" / "attributions.npz")
+    rem = build_removals(res.config, res.dataset)[1]
+    under = res.removal_evaluations["median"]["marginal"]
+    assert (tmp_path / "median" / "removal-marginal" / "abc_by_output.csv").is_file()
+    for h in range(2):
+        single = insdel.evaluate(insdel.as_model(net, output=h), pairing.X, pairing.R,
+                                 {m: A[m][:, h] for m in A.files}, n_random=1,
+                                 removal=rem.removal)
+        saved = insdel.Evaluation.load(tmp_path / "median" / "removal-marginal" / f"output_{h}")
+        for m in A.files:
+            np.testing.assert_allclose(saved.abc_array(m), single.abc_array(m), atol=1e-12)
+            np.testing.assert_allclose(under[h].abc_array(m, "deletion"),
+                                       single.abc_array(m, "deletion"), atol=1e-12)
+    assert not np.allclose(under.abc_array("vanilla_grad"),
+                           res.evaluations["median"].abc_array("vanilla_grad"))
+    cfg["removal"]["kinds"][1]["options"] = {"n_references": 4}
+    runner.run_experiment(cfg, tmp_path)
+    st = _stages(tmp_path)
+    assert st["median/curves"]["chunks_resumed"] == 1
+    assert st["median/curves/removal-marginal"]["chunks_resumed"] == 0

@@ -74,7 +74,7 @@ def multi_model(model, H: int, X: np.ndarray):
 
 def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_metrics: dict,
               model_info: dict, stages: Stages, log, progress, before, grp, client=None,
-              interrupt: Callable[[], None] | None = None):
+              interrupt: Callable[[], None] | None = None, removals: list | None = None):
     """The policies of a multi-output run (see the module docstring); a
     :class:`insdel.runner.RunResult` whose ``evaluations`` are
     :class:`insdel.multi_output.MultiEvaluation` per policy label."""
@@ -92,7 +92,7 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
     model = multi_model(model, H, pool)
     weights = check_output_weights(cfg["model"]["output_weights"], H)
     log(f"model: {H} outputs, aggregate weights {np.round(weights, 4).tolist()}")
-    evaluations, pairings, policy_specs, summaries = {}, {}, {}, []
+    evaluations, pairings, policy_specs, summaries, by_removal = {}, {}, {}, [], {}
     # "random" is the curves' random orderings (evaluation.n_random), not a set of scores
     scored = {**cfg, "methods": {**cfg["methods"], "names": [
         m for m in cfg["methods"]["names"] if m != "random"]}}
@@ -116,18 +116,25 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
                       pairing=pairing, pool_idx=pool_idx, X=X, R=R,
                       base_key=multi_key(cfg, data_info, model_info, X, R, grp, H),
                       stages=stages, log=log, progress=progress, interrupt=interrupt,
-                      removals=[RunRemoval(name="baseline", removal=Baseline(), primary=True)])
+                      removals=removals or [RunRemoval(name="baseline", removal=Baseline(),
+                                                       primary=True)])
         views = output_views(model)
         p.attributions = attribute_all(scored, model, dataset, X, R,
                                        experiment_plan(cfg, out, label), p.base_key, stages, log,
                                        progress, interrupt, task=output_task)
         for m, a in p.attributions.items():
             log(f"  {m}: attributions per output {a.shape}")
-        ev = multi_curves(p, weights)
+        evs = {rem.name: multi_curves(p, weights, rem) for rem in p.removals}
+        ev = evs[p.removals[0].name]
         decs = _decompositions(p, views, ev)
         model.n_evals = 0
         folder = out / label
         folder.mkdir(parents=True, exist_ok=True)
+        for rem in p.removals[1:]:  # each further removal's curves in <policy>/removal-<name>/
+            for h in range(H):
+                evs[rem.name][h].save(folder / rem.folder / f"output_{h}", pairing=pairing)
+            ck.atomic_write_text(folder / rem.folder / "abc_by_output.csv",
+                                 evs[rem.name].summary().to_csv(index=False))
         for h in range(H):
             ev[h].save(folder / f"output_{h}", pairing=pairing)
             if decs:
@@ -141,7 +148,7 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
         table = ev.summary()
         ck.atomic_write_text(folder / "abc_by_output.csv", table.to_csv(index=False))
         summaries.append(table.assign(policy=label))
-        evaluations[label], pairings[label] = ev, pairing
+        evaluations[label], pairings[label], by_removal[label] = ev, pairing, evs
     summary = pd.concat(summaries, ignore_index=True)
     summary = summary[["policy"] + [c for c in summary.columns if c != "policy"]]
     ck.atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
@@ -167,7 +174,7 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
                  "model_evaluations_total": evals_total})
     return MultiRunResult(out=out, config=cfg, evaluations=evaluations, pairings=pairings,
                           summary=summary, diagnostics=pd.DataFrame(), manifest=manifest,
-                          figures=fig_paths,
+                          figures=fig_paths, removal_evaluations=by_removal,
                           model=model, dataset=dataset, markdown=text)
 
 
@@ -247,33 +254,40 @@ def output_task(lo: int, hi: int, method: str, kw: dict, where: str, *, model, X
     return np.stack(parts, axis=1), int(model.n_evals - e0), time.perf_counter() - t0
 
 
-def multi_curves(p: PolicyRun, weights: np.ndarray):
-    """The curves of every output of the policy's pairs and attributions (one trace of all H
-    outputs, :func:`insdel.evaluate`), one checkpoint chunk in ``checkpoints/<policy>/
-    curves-per-output`` keyed as a single-output run's curves (:func:`curves_key`; the base key
-    holds ``outputs``); the :class:`insdel.multi_output.MultiEvaluation` with ``weights``."""
+def multi_curves(p: PolicyRun, weights: np.ndarray, rem: RunRemoval):
+    """The curves of every output of the policy's pairs and attributions under removal ``rem``
+    (one trace of all H outputs, :func:`insdel.evaluate`), one checkpoint chunk in
+    ``checkpoints/<policy>/curves-per-output[-removal-<name>]`` keyed as a single-output run's
+    curves (:func:`curves_key`: the removal's ``params()`` in it; the base key holds
+    ``outputs``); the :class:`insdel.multi_output.MultiEvaluation` with ``weights``."""
     import insdel
 
     from ..multi_output import MultiEvaluation
 
-    rem = p.removals[0]
     methods = list(p.attributions)
     if "random" not in methods:
         methods.append("random")
     ev_cfg = p.cfg["evaluation"]
-    store = ck.ChunkStore(p.out / "checkpoints" / p.label / "curves-per-output",
-                          curves_key(p, rem))
+    store = ck.ChunkStore(p.out / "checkpoints" / p.label / "-".join(
+        ["curves-per-output"] + ([rem.folder] if rem.folder else [])), curves_key(p, rem))
     stats: dict = {}
     H = int(p.base_key["outputs"])
 
     def task(i: int):
         t0 = time.perf_counter()
-        ev = insdel.evaluate(p.model, p.X, p.R, p.attributions, modes=ev_cfg["modes"],
-                             n_random=n_random(p, rem),
-                             seed=chunk_seed(p.cfg["seed"], p.label, "orders"),
-                             normalize=ev_cfg["normalize"], order=ev_cfg["order"],
-                             groups=p.groups, clusters=p.pairing.cluster,
-                             output_weights=weights, progress=p.progress)
+        try:
+            ev = insdel.evaluate(p.model, p.X, p.R, p.attributions, modes=ev_cfg["modes"],
+                                 n_random=n_random(p, rem),
+                                 seed=chunk_seed(p.cfg["seed"], p.label, "orders"),
+                                 normalize=ev_cfg["normalize"], order=ev_cfg["order"],
+                                 groups=p.groups, clusters=p.pairing.cluster,
+                                 output_weights=weights, progress=p.progress,
+                                 removal=None if rem.is_baseline else rem.removal)
+        except Exception as exc:
+            if rem.is_baseline:
+                raise
+            raise type(exc)(f"curves of policy {p.label!r} under removal {rem.name!r}: "
+                            f"{exc}") from exc
         stats.update(ev.stats)
         packed = np.concatenate([curves_pack(ev[h]) for h in range(H)], axis=1)
         return packed, int(ev.stats.get("model_evaluations", 0)), time.perf_counter() - t0
@@ -286,10 +300,12 @@ def multi_curves(p: PolicyRun, weights: np.ndarray):
     W = arr.shape[1] // H
     evs = [curves_unpack(arr[:, h * W:(h + 1) * W], p, methods, rem, dict(stats))
            for h in range(H)]
-    p.stages.add(f"{p.label}/curves", secs, model_evaluations=evals,
+    name = "curves" if rem.primary else f"curves/{rem.folder}"
+    p.stages.add(f"{p.label}/{name}", secs, model_evaluations=evals,
                  curve_points=int(stats.get("curve_points", 0)), chunks_resumed=resumed)
-    p.log(f"  curves of {H} outputs: " + ("resumed from the checkpoint" if resumed else
-                                         f"{evals:,} model evaluations, {secs:.1f} s"))
+    what = "" if rem.is_baseline and len(p.removals) == 1 else f" (removal {rem.name})"
+    p.log(f"  curves of {H} outputs{what}: " + ("resumed from the checkpoint" if resumed else
+                                               f"{evals:,} model evaluations, {secs:.1f} s"))
     return MultiEvaluation(evs, weights, stats)
 
 
@@ -297,13 +313,15 @@ def _decompositions(p: PolicyRun, views: list, ev) -> list:
     """The exact decomposition of the first ``decomposition.n_pairs`` pairs for each output
     (its view, :func:`insdel.runner.stages.decomposition.decompose`, checkpointed in
     ``checkpoints/<policy>/output_<h>/decomposition`` with ``output`` = h in the key), as the
-    single-output run's per-pair tables with every method's ABC of that output; [] when
-    ``n_pairs = 0``."""
+    single-output run's per-pair tables with every method's ABC of that output (under the
+    primary removal, as the single-output run); [] when ``n_pairs = 0``."""
+    primary = p.removals[0]
     tables = []
     for h, view in enumerate(views):
         df = decompose(p.cfg, view, p.X, p.R, f"{p.label}/output_{h}", p.out,
                        {**p.base_key, "output": h}, p.stages, p.log, p.progress, p.interrupt,
-                       groups=p.groups)
+                       groups=p.groups,
+                       removal=None if primary.is_baseline else primary.removal)
         if df is None:
             return []
         K = len(df)
