@@ -28,18 +28,14 @@ import numpy as np
 import pandas as pd
 
 from .. import _checkpoint as ck
-from .._progress import bars_shown, progress_bar
 from ..removal import Baseline
 from ..report import run_header
-from .chunks import chunk_seed, run_chunks
 from .context import PolicyRun
 from .experiment import RunResult
 from .provenance import Stages, pairs_key, run_manifest
 from .removals import RunRemoval
 from .stages.attribution import attribute_all, attribution_task, experiment_plan
-from .stages.curves import curves_key, n_random
-from .stages.curves import pack as curves_pack
-from .stages.curves import unpack as curves_unpack
+from .stages.curves import evaluate_removal
 from .stages.decomposition import DECOMP_COLS, decompose
 from .stages.model import model_files
 
@@ -124,7 +120,8 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
                                        progress, interrupt, task=output_task)
         for m, a in p.attributions.items():
             log(f"  {m}: attributions per output {a.shape}")
-        evs = {rem.name: multi_curves(p, weights, rem) for rem in p.removals}
+        evs = {rem.name: evaluate_removal(p, rem, output_weights=weights)
+               for rem in p.removals}
         ev = evs[p.removals[0].name]
         decs = _decompositions(p, views, ev)
         model.n_evals = 0
@@ -252,61 +249,6 @@ def output_task(lo: int, hi: int, method: str, kw: dict, where: str, *, model, X
     parts = [attribution_task(lo, hi, method, kw, where, model=v, X=X, R=R)[0]
              for v in output_views(model)]
     return np.stack(parts, axis=1), int(model.n_evals - e0), time.perf_counter() - t0
-
-
-def multi_curves(p: PolicyRun, weights: np.ndarray, rem: RunRemoval):
-    """The curves of every output of the policy's pairs and attributions under removal ``rem``
-    (one trace of all H outputs, :func:`insdel.evaluate`), one checkpoint chunk in
-    ``checkpoints/<policy>/curves-per-output[-removal-<name>]`` keyed as a single-output run's
-    curves (:func:`curves_key`: the removal's ``params()`` in it; the base key holds
-    ``outputs``); the :class:`insdel.multi_output.MultiEvaluation` with ``weights``."""
-    import insdel
-
-    from ..multi_output import MultiEvaluation
-
-    methods = list(p.attributions)
-    if "random" not in methods:
-        methods.append("random")
-    ev_cfg = p.cfg["evaluation"]
-    store = ck.ChunkStore(p.out / "checkpoints" / p.label / "-".join(
-        ["curves-per-output"] + ([rem.folder] if rem.folder else [])), curves_key(p, rem))
-    stats: dict = {}
-    H = int(p.base_key["outputs"])
-
-    def task(i: int):
-        t0 = time.perf_counter()
-        try:
-            ev = insdel.evaluate(p.model, p.X, p.R, p.attributions, modes=ev_cfg["modes"],
-                                 n_random=n_random(p, rem),
-                                 seed=chunk_seed(p.cfg["seed"], p.label, "orders"),
-                                 normalize=ev_cfg["normalize"], order=ev_cfg["order"],
-                                 groups=p.groups, clusters=p.pairing.cluster,
-                                 output_weights=weights, progress=p.progress,
-                                 removal=None if rem.is_baseline else rem.removal)
-        except Exception as exc:
-            if rem.is_baseline:
-                raise
-            raise type(exc)(f"curves of policy {p.label!r} under removal {rem.name!r}: "
-                            f"{exc}") from exc
-        stats.update(ev.stats)
-        packed = np.concatenate([curves_pack(ev[h]) for h in range(H)], axis=1)
-        return packed, int(ev.stats.get("model_evaluations", 0)), time.perf_counter() - t0
-
-    with progress_bar(1, f"  curves [{p.label}]", unit="chunk", enable=False,
-                      log=None if bars_shown(p.progress) else p.log) as bar:
-        chunks, secs, evals, resumed = run_chunks(store, 1, task, lambda i: (i,), {}, bar,
-                                                  p.interrupt, None)
-    arr = chunks[0]
-    W = arr.shape[1] // H
-    evs = [curves_unpack(arr[:, h * W:(h + 1) * W], p, methods, rem, dict(stats))
-           for h in range(H)]
-    name = "curves" if rem.primary else f"curves/{rem.folder}"
-    p.stages.add(f"{p.label}/{name}", secs, model_evaluations=evals,
-                 curve_points=int(stats.get("curve_points", 0)), chunks_resumed=resumed)
-    what = "" if rem.is_baseline and len(p.removals) == 1 else f" (removal {rem.name})"
-    p.log(f"  curves of {H} outputs{what}: " + ("resumed from the checkpoint" if resumed else
-                                               f"{evals:,} model evaluations, {secs:.1f} s"))
-    return MultiEvaluation(evs, weights, stats)
 
 
 def _decompositions(p: PolicyRun, views: list, ev) -> list:

@@ -23,8 +23,7 @@ from ..chunks import chunk_seed, run_chunks
 from ..context import PolicyRun
 from ..removals import RunRemoval
 
-__all__ = ["run", "evaluate_removal", "curves_key", "attributions_of", "pack", "unpack",
-           "n_random"]
+__all__ = ["run", "evaluate_removal", "curves_key", "attributions_of", "n_random"]
 
 
 def pack(ev: Evaluation) -> np.ndarray:
@@ -97,9 +96,14 @@ def curves_key(p: PolicyRun, rem: RunRemoval) -> str:
         "orders_seed": chunk_seed(p.cfg["seed"], p.label, "orders")})
 
 
-def evaluate_removal(p: PolicyRun, rem: RunRemoval) -> Evaluation:
+def evaluate_removal(p: PolicyRun, rem: RunRemoval, *, output_weights: np.ndarray | None = None):
     """The evaluation of the policy's pairs and attributions under one removal (checkpointed in
-    ``checkpoints/<policy>/removal-<name>``; loaded when a run with the same key finished it)."""
+    ``checkpoints/<policy>/removal-<name>``; loaded when a run with the same key finished it).
+
+    With ``output_weights`` (H,) the model has H outputs (``insdel run`` with ``model.outputs``):
+    one trace gives every output's curves, stored as one chunk (the outputs' packed evaluations
+    side by side; the weights are not in the key: they weigh the aggregate alone), and the
+    result is a :class:`insdel.multi_output.MultiEvaluation` with those weights."""
     atts = attributions_of(p, rem)
     methods = list(atts)
     if "random" not in methods:
@@ -108,36 +112,50 @@ def evaluate_removal(p: PolicyRun, rem: RunRemoval) -> Evaluation:
                           curves_key(p, rem))
     ev_cfg = {**p.cfg["evaluation"], "n_random": n_random(p, rem)}
     stats: dict = {}
+    common = {"modes": ev_cfg["modes"], "n_random": ev_cfg["n_random"],
+              "seed": chunk_seed(p.cfg["seed"], p.label, "orders"),
+              "normalize": ev_cfg["normalize"], "order": ev_cfg["order"],
+              "progress": p.progress, "feature_names": _feature_names(p),
+              "clusters": p.pairing.cluster}
+    # the paper's removal runs the engines' unchanged one-reference path
+    removal = None if rem.is_baseline else rem.removal
 
     def curves_task(i: int):
         """The evaluation under the removal, packed: (array, model evaluations, seconds)."""
         t0 = time.perf_counter()
         try:
-            # the stage builds the game (the front door) once; evaluate reads it
-            game = as_game(p.model, p.X, p.R, groups=p.groups,
-                           feature_names=_feature_names(p),
-                           # the paper's removal runs the engines' unchanged one-reference path
-                           removal=None if rem.is_baseline else rem.removal)
-            ev = evaluate(game, None, None, atts, modes=ev_cfg["modes"],
-                          n_random=ev_cfg["n_random"],
-                          seed=chunk_seed(p.cfg["seed"], p.label, "orders"),
-                          normalize=ev_cfg["normalize"], order=ev_cfg["order"],
-                          progress=p.progress, feature_names=_feature_names(p),
-                          clusters=p.pairing.cluster)
+            if output_weights is None:
+                # the stage builds the game (the front door) once; evaluate reads it
+                game = as_game(p.model, p.X, p.R, groups=p.groups,
+                               feature_names=_feature_names(p), removal=removal)
+                ev = evaluate(game, None, None, atts, **common)
+                packed = pack(ev)
+            else:
+                ev = evaluate(p.model, p.X, p.R, atts, groups=p.groups, removal=removal,
+                              output_weights=output_weights, **common)
+                packed = np.concatenate([pack(e) for e in ev.evaluations], axis=1)
         except Exception as exc:
             if rem.is_baseline:
                 raise
             raise type(exc)(f"curves of policy {p.label!r} under removal {rem.name!r}: "
                             f"{exc}") from exc
         stats.update(ev.stats)
-        return pack(ev), int(ev.stats.get("model_evaluations", 0)), time.perf_counter() - t0
+        return packed, int(ev.stats.get("model_evaluations", 0)), time.perf_counter() - t0
 
     # evaluate's own bar shows the progress; without a bar, one plain line names the stage
     with progress_bar(len(p.X), f"  curves [{p.label}, removal {rem.name}]", unit="pair",
                       enable=False, log=None if bars_shown(p.progress) else p.log) as bar:
         chunks, secs, evals, resumed = run_chunks(store, 1, curves_task, lambda i: (i,), {},
                                                   bar, p.interrupt, None)
-    ev = unpack(chunks[0], p, methods, rem, stats)
+    if output_weights is None:
+        ev = unpack(chunks[0], p, methods, rem, stats)
+    else:
+        from ...multi_output import MultiEvaluation
+
+        H = len(output_weights)
+        W = chunks[0].shape[1] // H
+        ev = MultiEvaluation([unpack(chunks[0][:, h * W:(h + 1) * W], p, methods, rem,
+                                     dict(stats)) for h in range(H)], output_weights, stats)
     name = "curves" if rem.primary else f"curves/{rem.folder}"
     p.stages.add(f"{p.label}/{name}", secs, model_evaluations=evals,
                  curve_points=int(stats.get("curve_points", 0)), chunks_resumed=resumed)
