@@ -23,7 +23,8 @@ from ..chunks import chunk_seed, run_chunks
 from ..context import PolicyRun
 from ..removals import RunRemoval
 
-__all__ = ["run", "evaluate_removal", "curves_key", "attributions_of", "n_random"]
+__all__ = ["run", "evaluate_removal", "curves_key", "attributions_of", "n_random", "pack",
+           "unpack_arrays"]
 
 
 def pack(ev: Evaluation) -> np.ndarray:
@@ -37,14 +38,26 @@ def pack(ev: Evaluation) -> np.ndarray:
 
 
 def unpack(arr: np.ndarray, p: PolicyRun, methods: list[str], rem: RunRemoval,
-            stats: dict) -> Evaluation:
+           stats: dict) -> Evaluation:
     """The :class:`Evaluation` :func:`pack` stored (the same arrays, bit for bit)."""
     ev_cfg = p.cfg["evaluation"]
-    modes = tuple(dict.fromkeys(ev_cfg["modes"]))
-    B = p.X.shape[0]
-    m = p.X.shape[1] if p.groups is None else p.groups.m
+    return unpack_arrays(arr, methods=methods, modes=tuple(dict.fromkeys(ev_cfg["modes"])),
+                         n_random=n_random(p, rem), normalize=ev_cfg["normalize"],
+                         order=ev_cfg["order"], groups=p.groups, n_features=p.X.shape[1],
+                         clusters=p.pairing.cluster, feature_names=_feature_names(p),
+                         removal=None if rem.is_baseline else rem.params(), stats=stats,
+                         where=f"of removal {rem.name!r} of policy {p.label!r}")
+
+
+def unpack_arrays(arr: np.ndarray, *, methods: list[str], modes: tuple, n_random: int,
+                  normalize: bool, order: str, groups, n_features: int, clusters=None,
+                  feature_names=None, removal=None, stats: dict | None = None,
+                  where: str = "") -> Evaluation:
+    """The :class:`Evaluation` :func:`pack` stored, from what the evaluation was run with
+    (``where`` names the checkpoint in the error of an array of the wrong width)."""
+    B = arr.shape[0]
+    m = n_features if groups is None else groups.m
     Km, S = len(methods), m + 1
-    K_rand = n_random(p, rem)
     col = 2
     orders = arr[:, col:col + Km * m].reshape(B, Km, m).astype(np.int64)
     col += Km * m
@@ -52,17 +65,17 @@ def unpack(arr: np.ndarray, p: PolicyRun, methods: list[str], rem: RunRemoval,
     for mode in modes:
         curves[mode] = np.ascontiguousarray(arr[:, col:col + Km * S].reshape(B, Km, S))
         col += Km * S
-        rand[mode] = np.ascontiguousarray(arr[:, col:col + K_rand * S].reshape(B, K_rand, S))
-        col += K_rand * S
+        rand[mode] = np.ascontiguousarray(arr[:, col:col + n_random * S].reshape(B, n_random, S))
+        col += n_random * S
     if col != arr.shape[1]:
-        raise ValueError(f"the curves checkpoint of removal {rem.name!r} of policy {p.label!r} "
-                         f"has {arr.shape[1]} columns; expected {col}.")
+        raise ValueError(f"the curves checkpoint {where} has {arr.shape[1]} columns; expected "
+                         f"{col}.")
     return Evaluation.from_curves(
         methods=methods, modes=modes, curves=curves, random_curves=rand,
         fx=np.ascontiguousarray(arr[:, 0]), fr=np.ascontiguousarray(arr[:, 1]),
-        normalize=ev_cfg["normalize"], orders=orders, stats=stats,
-        feature_names=_feature_names(p), order=ev_cfg["order"], groups=p.groups,
-        clusters=p.pairing.cluster, removal=None if rem.is_baseline else rem.params())
+        normalize=normalize, orders=orders, stats=dict(stats or {}),
+        feature_names=feature_names, order=order, groups=groups, clusters=clusters,
+        removal=removal)
 
 
 def _feature_names(p: PolicyRun):
