@@ -264,3 +264,16 @@ def test_further_removals_give_each_outputs_curves_under_them(files, tmp_path):
     st = _stages(tmp_path)
     assert st["median/curves"]["chunks_resumed"] == 1
     assert st["median/curves/removal-marginal"]["chunks_resumed"] == 0
+
+
+def test_multi_output_pairing_indices_are_rows_of_the_test_split(files, tmp_path):
+    """The saved and returned pairing names each target and reference by its row of the data
+    set's test split (the pool is a sample of it)."""
+    csv, path, _ = files
+    cfg = _cfg(csv, path, outputs=2)
+    cfg["targets"] = {"n": 4}
+    res = runner.run_experiment(cfg, tmp_path)
+    pairing = res.pairings["median"]
+    Xt = np.asarray(res.dataset.X_test)
+    assert len(Xt) > 4
+    np.testing.assert_array_equal(Xt[pairing.target_index], pairing.X)

@@ -35,7 +35,7 @@ from .experiment import RunResult
 from .provenance import Stages, pairs_key, run_manifest
 from .removals import RunRemoval
 from .stages.attribution import attribute_all, attribution_task, experiment_plan
-from .stages.curves import evaluate_removal
+from .stages.curves import evaluate_removal, to_test_rows
 from .stages.decomposition import DECOMP_COLS, decompose
 from .stages.model import model_files
 
@@ -124,6 +124,7 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
                for rem in p.removals}
         ev = evs[p.removals[0].name]
         decs = _decompositions(p, views, ev)
+        to_test_rows(pairing, pool_idx)  # saved and returned as rows of the test split
         model.n_evals = 0
         folder = out / label
         folder.mkdir(parents=True, exist_ok=True)

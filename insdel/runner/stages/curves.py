@@ -24,7 +24,7 @@ from ..context import PolicyRun
 from ..removals import RunRemoval
 
 __all__ = ["run", "evaluate_removal", "curves_key", "attributions_of", "n_random", "pack",
-           "unpack_arrays"]
+           "unpack_arrays", "to_test_rows"]
 
 
 def pack(ev: Evaluation) -> np.ndarray:
@@ -179,6 +179,16 @@ def evaluate_removal(p: PolicyRun, rem: RunRemoval, *, output_weights: np.ndarra
     return ev
 
 
+def to_test_rows(pairing, pool_idx: np.ndarray) -> None:
+    """The pairs are explained from the pool, their indices into the pool sample: translate them
+    (in place) to rows of the data set's test split, as the saved pairing gives them (-1 stays
+    -1: a reference that is no row)."""
+    pairing.target_index = np.where(pairing.target_index >= 0,
+                                    pool_idx[np.maximum(pairing.target_index, 0)], -1)
+    pairing.reference_index = np.where(pairing.reference_index >= 0,
+                                       pool_idx[np.maximum(pairing.reference_index, 0)], -1)
+
+
 def run(p: PolicyRun) -> None:
     """Evaluate the attributions under each removal (``p.evaluation``: the primary one's;
     ``p.removal_evaluations``: every removal's, by name), then save each evaluation
@@ -190,13 +200,7 @@ def run(p: PolicyRun) -> None:
 
         p.removals = [RunRemoval(name="baseline", removal=Baseline(), primary=True)]
     evs = {rem.name: evaluate_removal(p, rem) for rem in p.removals}
-    # the pairs are explained from the pool; indices are into the pool sample: translate them
-    # to rows of the data set's test split.
-    pool_idx = p.pool_idx
-    pairing.target_index = np.where(pairing.target_index >= 0,
-                                    pool_idx[np.maximum(pairing.target_index, 0)], -1)
-    pairing.reference_index = np.where(pairing.reference_index >= 0,
-                                       pool_idx[np.maximum(pairing.reference_index, 0)], -1)
+    to_test_rows(pairing, p.pool_idx)
     for rem in p.removals:
         ev = evs[rem.name]
         folder = p.folder / rem.folder if rem.folder else p.folder
