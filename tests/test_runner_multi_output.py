@@ -3,6 +3,8 @@ output and aggregated (insdel.runner.multi)."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -146,8 +148,6 @@ def test_a_table_with_h_target_columns_runs_with_the_others_dropped(files, tmp_p
 
 
 def _stages(out):
-    import json
-
     return json.loads((out / "manifest.json").read_text())["compute"]["stages"]
 
 
@@ -219,8 +219,6 @@ def test_a_multi_output_chunk_is_reused_only_by_its_own_configuration(files, tmp
 def test_multi_output_run_draws_its_figures_and_lists_them(files, tmp_path):
     """figures.enabled: the ABC by output (standard-error bars) and the curves per output of
     each policy, under figures/ and in the manifest's files."""
-    import json
-
     csv, path, _ = files
     cfg = _cfg(csv, path, outputs=2)
     cfg["figures"] = {"enabled": True}
@@ -264,6 +262,9 @@ def test_further_removals_give_each_outputs_curves_under_them(files, tmp_path):
     st = _stages(tmp_path)
     assert st["median/curves"]["chunks_resumed"] == 1
     assert st["median/curves/removal-marginal"]["chunks_resumed"] == 0
+    m = json.loads((tmp_path / "manifest.json").read_text())
+    assert [r["name"] for r in m["removals"]] == ["baseline", "marginal"]
+    assert m["removals"][1]["params"]["n_references"] == 4
 
 
 def test_multi_output_pairing_indices_are_rows_of_the_test_split(files, tmp_path):

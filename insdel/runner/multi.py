@@ -12,7 +12,9 @@ output's summary and the weighted aggregate, ``model.output_weights``), ``<polic
 ``<policy>/attributions.npz`` ((B, H, n) per method); with ``decomposition.n_pairs`` the exact
 decomposition of each output (``<policy>/output_<h>/decomposition.parquet``,
 ``decomposition_by_output.csv``); for the run ``summary.csv`` (a ``policy`` and an ``output``
-column), ``summary.md``, the figures (:func:`output_figures`) and ``manifest.json``. The
+column), ``summary.md``, the figures (:func:`output_figures`) and ``manifest.json``. Each
+further removal of ``removal.kinds`` traces the curves of every output under it
+(``<policy>/removal-<name>/output_<h>/``, ``abc_by_output.csv``). The
 attributions, curves and decompositions are checkpointed chunks (``checkpoints/<policy>/``)
 keyed by everything that determines them (:func:`multi_key`): an interrupted run resumes.
 """
@@ -89,6 +91,7 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
     weights = check_output_weights(cfg["model"]["output_weights"], H)
     log(f"model: {H} outputs, aggregate weights {np.round(weights, 4).tolist()}")
     evaluations, pairings, policy_specs, summaries, by_removal = {}, {}, {}, [], {}
+    removals = removals or [RunRemoval(name="baseline", removal=Baseline(), primary=True)]
     # "random" is the curves' random orderings (evaluation.n_random), not a set of scores
     scored = {**cfg, "methods": {**cfg["methods"], "names": [
         m for m in cfg["methods"]["names"] if m != "random"]}}
@@ -112,8 +115,7 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
                       pairing=pairing, pool_idx=pool_idx, X=X, R=R,
                       base_key=multi_key(cfg, data_info, model_info, X, R, grp, H),
                       stages=stages, log=log, progress=progress, interrupt=interrupt,
-                      removals=removals or [RunRemoval(name="baseline", removal=Baseline(),
-                                                       primary=True)])
+                      removals=removals)
         views = output_views(model)
         p.attributions = attribute_all(scored, model, dataset, X, R,
                                        experiment_plan(cfg, out, label), p.base_key, stages, log,
@@ -166,7 +168,10 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
         cfg, out, before, data_info=data_info, model_info=model_info,
         model_metrics=model_metrics, stages=stages, used=model_files(model_info),
         before_model={"policies": list(evaluations), "policy_specs": policy_specs,
-                      "outputs": H, "output_weights": weights.tolist()},
+                      "outputs": H, "output_weights": weights.tolist(),
+                      "removals": [{"name": r.name, "primary": r.primary,
+                                    "folder": r.folder or None, "params": r.params()}
+                                   for r in removals]},
         compute={"device": cfg["compute"]["device"],
                  "seconds_total": time.perf_counter() - t_all,
                  "model_evaluations_total": evals_total})
