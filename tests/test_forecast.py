@@ -77,3 +77,38 @@ def test_forecast_runs_a_users_model_file(tmp_path):
     wrong = {**TINY, "forecast": {**TINY["forecast"], "model": str(path), "horizon": 3}}
     with pytest.raises(ValueError, match="outputs=3"):
         run_forecast(wrong, tmp_path / "out2")
+
+
+def test_an_interrupted_forecast_run_resumes_and_reuses_only_its_own_chunks(tmp_path):
+    """Interrupted after its first checkpointed stage, the run started again loads it and writes
+    the tables of an uninterrupted run; another discount reuses every stage (it weighs the
+    aggregate alone); another n_random recomputes the curves, not the attributions."""
+    full = run_forecast(TINY, tmp_path / "full")
+    calls = []
+
+    def interrupt():
+        calls.append(1)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_forecast(TINY, tmp_path / "cut", _interrupt=interrupt)
+    assert len(calls) == 1 and not (tmp_path / "cut" / "abc_by_horizon.csv").exists()
+    seen = []
+    again = run_forecast(TINY, tmp_path / "cut", _interrupt=lambda: seen.append(1))
+    # five stages (two gradient methods, exact Shapley, curves, decomposition): one resumed
+    assert len(seen) == 4
+    for name in ("abc_by_horizon.csv", "lead.json"):
+        assert (tmp_path / "full" / name).read_bytes() == (tmp_path / "cut" / name).read_bytes()
+    pd.testing.assert_frame_equal(full.table, again.table)
+
+    seen.clear()
+    other = {**TINY, "forecast": {**TINY["forecast"], "discount": 0.5}}
+    res = run_forecast(other, tmp_path / "cut", _interrupt=lambda: seen.append(1))
+    assert seen == []
+    per = res.table[res.table["output"].astype(str) != "weighted"].reset_index(drop=True)
+    was = full.table[full.table["output"].astype(str) != "weighted"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(per, was)
+    more = {**TINY, "forecast": {**TINY["forecast"], "n_random": 3}}
+    seen.clear()
+    run_forecast(more, tmp_path / "cut", _interrupt=lambda: seen.append(1))
+    assert seen == [1]  # the curves alone

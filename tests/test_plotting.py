@@ -457,3 +457,46 @@ def test_policy_figures_draw_the_saved_comparisons_beside_the_bars(tmp_path):
     cd.unlink()
     paths = plotting.policy_figures(ev, "one", tmp_path / "b", n_random=0)
     assert not any(p.name.endswith("critical_difference.png") for p in paths)
+
+
+def test_abc_by_output_draws_each_outputs_mean_and_standard_error():
+    """The error bars of abc_by_output are MultiEvaluation.summary's mean and standard error of
+    each output; curves_by_output draws one panel per output, of one pair or the mean; a mode,
+    method, pair or output the evaluation lacks is an error naming it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    import insdel
+    from insdel.plotting import abc_by_output, curves_by_output
+
+    rng = np.random.default_rng(0)
+    X, R = rng.normal(size=(8, 3)), np.zeros((8, 3))
+    W = rng.normal(size=(3, 3))
+
+    def f(Z):
+        return np.tanh(Z @ W)
+
+    A = rng.normal(size=(8, 3, 3))
+    mev = insdel.evaluate(insdel.as_model(f, outputs=3), X, R, {"a": A}, n_random=2)
+    ax = abc_by_output(mev, "deletion", methods=["a"])
+    t = mev.summary(differences=None)
+    t = t[(t["method"] == "a") & (t["mode"] == "deletion") & (t["output"] != "weighted")]
+    line = ax.lines[0]
+    np.testing.assert_allclose(line.get_ydata(), t["mean"].to_numpy(float))
+    seg = ax.collections[0].get_segments()
+    np.testing.assert_allclose([s[1, 1] - s[0, 1] for s in seg],
+                               2 * t["std_error"].to_numpy(float))
+    plt.close(ax.figure)
+    fig = curves_by_output(mev, pair=1, outputs=[0, 2])
+    assert len(fig.axes) == 2
+    np.testing.assert_allclose(fig.axes[1].lines[0].get_ydata(),
+                               mev[2].curves["insertion"][1, 0])
+    plt.close(fig)
+    with pytest.raises(ValueError, match="outputs"):
+        curves_by_output(mev, outputs=[3])
+    with pytest.raises(ValueError, match="pair"):
+        curves_by_output(mev, pair=8)
+    with pytest.raises(ValueError, match="methods"):
+        abc_by_output(mev, methods=["b"])

@@ -3,6 +3,8 @@ output and aggregated (insdel.runner.multi)."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -98,7 +100,8 @@ def test_outputs_the_model_does_not_return_is_an_error_naming_the_key(files, tmp
     ({"params": {"hidden": [4], "dropout": 0.0, "lr": 3e-3}, "outputs": 2}, {}, r"model\.outputs = 2: .*model file"),
     ({"outputs": 2, "output_weights": [1, 2, 3]}, {}, r"model\.output_weights has 3 weights"),
     ({"output_weights": [1, 2]}, {}, r"model\.output_weights .*give model\.outputs"),
-    ({"outputs": 2}, {"removal": {"kinds": ["baseline", "constant"]}}, r"removal\.kinds"),
+    ({"outputs": 2}, {"removal": {"kinds": ["baseline", "constant"],
+                                  "attributions": "per_removal"}}, r"removal\.attributions"),
     ({"outputs": 2}, {"metrics": {"names": ["complexity"]}}, r"metrics\.names"),
 ])
 def test_multi_output_config_errors_name_the_key(files, model, over, match):
@@ -142,3 +145,136 @@ def test_a_table_with_h_target_columns_runs_with_the_others_dropped(files, tmp_p
     res = runner.run_experiment(cfg, tmp_path / "out")
     assert res.manifest["data"]["features"] == 3
     assert res.evaluations["median"].n_outputs == 2
+
+
+def _stages(out):
+    return json.loads((out / "manifest.json").read_text())["compute"]["stages"]
+
+
+def _files(out):
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.suffix in (".csv", ".parquet", ".npz")
+            and "checkpoints" not in p.parts}
+
+
+def test_an_interrupted_multi_output_run_resumes_with_identical_files(files, tmp_path):
+    """Interrupted after its first saved chunk, the run started again loads that chunk (its
+    attributions are not computed again) and writes the files of an uninterrupted run."""
+    csv, path, _ = files
+    cfg = _cfg(csv, path, outputs=2)
+    cfg["decomposition"] = {"n_pairs": 2}
+    full = runner.run_experiment(cfg, tmp_path / "full")
+
+    def interrupt():
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_experiment(cfg, tmp_path / "cut", _interrupt=interrupt)
+    assert not (tmp_path / "cut" / "manifest.json").exists()
+    runner.run_experiment(cfg, tmp_path / "cut")
+    st = _stages(tmp_path / "cut")
+    assert st["median/attributions/vanilla_grad"]["chunks_resumed"] == 1
+    assert st["median/attributions/integrated_gradients"]["chunks_resumed"] == 0
+    a, b = _files(full.out), _files(tmp_path / "cut")
+    assert a.keys() == b.keys() and "median/output_1/decomposition.parquet" in a
+    assert [k for k in a if a[k] != b[k]] == []
+
+
+def test_a_multi_output_chunk_is_reused_only_by_its_own_configuration(files, tmp_path):
+    """Started again in the same folder: everything resumes under the same configuration; other
+    output weights reuse the per-output curves (the aggregate alone changes); other method
+    options recompute that method and the curves."""
+    csv, path, _ = files
+    cfg = _cfg(csv, path, outputs=2)
+    cfg["decomposition"] = {"n_pairs": 2}
+    first = runner.run_experiment(cfg, tmp_path)
+    runner.run_experiment(cfg, tmp_path)
+    st = _stages(tmp_path)
+    assert st["median/attributions/integrated_gradients"]["chunks_resumed"] == 2
+    assert st["median/curves"]["chunks_resumed"] == 1
+    assert st["median/output_1/decomposition"]["chunks_resumed"] == 1
+
+    weighted = _cfg(csv, path, outputs=2, output_weights=[3.0, 1.0])
+    weighted["decomposition"] = {"n_pairs": 2}
+    again = runner.run_experiment(weighted, tmp_path)
+    assert _stages(tmp_path)["median/curves"]["chunks_resumed"] == 1
+    s0, s1 = first.summary, again.summary
+    pd.testing.assert_frame_equal(s0[s0["output"] != "weighted"], s1[s1["output"] != "weighted"])
+    ig = s0[(s0["output"] == "weighted") & (s0["method"] == "integrated_gradients")]["mean"]
+    ig1 = s1[(s1["output"] == "weighted") & (s1["method"] == "integrated_gradients")]["mean"]
+    assert not np.allclose(ig.to_numpy(), ig1.to_numpy())
+    want = (again.evaluations["median"].abc_array("integrated_gradients") @ [0.75, 0.25]).mean()
+    assert ig1.iloc[0] == pytest.approx(want, abs=1e-12)
+
+    steps = _cfg(csv, path, outputs=2)
+    steps["methods"]["options"] = {"integrated_gradients": {"n_steps": 7}}
+    runner.run_experiment(steps, tmp_path)
+    st = _stages(tmp_path)
+    assert st["median/attributions/integrated_gradients"]["chunks_resumed"] == 0
+    assert st["median/attributions/vanilla_grad"]["chunks_resumed"] == 2
+    assert st["median/curves"]["chunks_resumed"] == 0
+
+
+
+def test_multi_output_run_draws_its_figures_and_lists_them(files, tmp_path):
+    """figures.enabled: the ABC by output (standard-error bars) and the curves per output of
+    each policy, under figures/ and in the manifest's files."""
+    csv, path, _ = files
+    cfg = _cfg(csv, path, outputs=2)
+    cfg["figures"] = {"enabled": True}
+    res = runner.run_experiment(cfg, tmp_path)
+    names = {"median_abc_by_output.png", "median_insertion_curves_by_output.png",
+             "median_deletion_curves_by_output.png"}
+    assert {p.name for p in res.figures} == names
+    listed = json.loads((tmp_path / "manifest.json").read_text())["files"]
+    assert {f"figures/{n}" for n in names} <= set(listed)
+
+
+def test_further_removals_give_each_outputs_curves_under_them(files, tmp_path):
+    """removal.kinds = [baseline, marginal]: <policy>/removal-marginal/output_<h>/ holds output
+    h's evaluation under the run's marginal removal, equal to a single-output evaluation of that
+    column under it (1e-12); its chunk's key holds the removal's options."""
+    from insdel.runner.removals import build_removals
+
+    csv, path, net = files
+    cfg = _cfg(csv, path, outputs=2)
+    cfg["removal"] = {"kinds": ["baseline", {"name": "marginal",
+                                             "options": {"n_references": 3}}]}
+    res = runner.run_experiment(cfg, tmp_path)
+    pairing = res.pairings["median"]
+    A = np.load(tmp_path / "median" / "attributions.npz")
+    rem = build_removals(res.config, res.dataset)[1]
+    under = res.removal_evaluations["median"]["marginal"]
+    assert (tmp_path / "median" / "removal-marginal" / "abc_by_output.csv").is_file()
+    for h in range(2):
+        single = insdel.evaluate(insdel.as_model(net, output=h), pairing.X, pairing.R,
+                                 {m: A[m][:, h] for m in A.files}, n_random=1,
+                                 removal=rem.removal)
+        saved = insdel.Evaluation.load(tmp_path / "median" / "removal-marginal" / f"output_{h}")
+        for m in A.files:
+            np.testing.assert_allclose(saved.abc_array(m), single.abc_array(m), atol=1e-12)
+            np.testing.assert_allclose(under[h].abc_array(m, "deletion"),
+                                       single.abc_array(m, "deletion"), atol=1e-12)
+    assert not np.allclose(under.abc_array("vanilla_grad"),
+                           res.evaluations["median"].abc_array("vanilla_grad"))
+    cfg["removal"]["kinds"][1]["options"] = {"n_references": 4}
+    runner.run_experiment(cfg, tmp_path)
+    st = _stages(tmp_path)
+    assert st["median/curves"]["chunks_resumed"] == 1
+    assert st["median/curves/removal-marginal"]["chunks_resumed"] == 0
+    m = json.loads((tmp_path / "manifest.json").read_text())
+    assert [r["name"] for r in m["removals"]] == ["baseline", "marginal"]
+    assert m["removals"][1]["params"]["n_references"] == 4
+
+
+def test_multi_output_pairing_indices_are_rows_of_the_test_split(files, tmp_path):
+    """The saved and returned pairing names each target and reference by its row of the data
+    set's test split (the pool is a sample of it)."""
+    csv, path, _ = files
+    cfg = _cfg(csv, path, outputs=2)
+    cfg["targets"] = {"n": 4}
+    res = runner.run_experiment(cfg, tmp_path)
+    pairing = res.pairings["median"]
+    Xt = np.asarray(res.dataset.X_test)
+    assert len(Xt) > 4
+    np.testing.assert_array_equal(Xt[pairing.target_index], pairing.X)

@@ -434,8 +434,8 @@ def _check_model(cfg: dict, source: str) -> None:
 
 def _check_outputs(cfg: dict, source: str) -> None:
     """``model.outputs`` (H) needs a model file (a trained preset has one output) and a run of
-    the stages a multi-output run has (attributions, curves, ABCs and the decomposition per
-    output, docs/multi_output.md);
+    the stages a multi-output run has (attributions, curves under each removal, ABCs and the
+    decomposition per output, docs/multi_output.md);
     ``model.output_weights`` needs ``model.outputs`` and H valid weights."""
     from ..multi_output import check_output_weights
 
@@ -447,18 +447,20 @@ def _check_outputs(cfg: dict, source: str) -> None:
                               "from a model file (model.path); a preset or params model has one "
                               "output.")
         unread = [(key, why) for key, bad, why in (
-            ("removal.kinds", list(cfg["removal"]["kinds"]) != ["baseline"],
-             "sampled and further removals run per output through insdel.multi_output.per_output"),
+            ("removal.attributions", cfg["removal"]["attributions"] != "baseline",
+             "its attributions per output are those of the pairs' references, scored under "
+             "every removal of removal.kinds; remove the key"),
             ("metrics.names", bool(cfg["metrics"]["names"]),
-             "the [metrics] stage scores one output"),
+             "the [metrics] stage scores one output; give the model's outputs one at a time "
+             "(insdel.multi_output.per_output in the Python API), or remove the key"),
             ("compute.backend", cfg["compute"]["backend"] != "serial",
-             "a Dask client is refused for a model with several outputs")) if bad]
+             "a Dask client is refused for a model with several outputs; remove the key"))
+            if bad]
         if unread:
             key, why = unread[0]
             raise ConfigError(f"{source}: {key}: a run with model.outputs = {H} computes "
-                              "attributions, curves, ABCs and the exact decomposition per "
-                              f"output, not this stage ({why}, in the Python API); remove "
-                              f"{key}.")
+                              "attributions, curves under each removal, ABCs and the exact "
+                              f"decomposition per output, not this ({why}).")
     if m["output_weights"] is not None:
         if H is None:
             raise ConfigError(f"{source}: model.output_weights weighs the outputs of a model with "

@@ -27,7 +27,9 @@ reactivity), ``interactions`` (:func:`interaction_heatmap`: the strongest pairwi
 :func:`plot_surrogate`: the order-k surrogate curves beside the real curve;
 :func:`interaction_figure`: both for one pair), ``verdicts`` (:func:`critical_difference`:
 methods on a rank axis, bars joining those that cannot be told apart, from a ``Comparisons`` or
-its saved table; :func:`critical_difference_figure`: one panel per block); every public name is
+its saved table; :func:`critical_difference_figure`: one panel per block), ``outputs`` (a model
+with H outputs: :func:`abc_by_output`, each method's mean ABC by output with standard-error bars;
+:func:`curves_by_output`, the curves of each output); every public name is
 importable from ``insdel.plotting``.
 """
 
@@ -45,6 +47,7 @@ from .distributions import (
     random_abc_histogram,
 )
 from .interactions import interaction_figure, interaction_heatmap, plot_surrogate
+from .outputs import abc_by_output, curves_by_output
 from .pairs import figure1, plot_curves, plot_image_curves, plot_pair
 from .runs import (
     plot_predictions,
@@ -71,4 +74,5 @@ __all__ = [
     "plot_sanity", "plot_reliability", "removal_robustness", "interaction_heatmap",
     "plot_surrogate", "interaction_figure", "critical_difference", "cannot_tell_apart",
     "critical_difference_figure", "comparisons_from_table", "TableComparisons",
+    "abc_by_output", "curves_by_output",
 ]

@@ -230,7 +230,8 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
 
         return run_multi(cfg, out, dataset=dataset, data_info=data_info, model=model,
                          model_metrics=model_metrics, model_info=model_info, stages=stages,
-                         log=log, progress=progress, before=before, grp=grp, client=client)
+                         log=log, progress=progress, before=before, grp=grp, client=client,
+                         interrupt=interrupt, removals=removals)
 
     # the model reaches every Dask worker once (a future shared by every stage and policy)
     remote_model = None if client is None else scatter(client, [shareable_model(

@@ -24,19 +24,21 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from .. import _checkpoint as ck
 from .. import config as _config
 from .. import forecast_sim as fs
 from .._validation import check_progress
 from .context import logger
-from .provenance import manifest_head, write_manifest
+from .provenance import manifest_head, model_hash, write_manifest
 from .session import loaded, opened
+from .stages.curves import pack, unpack_arrays
 
 FILES = ("abc_by_horizon.csv", "lead.json", "summary.md", "manifest.json")
 
@@ -90,22 +92,42 @@ def read_series(path: str) -> np.ndarray:
 
 def run_forecast(config: str | os.PathLike | Mapping, out: str | os.PathLike | None = None, *,
                  quick: bool = False, progress: bool | None = None, verbose: bool = False,
-                 wait: bool = False) -> ForecastRun:
-    """Run a forecasting configuration (its ``[forecast]`` table); see the module docstring."""
+                 wait: bool = False, _interrupt: Callable[[], None] | None = None
+                 ) -> ForecastRun:
+    """Run a forecasting configuration (its ``[forecast]`` table); see the module docstring.
+    Started again with the same configuration and output folder, the run resumes: the finished
+    stages (each method's attributions, the curves, the decompositions) are loaded from
+    ``checkpoints/``, keyed by everything that determines them."""
     check_progress(progress)
     cfg = loaded(config, quick)
     _config.check_sections(cfg, "forecast")
     with opened(cfg, out, wait, None, verbose, kind="forecast") as (folder, _, _cl):
-        return _run(cfg, folder, logger(verbose))
+        return _run(cfg, folder, logger(verbose), _interrupt)
 
 
-def _run(cfg: Mapping, folder: Path, log) -> ForecastRun:
+def _stage(folder: Path, name: str, key: Mapping, compute: Callable[[], np.ndarray], log,
+           interrupt: Callable[[], None] | None) -> np.ndarray:
+    """One checkpointed stage of a forecast run: ``compute()``'s array, saved as one chunk in
+    ``checkpoints/<name>`` under the hash of ``key`` (and the stage's name), or loaded from a run
+    with the same key; ``interrupt`` runs after a computed chunk is saved."""
+    store = ck.ChunkStore(folder / "checkpoints" / name, ck.config_hash({**key, "stage": name}))
+
+    def after(i: int, computed: bool) -> None:
+        if not computed:
+            log(f"  {name}: resumed from the checkpoint")
+        elif interrupt is not None:
+            interrupt()
+
+    return store.run(1, lambda i: compute(), on_chunk=after)[0]
+
+
+def _run(cfg: Mapping, folder: Path, log, interrupt=None) -> ForecastRun:
     import torch
 
     import insdel
     from insdel import policies
     from insdel.decomposition import batch_decomposition, shapley_values
-    from insdel.multi_output import output_views, per_output
+    from insdel.multi_output import MultiEvaluation, check_output_weights, output_views, per_output
     from insdel.timeseries import block_groups
 
     t0 = time.perf_counter()
@@ -139,23 +161,46 @@ def _run(cfg: Mapping, folder: Path, log) -> ForecastRun:
     pol = policies.build(c["reference"], length=L, channels=C)
     R = pol.pair(None, X).R
     groups = block_groups(L, C, lag_block=c["lag_block"])
+    # what determines every stage's result (n_random: the curves'; the discount weighs the
+    # aggregate alone)
+    key = {"forecast": {k: v for k, v in c.items() if k not in ("discount", "n_random")},
+           "seed": seed,
+           "series": ck.sha256_arrays(series), "model": model_hash(net, None)
+           if isinstance(net, torch.nn.Module) else None,
+           "model_file": ck.sha256_file(c["model"]) if c["model"] else None,
+           "pairs": ck.sha256_arrays(X, R), "groups": groups.to_json(), "outputs": H}
     views = output_views(model)
     grads = ("integrated_gradients", "input_x_gradient") if model.has_gradients else ()
     if not grads:
         log("the model has no input gradients: integrated gradients and gradient x input are "
             "not run")
-    attr = {m: np.stack([insdel.attribute(v, X, R, method=m) for v in views], axis=1)
-            for m in grads}
-    attr["exact_shapley"] = np.moveaxis(per_output(shapley_values, model, X, R, groups=groups),
-                                        -1, 1)
+    attr = {m: _stage(folder, f"attributions/{m}", key, lambda m=m: np.stack(
+        [insdel.attribute(v, X, R, method=m) for v in views], axis=1), log, interrupt)
+        for m in grads}
+    attr["exact_shapley"] = _stage(folder, "attributions/exact_shapley", key, lambda: np.moveaxis(
+        per_output(shapley_values, model, X, R, groups=groups), -1, 1), log, interrupt)
     w = c["discount"] ** np.arange(H)
-    ev = insdel.evaluate(model, X, R, attr, groups=groups, n_random=c["n_random"], seed=seed,
-                         output_weights=w)
+    methods = [*attr, "random"]
+
+    def curves() -> np.ndarray:
+        mev = insdel.evaluate(model, X, R, attr, groups=groups, n_random=c["n_random"],
+                              seed=seed, output_weights=w)
+        return np.concatenate([pack(e) for e in mev.evaluations], axis=1)
+
+    packed = _stage(folder, "curves", {**key, "n_random": c["n_random"], "attributions": {
+        m: ck.sha256_arrays(a) for m, a in attr.items()}}, curves, log, interrupt)
+    width = packed.shape[1] // H
+    ev = MultiEvaluation([unpack_arrays(
+        packed[:, h * width:(h + 1) * width], methods=methods, modes=("insertion", "deletion"),
+        n_random=c["n_random"], normalize=True, order="signed", groups=groups,
+        n_features=L * C, where="of the forecast run") for h in range(H)],
+        check_output_weights(w, H))
     table = ev.summary(differences=None)
     table.to_csv(folder / "abc_by_horizon.csv", index=False)
-    decs = per_output(batch_decomposition, model, X, R, groups=groups)
-    mains = np.stack([np.abs(d.full_delta()[:, 1 << np.arange(groups.m)]).mean(axis=0)
-                      for d in decs])  # (H, m): mean |main effect| of each block
+    mains = _stage(folder, "decomposition", key, lambda: np.stack(
+        [np.abs(d.full_delta()[:, 1 << np.arange(groups.m)]).mean(axis=0)
+         for d in per_output(batch_decomposition, model, X, R, groups=groups)]), log,
+        interrupt)  # (H, m): mean |main effect| of each block
     heat = np.abs(attr[grads[0] if grads else "exact_shapley"][:, 0]).mean(axis=0)
     heat = heat.reshape(L, C)[::-1] if grads else np.repeat(
         heat.reshape(L // c["lag_block"], C), c["lag_block"], axis=0)[::-1]

@@ -12,12 +12,17 @@ output's summary and the weighted aggregate, ``model.output_weights``), ``<polic
 ``<policy>/attributions.npz`` ((B, H, n) per method); with ``decomposition.n_pairs`` the exact
 decomposition of each output (``<policy>/output_<h>/decomposition.parquet``,
 ``decomposition_by_output.csv``); for the run ``summary.csv`` (a ``policy`` and an ``output``
-column), ``summary.md`` and ``manifest.json``. No figures, no checkpointed chunks.
+column), ``summary.md``, the figures (:func:`output_figures`) and ``manifest.json``. Each
+further removal of ``removal.kinds`` traces the curves of every output under it
+(``<policy>/removal-<name>/output_<h>/``, ``abc_by_output.csv``). The
+attributions, curves and decompositions are checkpointed chunks (``checkpoints/<policy>/``)
+keyed by everything that determines them (:func:`multi_key`): an interrupted run resumes.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,11 +30,15 @@ import numpy as np
 import pandas as pd
 
 from .. import _checkpoint as ck
+from ..removal import Baseline
 from ..report import run_header
+from .context import PolicyRun
 from .experiment import RunResult
-from .provenance import Stages, run_manifest
-from .stages.attribution import method_options
-from .stages.decomposition import DECOMP_COLS, decomposition_table, decomposition_task
+from .provenance import Stages, pairs_key, run_manifest
+from .removals import RunRemoval
+from .stages.attribution import attribute_all, attribution_task, experiment_plan
+from .stages.curves import evaluate_removal, to_test_rows
+from .stages.decomposition import DECOMP_COLS, decompose
 from .stages.model import model_files
 
 __all__ = ["run_multi", "multi_model", "MultiRunResult"]
@@ -62,12 +71,11 @@ def multi_model(model, H: int, X: np.ndarray):
 
 
 def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_metrics: dict,
-              model_info: dict, stages: Stages, log, progress, before, grp, client=None):
+              model_info: dict, stages: Stages, log, progress, before, grp, client=None,
+              interrupt: Callable[[], None] | None = None, removals: list | None = None):
     """The policies of a multi-output run (see the module docstring); a
     :class:`insdel.runner.RunResult` whose ``evaluations`` are
     :class:`insdel.multi_output.MultiEvaluation` per policy label."""
-    import insdel
-
     from ..multi_output import check_output_weights, output_views
     from .experiment import _make_policy
     from .stages.data import select_pool
@@ -82,11 +90,11 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
     model = multi_model(model, H, pool)
     weights = check_output_weights(cfg["model"]["output_weights"], H)
     log(f"model: {H} outputs, aggregate weights {np.round(weights, 4).tolist()}")
-    ev_cfg = cfg["evaluation"]
-    if cfg["figures"]["enabled"]:
-        log("figures: not drawn for a model with several outputs (abc_by_output.csv holds the "
-            "ABCs per output)")
-    evaluations, pairings, policy_specs, summaries = {}, {}, {}, []
+    evaluations, pairings, policy_specs, summaries, by_removal = {}, {}, {}, [], {}
+    removals = removals or [RunRemoval(name="baseline", removal=Baseline(), primary=True)]
+    # "random" is the curves' random orderings (evaluation.n_random), not a set of scores
+    scored = {**cfg, "methods": {**cfg["methods"], "names": [
+        m for m in cfg["methods"]["names"] if m != "random"]}}
     decomposition_rows: list = []
     for i, entry in enumerate(cfg["policies"]):
         from .. import config as _config
@@ -101,26 +109,32 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
         log(f"policy {label}: {policy!r}")
         t0 = time.perf_counter()
         pairing = policy.pair(None, pool, seed=cfg["seed"], progress=progress)
+        stages.add(f"{label}/pairing", time.perf_counter() - t0, pairs=len(pairing))
         X, R = np.ascontiguousarray(pairing.X), np.ascontiguousarray(pairing.R)
+        p = PolicyRun(cfg=cfg, out=out, label=label, model=model, dataset=dataset, groups=grp,
+                      pairing=pairing, pool_idx=pool_idx, X=X, R=R,
+                      base_key=multi_key(cfg, data_info, model_info, X, R, grp, H),
+                      stages=stages, log=log, progress=progress, interrupt=interrupt,
+                      removals=removals)
         views = output_views(model)
-        attr = {}
-        for m in cfg["methods"]["names"]:
-            if m == "random":
-                continue  # the random orderings of evaluation.n_random
-            opts = method_options(m, (cfg["methods"]["options"] or {}).get(m, {}), cfg["seed"],
-                                  dataset)
-            attr[m] = np.stack([insdel.attribute(v, X, R, method=m, **opts) for v in views],
-                               axis=1)
-            log(f"  {m}: attributions per output {attr[m].shape}")
-        ev = insdel.evaluate(model, X, R, attr, modes=ev_cfg["modes"], n_random=ev_cfg["n_random"],
-                             seed=cfg["seed"], normalize=ev_cfg["normalize"],
-                             order=ev_cfg["order"], groups=grp, output_weights=weights)
-        decs = _decompositions(cfg, views, X, R, grp, ev, label, log)
-        stages.add(f"{label}/multi_output", time.perf_counter() - t0, pairs=len(pairing),
-                   model_evaluations=int(model.n_evals))
+        p.attributions = attribute_all(scored, model, dataset, X, R,
+                                       experiment_plan(cfg, out, label), p.base_key, stages, log,
+                                       progress, interrupt, task=output_task)
+        for m, a in p.attributions.items():
+            log(f"  {m}: attributions per output {a.shape}")
+        evs = {rem.name: evaluate_removal(p, rem, output_weights=weights)
+               for rem in p.removals}
+        ev = evs[p.removals[0].name]
+        decs = _decompositions(p, views, ev)
+        to_test_rows(pairing, pool_idx)  # saved and returned as rows of the test split
         model.n_evals = 0
         folder = out / label
         folder.mkdir(parents=True, exist_ok=True)
+        for rem in p.removals[1:]:  # each further removal's curves in <policy>/removal-<name>/
+            for h in range(H):
+                evs[rem.name][h].save(folder / rem.folder / f"output_{h}", pairing=pairing)
+            ck.atomic_write_text(folder / rem.folder / "abc_by_output.csv",
+                                 evs[rem.name].summary().to_csv(index=False))
         for h in range(H):
             ev[h].save(folder / f"output_{h}", pairing=pairing)
             if decs:
@@ -130,11 +144,11 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
                 decomposition_rows.append(decs[h][DECOMP_COLS].mean().to_frame().T.assign(
                     policy=label, output=h))
         with ck.atomic_write(folder / "attributions.npz", suffix=".npz") as tmp:
-            np.savez(tmp, **attr)
+            np.savez(tmp, **p.attributions)
         table = ev.summary()
         ck.atomic_write_text(folder / "abc_by_output.csv", table.to_csv(index=False))
         summaries.append(table.assign(policy=label))
-        evaluations[label], pairings[label] = ev, pairing
+        evaluations[label], pairings[label], by_removal[label] = ev, pairing, evs
     summary = pd.concat(summaries, ignore_index=True)
     summary = summary[["policy"] + [c for c in summary.columns if c != "policy"]]
     ck.atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
@@ -148,17 +162,22 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
             + ["| " + " | ".join([str(r[0]), str(r[1])] + [f"{v:.3f}" for v in r[2:]]) + " |"
                for r in dec.itertuples(index=False)])
     ck.atomic_write_text(out / "summary.md", text + "\n")
+    fig_paths = output_figures(cfg, evaluations, out, stages)
     evals_total = sum(int(v.get("model_evaluations", 0)) for v in stages.stages.values())
     manifest = run_manifest(
         cfg, out, before, data_info=data_info, model_info=model_info,
         model_metrics=model_metrics, stages=stages, used=model_files(model_info),
         before_model={"policies": list(evaluations), "policy_specs": policy_specs,
-                      "outputs": H, "output_weights": weights.tolist()},
+                      "outputs": H, "output_weights": weights.tolist(),
+                      "removals": [{"name": r.name, "primary": r.primary,
+                                    "folder": r.folder or None, "params": r.params()}
+                                   for r in removals]},
         compute={"device": cfg["compute"]["device"],
                  "seconds_total": time.perf_counter() - t_all,
                  "model_evaluations_total": evals_total})
     return MultiRunResult(out=out, config=cfg, evaluations=evaluations, pairings=pairings,
                           summary=summary, diagnostics=pd.DataFrame(), manifest=manifest,
+                          figures=fig_paths, removal_evaluations=by_removal,
                           model=model, dataset=dataset, markdown=text)
 
 
@@ -179,27 +198,83 @@ def summary_markdown(summary: pd.DataFrame, H: int, weights: np.ndarray, digits:
     return "\n".join(lines)
 
 
-def _decompositions(cfg: dict, views: list, X: np.ndarray, R: np.ndarray, grp, ev, label: str,
-                    log) -> list:
-    """The exact decomposition of the first ``decomposition.n_pairs`` pairs for each output (its
-    view: each distinct batch of rows evaluated once for all outputs), as the single-output
-    run's per-pair tables with every method's ABC of that output; [] when ``n_pairs = 0``."""
-    K = min(cfg["decomposition"]["n_pairs"], X.shape[0])
-    if K == 0:
+def output_figures(cfg: dict, evaluations: dict, out: Path, stages: Stages) -> list[Path]:
+    """Per policy, in ``out/figures`` (none when ``figures.enabled`` is false):
+    ``<policy>_abc_by_output.png`` (each method's mean ABC by output with standard-error bars,
+    one panel per mode) and ``<policy>_<mode>_curves_by_output.png`` (the mean curves of up
+    to four outputs)."""
+    if not cfg["figures"]["enabled"]:
         return []
-    kw = {"progress": False, "max_d": cfg["decomposition"]["max_d"]}
+    import matplotlib.pyplot as plt
+
+    from .. import plotting
+
+    t0 = time.perf_counter()
+    fdir, dpi = out / "figures", cfg["figures"]["dpi"]
+    paths: list[Path] = []
+    for label, ev in evaluations.items():
+        modes = list(ev.modes)
+        fig, axes = plt.subplots(1, len(modes), figsize=(6.0 * len(modes), 3.8),
+                                 layout="constrained", squeeze=False)
+        for ax, mode in zip(axes[0], modes, strict=True):
+            plotting.abc_by_output(ev, mode, ax=ax)
+        fig.suptitle(f"{label}: ABC by output")
+        paths.append(plotting.save_figure(fig, fdir / f"{label}_abc_by_output.png", dpi))
+        for mode in modes:
+            fig = plotting.curves_by_output(ev, mode)
+            fig.suptitle(f"{label}: mean {mode} curves by output")
+            paths.append(plotting.save_figure(fig, fdir / f"{label}_{mode}_curves_by_output.png",
+                                              dpi))
+    stages.add("figures", time.perf_counter() - t0, figures=len(paths))
+    return paths
+
+
+def multi_key(cfg: dict, data_info: dict, model_info: dict, X: np.ndarray, R: np.ndarray, grp,
+              H: int) -> dict:
+    """What every checkpoint chunk of a multi-output policy's key holds: the single-output
+    run's (:func:`insdel.runner.provenance.pairs_key`, the groups, the model file's hash) and
+    ``outputs`` (H). The output weights are not in it: they weigh the aggregate, which is
+    computed from the per-output curves every time."""
+    key = pairs_key(cfg, data_info, model_info, X, R)
     if grp is not None:
-        kw["groups"] = grp
-    n = X.shape[1] if grp is None else grp.m
+        key["groups"] = grp.to_json()
+    if model_info["file_sha256"] not in (None, model_info["sha256"]):
+        key["model_file"] = model_info["file_sha256"]
+    key["outputs"] = H
+    return key
+
+
+def output_task(lo: int, hi: int, method: str, kw: dict, where: str, *, model, X, R):
+    """One attribution chunk of every output (rows lo..hi - 1): (A (rows, H, n), model
+    evaluations, seconds); the outputs' views share one store of the model's values, so each
+    distinct batch of rows is evaluated once for all H outputs."""
+    from ..multi_output import output_views
+
+    t0 = time.perf_counter()
+    e0 = model.n_evals
+    parts = [attribution_task(lo, hi, method, kw, where, model=v, X=X, R=R)[0]
+             for v in output_views(model)]
+    return np.stack(parts, axis=1), int(model.n_evals - e0), time.perf_counter() - t0
+
+
+def _decompositions(p: PolicyRun, views: list, ev) -> list:
+    """The exact decomposition of the first ``decomposition.n_pairs`` pairs for each output
+    (its view, :func:`insdel.runner.stages.decomposition.decompose`, checkpointed in
+    ``checkpoints/<policy>/output_<h>/decomposition`` with ``output`` = h in the key), as the
+    single-output run's per-pair tables with every method's ABC of that output (under the
+    primary removal, as the single-output run); [] when ``n_pairs = 0``."""
+    primary = p.removals[0]
     tables = []
     for h, view in enumerate(views):
-        arr, _, _ = decomposition_task(0, K, kw, cfg["evaluation"]["normalize"],
-                                       "pairs {lo}..{hi} of policy " + repr(label) +
-                                       f", output {h}", model=view, X=X, R=R)
-        df = decomposition_table(arr, n)
+        df = decompose(p.cfg, view, p.X, p.R, f"{p.label}/output_{h}", p.out,
+                       {**p.base_key, "output": h}, p.stages, p.log, p.progress, p.interrupt,
+                       groups=p.groups,
+                       removal=None if primary.is_baseline else primary.removal)
+        if df is None:
+            return []
+        K = len(df)
         for mode in ev.modes:
             for m in ev.methods:
                 df[f"abc_{mode}_{m}"] = ev[h].abc_array(m, mode)[:K]
         tables.append(df)
-    log(f"  exact decomposition of {K} pairs for each of the {len(views)} outputs")
     return tables

@@ -207,7 +207,8 @@ def roar_plan(cfg: Mapping, out: Path) -> AttributionPlan:
 def attribute_all(cfg, model, dataset, X, R, plan: AttributionPlan, base_key: Mapping,
                   stages: Stages, log, progress, interrupt: Callable[[], None] | None,
                   given: Mapping[str, np.ndarray] | None = None, client=None,
-                  remote: Mapping | None = None, removal=None) -> dict[str, np.ndarray]:
+                  remote: Mapping | None = None, removal=None,
+                  task: Callable = attribution_task) -> dict[str, np.ndarray]:
     """Every method's attributions of (X, R), chunk by chunk (checkpointed, resumed).
 
     Parameters
@@ -288,7 +289,7 @@ def attribute_all(cfg, model, dataset, X, R, plan: AttributionPlan, base_key: Ma
                 shared = {"model": model_shared, "X": X if client is None else remote["X"],
                           "R": R_used}
             chunks, secs, evals, resumed = run_chunks(
-                store, n_chunks, attribution_task, args_of, shared, bar, interrupt, client,
+                store, n_chunks, task, args_of, shared, bar, interrupt, client,
                 describe=lambda i, method=method: f"{method} on {plan.rows} {i * cs}.."
                 f"{min(B, (i + 1) * cs) - 1}{plan.suffix}")
             extra = {"seconds_per_pair": secs / max(B - resumed * cs, 1)} if plan.per_pair else {}

@@ -23,10 +23,11 @@ from ..chunks import chunk_seed, run_chunks
 from ..context import PolicyRun
 from ..removals import RunRemoval
 
-__all__ = ["run", "evaluate_removal", "curves_key", "attributions_of"]
+__all__ = ["run", "evaluate_removal", "curves_key", "attributions_of", "n_random", "pack",
+           "unpack_arrays", "to_test_rows"]
 
 
-def _pack(ev: Evaluation) -> np.ndarray:
+def pack(ev: Evaluation) -> np.ndarray:
     """One float64 array (B, W) of what an evaluation is rebuilt from: f(x), f(r), each method's
     ordering and, per mode, the methods' and the random orderings' curves."""
     B = ev.n_pairs
@@ -36,15 +37,27 @@ def _pack(ev: Evaluation) -> np.ndarray:
     return np.concatenate(parts, axis=1)
 
 
-def _unpack(arr: np.ndarray, p: PolicyRun, methods: list[str], rem: RunRemoval,
-            stats: dict) -> Evaluation:
-    """The :class:`Evaluation` :func:`_pack` stored (the same arrays, bit for bit)."""
+def unpack(arr: np.ndarray, p: PolicyRun, methods: list[str], rem: RunRemoval,
+           stats: dict) -> Evaluation:
+    """The :class:`Evaluation` :func:`pack` stored (the same arrays, bit for bit)."""
     ev_cfg = p.cfg["evaluation"]
-    modes = tuple(dict.fromkeys(ev_cfg["modes"]))
-    B = p.X.shape[0]
-    m = p.X.shape[1] if p.groups is None else p.groups.m
+    return unpack_arrays(arr, methods=methods, modes=tuple(dict.fromkeys(ev_cfg["modes"])),
+                         n_random=n_random(p, rem), normalize=ev_cfg["normalize"],
+                         order=ev_cfg["order"], groups=p.groups, n_features=p.X.shape[1],
+                         clusters=p.pairing.cluster, feature_names=_feature_names(p),
+                         removal=None if rem.is_baseline else rem.params(), stats=stats,
+                         where=f"of removal {rem.name!r} of policy {p.label!r}")
+
+
+def unpack_arrays(arr: np.ndarray, *, methods: list[str], modes: tuple, n_random: int,
+                  normalize: bool, order: str, groups, n_features: int, clusters=None,
+                  feature_names=None, removal=None, stats: dict | None = None,
+                  where: str = "") -> Evaluation:
+    """The :class:`Evaluation` :func:`pack` stored, from what the evaluation was run with
+    (``where`` names the checkpoint in the error of an array of the wrong width)."""
+    B = arr.shape[0]
+    m = n_features if groups is None else groups.m
     Km, S = len(methods), m + 1
-    K_rand = n_random(p, rem)
     col = 2
     orders = arr[:, col:col + Km * m].reshape(B, Km, m).astype(np.int64)
     col += Km * m
@@ -52,17 +65,17 @@ def _unpack(arr: np.ndarray, p: PolicyRun, methods: list[str], rem: RunRemoval,
     for mode in modes:
         curves[mode] = np.ascontiguousarray(arr[:, col:col + Km * S].reshape(B, Km, S))
         col += Km * S
-        rand[mode] = np.ascontiguousarray(arr[:, col:col + K_rand * S].reshape(B, K_rand, S))
-        col += K_rand * S
+        rand[mode] = np.ascontiguousarray(arr[:, col:col + n_random * S].reshape(B, n_random, S))
+        col += n_random * S
     if col != arr.shape[1]:
-        raise ValueError(f"the curves checkpoint of removal {rem.name!r} of policy {p.label!r} "
-                         f"has {arr.shape[1]} columns; expected {col}.")
+        raise ValueError(f"the curves checkpoint {where} has {arr.shape[1]} columns; expected "
+                         f"{col}.")
     return Evaluation.from_curves(
         methods=methods, modes=modes, curves=curves, random_curves=rand,
         fx=np.ascontiguousarray(arr[:, 0]), fr=np.ascontiguousarray(arr[:, 1]),
-        normalize=ev_cfg["normalize"], orders=orders, stats=stats,
-        feature_names=_feature_names(p), order=ev_cfg["order"], groups=p.groups,
-        clusters=p.pairing.cluster, removal=None if rem.is_baseline else rem.params())
+        normalize=normalize, orders=orders, stats=dict(stats or {}),
+        feature_names=feature_names, order=order, groups=groups, clusters=clusters,
+        removal=removal)
 
 
 def _feature_names(p: PolicyRun):
@@ -96,9 +109,14 @@ def curves_key(p: PolicyRun, rem: RunRemoval) -> str:
         "orders_seed": chunk_seed(p.cfg["seed"], p.label, "orders")})
 
 
-def evaluate_removal(p: PolicyRun, rem: RunRemoval) -> Evaluation:
+def evaluate_removal(p: PolicyRun, rem: RunRemoval, *, output_weights: np.ndarray | None = None):
     """The evaluation of the policy's pairs and attributions under one removal (checkpointed in
-    ``checkpoints/<policy>/removal-<name>``; loaded when a run with the same key finished it)."""
+    ``checkpoints/<policy>/removal-<name>``; loaded when a run with the same key finished it).
+
+    With ``output_weights`` (H,) the model has H outputs (``insdel run`` with ``model.outputs``):
+    one trace gives every output's curves, stored as one chunk (the outputs' packed evaluations
+    side by side; the weights are not in the key: they weigh the aggregate alone), and the
+    result is a :class:`insdel.multi_output.MultiEvaluation` with those weights."""
     atts = attributions_of(p, rem)
     methods = list(atts)
     if "random" not in methods:
@@ -107,38 +125,53 @@ def evaluate_removal(p: PolicyRun, rem: RunRemoval) -> Evaluation:
                           curves_key(p, rem))
     ev_cfg = {**p.cfg["evaluation"], "n_random": n_random(p, rem)}
     stats: dict = {}
+    common = {"modes": ev_cfg["modes"], "n_random": ev_cfg["n_random"],
+              "seed": chunk_seed(p.cfg["seed"], p.label, "orders"),
+              "normalize": ev_cfg["normalize"], "order": ev_cfg["order"],
+              "progress": p.progress, "feature_names": _feature_names(p),
+              "clusters": p.pairing.cluster}
+    # the paper's removal runs the engines' unchanged one-reference path
+    removal = None if rem.is_baseline else rem.removal
 
     def curves_task(i: int):
         """The evaluation under the removal, packed: (array, model evaluations, seconds)."""
         t0 = time.perf_counter()
         try:
-            # the stage builds the game (the front door) once; evaluate reads it
-            game = as_game(p.model, p.X, p.R, groups=p.groups,
-                           feature_names=_feature_names(p),
-                           # the paper's removal runs the engines' unchanged one-reference path
-                           removal=None if rem.is_baseline else rem.removal,
-                           engine=p.cfg["model"]["engine"])
-            stats["engine"] = engine_text(game)
-            ev = evaluate(game, None, None, atts, modes=ev_cfg["modes"],
-                          n_random=ev_cfg["n_random"],
-                          seed=chunk_seed(p.cfg["seed"], p.label, "orders"),
-                          normalize=ev_cfg["normalize"], order=ev_cfg["order"],
-                          progress=p.progress, feature_names=_feature_names(p),
-                          clusters=p.pairing.cluster)
+            if output_weights is None:
+                # the stage builds the game (the front door) once; evaluate reads it
+                game = as_game(p.model, p.X, p.R, groups=p.groups,
+                               feature_names=_feature_names(p), removal=removal,
+                               engine=p.cfg["model"]["engine"])
+                stats["engine"] = engine_text(game)
+                ev = evaluate(game, None, None, atts, **common)
+                packed = pack(ev)
+            else:
+                ev = evaluate(p.model, p.X, p.R, atts, groups=p.groups, removal=removal,
+                              output_weights=output_weights, engine=p.cfg["model"]["engine"],
+                              **common)
+                packed = np.concatenate([pack(e) for e in ev.evaluations], axis=1)
         except Exception as exc:
             if rem.is_baseline:
                 raise
             raise type(exc)(f"curves of policy {p.label!r} under removal {rem.name!r}: "
                             f"{exc}") from exc
         stats.update(ev.stats)
-        return _pack(ev), int(ev.stats.get("model_evaluations", 0)), time.perf_counter() - t0
+        return packed, int(ev.stats.get("model_evaluations", 0)), time.perf_counter() - t0
 
     # evaluate's own bar shows the progress; without a bar, one plain line names the stage
     with progress_bar(len(p.X), f"  curves [{p.label}, removal {rem.name}]", unit="pair",
                       enable=False, log=None if bars_shown(p.progress) else p.log) as bar:
         chunks, secs, evals, resumed = run_chunks(store, 1, curves_task, lambda i: (i,), {},
                                                   bar, p.interrupt, None)
-    ev = _unpack(chunks[0], p, methods, rem, stats)
+    if output_weights is None:
+        ev = unpack(chunks[0], p, methods, rem, stats)
+    else:
+        from ...multi_output import MultiEvaluation
+
+        H = len(output_weights)
+        W = chunks[0].shape[1] // H
+        ev = MultiEvaluation([unpack(chunks[0][:, h * W:(h + 1) * W], p, methods, rem,
+                                     dict(stats)) for h in range(H)], output_weights, stats)
     name = "curves" if rem.primary else f"curves/{rem.folder}"
     p.stages.add(f"{p.label}/{name}", secs, model_evaluations=evals,
                  curve_points=int(stats.get("curve_points", 0)), chunks_resumed=resumed)
@@ -147,6 +180,16 @@ def evaluate_removal(p: PolicyRun, rem: RunRemoval) -> Evaluation:
     p.log(f"  curves{what}: " + ("resumed from the checkpoint" if resumed else
                                  f"{evals:,} model evaluations, {secs:.1f} s"))
     return ev
+
+
+def to_test_rows(pairing, pool_idx: np.ndarray) -> None:
+    """The pairs are explained from the pool, their indices into the pool sample: translate them
+    (in place) to rows of the data set's test split, as the saved pairing gives them (-1 stays
+    -1: a reference that is no row)."""
+    pairing.target_index = np.where(pairing.target_index >= 0,
+                                    pool_idx[np.maximum(pairing.target_index, 0)], -1)
+    pairing.reference_index = np.where(pairing.reference_index >= 0,
+                                       pool_idx[np.maximum(pairing.reference_index, 0)], -1)
 
 
 def run(p: PolicyRun) -> None:
@@ -160,13 +203,7 @@ def run(p: PolicyRun) -> None:
 
         p.removals = [RunRemoval(name="baseline", removal=Baseline(), primary=True)]
     evs = {rem.name: evaluate_removal(p, rem) for rem in p.removals}
-    # the pairs are explained from the pool; indices are into the pool sample: translate them
-    # to rows of the data set's test split.
-    pool_idx = p.pool_idx
-    pairing.target_index = np.where(pairing.target_index >= 0,
-                                    pool_idx[np.maximum(pairing.target_index, 0)], -1)
-    pairing.reference_index = np.where(pairing.reference_index >= 0,
-                                       pool_idx[np.maximum(pairing.reference_index, 0)], -1)
+    to_test_rows(pairing, p.pool_idx)
     for rem in p.removals:
         ev = evs[rem.name]
         folder = p.folder / rem.folder if rem.folder else p.folder
