@@ -53,6 +53,8 @@ SCRIPTS: list[tuple[str, str, list[str], bool, str]] = [
      "sampled removals at n = 16, M = 32: sample() vs the model's forward pass over its rows"),
     ("cohort", "cohort.py", [], False,
      "observational (cohort) curves on the Bangalore simulator, IGCS, IGCS against cohort Shapley"),
+    ("tree_marginal", "tree_marginal.py", [], False,
+     "marginal removal of trees, K = 1,000: Shapley + E[ABC] vs woodelf and shap interventional"),
     ("dask_scaling", "dask_scaling.py", [], False,
      "exact Shapley on the CERN MLP: serial vs Dask LocalCluster(1) vs LocalCluster(2)"),
     ("sanity", "sanity.py", [], True,

@@ -414,6 +414,10 @@ def as_game(f: ModelLike | Game, X: ArrayLike | None = None, R: ArrayLike | None
     if check_bool(rows_only, "rows_only") and f is not None:
         raise TypeError("as_game: rows_only=True builds a game without a model; give f=None.")
     rem = resolve(removal)
+    if callable(getattr(rem, "tree_game", None)):  # exact from the trees' structure
+        return rem.tree_game(f, X, groups=groups, feature_names=feature_names,
+                             offset=check_scalar(offset, "offset", int, min_val=0),
+                             rows_only=rows_only)
     model = None if rows_only else _adapt(f, rem, batch_size)
     X, R = check_targets(X, R, rem)
     if not isinstance(rem, Baseline):  # the baseline's pairs are checked finite already

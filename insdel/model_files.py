@@ -1,4 +1,5 @@
-"""A user's model from a file: torch.export, TorchScript, state_dict + preset, ONNX, scikit-learn.
+"""A user's model from a file: torch.export, TorchScript, state_dict + preset, ONNX, scikit-learn,
+XGBoost, LightGBM, CatBoost.
 
 :func:`load_any` detects the format from the file's content and extension and returns ``(model,
 info)``: an object :func:`insdel.as_model` accepts, and a record of what was loaded (format, path,
@@ -16,7 +17,19 @@ full torch module                           ``torch.save(m)``       **yes** (pic
 ONNX                                        ``.onnx``               no (onnxruntime)
 scikit-learn estimator / Pipeline, skops    ``skops.io.dump``       no (trusted types only)
 scikit-learn estimator / Pipeline, joblib   ``joblib.dump``         **yes** (pickle)
+XGBoost booster                             ``save_model``          no
+                                            (``.json``, ``.ubj``)
+LightGBM booster                            ``save_model``          no
+                                            (``.txt``)
+CatBoost model                              ``save_model``          no
+                                            (``.cbm``, ``.json``)
 ==========================================  ======================  ===========================
+
+A ``.json`` file is told apart by its content: an XGBoost model's JSON has a ``learner``, a
+CatBoost model's ``oblivious_trees``. A booster comes back wrapped
+(:mod:`insdel.trees.boosters`): ``predict`` takes a numpy 2-D array and returns the library's own
+prediction as float64, and :func:`insdel.trees.read` reads its trees. These three need the
+``trees`` extra (``pip install ".[trees]"``).
 
 Pickle-based formats run arbitrary code when they are loaded, so they are refused unless the
 caller opts in (``trust=True``; ``[model] trust = true`` in a configuration, ``--trust-model`` on
@@ -37,11 +50,12 @@ import numpy as np
 
 from ._checkpoint import sha256_file
 from .adapter import eval_mode, exported_input_shape, model_capabilities
+from .trees._build import file_library
 
 __all__ = ["load_any", "FORMATS", "OnnxModel", "gradient_support"]
 
 FORMATS = ("insdel", "torch_export", "torchscript", "state_dict", "torch_module", "onnx", "skops",
-           "joblib")
+           "joblib", "xgboost", "lightgbm", "catboost")
 
 _PICKLE_WHY = ("loading a pickle runs whatever code the file contains, so insdel loads it only "
                "when you trust the file: pass trust=True (API), `trust = true` under [model] "
@@ -172,13 +186,16 @@ def load_any(path: str | Path, *, trust: bool = False, preset: str | None = None
 
         model = joblib.load(p)
         info.update(format="joblib", trusted=True)
+    elif suffix in (".json", ".ubj", ".txt", ".cbm") or file_library(p) is not None:
+        model = _load_booster(p, info)
     elif suffix == ".pt2" or _is_pt2(p):
         model = _load_exported(p, n_features, info)
     elif suffix in (".pt", ".pth", ".ts", ".torchscript") or zipfile.is_zipfile(p):
         model = _load_torch(p, trust, preset, n_features, info, dataset)
     else:
         raise ValueError(f"{p.name}: unknown model format (suffix {suffix!r}); insdel reads "
-                         f"{', '.join(FORMATS)} (.pt/.pth, .pt2, .onnx, .skops, .joblib).")
+                         f"{', '.join(FORMATS)} (.pt/.pth, .pt2, .onnx, .skops, .joblib, XGBoost .json/.ubj, "
+                         "LightGBM .txt, CatBoost .cbm/.json).")
     if not (callable(model) or hasattr(model, "predict")):
         raise TypeError(f"{p.name} holds a {type(model).__name__}, not a model (no predict, not "
                         "callable).")
@@ -212,6 +229,40 @@ def _check_fitted_features(model: Any, p: Path, n_features: int | None, dataset)
     raise ValueError(f"{p.name}: the model was fitted on {int(fitted)} features but the data set "
                      f"gives {int(n_features)}{detail}{hint}; the model must take the recipe's "
                      "features, in its column order.")
+
+
+_BOOSTER_SUFFIX = {"xgboost": ".json or .ubj", "lightgbm": ".txt", "catboost": ".cbm or .json"}
+
+
+def _load_booster(p: Path, info: dict) -> Any:
+    """An XGBoost (``.json``, ``.ubj``), LightGBM (``.txt``) or CatBoost (``.cbm``, ``.json``)
+    model file, told apart by its content and wrapped so that ``predict`` takes a numpy array
+    (:mod:`insdel.trees.boosters`)."""
+    from .trees import boosters
+
+    kind = file_library(p)
+    if kind is None:
+        raise ValueError(
+            f"{p.name}: not a model file of XGBoost (JSON / UBJSON with a 'learner'), LightGBM "
+            "(a text model starting with a 'tree' line) or CatBoost (.cbm, or JSON with "
+            "'oblivious_trees'); save the model with the library's own save_model.")
+    if kind == "xgboost":
+        from .trees.read_xgboost import load_booster
+
+        model: Any = boosters.XGBoostModel(load_booster(p))
+    elif kind == "lightgbm":
+        from .trees.read_lightgbm import load_booster
+
+        model = boosters.LightGBMModel(load_booster(p))
+    else:
+        from .trees.read_catboost import load_model
+
+        model = boosters.CatBoostModel(load_model(p))
+    info["format"] = kind
+    if p.suffix.lower() not in _BOOSTER_SUFFIX[kind].split(" or "):
+        info["note"] = (f"{p.name} holds a {kind} model (read by its content); {kind} saves "
+                        f"its models as {_BOOSTER_SUFFIX[kind]}")
+    return model
 
 
 def _load_exported(p: Path, n_features, info: dict) -> Any:

@@ -7,6 +7,7 @@ their tables, and that the baselines they time compute the same curves as insdel
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -201,3 +202,16 @@ def test_outputs_identity_ignores_where_the_configuration_was_read_from():
     new = {"source": "insdel/shipped/configs/demo.toml", "model": {"source": "trained"}}
     assert oi._strip(old) == oi._strip(new) == {"model": {"source": "trained"}}
     assert oi._strip(old) != oi._strip({**new, "model": {"source": "cache"}})
+
+
+def test_tree_marginal_bench_tiny_checks_its_values(tmp_path):
+    """The tree marginal bench runs on tiny sizes (XGBoost, woodelf, shap) and prints its
+    value checks before any timing."""
+    pytest.importorskip("woodelf", reason=PEER_MISSING.format("woodelf-explainer"))
+    pytest.importorskip("xgboost", reason=PEER_MISSING.format("xgboost"))
+    env = {**os.environ, "PYTHONPATH": str(BENCH.parent)}
+    p = subprocess.run([sys.executable, str(BENCH / "tree_marginal.py"), "--tiny"],
+                       capture_output=True, text=True, timeout=600, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    for needle in ("## Equal values", "insdel vs woodelf", "us per (B + K)"):
+        assert needle in p.stdout, needle

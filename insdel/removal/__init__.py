@@ -11,7 +11,8 @@ Built in: ``baseline`` and ``marginal`` (:mod:`.reference`); ``constant`` and ``
 ``locf`` and ``interpolate`` (:mod:`.timeseries`: a window's removed steps filled from its kept
 steps, per channel);
 ``cohort`` (:mod:`.cohort`, a :class:`GameRemoval`: the observational cohort game, read off the
-data). Your own: a
+data); ``path_dependent`` (:mod:`.trees`: the trees' own cover-weighted removal, for tree
+ensembles only, exact from their structure). Your own: a
 :class:`SampledRemoval` subclass, registered with :func:`register` or passed as an instance.
 
 Registry verbs: :func:`available` (names), :func:`get` (the class), :func:`options_of` (its options
@@ -33,9 +34,10 @@ from .base import (
 )
 from .constant import Constant, TrainingMean, training_mean_values
 from .reference import Baseline, Marginal
+from .trees import PathDependent
 
 __all__ = ["Removal", "ReferenceRemoval", "SampledRemoval", "GameRemoval", "Baseline", "Marginal",
-           "Constant", "TrainingMean", "training_mean_values", "draws_rows", "available", "get",
+           "PathDependent", "Constant", "TrainingMean", "training_mean_values", "draws_rows", "available", "get",
            "options_of", "register", "unregister", "build", "resolve", "check_targets",
            "target_rng", "MissingDataError"]
 
@@ -71,9 +73,10 @@ def __getattr__(name: str):
 
 _BUILTINS = ("baseline", "marginal", "constant", "training_mean", "conditional_gaussian",
              "conditional_mean", "conditional_knn", "cohort", "noisy_linear", "locf",
-             "interpolate")
+             "interpolate", "path_dependent")
 _REGISTRY = Registry("removal", {"baseline": Baseline, "marginal": Marginal, "constant": Constant,
-                                 "training_mean": TrainingMean},
+                                 "training_mean": TrainingMean,
+                                 "path_dependent": PathDependent},
                      protected=_BUILTINS, check=_check_entry, loader=_load_builtins)
 
 
