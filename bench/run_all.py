@@ -63,6 +63,8 @@ SCRIPTS: list[tuple[str, str, list[str], bool, str]] = [
      "not a timing: the Shapley-to-best gap the interaction-aware orderings close per experiment"),
     ("multi_output", "multi_output.py", [], False,
      "H = 24 outputs vs H = 1 on the same rows; 10,000 series x 48 x 8, H = 12; tint's mse / mae"),
+    ("tree_game", "tree_game.py", [], False,
+     "the tree game's closed forms (patterns, curves, E[ABC], Shapley) vs predict over the rows"),
     ("paper_cost", "paper_cost.py", [], False,
      "the full paper-bangalore run measured whole; paper-cern from per-unit costs and its bound"),
     ("verdicts", "verdicts.py", [], False,

@@ -317,7 +317,8 @@ def evaluate_metrics(f: ModelLike, X: ArrayLike, R: ArrayLike,
         warnings.warn(f"metrics {ignores} build their own points and do not read removal "
                       f"{ctx.game.name!r}: their scores are those of the model alone.",
                       stacklevel=2)
-    stats = {**ctx.stats, "model_rows": int(ctx.model.n_evals)}
+    # a game without a model (a closed-form game such as the tree game) evaluates no model row
+    stats = {**ctx.stats, "model_rows": 0 if ctx.model is None else int(ctx.model.n_evals)}
     if ctx.removal is not None:
         stats.update(removal=ctx.game.params(), ignores_removal=ignores)
     return MetricResults(scores=pd.concat(rows, ignore_index=True),
