@@ -4,13 +4,12 @@ TreeExplainer on the reference's trees, and efficient at n = 200."""
 
 import numpy as np
 import pytest
+from _trees import random_ensemble, random_rows
 
 import insdel
 from insdel.interactions import INDICES, from_effects
 from insdel.interactions.trees import from_tree_game, pattern_coefficients
 from insdel.trees.game import tree_game
-
-from _trees import random_ensemble, random_rows
 
 
 def _max_diff(a, b) -> float:
