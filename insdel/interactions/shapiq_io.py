@@ -127,7 +127,10 @@ def shapiq_trees(ensemble, r: np.ndarray, *, eps: float = 1e-12) -> list:
 
     ``ensemble`` is an :class:`insdel.trees.TreeEnsemble` with numeric splits only (a categorical
     split is an error); XGBoost's rule ``z < t`` becomes shapiq's ``z <= t'`` with t' the float
-    below t. The ensemble's base is not carried (no index of a non-empty subset depends on it).
+    below t. The ensemble's base and its single-leaf trees are not carried (no index of a
+    non-empty subset depends on a constant). Each tree's ``feature_ids`` are given sorted: shapiq
+    maps its internal feature ids back in sorted order, and its default (a set of the ids,
+    iterated in hash order) mislabels features above the set's table size.
     """
     from shapiq.explainer.tree.base import TreeModel
 
@@ -144,6 +147,8 @@ def shapiq_trees(ensemble, r: np.ndarray, *, eps: float = 1e-12) -> list:
                 for c in (int(ensemble.left[i]), int(ensemble.right[i])):
                     pos[c] = len(nodes)
                     nodes.append(c)
+        if len(nodes) == 1:  # a leaf alone adds a constant: no index of a non-empty subset
+            continue
         idx = np.asarray(nodes, dtype=np.int64)
         feat = ensemble.feature[idx]
         leaf = feat < 0
@@ -166,5 +171,6 @@ def shapiq_trees(ensemble, r: np.ndarray, *, eps: float = 1e-12) -> list:
         out.append(TreeModel(children_left=left, children_right=right,
                              features=np.where(leaf, -2, feat), thresholds=np.where(leaf, np.nan, thr),
                              values=np.where(leaf, ensemble.value[idx], 0.0),
-                             node_sample_weight=w))
+                             node_sample_weight=w,
+                             feature_ids=sorted(int(j) for j in np.unique(feat[~leaf]))))
     return out
