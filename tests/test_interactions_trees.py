@@ -129,3 +129,17 @@ def test_n200_runs_and_k_sii_is_efficient():
     np.testing.assert_allclose(res.sums(), res.v_all - res.v_empty, rtol=0, atol=1e-9)
     sv = insdel.interactions(tree_game(ens, X, R), index="SV")
     np.testing.assert_allclose(sv.values(1), tree_game(ens, X, R).shapley(), atol=1e-10)
+
+
+@pytest.mark.parametrize("index", ["k-SII", "SII", "STII", "FSII", "BII"])
+def test_tree_route_equals_shapiq_exact_computer(index):
+    """shapiq's ExactComputer on the same tree game (n = 8, every coalition evaluated)."""
+    shapiq = pytest.importorskip("shapiq")
+    from insdel.interactions.shapiq_io import shapiq_game
+
+    ens, rng = _xgb(8, depth=3, trees=10)
+    game = tree_game(ens, rng.normal(size=(1, 8)), rng.normal(size=(1, 8)))
+    ex = shapiq.ExactComputer(game=shapiq_game(game, None), n_players=8)(index, order=2)
+    ours = insdel.interactions(game, index=index, order=2).to_dict(0)
+    tol = 1e-8 if index == "FSII" else 1e-10  # shapiq's FSII: a penalised least squares
+    assert max(abs(ex[s] - ours.get(tuple(s), 0.0)) for s in ex.dict_values if s) <= tol
