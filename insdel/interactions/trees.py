@@ -25,6 +25,7 @@ from math import comb
 import numba as nb
 import numpy as np
 
+from ._kernels import _binom
 from .exact import check_order
 from .indices import IndexSpec, _bernoulli, _weight, check_index
 from .result import InteractionResult
@@ -56,16 +57,6 @@ def pattern_coefficients(spec: IndexSpec, order: int, er: np.ndarray) -> np.ndar
                            for j in range(r - a + 1)), Fraction(0))
                 c[s, a, e, r] = float(tot)
     return c
-
-
-@nb.njit(cache=True)
-def _binom(n, k):  # pragma: no cover - numba
-    if k < 0 or k > n:
-        return 0
-    r = 1
-    for i in range(k):
-        r = r * (n - i) // (i + 1)
-    return r
 
 
 @nb.njit(parallel=True, cache=True)
