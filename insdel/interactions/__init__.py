@@ -47,7 +47,9 @@ def interactions(f: ModelLike, X: ArrayLike | None = None, R: ArrayLike | None =
     f : model or insdel.game.Game
         Anything :func:`insdel.as_model` accepts, or a game (then X, R, removal, groups are not
         given). A game with the ``effects`` closed form (docs/game.md) is read without any
-        evaluation, at any |D_b| its effects hold.
+        evaluation, at any |D_b| its effects hold; a tree game (:func:`insdel.trees.tree_game`)
+        is read off its leaf patterns, exactly at any n and any |D_b|
+        (:func:`insdel.interactions.trees.from_tree_game`; ``max_d`` and ``n_samples`` unused).
     X : array_like (B, n)
         Targets.
     R : array_like
@@ -98,7 +100,14 @@ def interactions(f: ModelLike, X: ArrayLike | None = None, R: ArrayLike | None =
         raise ValueError(f"feature_names has {len(names)} names for m = {game.m} units.")
     names = [str(s) for s in names]
     from ..decomposition.batch import _decompose
+    from ..trees.game import TreeGame
 
+    if isinstance(game, TreeGame):  # exact at any n from the leaf patterns, no 2^|D| work
+        from .trees import from_tree_game
+
+        res = from_tree_game(game, index=spec.name, order=k, units=names)
+        res.timings["total_s"] = time.perf_counter() - t0
+        return res
     if not game.knows("effects"):
         dsz = _ragged(game.differing())[0]
         big = np.flatnonzero(dsz > max_d)

@@ -23,7 +23,7 @@ import numpy as np
 from .indices import INDICES, check_index
 from .result import InteractionResult
 
-__all__ = ["to_shapiq", "from_shapiq", "shapiq_game", "require_shapiq"]
+__all__ = ["to_shapiq", "from_shapiq", "shapiq_game", "shapiq_trees", "require_shapiq"]
 
 
 def require_shapiq():
@@ -116,3 +116,61 @@ def shapiq_game(f, x, R=None, *, removal=None, groups=None, pair: int = 0):
 
     return _InsdelGame(n_players=game.m, normalize=False,
                        player_names=list(game.unit_names) if game.unit_names else None)
+
+
+def shapiq_trees(ensemble, r: np.ndarray, *, eps: float = 1e-12) -> list:
+    """A tree ensemble as shapiq ``TreeModel`` s whose covers follow the reference ``r``: at
+    every split the child ``r`` goes to holds a fraction ``1 - eps`` of its parent's cover, the
+    other ``eps``. shapiq's path-dependent ``TreeExplainer`` (TreeSHAP-IQ) then computes, up to
+    O(eps), the indices of the baseline game ``v(u) = f(x_u : r_-u)`` (a removed feature follows
+    r at every node), the game of :func:`insdel.trees.tree_game` with the reference ``r``.
+
+    ``ensemble`` is an :class:`insdel.trees.TreeEnsemble` with numeric splits only (a categorical
+    split is an error); XGBoost's rule ``z < t`` becomes shapiq's ``z <= t'`` with t' the float
+    below t. The ensemble's base and its single-leaf trees are not carried (no index of a
+    non-empty subset depends on a constant). Each tree's ``feature_ids`` are given sorted: shapiq
+    maps its internal feature ids back in sorted order, and its default (a set of the ids,
+    iterated in hash order) mislabels features above the set's table size.
+    """
+    from shapiq.explainer.tree.base import TreeModel
+
+    require_shapiq()
+    if ensemble.is_categorical.any():
+        raise ValueError("shapiq_trees: the ensemble has categorical splits; shapiq's tree "
+                         "models take numeric splits only.")
+    r = np.asarray(r, dtype=np.float64)
+    out = []
+    for root in ensemble.roots.tolist():
+        nodes, pos = [root], {root: 0}
+        for i in nodes:  # breadth first: a parent before its children
+            if ensemble.feature[i] >= 0:
+                for c in (int(ensemble.left[i]), int(ensemble.right[i])):
+                    pos[c] = len(nodes)
+                    nodes.append(c)
+        if len(nodes) == 1:  # a leaf alone adds a constant: no index of a non-empty subset
+            continue
+        idx = np.asarray(nodes, dtype=np.int64)
+        feat = ensemble.feature[idx]
+        leaf = feat < 0
+        thr = ensemble.threshold[idx].astype(np.float64)
+        if ensemble.strict:
+            thr = np.nextafter(thr, -np.inf)
+        left = np.array([pos.get(int(c), -1) if not lf else -1
+                         for c, lf in zip(ensemble.left[idx], leaf, strict=True)])
+        right = np.array([pos.get(int(c), -1) if not lf else -1
+                          for c, lf in zip(ensemble.right[idx], leaf, strict=True)])
+        w = np.zeros(idx.size)
+        w[0] = 1.0
+        for j in range(idx.size):
+            if leaf[j]:
+                continue
+            go_left = r[feat[j]] <= thr[j] if not np.isnan(r[feat[j]]) \
+                else bool(ensemble.missing_left[idx[j]])
+            w[left[j]] = w[j] * ((1.0 - eps) if go_left else eps)
+            w[right[j]] = w[j] * (eps if go_left else (1.0 - eps))
+        out.append(TreeModel(children_left=left, children_right=right,
+                             features=np.where(leaf, -2, feat), thresholds=np.where(leaf, np.nan, thr),
+                             values=np.where(leaf, ensemble.value[idx], 0.0),
+                             node_sample_weight=w,
+                             feature_ids=sorted(int(j) for j in np.unique(feat[~leaf]))))
+    return out
