@@ -95,6 +95,8 @@ def test_policies_against_hand_built_references():
         d = [np.inf if k == b else np.sum((flat[b] - flat[k]) ** 2) for k in range(3)]
         assert p.reference_index[b] == int(np.argmin(d))
         np.testing.assert_array_equal(p.R[b], flat[np.argmin(d)])
+    nw = policies.build("nearest_window", length=L, channels=C)
+    np.testing.assert_array_equal(nw.reference(W, flat), p.R.reshape(W.shape))
 
 
 def test_policies_refuse_wrong_windows():
