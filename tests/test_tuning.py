@@ -200,3 +200,17 @@ def test_the_tune_table_is_checked_when_the_configuration_is_read(tmp_path):
             C.load({**base, "tune": tune})
     with pytest.raises(C.ConfigError, match="nothing to tune"):
         C.load({**base, "methods": {"names": ["vanilla_grad"]}, "tune": {}})
+
+
+def test_space_of_keeps_the_settings_the_options_and_data_allow():
+    ig = tuning.space_of("integrated_gradients")
+    assert ig == {"n_steps": tuning.SPACES["integrated_gradients"]["n_steps"]}
+    with_binary = tuning.space_of("integrated_gradients", options={"binary": [0]})
+    assert set(with_binary) == {"n_steps", "binary_mode"}
+    assert set(tuning.space_of("kernel_shap")) == {"n_samples"}  # background_size needs data
+    assert set(tuning.space_of("kernel_shap", data=np.zeros((4, 2)))) == {"n_samples",
+                                                                          "background_size"}
+    with pytest.raises(ValueError, match=r"'occlusion' has no settings to tune.*deeplift"):
+        tuning.space_of("occlusion")
+    with pytest.raises(ValueError, match=r"deeplift's settings \(baseline\) need data="):
+        tuning.space_of("deeplift")
