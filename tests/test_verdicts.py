@@ -413,3 +413,32 @@ def test_a_run_prints_the_verdicts_with_the_configured_margin(samples, tmp_path)
     assert man["config"]["verdicts"] == {"margin": 0.5, "relative": False, "level": 0.95,
                                          "adjust": "maxt", "n_resamples": 200}
     assert (res.out / "median" / "comparisons.csv").is_file()
+
+
+def test_surely_better_by_hand_and_by_the_adjusted_tests():
+    from insdel.verdicts.ranks import surely_better
+
+    c = compare(_block(G=10), list("abcd"), n_resamples=64)
+    c.sci_low = np.array([0.1, -1, -1, -1, -2.0, -1])  # pairs ab ac ad bc bd cd
+    c.sci_high = np.array([1.0, 1, 1, 1, -0.1, 1])
+    S = surely_better(c)
+    assert {(int(i), int(j)) for i, j in np.argwhere(S)} == {(0, 1), (3, 1)}  # a > b, d > b
+    for adjust in ("holm", "none"):
+        np.testing.assert_array_equal(surely_better(c, adjust), c.better(adjust))
+    with pytest.raises(ValueError, match="adjust"):
+        surely_better(c, "bonferroni")
+
+
+def test_summary_text_and_equivalence_as_dict():
+    Y = _block()
+    c = compare(Y, list("abcd"), n_resamples=200)
+    text = c.summary_text()
+    assert text.startswith(f"Verdicts at α = {c.alpha:g} (paired t tests, Holm-adjusted; 6 "
+                           "comparisons over 40 independent units): ")
+    assert all(v in text for v in c.verdicts("holm"))
+    assert "max-T (" in c.summary_text("maxt") and "unadjusted" in c.summary_text("none")
+    e = equivalence(_block(G=50, shift=(0.0, 0.05, 0, 0)), "a", "b", margin=0.5,
+                    methods=list("abcd"))
+    d = e.as_dict()
+    assert d["a"] == "a" and d["b"] == "b" and d["p"] == e.p
+    assert d["equivalent"] == e.equivalent and d["verdict"] == e.verdict()
