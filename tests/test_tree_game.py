@@ -551,3 +551,41 @@ def test_default_max_d_is_the_decompositions():
 
     assert DEFAULT_MAX_D == DEC
     assert TreeGame.closed_form == frozenset(HOOKS)
+
+
+def test_tree_game_of_a_fitted_model_and_its_refusals():
+    from sklearn.ensemble import RandomForestRegressor
+
+    from insdel.adapter import as_model
+    from insdel.removal import build as build_removal
+    from insdel.removal.trees import NoTreeGame, as_ensemble, is_ensemble, tree_game_of
+
+    rng = np.random.default_rng(0)
+    Xt = rng.normal(size=(60, 3))
+    rf = RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0)
+    rf.fit(Xt, Xt[:, 0] + Xt[:, 1] * Xt[:, 2])
+    X, R = Xt[:4], Xt[4:8]
+    assert is_ensemble(rf) and is_ensemble(as_model(rf)) and not is_ensemble(None)
+    assert not is_ensemble(lambda Z: Z.sum(1))
+    ens = as_ensemble(rf, "tree_shap")
+    assert isinstance(ens, TreeEnsemble) and as_ensemble(ens, "tree_shap") is ens
+    with pytest.raises(TypeError, match="tree_shap applies only to tree ensembles"):
+        as_ensemble(lambda Z: Z.sum(1), "tree_shap")
+    base = build_removal("baseline")
+    game = tree_game_of(rf, base, X, R, offset=3)
+    assert isinstance(game, TreeGame) and game.offset == 3
+    np.testing.assert_allclose(game.shapley(), shapley_values(rf.predict, X, R), atol=1e-10)
+    with pytest.raises(NoTreeGame, match=r"not a tree ensemble insdel reads"):
+        tree_game_of(lambda Z: Z.sum(1), base, X, R)
+    with pytest.raises(NoTreeGame, match=r"removal 'training_mean' has no tree game"):
+        tree_game_of(rf, build_removal("training_mean", data=Xt), X, R)
+    marg = build_removal("marginal")
+    with pytest.raises(NoTreeGame, match=r"reads R of shape \(B, K, n\)"):
+        tree_game_of(rf, marg, X, R)
+    with pytest.raises(NoTreeGame, match="different references"):
+        tree_game_of(rf, marg, X, np.stack([R, R[::-1]], axis=1))
+    shared = np.broadcast_to(R[None], (4, 4, 3))
+    mg = tree_game_of(rf, marg, X, shared)
+    assert mg.B == 4 and mg.m == 3
+    np.testing.assert_allclose(mg.v_empty(), np.full(4, rf.predict(R).mean()), atol=1e-10)
+    np.testing.assert_allclose(mg.v_all(), rf.predict(X), atol=1e-10)
