@@ -589,3 +589,68 @@ def test_tree_game_of_a_fitted_model_and_its_refusals():
     assert mg.B == 4 and mg.m == 3
     np.testing.assert_allclose(mg.v_empty(), np.full(4, rf.predict(R).mean()), atol=1e-10)
     np.testing.assert_allclose(mg.v_all(), rf.predict(X), atol=1e-10)
+
+
+STUMP = [{"f": 0, "t": 0.5, "l": 1, "r": 2}, {"f": -1, "v": 1.0}, {"f": -1, "v": 2.0}]
+
+
+def test_a_tree_ensemble_is_checked_when_built():
+    import dataclasses
+
+    from insdel.trees.ensemble import check_ensemble
+
+    ens = build(STUMP, [0], 2)
+    check_ensemble(ens)  # a valid ensemble passes
+    bad = {"a split feature is >= n_features": [{**STUMP[0], "f": 2}, *STUMP[1:]],
+           "TreeEnsemble.left: an internal node has no valid child": [{**STUMP[0], "l": 7},
+                                                                       *STUMP[1:]],
+           "a leaf is marked as a categorical split": [STUMP[0], {**STUMP[1], "cats": [1.0]},
+                                                       STUMP[2]]}
+    for why, nodes in bad.items():
+        with pytest.raises(ValueError, match=why):
+            build(nodes, [0], 2)
+    with pytest.raises(ValueError, match="rule must be one of"):
+        build(STUMP, [0], 2, rule="ge")
+    with pytest.raises(ValueError, match="roots must be a non-empty"):
+        build(STUMP, [], 2)
+    with pytest.raises(ValueError, match=r"TreeEnsemble.value must be a \(3,\) float64 array"):
+        dataclasses.replace(ens, value=np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match="feature_names must have n_features names"):
+        dataclasses.replace(ens, feature_names=["a"])
+
+
+def test_tree_game_weights_fingerprint_and_rows():
+    from insdel.trees._tree_game import (
+        check_ensemble_rows,
+        ensemble_sha256,
+        prefix_weights,
+        shapley_weights,
+    )
+    from insdel.trees.patterns import check_pattern_count
+
+    W, V = shapley_weights(6), prefix_weights(6)
+    f = math.factorial
+    for d in range(1, 7):
+        for s in range(d):
+            assert W[d, s] == pytest.approx(f(s) * f(d - 1 - s) / f(d), rel=1e-12)
+        assert W[d, d:].sum() == 0.0
+        # the Shapley weights of the other d - 1 players' coalitions sum to 1 over them
+        assert sum(math.comb(d - 1, s) * W[d, s] for s in range(d)) == pytest.approx(1.0)
+    for d in range(7):
+        for s in range(d + 1):
+            assert V[d, s] == pytest.approx(f(s) * f(d - s) / f(d + 1), rel=1e-12)
+    ens = build(STUMP, [0], 2)
+    assert ensemble_sha256(ens) == ensemble_sha256(build(STUMP, [0], 2))
+    assert ensemble_sha256(ens) != ensemble_sha256(build(STUMP, [0], 2, base=1.0))
+    np.testing.assert_array_equal(check_ensemble_rows(ens, [1.0, np.nan], "game"),
+                                  [[1.0, np.nan]])
+    with pytest.raises(TypeError, match="game applies to tree ensembles"):
+        check_ensemble_rows(lambda Z: Z, [[1.0, 2.0]], "game")
+    with pytest.raises(ValueError, match=r"ensemble's 2 columns; got shape \(1, 3\)"):
+        check_ensemble_rows(ens, [[1.0, 2.0, 3.0]], "game")
+    with pytest.raises(ValueError, match="infinite"):
+        check_ensemble_rows(ens, [[np.inf, 2.0]], "game")
+    check_pattern_count(np.array([3, 4]), np.array([6, 8]), 7)  # within the limit: no error
+    with pytest.raises(ValueError, match=r"the 2 pairs reach 8 leaf patterns \(pair 11 alone 5\)"
+                                         r", more than max_patterns = 7"):
+        check_pattern_count(np.array([3, 5]), np.array([6, 8]), 7, first=10)
