@@ -173,3 +173,20 @@ def test_errors_name_the_problem(forest):
         as_game(None, X, removal="path_dependent", rows_only=True)
     with pytest.raises(TypeError, match="tree ensemble"):
         RM.build("path_dependent").values(X, np.ones_like(X, bool), np.arange(len(X)))
+
+
+def test_check_covers_names_the_first_node_without_a_cover():
+    import dataclasses
+
+    from insdel.trees.path_dependent import check_covers
+
+    ens = random_ensemble(np.random.default_rng(0), 3, n_trees=2, depth=2)
+    check_covers(ens)  # positive covers pass
+    cover = ens.cover.copy()
+    cover[[2, 4]] = [0.0, np.nan]
+    bad = dataclasses.replace(ens, cover=cover, source="my trees")
+    with pytest.raises(ValueError, match=r"my trees has cover 0.0 at node 2 \(2 nodes without a "
+                                         r"positive cover\); use a removal with references"):
+        check_covers(bad)
+    with pytest.raises(ValueError, match="at node 2"):
+        path_dependent_game(bad, random_rows(np.random.default_rng(1), 2, 3))
