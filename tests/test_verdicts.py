@@ -442,3 +442,25 @@ def test_summary_text_and_equivalence_as_dict():
     d = e.as_dict()
     assert d["a"] == "a" and d["b"] == "b" and d["p"] == e.p
     assert d["equivalent"] == e.equivalent and d["verdict"] == e.verdict()
+
+
+def test_as_block_checks_and_averages_units():
+    from insdel.verdicts._block import as_block
+
+    V = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 7.0]])
+    blk = as_block(pd.DataFrame(V, columns=["ig", "ks"]), clusters=[0, 0, 1])
+    assert blk.methods == ["ig", "ks"] and blk.n_pairs == 3 and blk.n_units == 2
+    np.testing.assert_array_equal(blk.Y, [[2.0, 3.0], [5.0, 7.0]])  # a unit's mean
+    assert blk.index("ks") == 1
+    with pytest.raises(ValueError, match=r"baseline: unknown method 'x'; the block holds"):
+        blk.index("x", "baseline")
+    assert as_block(V).methods == ["m0", "m1"]
+    np.testing.assert_array_equal(as_block(V, higher_is_better=False).Y, -V)
+    bad = {"3 names for the 2 columns": dict(methods=["a", "b", "c"]),
+           "repeated names": dict(methods=["a", "a"]),
+           "a comparison needs at least 3": dict(min_methods=3),
+           r"one unit id per pair, shape \(3,\)": dict(clusters=[0, 1]),
+           "1 independent unit": dict(clusters=[4, 4, 4])}
+    for why, kw in bad.items():
+        with pytest.raises(ValueError, match=why):
+            as_block(V, **kw)
