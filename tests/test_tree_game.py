@@ -654,3 +654,30 @@ def test_tree_game_weights_fingerprint_and_rows():
     with pytest.raises(ValueError, match=r"the 2 pairs reach 8 leaf patterns \(pair 11 alone 5\)"
                                          r", more than max_patterns = 7"):
         check_pattern_count(np.array([3, 5]), np.array([6, 8]), 7, first=10)
+
+
+def test_leaf_paths_and_direction_chunks_reproduce_the_prediction(monkeypatch):
+    from insdel.trees import _paths
+
+    nodes = [{"f": 0, "t": 0.5, "l": 1, "r": 2}, {"f": 1, "t": 0.5, "l": 3, "r": 4},
+             {"f": -1, "v": 1.0}, {"f": -1, "v": 2.0}, {"f": -1, "v": 3.0},
+             {"f": 1, "t": 0.0, "l": 6, "r": 7}, {"f": -1, "v": -1.0}, {"f": -1, "v": 5.0}]
+    ens = build(nodes, [0, 5], 2, base=0.5)
+    P = _paths.leaf_paths(ens)
+    assert P.n_leaves == 5 and P.n_units == 2
+    assert sorted(P.value.tolist()) == [-1.0, 1.0, 2.0, 3.0, 5.0]
+    assert P.max_slots() == 2  # the paths through node 1 split on both features
+    assert _paths.leaf_paths(ens, np.array([0, 0])).max_slots() == 1  # one unit: one slot
+    with pytest.raises(ValueError, match=r"unit_of must be \(2,\) non-negative unit labels"):
+        _paths.leaf_paths(ens, np.array([0]))
+    Z = np.random.default_rng(0).normal(size=(7, 2))
+    monkeypatch.setattr(_paths, "DIRECTION_BYTES", 3 * ens.n_nodes)  # chunks of 3 rows
+    chunks = list(_paths.direction_chunks(ens, Z))
+    assert [(lo, hi) for lo, hi, _ in chunks] == [(0, 3), (3, 6), (6, 7)]
+    D = np.concatenate([d for _, _, d in chunks])
+    pred = np.full(len(Z), ens.base)
+    for ell in range(P.n_leaves):
+        k = slice(P.node_ptr[ell], P.node_ptr[ell + 1])
+        reached = (D[:, P.node[k]] == P.went_left[k]).all(axis=1)
+        pred += np.where(reached, P.value[ell], 0.0)
+    np.testing.assert_allclose(pred, ens.predict(Z), atol=0)
