@@ -681,3 +681,20 @@ def test_leaf_paths_and_direction_chunks_reproduce_the_prediction(monkeypatch):
         reached = (D[:, P.node[k]] == P.went_left[k]).all(axis=1)
         pred += np.where(reached, P.value[ell], 0.0)
     np.testing.assert_allclose(pred, ens.predict(Z), atol=0)
+
+
+def test_merge_ragged_sums_equal_patterns_and_drops_zeros():
+    from insdel.trees.patterns import merge_ragged
+
+    # pair 0: E={0,1} twice (units in another order), E={2} R={0} with values that cancel;
+    # pair 1: R={3}
+    units = np.array([1, 0, 0, 1, 2, 0, 2, 0, 3], np.int64)
+    u_off = np.array([0, 2, 4, 6, 8, 9], np.int64)
+    n_e = np.array([2, 2, 1, 1, 0], np.int64)
+    val = np.array([1.0, 2.0, 1.0, -1.0, 0.5])
+    pat_off, o_uoff, o_ne, o_units, o_val = merge_ragged(np.array([0, 4, 5], np.int64), u_off,
+                                                          n_e, units, val)
+    assert pat_off.tolist() == [0, 1, 2]
+    assert o_ne.tolist() == [2, 0] and o_val.tolist() == [3.0, 0.5]
+    assert o_units[o_uoff[0]:o_uoff[1]].tolist() == [0, 1]  # sorted within E
+    assert o_units[o_uoff[1]:o_uoff[2]].tolist() == [3]
