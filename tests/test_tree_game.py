@@ -698,3 +698,14 @@ def test_merge_ragged_sums_equal_patterns_and_drops_zeros():
     assert o_ne.tolist() == [2, 0] and o_val.tolist() == [3.0, 0.5]
     assert o_units[o_uoff[0]:o_uoff[1]].tolist() == [0, 1]  # sorted within E
     assert o_units[o_uoff[1]:o_uoff[2]].tolist() == [3]
+
+
+def test_max_depth_and_pattern_counts():
+    nodes = [{"f": 0, "t": 0.5, "l": 1, "r": 2}, {"f": 1, "t": 0.5, "l": 3, "r": 4},
+             {"f": -1, "v": 1.0}, {"f": -1, "v": 2.0}, {"f": -1, "v": 3.0}, {"f": -1, "v": 7.0}]
+    ens = build(nodes, [0, 5], 2)  # a depth-2 tree and a lone leaf
+    assert ens.max_depth() == 2 and build(nodes[5:], [0], 2).max_depth() == 0
+    X, R = np.array([[0.0, 0.0], [1.0, 1.0]]), np.array([[1.0, 1.0], [1.0, 1.0]])
+    P = leaf_patterns(ens, X, R)
+    np.testing.assert_array_equal(P.counts(), [len(P.of(0)), len(P.of(1))])
+    assert P.of(1) == [((), (), 8.0)]  # x = r: one constant pattern, the sum of the leaves reached

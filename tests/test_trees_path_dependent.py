@@ -190,3 +190,29 @@ def test_check_covers_names_the_first_node_without_a_cover():
         check_covers(bad)
     with pytest.raises(ValueError, match="at node 2"):
         path_dependent_game(bad, random_rows(np.random.default_rng(1), 2, 3))
+
+
+def test_path_dependent_removal_builds_its_game_and_checks_orders():
+    from sklearn.tree import DecisionTreeRegressor
+
+    from insdel.removal.trees import tree_game_of
+
+    rng = np.random.default_rng(0)
+    Xt = rng.normal(size=(50, 3))
+    est = DecisionTreeRegressor(max_depth=3, random_state=0).fit(Xt, Xt[:, 0] * Xt[:, 1])
+    rem = RM.build("path_dependent")
+    game = rem.tree_game(est, Xt[:3], offset=2)
+    assert isinstance(game, PathDependentGame) and game.offset == 2 and game.B == 3
+    np.testing.assert_allclose(game.v_all(), est.predict(Xt[:3]), atol=1e-12)
+    again = tree_game_of(est, rem, Xt[:3], None)
+    np.testing.assert_array_equal(again.v_empty(), game.v_empty())
+    with pytest.raises(ValueError, match="writes no rows"):
+        rem.tree_game(est, Xt[:3], rows_only=True)
+    with pytest.raises(TypeError, match="applies only to tree ensembles"):
+        rem.tree_game(lambda Z: Z.sum(1), Xt[:3])
+    good = np.tile(np.array([2, 0, 1]), (3, 1, 1))
+    np.testing.assert_array_equal(game.check_orders(good), good)
+    with pytest.raises(ValueError, match="orders"):
+        game.check_orders(np.tile(np.array([2, 2, 1]), (3, 1, 1)))
+    e, p = game.ensemble_arrays(), game.path_arrays()
+    assert e[0] is game.ensemble.feature and p[0] is game.paths.value
