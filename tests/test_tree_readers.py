@@ -552,3 +552,30 @@ def test_load_booster_reads_its_library_and_names_another(tmp_path):
     with pytest.raises(UnsupportedModelError, match="other.json: not an XGBoost model file "
                                                     "XGBoost can read"):
         RX.load_booster(tmp_path / "other.json")
+
+
+def test_booster_wrappers_predict_as_their_library_and_read_as_trees():
+    import lightgbm as lgb
+    import xgboost as xgb
+
+    from insdel.trees.boosters import LightGBMModel, XGBoostModel
+
+    X, y = _data()
+    X = X[:, :4]  # numeric columns only
+    xm = xgb.XGBRegressor(n_estimators=3, max_depth=2).fit(X, y)
+    lm = lgb.LGBMRegressor(n_estimators=3, num_leaves=4, min_child_samples=5,
+                           verbose=-1).fit(X, y)
+    Z = X[:7].copy()
+    Z[0, 1] = np.nan
+    for wrap, model, lib in ((XGBoostModel(xm.get_booster()), xm, "xgboost"),
+                             (LightGBMModel(lm.booster_), lm, "lightgbm")):
+        assert wrap.tree_library == lib and wrap.n_features_in_ == 4
+        assert repr(wrap) == f"{type(wrap).__name__}(4 features)"
+        p = wrap.predict(Z)
+        assert p.dtype == np.float64 and p.shape == (7,)
+        np.testing.assert_allclose(p, model.predict(Z), rtol=1e-6)
+        np.testing.assert_allclose(read(wrap).predict(Z), p, rtol=1e-5, atol=1e-6)
+        with pytest.raises(ValueError, match=f"X has 3 features but the {lib} model takes 4"):
+            wrap.predict(Z[:, :3])
+        with pytest.raises(ValueError, match="2-D array"):
+            wrap.predict(Z[0])
