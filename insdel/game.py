@@ -148,7 +148,8 @@ class Game:
 
     def _values(self, pairs: np.ndarray, keep: np.ndarray, clock: dict | None) -> np.ndarray:
         """The values of distinct requests (units' coalitions)."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement _values(pairs, keep, "
+                                  "clock).")
 
     def v_all(self) -> np.ndarray:
         """``v_b(all)`` (B,): every unit kept (f(x) under the baseline)."""
@@ -214,11 +215,11 @@ class Game:
         point. Returns mode -> (B, K, S) float64: ``v_b(S_k)`` (insertion) and
         ``v_b(complement(S_k))`` (deletion), S_k the first ``positions[s]`` units of the ordering.
         """
-        raise NotImplementedError
+        raise self._unknown("curves")
 
     def shapley(self) -> np.ndarray:
         """Exact Shapley values of ``v_b`` over the units, (B, m), in closed form."""
-        raise NotImplementedError
+        raise self._unknown("shapley")
 
     def effects(self, *, max_d: int | None = None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -229,7 +230,13 @@ class Game:
         increasing order (flat) with their offsets (B + 1,), and ``Delta_b(w)`` for the 2^|D_b|
         subsets w of D_b (bit t = the t-th unit of D_b), flat, pair after pair.
         """
-        raise NotImplementedError
+        raise self._unknown("effects")
+
+    def _unknown(self, hook: str) -> NotImplementedError:
+        """The error of a closed-form hook this game does not answer."""
+        return NotImplementedError(f"{type(self).__name__} ({self.name!r}) does not answer "
+                                   f"{hook!r} in closed form (its closed_form: "
+                                   f"{sorted(self.closed_form)}).")
 
 
 class RemovalGame(Game):

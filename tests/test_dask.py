@@ -548,3 +548,28 @@ def test_an_output_view_runs_on_a_client_as_its_column_does(client):
                            n_random=2)[1]
     for mode in ("insertion", "deletion"):
         np.testing.assert_allclose(got.curves[mode], want.curves[mode], rtol=0, atol=1e-12)
+
+
+def test_shipped_module_unpickles_its_module_once():
+    import pickle
+
+    import torch
+
+    net = torch.nn.Linear(3, 1)
+    sm = distributed.ShippedModule(net)
+    assert sm.get() is net  # the sender keeps its own module
+    there = pickle.loads(pickle.dumps(sm))  # what a worker receives: the payload only
+    assert there._module is None
+    got = there.get()
+    assert got is there.get()  # unpickled once, then the same module for every chunk
+    assert got is not net and isinstance(got, torch.nn.Linear)
+    torch.testing.assert_close(got.weight, net.weight)
+    got.register_forward_pre_hook(lambda m, a: None)  # hooks work (captum's DeepLift needs them)
+    with pytest.raises(TypeError, match="cannot be sent to Dask workers"):
+        distributed.ShippedModule(_unpicklable())
+
+
+def _unpicklable():
+    import threading
+
+    return threading.Lock()  # an object that does not pickle

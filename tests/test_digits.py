@@ -35,3 +35,19 @@ def test_train_cnn_integral_epochs_accepted():
     data = digits.load()
     _, info = digits.train_cnn(data, epochs=np.int64(1))
     assert info["epochs"] == 1 and isinstance(info["epochs"], int)
+
+
+def test_digits_cnn_is_the_presets_untrained_module():
+    import torch
+
+    torch.manual_seed(0)
+    net = digits.DigitsCNN()
+    p = digits.get("digits_cnn")
+    convs = [m for m in net if isinstance(m, torch.nn.Conv2d)]
+    linears = [m for m in net if isinstance(m, torch.nn.Linear)]
+    assert [c.out_channels for c in convs] == list(p["channels"])
+    assert linears[0].out_features == p["hidden"] and linears[-1].out_features == 10
+    out = net(torch.zeros(2, 1, 8, 8))  # 8 x 8 digit images -> 10 class scores (logits)
+    assert out.shape == (2, 10) and out.dtype == torch.float32
+    with pytest.raises(ValueError, match="no_such_preset"):
+        digits.DigitsCNN("no_such_preset")

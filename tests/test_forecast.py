@@ -112,3 +112,30 @@ def test_an_interrupted_forecast_run_resumes_and_reuses_only_its_own_chunks(tmp_
     seen.clear()
     run_forecast(more, tmp_path / "cut", _interrupt=lambda: seen.append(1))
     assert seen == [1]  # the curves alone
+
+
+def test_windowed_cuts_every_series():
+    series = np.arange(2 * 6 * 2, dtype=float).reshape(2, 6, 2)  # 2 series, T = 6, C = 2
+    X, Y = fs.windowed(series, 3, 2)
+    assert X.shape == (2 * 2, 3 * 2) and Y.shape == (4, 2)  # T - L - H + 1 = 2 windows a series
+    np.testing.assert_array_equal(X[0], series[0, :3].ravel())
+    np.testing.assert_array_equal(Y[0], series[0, 3:5, 0])  # the next H values of channel 0
+    np.testing.assert_array_equal(X[2], series[1, :3].ravel())
+    X2, _ = fs.windowed(series, 3, 2, stride=2)
+    assert len(X2) == 2
+
+
+def test_train_forecaster_is_seeded_and_fits():
+    import torch
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(64, 4)).astype(np.float32)
+    Y = X[:, :2] * 0.5
+    a = fs.train_forecaster(X, Y, hidden=8, epochs=40, batch_size=32, seed=1)
+    b = fs.train_forecaster(X, Y, hidden=8, epochs=40, batch_size=32, seed=1)
+    assert not a.training
+    with torch.no_grad():
+        pa, pb = a(torch.from_numpy(X)).numpy(), b(torch.from_numpy(X)).numpy()
+    assert pa.shape == (64, 2)
+    np.testing.assert_array_equal(pa, pb)
+    assert np.mean((pa - Y) ** 2) < np.mean(Y ** 2)  # better than predicting zero

@@ -36,7 +36,9 @@ def results():
 @pytest.mark.parametrize("name", CASES)
 def test_closed_form_shapley_equals_brute_force(truths, name):
     case, t = functional.get(name), truths[name]
-    brute = insdel.shapley_values(t.f, t.X, t.R, progress=False)
+    brute = case.brute_force_shapley(t)
+    np.testing.assert_allclose(brute, insdel.shapley_values(t.f, t.X, t.R, progress=False),
+                               rtol=0, atol=0)
     np.testing.assert_allclose(t.phi, brute, rtol=0, atol=1e-10)
     np.testing.assert_allclose(t.phi.sum(axis=1), t.fx - t.fr, rtol=0, atol=1e-10)
     if case.closed_form is None:  # enumerated truth: the decomposition's own Shapley values
@@ -323,3 +325,21 @@ def test_exit_code_bad_input_is_named(mixed):
     as_csv = mixed.assign(passed=mixed["passed"].map(str))  # "False" is truthy: refused
     with pytest.raises(ValueError, match=r"results\['passed'\]"):
         functional.exit_code(as_csv, strict=True)
+
+
+def test_criterion_base_class_text_and_measure():
+    from dataclasses import dataclass
+
+    truth = insdel.functional.get("additive").truth(seed=0)
+
+    @dataclass(frozen=True)
+    class Bare(CR.Criterion):
+        name = "bare"
+
+    assert Bare().text == "bare"  # the base text is the name
+    with pytest.raises(NotImplementedError):
+        Bare()(truth, truth.phi)  # the base measure is for subclasses to define
+    m = CR.MatchesShapley(tol=1e-3)
+    assert m.text == "max |a - phi| / scale <= 0.001"
+    assert m.measure(truth, truth.phi) == 0.0
+    assert m.measure(truth, truth.phi + 1.0) > 0.0

@@ -252,3 +252,54 @@ def test_docs_game_md_runs_as_written(capsys):
     out = capsys.readouterr().out
     assert "RemovalGame(B=5, n=4, m=4, removal=Baseline())" in out
     assert out.count("True") >= 3 and "0 True" in out
+
+
+class Minimal(Game):
+    """A game implementing only ``_values``: ``v_b(u)`` = the number of kept units plus b."""
+
+    name = "count"
+
+    def __init__(self, B, m):
+        self.X = np.zeros((B, m))
+
+    def _values(self, pairs, keep, clock):
+        return keep.sum(axis=1) + pairs.astype(float)
+
+
+def test_the_base_game_defaults():
+    g = Minimal(3, 4)
+    assert (g.B, g.n, g.m) == (3, 4, 4)
+    assert g.differing().shape == (3, 4) and g.differing().all()  # every unit may matter
+    np.testing.assert_array_equal(g.v_all(), [4.0, 5.0, 6.0])
+    np.testing.assert_array_equal(g.v_empty(), [0.0, 1.0, 2.0])
+    assert g.check_cost(10, what="values") == 10  # n_draws = 1: one row per coalition
+    g.n_draws = 0  # a game read off the data still counts one row per coalition
+    assert g.check_cost(7, what="values") == 7
+    g.n_draws = 5
+    assert g.check_cost(7, what="values") == 35
+    assert g.params() is None
+    assert g.parts() == {"game": g} and g.parts()["game"] is g
+    assert not any(g.knows(h) for h in HOOKS)
+
+
+def test_the_base_game_refuses_what_it_does_not_know():
+    g = Minimal(2, 3)
+    with pytest.raises(NotImplementedError, match="Minimal cannot be cut into chunks"):
+        g.subset(0, 1)
+    with pytest.raises(NotImplementedError, match="Minimal has no rows"):
+        g.imputed([0], np.ones((1, 3), bool))
+    orders = np.tile(np.arange(3), (2, 1, 1))
+    calls = {"curves": lambda: g.curves(orders, modes=("insertion",), positions=np.arange(4)),
+             "shapley": g.shapley, "effects": g.effects}
+    for hook, call in calls.items():
+        with pytest.raises(NotImplementedError,
+                           match=rf"Minimal \('count'\) does not answer '{hook}' in closed form"):
+            call()
+
+
+def test_a_game_without_values_names_what_to_implement():
+    class Empty(Game):
+        X = np.zeros((1, 2))
+
+    with pytest.raises(NotImplementedError, match=r"Empty must implement _values"):
+        Empty().v_all()

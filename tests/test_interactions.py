@@ -219,6 +219,7 @@ def test_result_accessors():
     assert len(df) == 7 + 2 and df.attrs["index"] == "SII"
     assert res.values(0).shape == (2,) and res.values(2).shape == (2, 3, 3)
     assert res.standard_errors(1).shape == (2, 3) and not res.standard_errors(1).any()
+    assert res.standard_error(0, ("a", "b")) == 0.0  # an exact result has no error
     with pytest.raises(ValueError, match="above this result's order"):
         res.get(0, (0, 1, 2))
     with pytest.raises(ValueError, match="unknown unit"):
@@ -272,6 +273,8 @@ def test_sampled_estimates_agree_with_the_exact_values_within_their_standard_err
     assert not est.exact and exact.exact and est.n_samples == 600
     assert est.method == INDICES[name].estimator
     assert est.standard_errors(est.order).any()
+    se1 = est.standard_errors(1)
+    assert [est.standard_error(1, [j]) for j in range(7)] == pytest.approx(se1[1], abs=0)
     for order in range(exact.order + 1):
         err = np.abs(est.values(order) - exact.values(order))
         assert (err <= 5 * est.standard_errors(order) + 1e-9).all(), (order, err.max())
@@ -309,3 +312,13 @@ def test_a_game_with_closed_form_effects_is_read_exactly_at_any_size_without_eva
     for S, val in want.items():
         assert abs(res.get(0, S) - val) <= 1e-11
     assert res.v_all[0] == pytest.approx(v[-1]) and res.v_empty[0] == pytest.approx(v[0])
+
+
+def test_index_names_are_the_canonical_indices():
+    from insdel.interactions.indices import index_names
+
+    names = index_names()
+    assert names == list(INDICES) and {"SV", "SII", "k-SII", "STII", "FSII", "BII", "BV"} <= set(names)
+    assert all(check_index(n).name == n for n in names)
+    names.append("mine")  # a copy: the registry is unchanged
+    assert "mine" not in index_names()

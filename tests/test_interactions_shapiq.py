@@ -96,3 +96,19 @@ def test_order_one_sii_is_shapiqs_sv():
     iv = to_shapiq(res, 0)
     assert iv.index == "SV" and iv[()] == res.v_empty[0]
     np.testing.assert_allclose([iv[(j,)] for j in range(6)], res.values(1)[0], atol=0)
+
+
+def test_package_level_shapiq_wrappers_are_shapiq_io():
+    X, R = pairs(None, n=5, seed=7)
+    res = insdel.interactions(model_small_5, X, R, index="k-SII", order=2)
+    iv = insdel.interactions.to_shapiq(res, 1)
+    assert iv.index == "k-SII" and iv.max_order == 2
+    assert iv.dict_values == to_shapiq(res, 1).dict_values
+    back = insdel.interactions.from_shapiq(iv, units=res.units, v_all=float(res.v_all[1]))
+    assert back.to_dict(0) == res.to_dict(1)
+    with pytest.raises(TypeError):
+        insdel.interactions.from_shapiq(iv, no_such_option=1)
+
+
+def model_small_5(Z):
+    return Z[:, 0] * Z[:, 1] + np.sin(Z[:, 2]) * Z[:, 3] + Z[:, 4] ** 2

@@ -555,3 +555,28 @@ def test_block_verdicts_and_comparisons_beside_each_block(tmp_path):
     assert tmp_path / "out" / "leaderboard_comparisons.csv" in paths
     comp = board.compared[("g1", "average", "insertion")]
     assert comp.n_units == 12 and comp.verdicts()[0].startswith("a > ")
+
+
+def test_find_runs_and_is_checks_run(tmp_path):
+    from insdel.leaderboard_runs import find_runs, is_checks_run
+
+    a, b, empty = tmp_path / "runs" / "a", tmp_path / "runs" / "b", tmp_path / "runs" / "c"
+    for d in (a, b, empty):
+        d.mkdir(parents=True)
+    (a / "manifest.json").write_text(json.dumps({"policies": ["one_to_one"]}))
+    (b / "manifest.json").write_text(json.dumps({"sanity": {}, "experiment": "x"}))
+    # a run given itself; a folder searched one level down (c holds no run: skipped); a run given
+    # twice is kept once
+    assert find_runs([a]) == [a]
+    assert find_runs(str(tmp_path / "runs")) == [a, b]
+    assert find_runs([a, tmp_path / "runs", a]) == [a, b]
+    with pytest.raises(FileNotFoundError, match="no such folder"):
+        find_runs([tmp_path / "nowhere"])
+    with pytest.raises(FileNotFoundError, match="holds no finished run"):
+        find_runs([empty])
+    with pytest.raises(ValueError, match="at least one run directory"):
+        find_runs([])
+    assert is_checks_run(b) and not is_checks_run(a)
+    assert not is_checks_run(empty)  # no manifest: not a checks run, no error
+    (empty / "manifest.json").write_text("[1, 2]")  # not a JSON object
+    assert not is_checks_run(empty)

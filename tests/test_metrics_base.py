@@ -393,3 +393,24 @@ def test_metrics_never_ask_a_removals_kind(module):
     src = (Path(insdel.__file__).parent / "metrics" / module).read_text(encoding="utf-8")
     assert not re.findall(r"isinstance\(.*(Removal|Baseline|Marginal|Cohort)", src)
     assert "resolve(" not in src and "check_targets(" not in src
+
+
+def test_agreement_figure_draws_the_tau_matrix():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from insdel.metrics.agreement import agreement_figure
+
+    agree = pd.DataFrame([{"metric_a": a, "metric_b": b, "tau": t} for a, b, t in
+                          [("ins", "ins", 1.0), ("ins", "del", -0.75), ("del", "ins", -0.75),
+                           ("del", "del", np.nan)]])
+    fig = agreement_figure(agree, title="my title")
+    ax = fig.axes[0]
+    assert ax.get_title() == "my title"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["ins", "del"]
+    np.testing.assert_array_equal(ax.images[0].get_array().filled(np.nan),
+                                  [[1.0, -0.75], [-0.75, np.nan]])
+    assert sorted(t.get_text() for t in ax.texts) == ["-0.75", "-0.75", "1.00"]  # NaN: no label
+    plt.close(fig)

@@ -229,3 +229,14 @@ def test_curves_of_h_outputs_refuse_a_client_with_the_reason():
                                                   r"store of the \(N, H\) values"):
         insdel.evaluate(m, np.ones((2, 3)), np.zeros((2, 3)), {"a": np.ones((2, 3))},
                         n_random=0, client=object())
+
+
+def test_multi_evaluation_modes_and_expected_random(pairs):
+    X, R, A, _ = pairs
+    ev = insdel.evaluate(as_model(_f, outputs=H), X, R, {"one": A}, n_random=3,
+                         modes=("deletion",))
+    assert ev.modes == ("deletion",) == ev[0].modes
+    er = ev.expected_random("deletion")
+    assert er.shape == (B, H)
+    for h in range(H):
+        np.testing.assert_allclose(er[:, h], ev[h].random_mean("deletion"), atol=0, rtol=0)

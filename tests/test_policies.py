@@ -645,3 +645,25 @@ def test_a_policy_returning_the_wrong_shape_names_n():
     T = np.zeros((2, 3))
     with pytest.raises(ValueError, match=r"or \(3,\)"):
         base._to_pairing(np.zeros((2, 2)), None, np.arange(2), T, "p", {}, 0)
+
+
+def test_policy_base_select_names_what_to_implement():
+    class Mine(P.Policy):
+        name = "mine"
+
+    with pytest.raises(NotImplementedError, match=r"Mine must implement select\(f, X_pool, "
+                                                  r"targets, seed\)"):
+        Mine().pair(None, np.zeros((3, 2)))
+
+
+def test_to_spec_round_trips_through_load():
+    p = P.load("cern_counterfactual")
+    spec = p.to_spec()
+    assert spec["policy"] == "counterfactual" and spec["name"] == "cern_counterfactual"
+    assert spec["params"]["k_nearest"] == 20 and spec["description"]
+    assert P.load(spec) == p
+    built = P.build("counterfactual", k_nearest=5)
+    assert built.to_spec() == {"policy": "counterfactual",
+                               "params": {**built.params, "k_nearest": 5}}
+    assert set(built.to_spec()) == {"policy", "params"}  # no spec name, no description
+    assert P.load(built.to_spec()) == built

@@ -196,3 +196,27 @@ def test_verdict_section_reads_the_paired_comparisons(tmp_path):
     assert any("Equivalence (TOST)" in p for p in sec.paragraphs[1:])
     with pytest.raises(ValueError, match="adjust"):
         verdict_section([tied], board=None, adjust="none")
+
+
+def test_to_html_of_a_hand_built_report(tmp_path):
+    import base64
+
+    from insdel.report_page import Report, Section
+
+    src = tmp_path / "run" / "abc.parquet"
+    png = b"\x89PNG fake bytes"
+    sec = Section("Scores <A & B>", paragraphs=["a < b"],
+                  tables=[("the table", pd.DataFrame({"method": ["ig"], "abc": [0.5]}))],
+                  figures=[("the figure", png)], sources=[src, src])
+    page = Report(title="My <page>", sections=[sec], runs=[])
+    html = page.to_html(tmp_path)
+    assert html.startswith("<!DOCTYPE html>") and "<script" not in html
+    assert "<title>My &lt;page&gt;</title>" in html and "<h1>My &lt;page&gt;</h1>" in html
+    assert '<li><a href="#s0">Scores &lt;A &amp; B&gt;</a></li>' in html
+    assert '<section id="s0"><h2>Scores &lt;A &amp; B&gt;</h2>' in html
+    assert "<p>a &lt; b</p>" in html
+    assert "<caption>the table</caption>" in html and ">ig<" in html
+    assert f'src="data:image/png;base64,{base64.b64encode(png).decode()}"' in html
+    # a source listed twice is linked once, relative to base
+    assert html.count('<a href="run/abc.parquet">run/abc.parquet</a>') == 1
+    assert str(src) in page.to_html()  # without base: the path as given

@@ -95,6 +95,8 @@ def test_policies_against_hand_built_references():
         d = [np.inf if k == b else np.sum((flat[b] - flat[k]) ** 2) for k in range(3)]
         assert p.reference_index[b] == int(np.argmin(d))
         np.testing.assert_array_equal(p.R[b], flat[np.argmin(d)])
+    nw = policies.build("nearest_window", length=L, channels=C)
+    np.testing.assert_array_equal(nw.reference(W, flat), p.R.reshape(W.shape))
 
 
 def test_policies_refuse_wrong_windows():
@@ -112,3 +114,18 @@ def test_sliding_windows():
     np.testing.assert_array_equal(Y[1], S[4:6, 1])
     with pytest.raises(ValueError, match="too short"):
         sliding_windows(S, 9, horizon=2)
+
+
+def test_check_window_and_flat_index():
+    from insdel.timeseries import check_window, flat_index
+
+    assert check_window(np.int64(5), 2) == (5, 2)
+    with pytest.raises((TypeError, ValueError), match="length"):
+        check_window(0, 2)
+    with pytest.raises((TypeError, ValueError), match="channels"):
+        check_window(5, 1.5)
+    W = np.arange(2 * 5 * 3).reshape(2, 5, 3)  # step-major: column t C + c
+    flat = W.reshape(2, -1)
+    for t in range(5):
+        for c in range(3):
+            assert flat[1, flat_index(t, c, 3)] == W[1, t, c]

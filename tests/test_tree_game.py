@@ -551,3 +551,161 @@ def test_default_max_d_is_the_decompositions():
 
     assert DEFAULT_MAX_D == DEC
     assert TreeGame.closed_form == frozenset(HOOKS)
+
+
+def test_tree_game_of_a_fitted_model_and_its_refusals():
+    from sklearn.ensemble import RandomForestRegressor
+
+    from insdel.adapter import as_model
+    from insdel.removal import build as build_removal
+    from insdel.removal.trees import NoTreeGame, as_ensemble, is_ensemble, tree_game_of
+
+    rng = np.random.default_rng(0)
+    Xt = rng.normal(size=(60, 3))
+    rf = RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0)
+    rf.fit(Xt, Xt[:, 0] + Xt[:, 1] * Xt[:, 2])
+    X, R = Xt[:4], Xt[4:8]
+    assert is_ensemble(rf) and is_ensemble(as_model(rf)) and not is_ensemble(None)
+    assert not is_ensemble(lambda Z: Z.sum(1))
+    ens = as_ensemble(rf, "tree_shap")
+    assert isinstance(ens, TreeEnsemble) and as_ensemble(ens, "tree_shap") is ens
+    with pytest.raises(TypeError, match="tree_shap applies only to tree ensembles"):
+        as_ensemble(lambda Z: Z.sum(1), "tree_shap")
+    base = build_removal("baseline")
+    game = tree_game_of(rf, base, X, R, offset=3)
+    assert isinstance(game, TreeGame) and game.offset == 3
+    np.testing.assert_allclose(game.shapley(), shapley_values(rf.predict, X, R), atol=1e-10)
+    with pytest.raises(NoTreeGame, match=r"not a tree ensemble insdel reads"):
+        tree_game_of(lambda Z: Z.sum(1), base, X, R)
+    with pytest.raises(NoTreeGame, match=r"removal 'training_mean' has no tree game"):
+        tree_game_of(rf, build_removal("training_mean", data=Xt), X, R)
+    marg = build_removal("marginal")
+    with pytest.raises(NoTreeGame, match=r"reads R of shape \(B, K, n\)"):
+        tree_game_of(rf, marg, X, R)
+    with pytest.raises(NoTreeGame, match="different references"):
+        tree_game_of(rf, marg, X, np.stack([R, R[::-1]], axis=1))
+    shared = np.broadcast_to(R[None], (4, 4, 3))
+    mg = tree_game_of(rf, marg, X, shared)
+    assert mg.B == 4 and mg.m == 3
+    np.testing.assert_allclose(mg.v_empty(), np.full(4, rf.predict(R).mean()), atol=1e-10)
+    np.testing.assert_allclose(mg.v_all(), rf.predict(X), atol=1e-10)
+
+
+STUMP = [{"f": 0, "t": 0.5, "l": 1, "r": 2}, {"f": -1, "v": 1.0}, {"f": -1, "v": 2.0}]
+
+
+def test_a_tree_ensemble_is_checked_when_built():
+    import dataclasses
+
+    from insdel.trees.ensemble import check_ensemble
+
+    ens = build(STUMP, [0], 2)
+    check_ensemble(ens)  # a valid ensemble passes
+    bad = {"a split feature is >= n_features": [{**STUMP[0], "f": 2}, *STUMP[1:]],
+           "TreeEnsemble.left: an internal node has no valid child": [{**STUMP[0], "l": 7},
+                                                                       *STUMP[1:]],
+           "a leaf is marked as a categorical split": [STUMP[0], {**STUMP[1], "cats": [1.0]},
+                                                       STUMP[2]]}
+    for why, nodes in bad.items():
+        with pytest.raises(ValueError, match=why):
+            build(nodes, [0], 2)
+    with pytest.raises(ValueError, match="rule must be one of"):
+        build(STUMP, [0], 2, rule="ge")
+    with pytest.raises(ValueError, match="roots must be a non-empty"):
+        build(STUMP, [], 2)
+    with pytest.raises(ValueError, match=r"TreeEnsemble.value must be a \(3,\) float64 array"):
+        dataclasses.replace(ens, value=np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match="feature_names must have n_features names"):
+        dataclasses.replace(ens, feature_names=["a"])
+
+
+def test_tree_game_weights_fingerprint_and_rows():
+    from insdel.trees._tree_game import (
+        check_ensemble_rows,
+        ensemble_sha256,
+        prefix_weights,
+        shapley_weights,
+    )
+    from insdel.trees.patterns import check_pattern_count
+
+    W, V = shapley_weights(6), prefix_weights(6)
+    f = math.factorial
+    for d in range(1, 7):
+        for s in range(d):
+            assert W[d, s] == pytest.approx(f(s) * f(d - 1 - s) / f(d), rel=1e-12)
+        assert W[d, d:].sum() == 0.0
+        # the Shapley weights of the other d - 1 players' coalitions sum to 1 over them
+        assert sum(math.comb(d - 1, s) * W[d, s] for s in range(d)) == pytest.approx(1.0)
+    for d in range(7):
+        for s in range(d + 1):
+            assert V[d, s] == pytest.approx(f(s) * f(d - s) / f(d + 1), rel=1e-12)
+    ens = build(STUMP, [0], 2)
+    assert ensemble_sha256(ens) == ensemble_sha256(build(STUMP, [0], 2))
+    assert ensemble_sha256(ens) != ensemble_sha256(build(STUMP, [0], 2, base=1.0))
+    np.testing.assert_array_equal(check_ensemble_rows(ens, [1.0, np.nan], "game"),
+                                  [[1.0, np.nan]])
+    with pytest.raises(TypeError, match="game applies to tree ensembles"):
+        check_ensemble_rows(lambda Z: Z, [[1.0, 2.0]], "game")
+    with pytest.raises(ValueError, match=r"ensemble's 2 columns; got shape \(1, 3\)"):
+        check_ensemble_rows(ens, [[1.0, 2.0, 3.0]], "game")
+    with pytest.raises(ValueError, match="infinite"):
+        check_ensemble_rows(ens, [[np.inf, 2.0]], "game")
+    check_pattern_count(np.array([3, 4]), np.array([6, 8]), 7)  # within the limit: no error
+    with pytest.raises(ValueError, match=r"the 2 pairs reach 8 leaf patterns \(pair 11 alone 5\)"
+                                         r", more than max_patterns = 7"):
+        check_pattern_count(np.array([3, 5]), np.array([6, 8]), 7, first=10)
+
+
+def test_leaf_paths_and_direction_chunks_reproduce_the_prediction(monkeypatch):
+    from insdel.trees import _paths
+
+    nodes = [{"f": 0, "t": 0.5, "l": 1, "r": 2}, {"f": 1, "t": 0.5, "l": 3, "r": 4},
+             {"f": -1, "v": 1.0}, {"f": -1, "v": 2.0}, {"f": -1, "v": 3.0},
+             {"f": 1, "t": 0.0, "l": 6, "r": 7}, {"f": -1, "v": -1.0}, {"f": -1, "v": 5.0}]
+    ens = build(nodes, [0, 5], 2, base=0.5)
+    P = _paths.leaf_paths(ens)
+    assert P.n_leaves == 5 and P.n_units == 2
+    assert sorted(P.value.tolist()) == [-1.0, 1.0, 2.0, 3.0, 5.0]
+    assert P.max_slots() == 2  # the paths through node 1 split on both features
+    assert _paths.leaf_paths(ens, np.array([0, 0])).max_slots() == 1  # one unit: one slot
+    with pytest.raises(ValueError, match=r"unit_of must be \(2,\) non-negative unit labels"):
+        _paths.leaf_paths(ens, np.array([0]))
+    Z = np.random.default_rng(0).normal(size=(7, 2))
+    monkeypatch.setattr(_paths, "DIRECTION_BYTES", 3 * ens.n_nodes)  # chunks of 3 rows
+    chunks = list(_paths.direction_chunks(ens, Z))
+    assert [(lo, hi) for lo, hi, _ in chunks] == [(0, 3), (3, 6), (6, 7)]
+    D = np.concatenate([d for _, _, d in chunks])
+    pred = np.full(len(Z), ens.base)
+    for ell in range(P.n_leaves):
+        k = slice(P.node_ptr[ell], P.node_ptr[ell + 1])
+        reached = (D[:, P.node[k]] == P.went_left[k]).all(axis=1)
+        pred += np.where(reached, P.value[ell], 0.0)
+    np.testing.assert_allclose(pred, ens.predict(Z), atol=0)
+
+
+def test_merge_ragged_sums_equal_patterns_and_drops_zeros():
+    from insdel.trees.patterns import merge_ragged
+
+    # pair 0: E={0,1} twice (units in another order), E={2} R={0} with values that cancel;
+    # pair 1: R={3}
+    units = np.array([1, 0, 0, 1, 2, 0, 2, 0, 3], np.int64)
+    u_off = np.array([0, 2, 4, 6, 8, 9], np.int64)
+    n_e = np.array([2, 2, 1, 1, 0], np.int64)
+    val = np.array([1.0, 2.0, 1.0, -1.0, 0.5])
+    pat_off, o_uoff, o_ne, o_units, o_val = merge_ragged(np.array([0, 4, 5], np.int64), u_off,
+                                                          n_e, units, val)
+    assert pat_off.tolist() == [0, 1, 2]
+    assert o_ne.tolist() == [2, 0] and o_val.tolist() == [3.0, 0.5]
+    assert o_units[o_uoff[0]:o_uoff[1]].tolist() == [0, 1]  # sorted within E
+    assert o_units[o_uoff[1]:o_uoff[2]].tolist() == [3]
+
+
+def test_max_depth_and_pattern_counts():
+    nodes = [{"f": 0, "t": 0.5, "l": 1, "r": 2}, {"f": 1, "t": 0.5, "l": 3, "r": 4},
+             {"f": -1, "v": 1.0}, {"f": -1, "v": 2.0}, {"f": -1, "v": 3.0}, {"f": -1, "v": 7.0}]
+    ens = build(nodes, [0, 5], 2)  # a depth-2 tree and a lone leaf
+    assert ens.max_depth() == 2 and build(nodes[5:], [0], 2).max_depth() == 0
+    X, R = np.array([[0.0, 0.0], [1.0, 1.0]]), np.array([[1.0, 1.0], [1.0, 1.0]])
+    P = leaf_patterns(ens, X, R)
+    np.testing.assert_array_equal(P.counts(), [len(P.of(0)), len(P.of(1))])
+    assert P.of(1) == [((), (), 8.0)]  # x = r: one constant pattern, the sum of the leaves reached

@@ -512,3 +512,70 @@ def test_a_numeric_split_s_missing_interval_goes_the_missing_way_and_is_checked(
     bad[:] = [1.0, -1.0]
     with pytest.raises(ValueError, match="missing interval must be two entries lo <= hi"):
         dataclasses.replace(ens, categories=bad)
+
+
+def test_load_booster_reads_its_library_and_names_another(tmp_path):
+    import lightgbm as lgb
+    import xgboost as xgb
+
+    from insdel.trees import read_lightgbm as RL
+    from insdel.trees import read_xgboost as RX
+    from insdel.trees._build import file_library, wrong_library
+
+    X, y = _data()
+    xm = xgb.XGBRegressor(n_estimators=3, max_depth=2).fit(X, y)
+    lm = lgb.LGBMRegressor(n_estimators=3, num_leaves=4, min_child_samples=5,
+                           verbose=-1).fit(X, y)
+    xm.save_model(tmp_path / "x.json")
+    lm.booster_.save_model(str(tmp_path / "l.txt"))
+    (tmp_path / "other.json").write_text('{"hello": 1}')
+    assert file_library(tmp_path / "x.json") == "xgboost"
+    assert file_library(tmp_path / "l.txt") == "lightgbm"
+    assert file_library(tmp_path / "other.json") is None
+    assert wrong_library(tmp_path / "x.json", "xgboost") == ""
+    assert wrong_library(tmp_path / "nowhere.txt", "xgboost") == ""  # unreadable: no claim
+    assert "read it with insdel.trees.read_lightgbm" in wrong_library(tmp_path / "l.txt",
+                                                                       "xgboost")
+    Z = _test_rows(read(xm))
+    bx = RX.load_booster(tmp_path / "x.json")
+    assert isinstance(bx, xgb.Booster)
+    np.testing.assert_array_equal(read_xgboost(bx).predict(Z), read(xm).predict(Z))
+    bl = RL.load_booster(tmp_path / "l.txt")
+    assert isinstance(bl, lgb.Booster)
+    np.testing.assert_allclose(read_lightgbm(bl).predict(Z), lm.predict(Z), atol=1e-12)
+    with pytest.raises(UnsupportedModelError, match=r"l.txt: not an XGBoost model file; the "
+                                                     r"file holds a model of lightgbm"):
+        RX.load_booster(tmp_path / "l.txt")
+    with pytest.raises(UnsupportedModelError, match=r"x.json: not a LightGBM model file.*"
+                                                     r"model of xgboost"):
+        RL.load_booster(tmp_path / "x.json")
+    with pytest.raises(UnsupportedModelError, match="other.json: not an XGBoost model file "
+                                                    "XGBoost can read"):
+        RX.load_booster(tmp_path / "other.json")
+
+
+def test_booster_wrappers_predict_as_their_library_and_read_as_trees():
+    import lightgbm as lgb
+    import xgboost as xgb
+
+    from insdel.trees.boosters import LightGBMModel, XGBoostModel
+
+    X, y = _data()
+    X = X[:, :4]  # numeric columns only
+    xm = xgb.XGBRegressor(n_estimators=3, max_depth=2).fit(X, y)
+    lm = lgb.LGBMRegressor(n_estimators=3, num_leaves=4, min_child_samples=5,
+                           verbose=-1).fit(X, y)
+    Z = X[:7].copy()
+    Z[0, 1] = np.nan
+    for wrap, model, lib in ((XGBoostModel(xm.get_booster()), xm, "xgboost"),
+                             (LightGBMModel(lm.booster_), lm, "lightgbm")):
+        assert wrap.tree_library == lib and wrap.n_features_in_ == 4
+        assert repr(wrap) == f"{type(wrap).__name__}(4 features)"
+        p = wrap.predict(Z)
+        assert p.dtype == np.float64 and p.shape == (7,)
+        np.testing.assert_allclose(p, model.predict(Z), rtol=1e-6)
+        np.testing.assert_allclose(read(wrap).predict(Z), p, rtol=1e-5, atol=1e-6)
+        with pytest.raises(ValueError, match=f"X has 3 features but the {lib} model takes 4"):
+            wrap.predict(Z[:, :3])
+        with pytest.raises(ValueError, match="2-D array"):
+            wrap.predict(Z[0])

@@ -173,3 +173,46 @@ def test_errors_name_the_problem(forest):
         as_game(None, X, removal="path_dependent", rows_only=True)
     with pytest.raises(TypeError, match="tree ensemble"):
         RM.build("path_dependent").values(X, np.ones_like(X, bool), np.arange(len(X)))
+
+
+def test_check_covers_names_the_first_node_without_a_cover():
+    import dataclasses
+
+    from insdel.trees.path_dependent import check_covers
+
+    ens = random_ensemble(np.random.default_rng(0), 3, n_trees=2, depth=2)
+    check_covers(ens)  # positive covers pass
+    cover = ens.cover.copy()
+    cover[[2, 4]] = [0.0, np.nan]
+    bad = dataclasses.replace(ens, cover=cover, source="my trees")
+    with pytest.raises(ValueError, match=r"my trees has cover 0.0 at node 2 \(2 nodes without a "
+                                         r"positive cover\); use a removal with references"):
+        check_covers(bad)
+    with pytest.raises(ValueError, match="at node 2"):
+        path_dependent_game(bad, random_rows(np.random.default_rng(1), 2, 3))
+
+
+def test_path_dependent_removal_builds_its_game_and_checks_orders():
+    from sklearn.tree import DecisionTreeRegressor
+
+    from insdel.removal.trees import tree_game_of
+
+    rng = np.random.default_rng(0)
+    Xt = rng.normal(size=(50, 3))
+    est = DecisionTreeRegressor(max_depth=3, random_state=0).fit(Xt, Xt[:, 0] * Xt[:, 1])
+    rem = RM.build("path_dependent")
+    game = rem.tree_game(est, Xt[:3], offset=2)
+    assert isinstance(game, PathDependentGame) and game.offset == 2 and game.B == 3
+    np.testing.assert_allclose(game.v_all(), est.predict(Xt[:3]), atol=1e-12)
+    again = tree_game_of(est, rem, Xt[:3], None)
+    np.testing.assert_array_equal(again.v_empty(), game.v_empty())
+    with pytest.raises(ValueError, match="writes no rows"):
+        rem.tree_game(est, Xt[:3], rows_only=True)
+    with pytest.raises(TypeError, match="applies only to tree ensembles"):
+        rem.tree_game(lambda Z: Z.sum(1), Xt[:3])
+    good = np.tile(np.array([2, 0, 1]), (3, 1, 1))
+    np.testing.assert_array_equal(game.check_orders(good), good)
+    with pytest.raises(ValueError, match="orders"):
+        game.check_orders(np.tile(np.array([2, 2, 1]), (3, 1, 1)))
+    e, p = game.ensemble_arrays(), game.path_arrays()
+    assert e[0] is game.ensemble.feature and p[0] is game.paths.value

@@ -200,3 +200,35 @@ def test_the_tune_table_is_checked_when_the_configuration_is_read(tmp_path):
             C.load({**base, "tune": tune})
     with pytest.raises(C.ConfigError, match="nothing to tune"):
         C.load({**base, "methods": {"names": ["vanilla_grad"]}, "tune": {}})
+
+
+def test_space_of_keeps_the_settings_the_options_and_data_allow():
+    ig = tuning.space_of("integrated_gradients")
+    assert ig == {"n_steps": tuning.SPACES["integrated_gradients"]["n_steps"]}
+    with_binary = tuning.space_of("integrated_gradients", options={"binary": [0]})
+    assert set(with_binary) == {"n_steps", "binary_mode"}
+    assert set(tuning.space_of("kernel_shap")) == {"n_samples"}  # background_size needs data
+    assert set(tuning.space_of("kernel_shap", data=np.zeros((4, 2)))) == {"n_samples",
+                                                                          "background_size"}
+    with pytest.raises(ValueError, match=r"'occlusion' has no settings to tune.*deeplift"):
+        tuning.space_of("occlusion")
+    with pytest.raises(ValueError, match=r"deeplift's settings \(baseline\) need data="):
+        tuning.space_of("deeplift")
+
+
+def test_tune_result_row_is_the_summary_tables_row():
+    split = tuning.Split(np.array([0, 2]), np.array([1, 3, 4]), 7, 0.5, 5)
+    res = tuning.TuneResult(method="lime", mode="insertion", params={"n_samples": 100},
+                            defaults={}, tuning=(0.4, 0.01), held_out=(0.3, 0.02),
+                            default_held_out=(0.25, 0.02), gain=(0.05, 0.01),
+                            optimism=(0.1, 0.03), split=split, trials=pd.DataFrame(),
+                            held_out_abc=pd.DataFrame(), n_trials=3)
+    row = res.row()
+    assert row["method"] == "lime" and row["mode"] == "insertion" and row["n_trials"] == 3
+    assert (row["tuning_abc"], row["tuning_se"]) == (0.4, 0.01)
+    assert (row["held_out_abc"], row["held_out_se"]) == (0.3, 0.02)
+    assert (row["default_held_out_abc"], row["gain"], row["optimism_se"]) == (0.25, 0.05, 0.03)
+    assert np.isnan(row["tuning_gain"]) and np.isnan(row["gain_optimism_se"])  # not measured
+    assert (row["tuning_pairs"], row["held_out_pairs"]) == (2, 3)
+    assert split.record() == {"seed": 7, "tune_fraction": 0.5, "n_units": 5,
+                              "tuning": [0, 2], "held_out": [1, 3, 4]}

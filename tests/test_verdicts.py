@@ -413,3 +413,54 @@ def test_a_run_prints_the_verdicts_with_the_configured_margin(samples, tmp_path)
     assert man["config"]["verdicts"] == {"margin": 0.5, "relative": False, "level": 0.95,
                                          "adjust": "maxt", "n_resamples": 200}
     assert (res.out / "median" / "comparisons.csv").is_file()
+
+
+def test_surely_better_by_hand_and_by_the_adjusted_tests():
+    from insdel.verdicts.ranks import surely_better
+
+    c = compare(_block(G=10), list("abcd"), n_resamples=64)
+    c.sci_low = np.array([0.1, -1, -1, -1, -2.0, -1])  # pairs ab ac ad bc bd cd
+    c.sci_high = np.array([1.0, 1, 1, 1, -0.1, 1])
+    S = surely_better(c)
+    assert {(int(i), int(j)) for i, j in np.argwhere(S)} == {(0, 1), (3, 1)}  # a > b, d > b
+    for adjust in ("holm", "none"):
+        np.testing.assert_array_equal(surely_better(c, adjust), c.better(adjust))
+    with pytest.raises(ValueError, match="adjust"):
+        surely_better(c, "bonferroni")
+
+
+def test_summary_text_and_equivalence_as_dict():
+    Y = _block()
+    c = compare(Y, list("abcd"), n_resamples=200)
+    text = c.summary_text()
+    assert text.startswith(f"Verdicts at α = {c.alpha:g} (paired t tests, Holm-adjusted; 6 "
+                           "comparisons over 40 independent units): ")
+    assert all(v in text for v in c.verdicts("holm"))
+    assert "max-T (" in c.summary_text("maxt") and "unadjusted" in c.summary_text("none")
+    e = equivalence(_block(G=50, shift=(0.0, 0.05, 0, 0)), "a", "b", margin=0.5,
+                    methods=list("abcd"))
+    d = e.as_dict()
+    assert d["a"] == "a" and d["b"] == "b" and d["p"] == e.p
+    assert d["equivalent"] == e.equivalent and d["verdict"] == e.verdict()
+
+
+def test_as_block_checks_and_averages_units():
+    from insdel.verdicts._block import as_block
+
+    V = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 7.0]])
+    blk = as_block(pd.DataFrame(V, columns=["ig", "ks"]), clusters=[0, 0, 1])
+    assert blk.methods == ["ig", "ks"] and blk.n_pairs == 3 and blk.n_units == 2
+    np.testing.assert_array_equal(blk.Y, [[2.0, 3.0], [5.0, 7.0]])  # a unit's mean
+    assert blk.index("ks") == 1
+    with pytest.raises(ValueError, match=r"baseline: unknown method 'x'; the block holds"):
+        blk.index("x", "baseline")
+    assert as_block(V).methods == ["m0", "m1"]
+    np.testing.assert_array_equal(as_block(V, higher_is_better=False).Y, -V)
+    bad = {"3 names for the 2 columns": dict(methods=["a", "b", "c"]),
+           "repeated names": dict(methods=["a", "a"]),
+           "a comparison needs at least 3": dict(min_methods=3),
+           r"one unit id per pair, shape \(3,\)": dict(clusters=[0, 1]),
+           "1 independent unit": dict(clusters=[4, 4, 4])}
+    for why, kw in bad.items():
+        with pytest.raises(ValueError, match=why):
+            as_block(V, **kw)

@@ -109,6 +109,17 @@ class NearestWindow(_WindowPolicy):
 
     def _pair(self, pool, f, tidx, T, labels, seed, progress):
         self._windows(pool, T)
+        bg, j = self._nearest(T, pool)
+        return Pairing(X=T.copy(), R=bg[j].copy(), target_index=tidx.copy(),
+                       reference_index=j, name=self.name, params={})
+
+    def reference(self, W, pool):
+        """The nearest background window (B, L, C) of each target window ``W`` (B, L, C)."""
+        bg, j = self._nearest(W.reshape(W.shape[0], -1), pool)
+        return bg[j].reshape(W.shape)
+
+    def _nearest(self, T, pool):
+        """The background (M, L C) and the row of each target's nearest other window in it."""
         bg = self.params["background"]
         bg = pool if bg is None else as_float_array("background", bg, ndim=(2,))
         d2 = ((T ** 2).sum(1)[:, None] - 2.0 * T @ bg.T + (bg ** 2).sum(1)[None, :])
@@ -116,9 +127,4 @@ class NearestWindow(_WindowPolicy):
         d2[same] = np.inf  # never the window itself
         if not np.isfinite(d2).any(axis=1).all():
             raise ValueError("nearest_window: a target has no other window in the background.")
-        j = np.argmin(d2, axis=1).astype(np.int64)
-        return Pairing(X=T.copy(), R=bg[j].copy(), target_index=tidx.copy(),
-                       reference_index=j, name=self.name, params={})
-
-    def reference(self, W, pool):  # pragma: no cover - _pair is overridden
-        raise NotImplementedError
+        return bg, np.argmin(d2, axis=1).astype(np.int64)

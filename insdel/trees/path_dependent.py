@@ -91,7 +91,7 @@ def check_covers(ens: TreeEnsemble) -> None:
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"the path-dependent removal needs each node's cover (training rows "
                          f"or hessian sum) and {ens.source or 'this ensemble'} has cover "
-                         f"{cov[i]!r} at node {i} ({int(bad.sum())} nodes without a positive "
+                         f"{float(cov[i])!r} at node {i} ({int(bad.sum())} nodes without a positive "
                          "cover); use a removal with references (baseline, marginal)")
 
 
