@@ -243,8 +243,8 @@ def test_methods_without_a_reference_ignore_the_removal_and_record_it(data):
 
 # -- the baseline is unchanged ------------------------------------------------------------------------
 #: the cohort methods play the observational cohort game, which is their removal: they take no
-#: removal= (tests/test_cohort.py)
-_TAKES_REMOVAL = [m for m in available() if m not in ("cohort_shapley", "igcs")]
+#: removal= (tests/test_cohort.py); tree_shap reads tree ensembles only (tests/test_tree_shap.py)
+_TAKES_REMOVAL = [m for m in available() if m not in ("cohort_shapley", "igcs", "tree_shap")]
 
 
 @pytest.mark.parametrize("method", _TAKES_REMOVAL)
