@@ -23,6 +23,7 @@ from typing import Any
 
 from .._registry import Registry, signature_options
 from .schema import (
+    _BOOL,
     _INT,
     _LIST,
     _NUM,
@@ -315,24 +316,24 @@ def _tune_notes(res) -> list[str]:
 
 #: ``[forecast]``: ``insdel forecast`` (docs/multi_output.md): a forecaster with H outputs.
 FORECAST_SCHEMA: dict[str, Any] = {
-    "data": ((str,), ""),  # "": the simulator; else a .npy of series or a CSV
-    "n_series": ((int,), 200, {"min_val": 1}),
-    "steps": ((int,), 120, {"min_val": 2}),
-    "channels": ((int,), 3, {"min_val": 2}),
-    "lead": ((int,), 3, {"min_val": 1}),
-    "period": ((int,), 12, {"min_val": 1}),
-    "length": ((int,), 12, {"min_val": 1}),
-    "horizon": ((int,), 4, {"min_val": 1}),
-    "stride": ((int,), 2, {"min_val": 1}),
-    "lag_block": ((int,), 3, {"min_val": 1}),
-    "hidden": ((int,), 32, {"min_val": 1}),
-    "epochs": ((int,), 20, {"min_val": 1}),
-    "n_pairs": ((int,), 100, {"min_val": 2}),
-    "n_random": ((int,), 10, {"min_val": 0}),
-    "reference": ((str,), "series_mean"),
-    "discount": ((int, float), 1.0, {"min_val": 0.0, "finite": True}),
-    "model": ((str,), ""),  # "": train the MLP; else a model file (insdel.model_files.load_any)
-    "trust": ((bool,), False),
+    "data": (_STR, ""),  # "": the simulator; else a .npy of series or a CSV
+    "n_series": (_INT, 200, _at_least(1)),
+    "steps": (_INT, 120, _at_least(2)),
+    "channels": (_INT, 3, _at_least(2)),
+    "lead": (_INT, 3, _at_least(1)),
+    "period": (_INT, 12, _at_least(1)),
+    "length": (_INT, 12, _at_least(1)),
+    "horizon": (_INT, 4, _at_least(1)),
+    "stride": (_INT, 2, _at_least(1)),
+    "lag_block": (_INT, 3, _at_least(1)),
+    "hidden": (_INT, 32, _at_least(1)),
+    "epochs": (_INT, 20, _at_least(1)),
+    "n_pairs": (_INT, 100, _at_least(2)),
+    "n_random": (_INT, 10, _at_least(0)),
+    "reference": (_STR, "series_mean"),
+    "discount": (_NUM, 1.0, {"min_val": 0.0, "finite": True}),
+    "model": (_STR, ""),  # "": train the MLP; else a model file (insdel.model_files.load_any)
+    "trust": (_BOOL, False),
 }
 
 
