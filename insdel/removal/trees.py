@@ -27,12 +27,9 @@ class NoTreeGame(ValueError):
 def is_ensemble(f) -> bool:
     """Whether ``f`` is a tree ensemble insdel reads (:func:`insdel.trees.recognise`, or an
     :class:`insdel.trees.TreeEnsemble`): cheap, imports no boosting library."""
-    if f is None:
-        return False
-    from ..trees import TreeEnsemble, recognise
+    from ..adapter import _is_tree_ensemble
 
-    f = _unwrap(f)
-    return isinstance(f, TreeEnsemble) or recognise(f)
+    return _is_tree_ensemble(_unwrap(f))
 
 
 def _unwrap(f):
@@ -118,15 +115,12 @@ def tree_game_of(f, removal, X, R, *, groups=None, feature_names=None, offset: i
 
 def as_ensemble(f, what: str):
     """``f`` as an :class:`insdel.trees.TreeEnsemble`: itself, or what the library parsers
-    (``insdel.trees.read``, where present) read from a fitted model; a clear error otherwise."""
-    from ..trees import TreeEnsemble
+    (:func:`insdel.trees.read`) read from a fitted model; a clear error otherwise."""
+    from ..trees import TreeEnsemble, read
 
     if isinstance(f, TreeEnsemble):
         return f
-    import insdel.trees as trees
-
-    read = getattr(trees, "read", None)
-    if callable(read) and f is not None:
+    if f is not None:
         try:
             return read(f)
         except (TypeError, ValueError) as err:
