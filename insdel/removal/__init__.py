@@ -9,7 +9,8 @@ Built in: ``baseline`` and ``marginal`` (:mod:`.reference`); ``constant`` and ``
 ``conditional_mean`` and ``conditional_knn`` (fitted on training rows); ``noisy_linear``
 (:mod:`.noisy_linear`: Rong et al.'s interpolation from kept neighbours, ROAD's imputation);
 ``locf`` and ``interpolate`` (:mod:`.timeseries`: a window's removed steps filled from its kept
-steps, per channel);
+steps, per channel); ``stationary_gaussian`` (:mod:`.stationary`: the Gaussian conditional over a
+window of a stationary process, its block-Toeplitz covariance from lag autocovariances);
 ``cohort`` (:mod:`.cohort`, a :class:`GameRemoval`: the observational cohort game, read off the
 data); ``path_dependent`` (:mod:`.trees`: the trees' own cover-weighted removal, for tree
 ensembles only, exact from their structure). Your own: a
@@ -49,10 +50,11 @@ def _check_entry(name: str, cls) -> None:
 
 def _load_builtins(reg: Registry) -> None:
     """The fitted removals (their modules compile numba kernels on first use)."""
-    from . import cohort, gaussian, knn, noisy_linear, timeseries
+    from . import cohort, gaussian, knn, noisy_linear, stationary, timeseries
 
     for cls in (gaussian.ConditionalGaussian, gaussian.ConditionalMean, knn.ConditionalKNN,
-                cohort.Cohort, noisy_linear.NoisyLinear, timeseries.LOCF, timeseries.Interpolate):
+                cohort.Cohort, noisy_linear.NoisyLinear, timeseries.LOCF, timeseries.Interpolate,
+                stationary.StationaryGaussian):
         reg.entries.setdefault(cls.name, cls)
 
 
@@ -60,7 +62,7 @@ def _load_builtins(reg: Registry) -> None:
 #: modules compile numba kernels.
 _LAZY = {"Cohort": "cohort", "ConditionalGaussian": "gaussian", "ConditionalMean": "gaussian",
          "ConditionalKNN": "knn", "NoisyLinear": "noisy_linear", "LOCF": "timeseries",
-         "Interpolate": "timeseries"}
+         "Interpolate": "timeseries", "StationaryGaussian": "stationary"}
 
 
 def __getattr__(name: str):
@@ -73,7 +75,7 @@ def __getattr__(name: str):
 
 _BUILTINS = ("baseline", "marginal", "constant", "training_mean", "conditional_gaussian",
              "conditional_mean", "conditional_knn", "cohort", "noisy_linear", "locf",
-             "interpolate", "path_dependent")
+             "interpolate", "stationary_gaussian", "path_dependent")
 _REGISTRY = Registry("removal", {"baseline": Baseline, "marginal": Marginal, "constant": Constant,
                                  "training_mean": TrainingMean,
                                  "path_dependent": PathDependent},

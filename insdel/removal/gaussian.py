@@ -24,7 +24,7 @@ from .._validation import check_scalar
 from ._sampling import DrawCache, check_request, is_one_hot, one_hot_groups
 from .base import SampledRemoval, check_background, check_draws, check_max_rows, target_rng
 
-__all__ = ["ConditionalGaussian", "ConditionalMean"]
+__all__ = ["ConditionalGaussian", "ConditionalMean", "conditional_rows", "joint_draws"]
 
 #: The covariance is regularised when its smallest eigenvalue is at most this times its largest.
 SINGULAR_RTOL = 1e-10
@@ -163,6 +163,26 @@ def _gauss_rows(X, keep, tix, Z, S, lev_lo, lev_hi, rounded, oh_start, oh_cols) 
         nblk = min(N // 64, 8 * numba_threads())
         _gauss_par(nblk, X, keep, tix, Z, S, lev_lo, lev_hi, rounded, oh_start, oh_cols, out)
     return out
+
+
+def conditional_rows(X: np.ndarray, keep: np.ndarray, tix: np.ndarray, Z: np.ndarray,
+                     S: np.ndarray) -> np.ndarray:
+    """The plain Gaussian conditional rows (no rounding, no one-hot group): ``out[i, m]`` is
+    ``X[i]`` on the kept columns and ``z_R + S_RK S_KK^-1 (x_K - z_K)`` on the removed ones,
+    ``z = Z[tix[i], m]`` (``z = mu``: the conditional mean; ``z`` a joint draw: a conditional
+    draw, Matheron's rule). ``S`` must be positive definite. Shape (N, M, n)."""
+    n = X.shape[1]
+    lev = np.zeros(n)
+    return _gauss_rows(X, keep, tix, Z, S, lev, lev, np.zeros(n, dtype=np.bool_),
+                       np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+
+def joint_draws(mean: np.ndarray, chol: np.ndarray, n_draws: int, seed: int, target: int,
+                salt: str) -> np.ndarray:
+    """(n_draws, n) joint draws ``mean + L eps`` of N(mean, L L^T) for one target, ``eps`` from
+    :func:`~insdel.removal.target_rng` (common random numbers for every coalition)."""
+    eps = target_rng(seed, target, salt).standard_normal((n_draws, mean.shape[0]))
+    return mean + eps @ chol.T
 
 
 # ---------------------------------------------------------------------------------- the fit
@@ -363,8 +383,7 @@ class ConditionalGaussian(_GaussianBase):
         return out
 
     def _make_draws(self, t: int) -> np.ndarray:
-        eps = target_rng(self.seed, t, self.name).standard_normal((self.n_draws, self.n_features))
-        return self.mean_ + eps @ self._L.T
+        return joint_draws(self.mean_, self._L, self.n_draws, self.seed, t, self.name)
 
     def params(self) -> dict[str, Any]:
         return {**super().params(), "binary_columns": list(self.binary_columns),

@@ -22,7 +22,7 @@ from ..timeseries import check_window
 from ._sampling import check_request
 from .base import SampledRemoval, check_max_rows
 
-__all__ = ["LOCF", "Interpolate", "nearest_kept"]
+__all__ = ["LOCF", "Interpolate", "nearest_kept", "check_window_width"]
 
 
 def nearest_kept(keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -33,6 +33,16 @@ def nearest_kept(keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     prev = np.maximum.accumulate(np.where(keep, t, -1), axis=1)
     nxt = np.minimum.accumulate(np.where(keep, t, L)[:, ::-1], axis=1)[:, ::-1]
     return prev, np.ascontiguousarray(nxt)
+
+
+def check_window_width(name: str, X, length: int, channels: int) -> None:
+    """Targets ``X`` (N, n) of a window removal have n = length x channels; else an error naming
+    both (before the generic width check, which knows no window)."""
+    width = np.shape(X)[-1] if np.ndim(X) == 2 else None
+    if width is not None and width != length * channels:
+        raise ValueError(f"removal {name!r}: the targets have {width} features but a window of "
+                         f"length={length} x channels={channels} flattens to "
+                         f"{length * channels} (docs/multi_output.md).")
 
 
 class _WindowFill(SampledRemoval):
@@ -59,11 +69,7 @@ class _WindowFill(SampledRemoval):
 
     def sample(self, X: np.ndarray, keep: np.ndarray, targets: np.ndarray) -> np.ndarray:
         L, C = self.length, self.channels
-        width = np.shape(X)[-1] if np.ndim(X) == 2 else None
-        if width is not None and width != L * C:
-            raise ValueError(f"removal {self.name!r}: the targets have {width} features but a "
-                             f"window of length={L} x channels={C} flattens to {L * C} "
-                             "(docs/multi_output.md).")
+        check_window_width(self.name, X, L, C)
         X, keep, _ = check_request(self.name, X, keep, targets, L * C)
         N = X.shape[0]
         W, K = X.reshape(N, L, C), keep.reshape(N, L, C)
