@@ -193,8 +193,11 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match=r"data has rows of 7 values; a window of length=4 "
                                          r"steps x channels=2 flattens to 8"):
         removal.build("stationary_gaussian", data=np.zeros((10, 7)), length=4, channels=2)
-    with pytest.raises(ValueError, match=r"max_lag"):
+    with pytest.raises(ValueError, match=r"max_lag=4 is not a lag of the window: a window of "
+                                         r"length=4 has lags 0 \.\. 3"):
         removal.build("stationary_gaussian", length=4, channels=1, series=y, max_lag=4)
+    with pytest.raises(ValueError, match=r"max_lag must be an integer >= 0"):
+        removal.build("stationary_gaussian", length=4, channels=1, series=y, max_lag=-1)
     with pytest.raises(TypeError, match=r"max_lag"):
         removal.build("stationary_gaussian", length=4, channels=1, series=y, max_lag=1.5)
     with pytest.raises(ValueError, match=r"series= has 3 steps; a window of length=4"):
@@ -249,6 +252,12 @@ def test_a_constant_channel_is_regularised_with_the_jitter_recorded():
     assert any("constant channel(s) [1]" in str(w.message) for w in caught)
     p = rem.params()
     assert p["jitter"] > 0.0
+    with pytest.warns(UserWarning, match=r"constant channel\(s\) \[0\]"):
+        flat = removal.build("stationary_gaussian", length=3, channels=1, series=np.ones(50))
+    assert flat.params()["jitter"] == 1e-6
+    np.testing.assert_allclose(flat.sample(np.array([[1.0, 5.0, 1.0]]),
+                                           np.array([[True, False, True]]), np.array([0])),
+                               1.0, atol=0.0)
     X = np.c_[y[:3], np.full(3, 2.0)].reshape(1, 6)
     keep = np.array([[True, False, True, False, True, False]])
     np.testing.assert_allclose(rem.sample(X, keep, np.array([0]))[0, 0, 1::2], 2.0, atol=1e-9)
@@ -279,7 +288,7 @@ def test_a_run_configuration_builds_it_and_checks_its_options():
                                   "name": "stationary_gaussian",
                                   "options": {"length": 4, "channels": 4, "max_lag": 2}}]}})
     assert cfg["removal"]["stationary_gaussian"] == {"length": 4, "channels": 4, "max_lag": 2}
-    with pytest.raises(insdel.config.ConfigError, match=r"removal.stationary_gaussian: max_lag"):
+    with pytest.raises(insdel.config.ConfigError, match=r"removal.stationary_gaussian: max_lag=4 is not a lag"):
         insdel.config.load({"data": {"recipe": "dielectron_sim"},
                             "model": {"preset": "quick_cern"},
                             "removal": {"kinds": [{"name": "stationary_gaussian",

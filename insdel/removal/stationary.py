@@ -149,8 +149,8 @@ class StationaryGaussian(SampledRemoval):
     Notes
     -----
     When the estimate is singular (smallest eigenvalue <= 1e-10 x largest, e.g. a constant
-    channel) or slightly negative by rounding, ``jitter = 1e-6 mean(diag(S))`` (plus the
-    negative part) is added to the diagonal with a warning; ``params()["jitter"]`` records it
+    channel) or slightly negative by rounding, ``jitter = 1e-6 mean(diag(S))`` (1e-6 when every
+    channel is constant; plus the negative part) is added to the diagonal with a warning; ``params()["jitter"]`` records it
     (0.0 when none).
     """
 
@@ -162,8 +162,11 @@ class StationaryGaussian(SampledRemoval):
                  seed: int = 0, max_rows: int | None = None):
         self.length, self.channels = L, C = check_window(length, channels)
         self.n_features = L * C
-        self.max_lag = None if max_lag is None else check_scalar(
-            max_lag, "max_lag", int, min_val=0, max_val=L - 1)
+        self.max_lag = None if max_lag is None else check_scalar(max_lag, "max_lag", int,
+                                                                 min_val=0)
+        if self.max_lag is not None and self.max_lag >= L:
+            raise ValueError(f"max_lag={self.max_lag} is not a lag of the window: "
+                             f"a window of length={L} has lags 0 .. {L - 1}.")
         self.taper = check_choice("taper", taper, TAPERS)
         estimator = check_choice("estimator", estimator, ESTIMATORS)
         self.draws = n_draws is not None
@@ -279,7 +282,7 @@ class StationaryGaussian(SampledRemoval):
         top = max(float(w[-1]), 0.0)
         if top > 0.0 and float(w[0]) > SINGULAR_RTOL * top:
             return S, 0.0
-        if top == 0.0 or float(w[0]) < -NEGATIVE_RTOL * top:
+        if float(w[0]) < -NEGATIVE_RTOL * top:
             what = (f"estimated with estimator={self.estimator!r}" if self.estimator else "given")
             raise ValueError(
                 f"{self.name}: the window's block-Toeplitz covariance ({what}"
@@ -289,7 +292,7 @@ class StationaryGaussian(SampledRemoval):
                 "positive semi-definite by construction (with taper='bartlett' if max_lag is "
                 "given); or give more windows, or series=.")
         mean_var = float(np.mean(np.diag(S)))
-        jitter = RIDGE_FRACTION * mean_var + max(0.0, -float(w[0]))
+        jitter = RIDGE_FRACTION * (mean_var if mean_var > 0.0 else 1.0) + max(0.0, -float(w[0]))
         flat = [c for c in range(self.channels) if self.gamma_[0, c, c] <= 0.0]
         warnings.warn(f"{self.name}: the window's covariance is singular (smallest eigenvalue "
                       f"{w[0]:.3g} <= {SINGULAR_RTOL:g} x largest {top:.3g})"
