@@ -11,11 +11,13 @@ output's summary and the weighted aggregate, ``model.output_weights``), ``<polic
 (output h's ``curves.npz`` and ``abc.parquet``, :meth:`insdel.Evaluation.save`) and
 ``<policy>/attributions.npz`` ((B, H, n) per method); with ``decomposition.n_pairs`` the exact
 decomposition of each output (``<policy>/output_<h>/decomposition.parquet``,
-``decomposition_by_output.csv``); for the run ``summary.csv`` (a ``policy`` and an ``output``
+``decomposition_by_output.csv``); with ``metrics.names`` each metric per output and weighted
+(:func:`insdel.runner.stages.metrics.metrics_per_output`: ``<policy>/metrics.parquet``,
+``metrics_summary.csv``, ``metrics.md``); for the run ``summary.csv`` (a ``policy`` and an ``output``
 column), ``summary.md``, the figures (:func:`output_figures`) and ``manifest.json``. Each
 further removal of ``removal.kinds`` traces the curves of every output under it
 (``<policy>/removal-<name>/output_<h>/``, ``abc_by_output.csv``). The
-attributions, curves and decompositions are checkpointed chunks (``checkpoints/<policy>/``)
+attributions, curves, decompositions and metrics are checkpointed chunks (``checkpoints/<policy>/``)
 keyed by everything that determines them (:func:`multi_key`): an interrupted run resumes.
 """
 
