@@ -312,6 +312,7 @@ def three(tmp_path_factory):
 
 def _metrics_cfg(csv, path, **model):
     cfg = _cfg(csv, path, **model)
+    cfg["methods"]["names"].append("random")  # the metrics' control: the random method
     cfg["metrics"] = dict(_METRICS)
     return cfg
 

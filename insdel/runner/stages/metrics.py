@@ -154,13 +154,14 @@ def metrics_per_output(p: PolicyRun, views: list, weights: np.ndarray) -> pd.Dat
     primary = p.removals[0] if p.removals else None
     removal = None if primary is None or primary.is_baseline else primary.removal
     seed = chunk_seed(cfg["seed"], p.label, "metrics")
-    methods = list(dict.fromkeys([*p.attributions, "random"]))  # evaluate_metrics' order
+    atts = _with_random_method(p, views[0], H)
+    methods = list(dict.fromkeys([*atts, "random"]))  # evaluate_metrics' order
     key_of = {**p.base_key, "stage": "metrics", "metrics_seed": seed,
               "metrics": [[n, dict(cfg["metrics"]["options"].get(n, {}) or {})] for n in names],
               "methods": methods,
               "methods_options": {m: dict(cfg["methods"]["options"].get(m, {}) or {})
-                                  for m in p.attributions},
-              "attributions": {m: ck.sha256_arrays(a) for m, a in p.attributions.items()}}
+                                  for m in atts},
+              "attributions": {m: ck.sha256_arrays(a) for m, a in atts.items()}}
     if removal is not None:  # absent: the keys of a run without a removal
         key_of["removal"] = removal_record(removal)
     directions = {n: _metrics.get(n).higher_is_better for n in names}
@@ -171,8 +172,8 @@ def metrics_per_output(p: PolicyRun, views: list, weights: np.ndarray) -> pd.Dat
             # the model's forward rows (shared by the views) and the view's gradient rows (a
             # re-explaining metric's gradient methods differentiate output h alone)
             t0, e0, g0 = time.perf_counter(), p.model.n_evals, view.n_grad_evals
-            vals, flags, stats, resumed = _output_scores(p, h, view, key_of, names, methods,
-                                                         seed, removal)
+            vals, flags, stats, resumed = _output_scores(p, h, view, atts, key_of, names,
+                                                         methods, seed, removal)
             ignores.update(n for n, f in zip(names, flags, strict=True) if f)
             grads = int(view.n_grad_evals - g0)
             evals = int(p.model.n_evals - e0) + grads
@@ -227,8 +228,24 @@ def metrics_per_output(p: PolicyRun, views: list, weights: np.ndarray) -> pd.Dat
     return summ
 
 
-def _output_scores(p: PolicyRun, h: int, view, key_of: dict, names: list, methods: list,
-                   seed: int, removal) -> tuple[np.ndarray, np.ndarray, dict, int]:
+def _with_random_method(p: PolicyRun, view, H: int) -> dict:
+    """The policy's attributions (B, H, n) per method and, when ``methods.names`` has
+    ``random``, the random method's (its checkpointed chunks, the same for every output): the
+    metrics' random control of a single-output run. (A multi-output run's curves score random
+    orderings under ``random``, not the method, so its attribution stage leaves it out.)"""
+    from .attribution import attribute_all, experiment_plan
+
+    atts = dict(p.attributions)
+    if "random" in p.cfg["methods"]["names"] and "random" not in atts:
+        cfg = {**p.cfg, "methods": {**p.cfg["methods"], "names": ["random"]}}
+        one = attribute_all(cfg, view, p.dataset, p.X, p.R, experiment_plan(cfg, p.out, p.label),
+                            p.base_key, p.stages, p.log, False, p.interrupt)["random"]
+        atts["random"] = np.repeat(one[:, None], H, axis=1)
+    return atts
+
+
+def _output_scores(p: PolicyRun, h: int, view, atts: dict, key_of: dict, names: list,
+                   methods: list, seed: int, removal) -> tuple[np.ndarray, np.ndarray, dict, int]:
     """Output h's scores (metrics, methods, pairs) and which metrics build their own points
     (metrics,), from its checkpoint or scored on its view and saved: (scores, flags, the
     hybrid counts, 1 when resumed else 0)."""
@@ -237,7 +254,7 @@ def _output_scores(p: PolicyRun, h: int, view, key_of: dict, names: list, method
     if store.done(0) and store.done(1):
         return store.load(0), store.load(1), {"requested": 0, "evaluated": 0}, 1
     res = _score(p.cfg, view, p.dataset, p.X, p.R,
-                 {m: a[:, h] for m, a in p.attributions.items()}, seed, False, removal)
+                 {m: a[:, h] for m, a in atts.items()}, seed, False, removal)
     got = list(dict.fromkeys(res.scores["method"]))
     if got != methods:
         raise RuntimeError(f"the metrics scored methods {got}; expected {methods}.")
