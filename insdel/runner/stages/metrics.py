@@ -191,7 +191,7 @@ def metrics_per_output(p: PolicyRun, views: list, weights: np.ndarray) -> pd.Dat
               f"{removal.name!r}")
     allv = np.stack(per_output)                                   # (H, metrics, methods, B)
     use = weights > 0
-    agg = np.tensordot(weights[use], allv[use], axes=1)           # NaN where a used output is
+    agg = np.tensordot(weights[use], allv[use], axes=1)  # NaN where a weighted output is NaN
     frames = [_scores_frame(v, names, methods) for v in per_output]
     clusters = p.pairing.cluster
     table = pd.concat([fr.assign(higher_is_better=fr["metric"].map(directions)).assign(output=h)
