@@ -268,3 +268,29 @@ def metrics_table(metrics: pd.DataFrame, digits: int = 3) -> str:
     return "\n".join(f"## Metrics, policy {label}\n\n"
                      + summary_markdown(metrics[metrics["policy"] == label], digits) + "\n"
                      for label in dict.fromkeys(metrics["policy"]))
+
+
+def metrics_by_output_table(metrics: pd.DataFrame, digits: int = 3) -> str:
+    """``[metrics]`` results of a model with several outputs (a summary with ``policy`` and
+    ``output`` columns): per policy and metric, a method x output table of means (standard
+    errors in brackets), the last column the weighted aggregate (↑ higher is better, ↓ lower is
+    better)."""
+    parts = []
+    for label in dict.fromkeys(metrics["policy"]):
+        part = metrics[metrics["policy"] == label]
+        cols = [str(o) for o in dict.fromkeys(part["output"])]
+        for metric, sub in part.groupby("metric", sort=False):
+            up = "↑" if bool(sub["higher_is_better"].iloc[0]) else "↓"
+            cell = {(str(o), m): f"{mu:.{digits}g} ({se:.2g})" for o, m, mu, se in zip(
+                sub["output"], sub["method"], sub["mean"], sub["std_error"], strict=True)}
+            lines = [f"## Metrics, policy {label}: {metric} {up} by output", "",
+                     "| method | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+            for m in dict.fromkeys(sub["method"]):
+                lines.append(f"| {m} | " + " | ".join(cell.get((c, m), "") for c in cols)
+                             + " |")
+            parts.append("\n".join(lines) + "\n")
+        if "n_units" in part and (pd.to_numeric(part["n_units"])
+                                  < pd.to_numeric(part["n"])).any():
+            parts.append("Standard errors over independent units, not pairs: a pair and its "
+                         "mirror are one unit; means over pairs.\n")
+    return "\n".join(parts)

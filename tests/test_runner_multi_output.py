@@ -102,7 +102,6 @@ def test_outputs_the_model_does_not_return_is_an_error_naming_the_key(files, tmp
     ({"output_weights": [1, 2]}, {}, r"model\.output_weights .*give model\.outputs"),
     ({"outputs": 2}, {"removal": {"kinds": ["baseline", "constant"],
                                   "attributions": "per_removal"}}, r"removal\.attributions"),
-    ({"outputs": 2}, {"metrics": {"names": ["complexity"]}}, r"metrics\.names"),
 ])
 def test_multi_output_config_errors_name_the_key(files, model, over, match):
     csv, path, _ = files
@@ -278,3 +277,140 @@ def test_multi_output_pairing_indices_are_rows_of_the_test_split(files, tmp_path
     Xt = np.asarray(res.dataset.X_test)
     assert len(Xt) > 4
     np.testing.assert_array_equal(Xt[pairing.target_index], pairing.X)
+
+
+class _Column(torch.nn.Module):
+    """Output h of a multi-output module alone: the model file of a single-output run."""
+
+    def __init__(self, net: torch.nn.Module, h: int):
+        super().__init__()
+        self.net, self.h = net, h
+
+    def forward(self, x):
+        return self.net(x)[:, self.h]
+
+
+#: metrics through the game (insertion_abc, faithfulness_correlation), through the model's own
+#: points (infidelity) and re-explaining perturbed inputs (sensitivity)
+_METRICS = {"names": ["insertion_abc", "faithfulness_correlation", "infidelity", "sensitivity"]}
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory):
+    """A float64 module with 3 outputs and, per output, a file of that output alone."""
+    d = tmp_path_factory.mktemp("three")
+    csv = small_csv(d / "small.csv")
+    torch.manual_seed(0)
+    net = _TwoOut(3).double()
+    torch.jit.save(torch.jit.script(net), str(d / "three.pt"))
+    cols = []
+    for h in range(3):
+        cols.append(d / f"column_{h}.pt")
+        torch.jit.save(torch.jit.script(_Column(net, h)), str(cols[-1]))
+    return csv, d / "three.pt", cols
+
+
+def _metrics_cfg(csv, path, **model):
+    cfg = _cfg(csv, path, **model)
+    cfg["methods"]["names"].append("random")  # the metrics' control: the random method
+    cfg["metrics"] = dict(_METRICS)
+    return cfg
+
+
+def test_metrics_per_output_equal_single_output_runs_on_each_column(three, tmp_path):
+    """[metrics] with model.outputs = 3: output h's scores and summary rows equal a single-output
+    run on a model file of output h alone (1e-12); the weighted rows are each pair's weighted
+    score's mean and standard error; the outputs share the model's rows."""
+    from insdel._stats import mean_se
+
+    csv, path, cols = three
+    w = np.array([1.0, 2.0, 1.0]) / 4
+    res = runner.run_experiment(_metrics_cfg(csv, path, outputs=3, output_weights=w.tolist()),
+                                tmp_path / "multi")
+    pol = tmp_path / "multi" / "median"
+    scores = pd.read_parquet(pol / "metrics.parquet")
+    summ = pd.read_csv(pol / "metrics_summary.csv")
+    assert list(scores.columns) == ["output", "pair", "method", "metric", "value",
+                                    "higher_is_better"]
+    assert list(summ["output"].astype(str).unique()) == ["0", "1", "2", "weighted"]
+    for h in range(3):
+        runner.run_experiment(_metrics_cfg(csv, cols[h]), tmp_path / f"single_{h}")
+        one = pd.read_parquet(tmp_path / f"single_{h}" / "median" / "metrics.parquet")
+        mine = scores[scores["output"] == h].drop(columns="output").reset_index(drop=True)
+        pd.testing.assert_frame_equal(mine.drop(columns="value"), one.drop(columns="value"))
+        np.testing.assert_allclose(mine["value"], one["value"], rtol=0, atol=1e-12)
+        one_s = pd.read_csv(tmp_path / f"single_{h}" / "median" / "metrics_summary.csv")
+        mine_s = summ[summ["output"].astype(str) == str(h)].drop(columns="output")
+        for c in ("mean", "std_error"):
+            np.testing.assert_allclose(mine_s[c], one_s[c], rtol=0, atol=1e-12)
+        assert (mine_s[["metric", "method", "n", "n_units"]].to_numpy()
+                == one_s[["metric", "method", "n", "n_units"]].to_numpy()).all()
+    wide = scores.pivot_table(index=["metric", "method", "pair"], columns="output",
+                              values="value", sort=False)
+    agg = wide.to_numpy() @ w
+    weighted = summ[summ["output"] == "weighted"].set_index(["metric", "method"])
+    clusters = res.pairings["median"].cluster
+    for (metric, method), v in pd.Series(agg, index=wide.index).groupby(
+            level=["metric", "method"], sort=False):
+        pairs = v.index.get_level_values("pair")
+        mu, se, _ = mean_se(v.to_numpy(), None if clusters is None else clusters[pairs])
+        assert weighted.loc[(metric, method), "mean"] == pytest.approx(mu, abs=1e-12)
+        assert weighted.loc[(metric, method), "std_error"] == pytest.approx(se, abs=1e-12)
+        want = summ[(summ["metric"] == metric) & (summ["method"] == method)
+                    & (summ["output"] != "weighted")]["mean"].to_numpy() @ w
+        assert weighted.loc[(metric, method), "mean"] == pytest.approx(want, abs=1e-12)
+    st = [_stages(tmp_path / "multi")[f"median/output_{h}/metrics"] for h in range(3)]
+    # forward rows: the later outputs' rows are mostly the first's, evaluated once
+    forward = [s["model_evaluations"] - s["gradient_evaluations"] for s in st]
+    assert forward[0] > 0 and forward[1] + forward[2] < forward[0]
+    assert all(s["gradient_evaluations"] > 0 for s in st)  # sensitivity re-explains per output
+    run_summary = pd.read_csv(tmp_path / "multi" / "metrics_summary.csv")
+    assert set(run_summary["policy"]) == {"median"} and len(run_summary) == len(summ)
+    assert res.metrics is not None and len(res.metrics) == len(summ)
+    md = (tmp_path / "multi" / "summary.md").read_text()
+    assert "## Metrics, policy median: sensitivity ↓ by output" in md
+    agree = pd.read_csv(pol / "metric_agreement.csv")
+    assert list(agree["output"].astype(str).unique()) == ["0", "1", "2", "weighted"]
+
+
+def test_an_interrupted_multi_output_metrics_stage_resumes_with_identical_files(three,
+                                                                             tmp_path):
+    """Interrupted after output 0's metrics checkpoint, the run started again loads it and
+    writes the files of an uninterrupted run; other output weights reuse every output's scores
+    (the weighted rows alone change); other metric options score every output again."""
+    csv, path, _ = three
+    cfg = _metrics_cfg(csv, path, outputs=3)
+    full = runner.run_experiment(cfg, tmp_path / "full")
+    cut = tmp_path / "cut"
+
+    def interrupt():
+        if (cut / "checkpoints" / "median" / "output_0" / "metrics" / "KEY").is_file():
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_experiment(cfg, cut, _interrupt=interrupt)
+    assert not (cut / "median" / "metrics.parquet").exists()
+    runner.run_experiment(cfg, cut)
+    st = _stages(cut)
+    assert [st[f"median/output_{h}/metrics"]["chunks_resumed"] for h in range(3)] == [1, 0, 0]
+    assert st["median/output_0/metrics"]["model_evaluations"] == 0
+    a, b = _files(full.out), _files(cut)
+    assert {"median/metrics.parquet", "median/metrics_summary.csv",
+            "median/metric_agreement.csv", "metrics_summary.csv"} <= a.keys()
+    assert a.keys() == b.keys() and [k for k in a if a[k] != b[k]] == []
+
+    weighted = _metrics_cfg(csv, path, outputs=3, output_weights=[3.0, 1.0, 0.0])
+    runner.run_experiment(weighted, cut)
+    st = _stages(cut)
+    assert [st[f"median/output_{h}/metrics"]["chunks_resumed"] for h in range(3)] == [1, 1, 1]
+    s0 = pd.read_csv(full.out / "median" / "metrics_summary.csv")
+    s1 = pd.read_csv(cut / "median" / "metrics_summary.csv")
+    pd.testing.assert_frame_equal(s0[s0["output"] != "weighted"], s1[s1["output"] != "weighted"])
+    assert not np.allclose(s0[s0["output"] == "weighted"]["mean"],
+                           s1[s1["output"] == "weighted"]["mean"])
+
+    other = _metrics_cfg(csv, path, outputs=3)
+    other["metrics"]["options"] = {"infidelity": {"n_samples": 3}}
+    runner.run_experiment(other, cut)
+    st = _stages(cut)
+    assert [st[f"median/output_{h}/metrics"]["chunks_resumed"] for h in range(3)] == [0, 0, 0]

@@ -11,11 +11,13 @@ output's summary and the weighted aggregate, ``model.output_weights``), ``<polic
 (output h's ``curves.npz`` and ``abc.parquet``, :meth:`insdel.Evaluation.save`) and
 ``<policy>/attributions.npz`` ((B, H, n) per method); with ``decomposition.n_pairs`` the exact
 decomposition of each output (``<policy>/output_<h>/decomposition.parquet``,
-``decomposition_by_output.csv``); for the run ``summary.csv`` (a ``policy`` and an ``output``
+``decomposition_by_output.csv``); with ``metrics.names`` each metric per output and weighted
+(:func:`insdel.runner.stages.metrics.metrics_per_output`: ``<policy>/metrics.parquet``,
+``metrics_summary.csv``, ``metrics.md``); for the run ``summary.csv`` (a ``policy`` and an ``output``
 column), ``summary.md``, the figures (:func:`output_figures`) and ``manifest.json``. Each
 further removal of ``removal.kinds`` traces the curves of every output under it
 (``<policy>/removal-<name>/output_<h>/``, ``abc_by_output.csv``). The
-attributions, curves and decompositions are checkpointed chunks (``checkpoints/<policy>/``)
+attributions, curves, decompositions and metrics are checkpointed chunks (``checkpoints/<policy>/``)
 keyed by everything that determines them (:func:`multi_key`): an interrupted run resumes.
 """
 
@@ -31,7 +33,7 @@ import pandas as pd
 
 from .. import _checkpoint as ck
 from ..removal import Baseline
-from ..report import run_header
+from ..report import metrics_by_output_table, run_header
 from .context import PolicyRun
 from .experiment import RunResult
 from .provenance import Stages, pairs_key, run_manifest
@@ -39,6 +41,7 @@ from .removals import RunRemoval
 from .stages.attribution import attribute_all, attribution_task, experiment_plan
 from .stages.curves import evaluate_removal, to_test_rows
 from .stages.decomposition import DECOMP_COLS, decompose
+from .stages.metrics import metrics_per_output
 from .stages.model import model_files
 
 __all__ = ["run_multi", "multi_model", "MultiRunResult"]
@@ -91,6 +94,7 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
     weights = check_output_weights(cfg["model"]["output_weights"], H)
     log(f"model: {H} outputs, aggregate weights {np.round(weights, 4).tolist()}")
     evaluations, pairings, policy_specs, summaries, by_removal = {}, {}, {}, [], {}
+    metric_summaries = []
     removals = removals or [RunRemoval(name="baseline", removal=Baseline(), primary=True)]
     # "random" is the curves' random orderings (evaluation.n_random), not a set of scores
     scored = {**cfg, "methods": {**cfg["methods"], "names": [
@@ -126,6 +130,9 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
                for rem in p.removals}
         ev = evs[p.removals[0].name]
         decs = _decompositions(p, views, ev)
+        p.metrics = metrics_per_output(p, views, weights)
+        if p.metrics is not None:
+            metric_summaries.append(p.metrics)
         to_test_rows(pairing, pool_idx)  # saved and returned as rows of the test split
         model.n_evals = 0
         folder = out / label
@@ -161,6 +168,10 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
             ["| " + " | ".join(dec.columns) + " |", "|---" * dec.shape[1] + "|"]
             + ["| " + " | ".join([str(r[0]), str(r[1])] + [f"{v:.3f}" for v in r[2:]]) + " |"
                for r in dec.itertuples(index=False)])
+    metrics_df = pd.concat(metric_summaries, ignore_index=True) if metric_summaries else None
+    if metrics_df is not None:
+        ck.atomic_write_text(out / "metrics_summary.csv", metrics_df.to_csv(index=False))
+        text += "\n\n" + metrics_by_output_table(metrics_df).rstrip("\n")
     ck.atomic_write_text(out / "summary.md", text + "\n")
     fig_paths = output_figures(cfg, evaluations, out, stages)
     evals_total = sum(int(v.get("model_evaluations", 0)) for v in stages.stages.values())
@@ -178,7 +189,7 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
     return MultiRunResult(out=out, config=cfg, evaluations=evaluations, pairings=pairings,
                           summary=summary, diagnostics=pd.DataFrame(), manifest=manifest,
                           figures=fig_paths, removal_evaluations=by_removal,
-                          model=model, dataset=dataset, markdown=text)
+                          model=model, dataset=dataset, metrics=metrics_df, markdown=text)
 
 
 def summary_markdown(summary: pd.DataFrame, H: int, weights: np.ndarray, digits: int = 3) -> str:
