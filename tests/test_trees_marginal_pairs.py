@@ -221,3 +221,44 @@ def test_bad_input_is_named():
         as_game(rf, X, np.stack([Xt[2:4], Xt[4:6]]), removal="marginal").abc(np.zeros(6))
     with pytest.raises(Exception, match="marginal without background"):
         tree_game_of(rf, Marginal(), X, Xt[2:4])
+
+
+def _chain(n):
+    """One tree that splits on features 0, 1, ..., n - 1 down one path (x_j <= 0 leaves with
+    value j + 1; the last node's right child is worth -1): a path of n distinct features."""
+    from insdel.trees import TreeEnsemble
+
+    N = 2 * n + 1
+    feature = np.full(N, -1, np.int64)
+    left, right = np.full(N, -1, np.int64), np.full(N, -1, np.int64)
+    value = np.zeros(N)
+    for j in range(n):  # node 2j splits on feature j; its left child 2j + 1 is a leaf
+        feature[2 * j], left[2 * j], right[2 * j] = j, 2 * j + 1, 2 * j + 2
+        value[2 * j + 1] = j + 1.0
+    value[2 * n] = -1.0
+    return TreeEnsemble(feature=feature, threshold=np.zeros(N), left=left, right=right,
+                        missing_left=np.zeros(N, bool), is_categorical=np.zeros(N, bool),
+                        cat_ptr=np.zeros(N + 1, np.int64), categories=np.zeros(0),
+                        value=value, cover=np.ones(N), roots=np.array([0], np.int64), base=0.5,
+                        rule="le", n_features=n, source="chain")
+
+
+def test_paths_past_the_kernels_limit_take_the_pairs():
+    """A path of 70 distinct features, past every path kernel's 62: the shared references'
+    game walks the pairs and equals the black box."""
+    from insdel.trees._paths import MAX_SLOTS
+
+    n = 70
+    ens = _chain(n)
+    rng = np.random.default_rng(4)
+    X = np.ones((2, n))
+    X[:, :5] = rng.normal(size=(2, 5))
+    bg = np.ones((3, n))
+    bg[:, :6] = rng.normal(size=(3, 6))
+    with pytest.raises(TooManySlots, match=f"splits on {n} distinct units.*{MAX_SLOTS}"):
+        marginal_game(ens, X, bg)
+    game = as_game(ens, X, removal=Marginal(bg, how="all"), engine="tree")
+    assert isinstance(game, MarginalPairsGame)
+    assert f"splits on {n} distinct units, more than the {MAX_SLOTS}" in engine_text(game)
+    box = as_game(ens, X, removal=Marginal(bg, how="all"), engine="black_box")
+    _agree(game, box, rng)

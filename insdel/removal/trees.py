@@ -122,7 +122,7 @@ def _marginal_game(ens, removal, X, R, *, groups, feature_names, offset: int, wh
             game = marginal_game(ens, X, shared, groups=groups, feature_names=feature_names)
         except TooManySlots as err:
             why = (f"shared references, but a path splits on {err.slots} distinct units, more "
-                   "than the linear-time tables take")
+                   f"than the {err.limit} the linear-time marginal game takes")
             B = check_ensemble_rows(ens, X, "the marginal tree game").shape[0]
             R = np.broadcast_to(np.asarray(shared, dtype=np.float64), (B,) + np.shape(shared))
         else:

@@ -43,7 +43,14 @@ import numpy as np
 from .._checkpoint import sha256_arrays
 from .._decomposition_kernels import _popcount
 from .._validation import as_float_array
-from ._paths import direction_chunks, leaf_mask, ranks_of, read_curve, slots_by_rank
+from ._paths import (
+    TooManySlots,
+    direction_chunks,
+    leaf_mask,
+    ranks_of,
+    read_curve,
+    slots_by_rank,
+)
 from ._tree_game import TreeRemovalGame, check_ensemble_rows, ensemble_sha256
 from .ensemble import TreeEnsemble
 
@@ -51,18 +58,6 @@ __all__ = ["MarginalGame", "marginal_game", "MAX_MARGINAL_SLOTS", "TooManySlots"
 
 #: Distinct units on one root-to-leaf path the marginal tables take (2^d entries per leaf).
 MAX_MARGINAL_SLOTS = 20
-
-
-class TooManySlots(ValueError):
-    """A leaf path of the ensemble splits on more distinct units than the marginal tables take
-    (:data:`MAX_MARGINAL_SLOTS`); ``slots`` is the most on one path. The marginal game over
-    (target, reference) pairs (:mod:`insdel.trees.marginal_pairs`) takes any depth."""
-
-    def __init__(self, slots: int):
-        self.slots = int(slots)
-        super().__init__(f"the marginal tree game's tables take paths with at most "
-                         f"{MAX_MARGINAL_SLOTS} distinct units (2^d entries per leaf); a path "
-                         f"of this ensemble splits on {self.slots}")
 
 
 def _fact_table(size: int = 2 * MAX_MARGINAL_SLOTS + 3) -> np.ndarray:
@@ -97,8 +92,9 @@ def marginal_game(ens: TreeEnsemble, X, background, *, groups=None, feature_name
     Raises
     ------
     TooManySlots
-        A leaf path splits on more than :data:`MAX_MARGINAL_SLOTS` distinct units:
-        :func:`insdel.trees.marginal_pairs.marginal_pairs_game` (B K walks) takes it.
+        A leaf path splits on more than :data:`MAX_MARGINAL_SLOTS` distinct units (a
+        ``ValueError``): :func:`insdel.trees.marginal_pairs.marginal_pairs_game` (B K walks)
+        takes it.
     """
     from ..groups import check_groups
 
@@ -130,7 +126,8 @@ class MarginalGame(TreeRemovalGame):
         self.background = background
         d = self.paths.max_slots()
         if d > MAX_MARGINAL_SLOTS:
-            raise TooManySlots(d)
+            raise TooManySlots(d, MAX_MARGINAL_SLOTS,
+                               "the marginal tables (2^d entries per leaf)")
         self._tables = tables
 
     @property
