@@ -28,6 +28,10 @@ those b ⊇ c ∪ {j}), ``phi_j -= val/K G[c]`` for j in c, ``E[AUC] += (m+1) va
 The tables cost ``O(2^d d^2)`` per leaf (a superset zeta transform that tracks |b|), the
 references ``O(K · path)`` and the targets ``O(B · (path + d))``: linear in B + K.
 
+Paths with more than :data:`MAX_MARGINAL_SLOTS` distinct units raise
+:class:`insdel.trees._paths.TooManySlots`; :mod:`insdel.trees.marginal_pairs` (B K walks, any
+references, any depth) takes them, and so do per-target references.
+
 A curve point after the first i slots (in the ordering's rank order) have moved, P the set of
 them: insertion reaches l iff ``P ⊆ a``, with ``Z[~P]`` references; deletion iff ``~P ⊆ a``,
 with ``Z[P]``.
