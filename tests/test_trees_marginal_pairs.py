@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from _trees import all_masks
 
-from insdel import evaluate, trace
+from insdel import evaluate, interactions, trace
+from insdel.attribution import attribute
 from insdel.decomposition import batch_decomposition, shapley_values
 from insdel.game import as_game, engine_text, model_engine
 from insdel.removal import Marginal
@@ -102,6 +103,9 @@ def test_per_target_references_equal_the_black_box(K):
         np.testing.assert_allclose(best.abc, db.best_abc(mode=mode), atol=TOL)
         np.testing.assert_allclose(db.abc(best.order, mode=mode), best.abc, atol=TOL)
         assert best.exact.all() and np.array_equal(best.bound, best.abc)
+    # the interaction indices read the averaged effects
+    ia, ib = interactions(auto, index="SII", order=2), interactions(box, index="SII", order=2)
+    np.testing.assert_allclose(ia.matrix(), ib.matrix(), atol=TOL)
 
 
 def test_banzhaf_and_expected_auc_by_brute_force():
@@ -138,6 +142,8 @@ def test_references_drawn_per_target_take_the_tree_game(how):
     np.testing.assert_array_equal(auto.R, box.references)  # the same draws
     _agree(auto, box, np.random.default_rng(3))
     assert as_game(rf, X, removal=rem, engine="tree").engine == "tree"
+    np.testing.assert_allclose(attribute(rf, X, None, "tree_shap", removal=rem),
+                               shapley_values(box, None, None), atol=TOL)
 
 
 def test_shared_references_keep_the_linear_route():
