@@ -28,13 +28,12 @@ from .._validation import (
     as_float_array,
     check_bool,
     check_mode,
-    check_orders,
     check_positive_int,
     feature_names_of,
 )
 from ..game import Game
 from ._tree_game import check_ensemble_rows, ensemble_sha256
-from .game import DEFAULT_MAX_D, BestOrder, TreeGame, tree_game
+from .game import DEFAULT_MAX_D, BestOrder, TreeGame, orders_3d, tree_game
 
 __all__ = ["MarginalPairsGame", "marginal_pairs_game"]
 
@@ -172,17 +171,7 @@ class MarginalPairsGame(Game):
 
     # -- closed forms: means over the references --------------------------------------------------
     def _orders3(self, orders) -> tuple[np.ndarray, bool]:
-        """Orderings as (B, Ko, m) (checked permutations) and whether to squeeze Ko."""
-        o = check_orders(orders, self.m, name="orders")
-        squeeze = o.ndim < 3
-        if o.ndim == 1:
-            o = np.broadcast_to(o, (self.B, 1, self.m))
-        elif o.ndim == 2:
-            o = o[:, None, :]
-        if o.shape[0] != self.B:
-            raise ValueError(f"orders must have shape (m,), (B, m) or (B, K, m) with B = "
-                             f"{self.B}, m = {self.m}; got {np.shape(orders)}.")
-        return np.ascontiguousarray(o, dtype=np.int64), squeeze
+        return orders_3d(orders, self.B, self.m)
 
     def _per_pair(self, orders: np.ndarray) -> np.ndarray:
         """Each target's orderings repeated for its K pairs."""
