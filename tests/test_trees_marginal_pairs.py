@@ -268,3 +268,21 @@ def test_paths_past_the_kernels_limit_take_the_pairs():
     assert f"splits on {n} distinct units, more than the {MAX_SLOTS}" in engine_text(game)
     box = as_game(ens, X, removal=Marginal(bg, how="all"), engine="black_box")
     _agree(game, box, rng)
+
+
+def test_the_pairs_equal_the_tables_on_shared_references():
+    """On shared references both exact routes give the same game (to rounding)."""
+    rf, Xt = _forest(seed=4)
+    ens = read(rf)
+    X, bg = Xt[:6], Xt[200:215]
+    tables = marginal_game(ens, X, bg)
+    pairs = marginal_pairs_game(ens, X, np.broadcast_to(bg, (6,) + bg.shape))
+    np.testing.assert_allclose(pairs.shapley(), tables.shapley(), atol=1e-12)
+    for mode in ("insertion", "deletion"):
+        np.testing.assert_allclose(pairs.expected_abc(mode=mode),
+                                   tables.expected_abc(mode=mode), atol=1e-12)
+    orders = _orders(np.random.default_rng(0), 6, 2, 6)
+    cp, ct = pairs.curves(orders), tables.curves(orders)
+    for mode in cp:
+        np.testing.assert_allclose(cp[mode], ct[mode], atol=1e-12)
+    np.testing.assert_array_equal(pairs.differing(), tables.differing() | pairs.differing())
