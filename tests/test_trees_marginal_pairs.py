@@ -286,3 +286,14 @@ def test_the_pairs_equal_the_tables_on_shared_references():
     for mode in cp:
         np.testing.assert_allclose(cp[mode], ct[mode], atol=1e-12)
     np.testing.assert_array_equal(pairs.differing(), tables.differing() | pairs.differing())
+
+
+def test_groups_are_the_units():
+    rf, Xt = _forest(seed=5)
+    rng = np.random.default_rng(9)
+    X, R = Xt[:3], Xt[rng.integers(0, 400, size=(3, 2))]
+    groups = [[0, 3], [1, 5], [2, 4]]
+    auto = as_game(rf, X, R, removal="marginal", groups=groups)
+    box = as_game(rf, X, R, removal="marginal", groups=groups, engine="black_box")
+    assert isinstance(auto, MarginalPairsGame) and auto.m == 3
+    _agree(auto, box, rng)
