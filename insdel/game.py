@@ -415,7 +415,7 @@ def as_game(f: ModelLike | Game, X: ArrayLike | None = None, R: ArrayLike | None
     engine : {"auto", "tree", "black_box"}, default "auto"
         ``auto``: the exact tree game (:mod:`insdel.trees`) when f is a tree ensemble insdel
         reads (:func:`insdel.trees.recognise`) and the removal has one (``baseline``,
-        ``marginal`` with references shared by every target, ``path_dependent``), else the
+        ``marginal``, ``path_dependent``: :func:`insdel.removal.trees.tree_game_of`), else the
         model's values on hybrid rows; ``tree``: the tree game or an error naming the model and
         the removal; ``black_box``: the model's values (``path_dependent`` has none: an error).
         The game says which ran (:attr:`Game.engine`, :func:`engine_text`).
@@ -486,11 +486,14 @@ def one_output(game: Game, what: str) -> Game:
 
 def engine_text(game: Game) -> str:
     """What a run prints and records as its engine: ``"black_box"``, or ``"tree (xgboost, 500
-    trees, depth 8)"`` for a tree game (the ensemble's library, trees and depth)."""
+    trees, depth 8)"`` for a tree game (the ensemble's library, trees and depth), followed by
+    the game's route where it has one (the marginal game over (target, reference) pairs:
+    ``"tree (...); marginal over 100 x 50 (target, reference) pairs"`` and why)."""
     ens = getattr(game, "ensemble", None)
     if game.engine != "tree" or ens is None:
         return game.engine
-    return _tree_text(ens)
+    route = getattr(game, "route", None)
+    return _tree_text(ens) + ("" if route is None else f"; {route}")
 
 
 def _tree_text(ens) -> str:
@@ -500,7 +503,8 @@ def _tree_text(ens) -> str:
 
 def model_engine(f: Any, engine: str = "auto") -> str:
     """The engine the games of ``f`` take under a removal with a tree game (``baseline``,
-    shared-reference ``marginal``, ``path_dependent``), as :func:`engine_text` writes it:
+    ``marginal``, ``path_dependent``), as :func:`engine_text` writes it (without a game's
+    route):
     ``"tree (xgboost, 500 trees, depth 8)"`` or ``"black_box"``. What a run prints and records
     before it builds a game.
 

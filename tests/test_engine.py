@@ -112,11 +112,16 @@ def test_marginal_and_path_dependent_routes():
     box = as_game(model, Xt, removal=Marginal(bg, how="all"), engine="black_box")
     assert shared.engine == "tree" and box.engine == "black_box"
     np.testing.assert_allclose(shared.shapley(), shapley_values(box, None, None), atol=1e-9)
-    # references drawn per target: no tree game; auto takes the value route, tree refuses
+    # references drawn per target: the tree game over (target, reference) pairs, both engines
     drawn = Marginal(bg, n_references=3, how="random")
-    assert as_game(model, Xt, removal=drawn).engine == "black_box"
-    with pytest.raises(ValueError, match="engine='tree'.*marginal.*shared by every target"):
-        as_game(model, Xt, removal=drawn, engine="tree")
+    for engine in ("auto", "tree"):
+        game = as_game(model, Xt, removal=drawn, engine=engine)
+        assert game.engine == "tree" and "(target, reference) pairs" in engine_text(game)
+    np.testing.assert_allclose(game.shapley(),
+                               shapley_values(model, Xt, None, removal=drawn, engine="black_box"),
+                               atol=1e-9)
+    with pytest.raises(ValueError, match="engine='tree'.*marginal without background"):
+        as_game(model, Xt, Xt, removal="marginal", engine="tree")
     assert as_game(model, Xt, removal="path_dependent").engine == "tree"
     with pytest.raises(ValueError, match="black_box.*path_dependent"):
         as_game(model, Xt, removal="path_dependent", engine="black_box")

@@ -582,8 +582,12 @@ def test_tree_game_of_a_fitted_model_and_its_refusals():
     marg = build_removal("marginal")
     with pytest.raises(NoTreeGame, match=r"reads R of shape \(B, K, n\)"):
         tree_game_of(rf, marg, X, R)
-    with pytest.raises(NoTreeGame, match="different references"):
-        tree_game_of(rf, marg, X, np.stack([R, R[::-1]], axis=1))
+    # each target its own references: the mean of the baseline games of its pairs
+    own = tree_game_of(rf, marg, X, np.stack([R, R[::-1]], axis=1), offset=2)
+    assert type(own).__name__ == "MarginalPairsGame" and own.offset == 2
+    np.testing.assert_allclose(own.shapley(), (tree_game_of(rf, base, X, R).shapley()
+                                               + tree_game_of(rf, base, X, R[::-1]).shapley())
+                               / 2, atol=1e-12)
     shared = np.broadcast_to(R[None], (4, 4, 3))
     mg = tree_game_of(rf, marg, X, shared)
     assert mg.B == 4 and mg.m == 3

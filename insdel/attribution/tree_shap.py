@@ -25,8 +25,8 @@ class TreeShap(Attribution):
     * ``path_dependent=True``: the trees' cover-weighted removal
       (``shap.TreeExplainer(model, feature_perturbation="tree_path_dependent")``), R unused.
 
-    Under ``removal=`` (``baseline``, ``marginal`` with references shared by every target,
-    ``path_dependent``) the Shapley values of that removal's tree game.
+    Under ``removal=`` (``baseline``, ``marginal``, ``path_dependent``) the Shapley values of
+    that removal's tree game (:func:`insdel.removal.trees.tree_game_of`).
 
     Parameters
     ----------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import check_finite
 from .base import GameRemoval
 
 __all__ = ["PathDependent", "as_ensemble", "NoTreeGame", "tree_game_of", "is_ensemble",
@@ -48,15 +49,19 @@ def tree_game_of(f, removal, X, R, *, groups=None, feature_names=None, offset: i
 
     ``baseline`` gives :class:`insdel.trees.TreeGame`; ``marginal`` with references shared by
     every target (``background=`` with ``how="all"``, or R (B, K, n) the same for every target)
-    the marginal tree game; ``path_dependent`` its own game.
+    the marginal tree game linear in targets + references
+    (:class:`insdel.trees.marginal.MarginalGame`), and with references of each target's own
+    (R (B, K, n), or ``how="random"`` / ``"nearest"``) or paths of more distinct units than its
+    tables take, the mean of the B K baseline games of the (target, reference) pairs
+    (:class:`insdel.trees.marginal_pairs.MarginalPairsGame`: B K walks; ``engine_text`` says
+    so); ``path_dependent`` its own game.
 
     Raises
     ------
     NoTreeGame
         ``f`` is not a tree ensemble insdel reads (or the reader refuses it: the reason), or the
-        removal has no tree game (another removal, per-target marginal references, paths with
-        more distinct features than the marginal tables take); the message names the model and
-        the removal.
+        removal has no tree game (another removal; marginal without references); the message
+        names the model and the removal.
     """
     from .reference import Baseline, Marginal
 
@@ -69,8 +74,6 @@ def tree_game_of(f, removal, X, R, *, groups=None, feature_names=None, offset: i
     if kind not in (Baseline, Marginal, PathDependent):
         raise NoTreeGame(f"{where}: removal {removal.name!r} has no tree game (the trees' "
                          "closed forms are those of baseline, marginal and path_dependent)")
-    import numpy as np
-
     from ..trees import TreeEnsemble, UnsupportedModelError, read
 
     f = _unwrap(f)
@@ -87,28 +90,45 @@ def tree_game_of(f, removal, X, R, *, groups=None, feature_names=None, offset: i
         game = tree_game(ens, X, R, groups=groups, feature_names=feature_names)
         game.offset = int(offset)
         return game
-    if removal.background is not None:
-        if removal.how != "all":
-            raise NoTreeGame(f"{where}: the marginal tree game takes references shared by every "
-                             f"target (how='all'); how={removal.how!r} draws them per target")
-        bg = removal.background
+    return _marginal_game(ens, removal, X, R, groups=groups, feature_names=feature_names,
+                          offset=offset, where=where)
+
+
+def _marginal_game(ens, removal, X, R, *, groups, feature_names, offset: int, where: str):
+    """The marginal tree game: linear in targets + references when they are shared by every
+    target and the paths fit the tables; else over the B x K (target, reference) pairs."""
+    from ..trees._tree_game import check_ensemble_rows
+    from ..trees.marginal import TooManySlots, marginal_game
+    from ..trees.marginal_pairs import marginal_pairs_game
+
+    if removal.background is not None and removal.how == "all":
+        shared = removal.background
+    elif removal.background is not None:  # drawn per target (seeded by its index) or nearest
+        Xa = check_ensemble_rows(ens, X, "the marginal tree game")
+        if removal.how == "nearest":  # a distance to a missing value is undefined
+            check_finite("X", Xa)
+        shared, R = None, removal.references(Xa, None)
     else:
         Ra = None if R is None else np.asarray(R, dtype=np.float64)
         if Ra is None or Ra.ndim != 3:
             raise NoTreeGame(f"{where}: marginal without background= reads R of shape (B, K, n); "
                              f"got {None if Ra is None else Ra.shape}")
-        if not np.array_equal(Ra, np.broadcast_to(Ra[:1], Ra.shape), equal_nan=True):
-            raise NoTreeGame(f"{where}: the marginal tree game takes references shared by every "
-                             "target; these targets have different references")
-        bg = Ra[0]
-    from ..trees.marginal import marginal_game
-
-    try:
-        game = marginal_game(ens, X, bg, groups=groups, feature_names=feature_names)
-    except ValueError as err:
-        if "distinct units" not in str(err):
-            raise
-        raise NoTreeGame(f"{where}: {err}") from err
+        R = Ra
+        same = np.array_equal(Ra, np.broadcast_to(Ra[:1], Ra.shape), equal_nan=True)
+        shared = Ra[0] if same else None
+    why = None
+    if shared is not None:
+        try:
+            game = marginal_game(ens, X, shared, groups=groups, feature_names=feature_names)
+        except TooManySlots as err:
+            why = (f"shared references, but a path splits on {err.slots} distinct units, more "
+                   f"than the {err.limit} the linear-time marginal game takes")
+            B = check_ensemble_rows(ens, X, "the marginal tree game").shape[0]
+            R = np.broadcast_to(np.asarray(shared, dtype=np.float64), (B,) + np.shape(shared))
+        else:
+            game.offset = int(offset)
+            return game
+    game = marginal_pairs_game(ens, X, R, groups=groups, feature_names=feature_names, why=why)
     game.offset = int(offset)
     return game
 

@@ -25,13 +25,25 @@ from .ensemble import TreeEnsemble, goes_left
 
 __all__ = ["LeafPaths", "leaf_paths", "node_directions", "leaf_mask", "ranks_of",
            "slots_by_rank", "read_curve",
-           "direction_chunks", "MAX_SLOTS", "DIRECTION_BYTES"]
+           "direction_chunks", "MAX_SLOTS", "DIRECTION_BYTES", "TooManySlots"]
 
 #: Bytes of node directions (rows x nodes booleans) held at once.
 DIRECTION_BYTES = 32 * 2**20
 
 #: Distinct units on one root-to-leaf path the kernels accept (bit masks of a leaf's slots).
 MAX_SLOTS = 62
+
+
+class TooManySlots(ValueError):
+    """A root-to-leaf path of the ensemble splits on more distinct units than a kernel takes:
+    ``slots`` (the most on one path) over ``limit``. The baseline tree game and the marginal
+    game over (target, reference) pairs (:mod:`insdel.trees.marginal_pairs`) walk the trees
+    instead and take any depth."""
+
+    def __init__(self, slots: int, limit: int, what: str):
+        self.slots, self.limit = int(slots), int(limit)
+        super().__init__(f"a root-to-leaf path of the ensemble splits on {self.slots} distinct "
+                         f"units; {what} take at most {self.limit}")
 
 
 class LeafPaths(NamedTuple):
@@ -91,8 +103,7 @@ def leaf_paths(ens: TreeEnsemble, unit_of: np.ndarray | None = None) -> LeafPath
     paths = LeafPaths(value, node_ptr, node[:P], went_left[:P], slot_of[:P], slot_ptr,
                       slot_unit[:S], slot_cover[:S], n_units)
     if paths.max_slots() > MAX_SLOTS:
-        raise ValueError(f"a root-to-leaf path of the ensemble splits on {paths.max_slots()} "
-                         f"distinct units; the tree kernels take at most {MAX_SLOTS}")
+        raise TooManySlots(paths.max_slots(), MAX_SLOTS, "the tree kernels")
     return paths
 
 

@@ -406,16 +406,7 @@ class TreeGame(Game):
 
     # -- areas (Theorem 1 read off the patterns) -------------------------------------------------
     def _orders3(self, orders) -> tuple[np.ndarray, bool]:
-        o = check_orders(orders, self.m, name="orders")
-        squeeze = o.ndim < 3
-        if o.ndim == 1:
-            o = np.broadcast_to(o, (self.B, 1, self.m))
-        elif o.ndim == 2:
-            o = o[:, None, :]
-        if o.shape[0] != self.B:
-            raise ValueError(f"orders must have shape (m,), (B, m) or (B, K, m) with B = "
-                             f"{self.B}, m = {self.m}; got {np.shape(orders)}.")
-        return np.ascontiguousarray(o, dtype=np.int64), squeeze
+        return orders_3d(orders, self.B, self.m)
 
     def _aucs(self, orders) -> tuple[np.ndarray, np.ndarray, bool]:
         """Insertion and deletion AUC less (m + 1) base of each ordering, (B, K) each."""
@@ -531,6 +522,21 @@ class TreeGame(Game):
         if normalize:
             abc, ub = abc / m, ub / m
         return BestOrder(order, abc, ub, exact, mode, normalize)
+
+
+def orders_3d(orders: ArrayLike, B: int, m: int) -> tuple[np.ndarray, bool]:
+    """Orderings given as (m,), (B, m) or (B, K, m) as (B, K, m) int64 (checked permutations
+    of the m units), and whether the caller's answer drops K (a 1-D or 2-D ``orders``)."""
+    o = check_orders(orders, m, name="orders")
+    squeeze = o.ndim < 3
+    if o.ndim == 1:
+        o = np.broadcast_to(o, (B, 1, m))
+    elif o.ndim == 2:
+        o = o[:, None, :]
+    if o.shape[0] != B:
+        raise ValueError(f"orders must have shape (m,), (B, m) or (B, K, m) with B = {B}, "
+                         f"m = {m}; got {np.shape(orders)}.")
+    return np.ascontiguousarray(o, dtype=np.int64), squeeze
 
 
 def _arrays(P: Patterns) -> tuple[np.ndarray, ...]:

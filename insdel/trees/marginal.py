@@ -28,6 +28,10 @@ those b ⊇ c ∪ {j}), ``phi_j -= val/K G[c]`` for j in c, ``E[AUC] += (m+1) va
 The tables cost ``O(2^d d^2)`` per leaf (a superset zeta transform that tracks |b|), the
 references ``O(K · path)`` and the targets ``O(B · (path + d))``: linear in B + K.
 
+Paths with more than :data:`MAX_MARGINAL_SLOTS` distinct units raise
+:class:`insdel.trees._paths.TooManySlots`; :mod:`insdel.trees.marginal_pairs` (B K walks, any
+references, any depth) takes them, and so do per-target references.
+
 A curve point after the first i slots (in the ordering's rank order) have moved, P the set of
 them: insertion reaches l iff ``P ⊆ a``, with ``Z[~P]`` references; deletion iff ``~P ⊆ a``,
 with ``Z[P]``.
@@ -43,11 +47,18 @@ import numpy as np
 from .._checkpoint import sha256_arrays
 from .._decomposition_kernels import _popcount
 from .._validation import as_float_array
-from ._paths import direction_chunks, leaf_mask, ranks_of, read_curve, slots_by_rank
+from ._paths import (
+    TooManySlots,
+    direction_chunks,
+    leaf_mask,
+    ranks_of,
+    read_curve,
+    slots_by_rank,
+)
 from ._tree_game import TreeRemovalGame, check_ensemble_rows, ensemble_sha256
 from .ensemble import TreeEnsemble
 
-__all__ = ["MarginalGame", "marginal_game", "MAX_MARGINAL_SLOTS"]
+__all__ = ["MarginalGame", "marginal_game", "MAX_MARGINAL_SLOTS", "TooManySlots"]
 
 #: Distinct units on one root-to-leaf path the marginal tables take (2^d entries per leaf).
 MAX_MARGINAL_SLOTS = 20
@@ -81,6 +92,13 @@ def marginal_game(ens: TreeEnsemble, X, background, *, groups=None, feature_name
     Returns
     -------
     MarginalGame
+
+    Raises
+    ------
+    TooManySlots
+        A leaf path splits on more than :data:`MAX_MARGINAL_SLOTS` distinct units (a
+        ``ValueError``): :func:`insdel.trees.marginal_pairs.marginal_pairs_game` (B K walks)
+        takes it.
     """
     from ..groups import check_groups
 
@@ -112,9 +130,8 @@ class MarginalGame(TreeRemovalGame):
         self.background = background
         d = self.paths.max_slots()
         if d > MAX_MARGINAL_SLOTS:
-            raise ValueError(f"the marginal tree game takes paths with at most "
-                             f"{MAX_MARGINAL_SLOTS} distinct units; a path of this ensemble "
-                             f"splits on {d} (limit the trees' depth)")
+            raise TooManySlots(d, MAX_MARGINAL_SLOTS,
+                               "the marginal tables (2^d entries per leaf)")
         self._tables = tables
 
     @property
