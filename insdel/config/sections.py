@@ -447,14 +447,9 @@ def _check_outputs(cfg: dict, source: str) -> None:
                               "from a model file (model.path); a preset or params model has one "
                               "output.")
         unread = [(key, why) for key, bad, why in (
-            ("removal.attributions", cfg["removal"]["attributions"] != "baseline",
-             "its attributions per output are those of the pairs' references, scored under "
-             "every removal of removal.kinds; remove the key"),
             ("metrics.names", bool(cfg["metrics"]["names"]),
              "the [metrics] stage scores one output; give the model's outputs one at a time "
-             "(insdel.multi_output.per_output in the Python API), or remove the key"),
-            ("compute.backend", cfg["compute"]["backend"] != "serial",
-             "a Dask client is refused for a model with several outputs; remove the key"))
+             "(insdel.multi_output.per_output in the Python API), or remove the key"),)
             if bad]
         if unread:
             key, why = unread[0]
