@@ -14,9 +14,15 @@ decomposition of each output (``<policy>/output_<h>/decomposition.parquet``,
 ``decomposition_by_output.csv``); for the run ``summary.csv`` (a ``policy`` and an ``output``
 column), ``summary.md``, the figures (:func:`output_figures`) and ``manifest.json``. Each
 further removal of ``removal.kinds`` traces the curves of every output under it
-(``<policy>/removal-<name>/output_<h>/``, ``abc_by_output.csv``). The
-attributions, curves and decompositions are checkpointed chunks (``checkpoints/<policy>/``)
-keyed by everything that determines them (:func:`multi_key`): an interrupted run resumes.
+(``<policy>/removal-<name>/output_<h>/``, ``abc_by_output.csv``), scored with the pairs'
+references' attributions or, with ``removal.attributions = "per_removal"``, with each output's
+attributions under that removal (:func:`insdel.runner.stages.attribution.by_removal`;
+``<policy>/removal-<name>/attributions.npz``). The attributions, curves and decompositions are
+checkpointed chunks (``checkpoints/<policy>/``) keyed by everything that determines them
+(:func:`multi_key`): an interrupted run resumes. With a Dask client the attribution and
+decomposition chunks run on its workers (the model sent once, as a single-output run sends it;
+each chunk computes every output, :func:`output_task`, :func:`output_decomposition_task`) and
+the curves on the driver, as in a single-output run: the same files as a serial run.
 """
 
 from __future__ import annotations
