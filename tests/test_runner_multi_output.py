@@ -101,6 +101,7 @@ def test_outputs_the_model_does_not_return_is_an_error_naming_the_key(files, tmp
     ({"outputs": 2, "output_weights": [1, 2, 3]}, {}, r"model\.output_weights has 3 weights"),
     ({"output_weights": [1, 2]}, {}, r"model\.output_weights .*give model\.outputs"),
     ({"outputs": 2}, {"metrics": {"names": ["complexity"]}}, r"metrics\.names"),
+    ({"outputs": 2}, {"interactions": {"n_pairs": 2}}, r"interactions\.n_pairs: .*explains one"),
 ])
 def test_multi_output_config_errors_name_the_key(files, model, over, match):
     csv, path, _ = files

@@ -449,7 +449,10 @@ def _check_outputs(cfg: dict, source: str) -> None:
         unread = [(key, why) for key, bad, why in (
             ("metrics.names", bool(cfg["metrics"]["names"]),
              "the [metrics] stage scores one output; give the model's outputs one at a time "
-             "(insdel.multi_output.per_output in the Python API), or remove the key"),)
+             "(insdel.multi_output.per_output in the Python API), or remove the key"),
+            ("interactions.n_pairs", bool((cfg.get("interactions") or {}).get("n_pairs")),
+             "the [interactions] stage explains one output; give the model's outputs one at a "
+             "time (insdel.multi_output.per_output in the Python API), or remove the key"))
             if bad]
         if unread:
             key, why = unread[0]
