@@ -304,6 +304,9 @@ def test_per_removal_attributions_equal_each_outputs_own_run(files, tmp_path):
     assert own["vanilla_grad"].shape == A["vanilla_grad"].shape == (6, 2, 3)
     assert not np.allclose(own["integrated_gradients"], A["integrated_gradients"])
     assert res.manifest["removal_attributions"] == "per_removal"
+    md = (tmp_path / "multi" / "summary.md").read_text()
+    assert "removal marginal (<policy>/removal-marginal/)" in md
+    assert "attributions: each removal's own" in md
     under = res.removal_evaluations["median"]["marginal"]
     for h in range(2):
         col = tmp_path / f"col{h}.pt"

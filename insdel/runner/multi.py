@@ -42,7 +42,7 @@ from ..removal import Baseline
 from ..report import run_header
 from .chunks import resolve_model, shareable_model
 from .context import PolicyRun
-from .experiment import RunResult
+from .experiment import RunResult, _removal_lines
 from .provenance import Stages, pairs_key, run_manifest
 from .removals import RunRemoval
 from .stages.attribution import attribution_task, by_removal
@@ -169,7 +169,11 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
     summary = pd.concat(summaries, ignore_index=True)
     summary = summary[["policy"] + [c for c in summary.columns if c != "policy"]]
     ck.atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
-    header = run_header(data_info, model_info, policy_specs)
+    removal_info = [{"name": r.name, "primary": r.primary, "folder": r.folder or None,
+                     "params": r.params()} for r in removals]
+    # the removals and which attributions their curves score (none: the baseline alone)
+    header = run_header(data_info, model_info, policy_specs,
+                        removals=_removal_lines(removal_info, cfg["removal"]["attributions"]))
     text = header + "\n\n" + summary_markdown(summary, H, weights)
     if decomposition_rows:
         dec = pd.concat(decomposition_rows, ignore_index=True)[["policy", "output", *DECOMP_COLS]]
@@ -187,9 +191,7 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
         before_model={"policies": list(evaluations), "policy_specs": policy_specs,
                       "outputs": H, "output_weights": weights.tolist(),
                       "removal_attributions": cfg["removal"]["attributions"],
-                      "removals": [{"name": r.name, "primary": r.primary,
-                                    "folder": r.folder or None, "params": r.params()}
-                                   for r in removals]},
+                      "removals": removal_info},
         compute={"device": cfg["compute"]["device"], **client_info(client),
                  "seconds_total": time.perf_counter() - t_all,
                  "model_evaluations_total": evals_total})
