@@ -458,9 +458,14 @@ def test_a_torchscript_file_reaches_the_workers_by_its_path(files, client, tmp_p
                                       check_exact=False, rtol=0, atol=1e-12)
 
 
-def test_compute_backend_dask_is_accepted_with_model_outputs(files):
-    csv, path, _ = files
-    cfg = _cfg(csv, path, outputs=2)
-    cfg["compute"] = {"backend": "dask", "n_workers": 1}
-    loaded = insdel.config.load(cfg)
-    assert loaded["compute"]["backend"] == "dask"
+def test_compute_backend_dask_runs_a_multi_output_run_on_its_scheduler(files, client,
+                                                                        tmp_path):
+    """[compute] backend = "dask" with the scheduler's address: the run's chunks go there and
+    the manifest names it."""
+    csv, _, net = files
+    cfg = _cfg(csv, _pickled(net, tmp_path), outputs=2, trust=True)
+    cfg["compute"] = {"backend": "dask", "address": client.scheduler.address}
+    res = runner.run_experiment(cfg, tmp_path / "out")
+    assert res.manifest["compute"]["backend"] == "dask"
+    assert res.manifest["compute"]["scheduler"] == client.scheduler.address
+    assert res.evaluations["median"].n_outputs == 2
