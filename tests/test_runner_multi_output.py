@@ -280,45 +280,54 @@ class _Column(torch.nn.Module):
         return self.net(x)[:, self.h]
 
 
-def _per_removal(cfg):
-    cfg["removal"] = {"kinds": ["baseline", {"name": "marginal", "options": {"n_references": 3}}],
-                      "attributions": "per_removal"}
+_MARGINAL = {"name": "marginal", "options": {"n_references": 3}}
+
+
+def _per_removal(cfg, kind=None):
+    cfg["removal"] = {"kinds": ["baseline", kind or _MARGINAL], "attributions": "per_removal"}
     return cfg
 
 
-def test_per_removal_attributions_equal_each_outputs_own_run(files, tmp_path):
-    """removal.attributions = "per_removal": each output's attributions under the marginal
-    removal, and its curves under it scored with them, equal a single-output run of that
-    output's column with per_removal (1e-12; a float64 module, where the column's integrated
-    gradients are the output view's to the last bits); they differ from the pairs'
+@pytest.mark.parametrize("kind", [_MARGINAL, {"name": "conditional_gaussian",
+                                              "options": {"n_draws": 2}}],
+                         ids=["marginal", "conditional_gaussian"])
+def test_per_removal_attributions_equal_each_outputs_own_run(files, tmp_path, kind):
+    """removal.attributions = "per_removal": each output's attributions under a further
+    removal (references drawn from the training rows; rows drawn from the kept features, traced
+    per output view), and its curves under it scored with them, equal a single-output run of
+    that output's column with per_removal (1e-12; a float64 module, where the column's
+    integrated gradients are the output view's to the last bits); they differ from the pairs'
     references'."""
     csv = files[0]
     torch.manual_seed(0)
     net = _TwoOut().double()
     path = tmp_path / "two64.pt"
     torch.jit.save(torch.jit.script(net), str(path))
-    res = runner.run_experiment(_per_removal(_cfg(csv, path, outputs=2)), tmp_path / "multi")
+    name = kind["name"]
+    res = runner.run_experiment(_per_removal(_cfg(csv, path, outputs=2), kind),
+                                tmp_path / "multi")
     folder = tmp_path / "multi" / "median"
     A = np.load(folder / "attributions.npz")
-    own = np.load(folder / "removal-marginal" / "attributions.npz")
+    own = np.load(folder / f"removal-{name}" / "attributions.npz")
     assert own["vanilla_grad"].shape == A["vanilla_grad"].shape == (6, 2, 3)
     assert not np.allclose(own["integrated_gradients"], A["integrated_gradients"])
     assert res.manifest["removal_attributions"] == "per_removal"
     md = (tmp_path / "multi" / "summary.md").read_text()
-    assert "removal marginal (<policy>/removal-marginal/)" in md
+    assert f"removal {name} (<policy>/removal-{name}/)" in md
     assert "attributions: each removal's own" in md
-    under = res.removal_evaluations["median"]["marginal"]
+    under = res.removal_evaluations["median"][name]
     for h in range(2):
         col = tmp_path / f"col{h}.pt"
         torch.jit.save(torch.jit.script(_Column(net, h)), str(col))
-        single = runner.run_experiment(_per_removal(_cfg(csv, col)), tmp_path / f"single{h}")
+        single = runner.run_experiment(_per_removal(_cfg(csv, col), kind),
+                                       tmp_path / f"single{h}")
         one = tmp_path / f"single{h}" / "median"
-        for name, got in (("attributions.npz", A), ("removal-marginal/attributions.npz", own)):
-            want = np.load(one / name)
+        for file, got in (("attributions.npz", A), (f"removal-{name}/attributions.npz", own)):
+            want = np.load(one / file)
             for m in want.files:
                 np.testing.assert_allclose(got[m][:, h], want[m], rtol=0, atol=1e-12)
-        want_ev = single.removal_evaluations["median"]["marginal"]
-        saved = insdel.Evaluation.load(folder / "removal-marginal" / f"output_{h}")
+        want_ev = single.removal_evaluations["median"][name]
+        saved = insdel.Evaluation.load(folder / f"removal-{name}" / f"output_{h}")
         for m in A.files:
             for mode in ("insertion", "deletion"):
                 np.testing.assert_allclose(under[h].abc_array(m, mode),
