@@ -185,9 +185,10 @@ def _evaluate_outputs(p: PolicyRun, atts: dict, removal, output_weights: np.ndar
     """Every output's evaluation under ``removal`` (None: the baseline), a
     :class:`insdel.multi_output.MultiEvaluation`: one trace of all outputs where the removal's
     game has references (the baseline, ``marginal``, ...); else (a removal that draws its rows,
-    or one read off the data) each output view's own trace (:func:`insdel.multi_output.output_views`:
-    they share one store of the model's values, and each view asks the same rows, so each
-    distinct batch is evaluated once), its ``model_evaluations`` those the model made."""
+    or one read off the data) each output view's own trace
+    (:func:`insdel.multi_output.output_views`: they share one store of the model's values, and
+    each view asks the same rows, so each distinct batch is evaluated once), its
+    ``model_evaluations`` those the model made."""
     from ...multi_output import MultiEvaluation, output_views
 
     kw = {"groups": p.groups, "removal": removal, "engine": p.cfg["model"]["engine"], **common}
