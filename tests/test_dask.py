@@ -573,3 +573,31 @@ def _unpicklable():
     import threading
 
     return threading.Lock()  # an object that does not pickle
+
+
+def test_a_multi_output_run_on_worker_processes_equals_serial(client, tmp_path):
+    """``insdel run`` with ``model.outputs = 2`` on a LocalCluster of processes: the module
+    (pickled whole, loaded on trust) reaches the workers as a ShippedModule and keeps its two
+    outputs there; the attributions under each removal (``per_removal``) and each output's
+    decomposition are the serial run's, byte for byte, as are all the data files."""
+    import torch
+
+    from tests._runs import small_cfg, small_csv
+    from tests.test_runner_multi_output import _TwoOut
+
+    torch.manual_seed(0)
+    path = tmp_path / "two.pt"
+    torch.save(_TwoOut(), str(path))
+    cfg = small_cfg(small_csv(tmp_path / "small.csv"), "multi_dask",
+                    model={"path": str(path), "trust": True, "outputs": 2},
+                    methods={"names": ["vanilla_grad", "integrated_gradients"]},
+                    removal={"kinds": ["baseline", {"name": "marginal",
+                                                    "options": {"n_references": 3}}],
+                             "attributions": "per_removal"},
+                    decomposition={"n_pairs": 3, "pairs_per_chunk": 2})
+    runner.run_experiment(cfg, tmp_path / "serial", progress=False)
+    res = runner.run_experiment(cfg, tmp_path / "dask", progress=False, client=client)
+    assert res.manifest["compute"]["workers"] == 2
+    assert "median/removal-marginal/attributions.npz" in _data(tmp_path / "serial")
+    _same(tmp_path / "serial", tmp_path / "dask")
+    assert _chunks(tmp_path / "serial") == _chunks(tmp_path / "dask")

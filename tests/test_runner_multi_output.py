@@ -100,8 +100,7 @@ def test_outputs_the_model_does_not_return_is_an_error_naming_the_key(files, tmp
     ({"params": {"hidden": [4], "dropout": 0.0, "lr": 3e-3}, "outputs": 2}, {}, r"model\.outputs = 2: .*model file"),
     ({"outputs": 2, "output_weights": [1, 2, 3]}, {}, r"model\.output_weights has 3 weights"),
     ({"output_weights": [1, 2]}, {}, r"model\.output_weights .*give model\.outputs"),
-    ({"outputs": 2}, {"removal": {"kinds": ["baseline", "constant"],
-                                  "attributions": "per_removal"}}, r"removal\.attributions"),
+    ({"outputs": 2}, {"interactions": {"n_pairs": 2}}, r"interactions\.n_pairs: .*explains one"),
 ])
 def test_multi_output_config_errors_name_the_key(files, model, over, match):
     csv, path, _ = files
@@ -110,16 +109,6 @@ def test_multi_output_config_errors_name_the_key(files, model, over, match):
         cfg["model"].pop("path")
     with pytest.raises(ConfigError, match=match):
         insdel.config.load(cfg)
-
-
-def test_dask_client_is_refused_with_the_reason(files, tmp_path):
-    csv, path, _ = files
-    from insdel.runner.multi import run_multi
-
-    with pytest.raises(ValueError, match="client=: a Dask client is refused .*share one store"):
-        run_multi(insdel.config.load(_cfg(csv, path, outputs=2)), tmp_path, dataset=None,
-                  data_info={}, model=None, model_metrics={}, model_info={}, stages=None,
-                  log=print, progress=False, before=None, grp=None, client=object())
 
 
 def test_another_command_refuses_model_outputs(files):
@@ -191,7 +180,7 @@ def test_a_multi_output_chunk_is_reused_only_by_its_own_configuration(files, tmp
     st = _stages(tmp_path)
     assert st["median/attributions/integrated_gradients"]["chunks_resumed"] == 2
     assert st["median/curves"]["chunks_resumed"] == 1
-    assert st["median/output_1/decomposition"]["chunks_resumed"] == 1
+    assert st["median/decomposition"]["chunks_resumed"] == 1
 
     weighted = _cfg(csv, path, outputs=2, output_weights=[3.0, 1.0])
     weighted["decomposition"] = {"n_pairs": 2}
@@ -414,3 +403,203 @@ def test_an_interrupted_multi_output_metrics_stage_resumes_with_identical_files(
     runner.run_experiment(other, cut)
     st = _stages(cut)
     assert [st[f"median/output_{h}/metrics"]["chunks_resumed"] for h in range(3)] == [0, 0, 0]
+
+
+_MARGINAL = {"name": "marginal", "options": {"n_references": 3}}
+
+
+def _per_removal(cfg, kind=None):
+    cfg["removal"] = {"kinds": ["baseline", kind or _MARGINAL], "attributions": "per_removal"}
+    return cfg
+
+
+@pytest.mark.parametrize("kind", [_MARGINAL, {"name": "conditional_gaussian",
+                                              "options": {"n_draws": 2}}],
+                         ids=["marginal", "conditional_gaussian"])
+def test_per_removal_attributions_equal_each_outputs_own_run(files, tmp_path, kind):
+    """removal.attributions = "per_removal": each output's attributions under a further
+    removal (references drawn from the training rows; rows drawn from the kept features, traced
+    per output view), and its curves under it scored with them, equal a single-output run of
+    that output's column with per_removal (1e-12; a float64 module, where the column's
+    integrated gradients are the output view's to the last bits); they differ from the pairs'
+    references'."""
+    csv = files[0]
+    torch.manual_seed(0)
+    net = _TwoOut().double()
+    path = tmp_path / "two64.pt"
+    torch.jit.save(torch.jit.script(net), str(path))
+    name = kind["name"]
+    res = runner.run_experiment(_per_removal(_cfg(csv, path, outputs=2), kind),
+                                tmp_path / "multi")
+    folder = tmp_path / "multi" / "median"
+    A = np.load(folder / "attributions.npz")
+    own = np.load(folder / f"removal-{name}" / "attributions.npz")
+    assert own["vanilla_grad"].shape == A["vanilla_grad"].shape == (6, 2, 3)
+    assert not np.allclose(own["integrated_gradients"], A["integrated_gradients"])
+    assert res.manifest["removal_attributions"] == "per_removal"
+    md = (tmp_path / "multi" / "summary.md").read_text()
+    assert f"removal {name} (<policy>/removal-{name}/)" in md
+    assert "attributions: each removal's own" in md
+    under = res.removal_evaluations["median"][name]
+    for h in range(2):
+        col = tmp_path / f"col{h}.pt"
+        torch.jit.save(torch.jit.script(_Column(net, h)), str(col))
+        single = runner.run_experiment(_per_removal(_cfg(csv, col), kind),
+                                       tmp_path / f"single{h}")
+        one = tmp_path / f"single{h}" / "median"
+        for file, got in (("attributions.npz", A), (f"removal-{name}/attributions.npz", own)):
+            want = np.load(one / file)
+            for m in want.files:
+                np.testing.assert_allclose(got[m][:, h], want[m], rtol=0, atol=1e-12)
+        want_ev = single.removal_evaluations["median"][name]
+        saved = insdel.Evaluation.load(folder / f"removal-{name}" / f"output_{h}")
+        for m in A.files:
+            for mode in ("insertion", "deletion"):
+                np.testing.assert_allclose(under[h].abc_array(m, mode),
+                                           want_ev.abc_array(m, mode), rtol=0, atol=1e-12)
+                np.testing.assert_allclose(saved.abc_array(m, mode),
+                                           want_ev.abc_array(m, mode), rtol=0, atol=1e-12)
+                np.testing.assert_allclose(res.evaluations["median"][h].abc_array(m, mode),
+                                           single.evaluations["median"].abc_array(m, mode),
+                                           rtol=0, atol=1e-12)
+
+
+def _count_to(n: int):
+    """An interrupt that stops the run at the n-th saved chunk."""
+    count = [0]
+
+    def interrupt():
+        count[0] += 1
+        if count[0] == n:
+            raise KeyboardInterrupt
+
+    return interrupt
+
+
+def test_an_interrupted_per_removal_run_resumes_with_identical_files(files, tmp_path):
+    """Stopped in its attributions under the marginal removal (after the baseline's four
+    chunks and one of the removal's), the run started again loads every saved chunk and writes
+    the files of an uninterrupted run; the removal's chunks are keyed apart from the
+    baseline's."""
+    csv, path, _ = files
+    cfg = _per_removal(_cfg(csv, path, outputs=2))
+    full = runner.run_experiment(cfg, tmp_path / "full")
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_experiment(cfg, tmp_path / "cut", _interrupt=_count_to(5))
+    runner.run_experiment(cfg, tmp_path / "cut")
+    st = _stages(tmp_path / "cut")
+    assert st["median/attributions/integrated_gradients"]["chunks_resumed"] == 2
+    assert st["median/attributions/removal-marginal/vanilla_grad"]["chunks_resumed"] == 1
+    assert st["median/attributions/removal-marginal/integrated_gradients"][
+        "chunks_resumed"] == 0
+    a, b = _files(full.out), _files(tmp_path / "cut")
+    assert "median/removal-marginal/attributions.npz" in a
+    assert a.keys() == b.keys() and [k for k in a if a[k] != b[k]] == []
+
+
+@pytest.fixture
+def client():
+    """An in-process Dask client of one single-threaded worker; the serial runs beside it use
+    torch's thread count of the workers (1), as a Dask run's driver does: a float32 model's
+    rounding can depend on it (docs/experiments.md)."""
+    dd = pytest.importorskip("dask.distributed")
+    from insdel._threads import start_numba_threads
+
+    start_numba_threads()  # first, as insdel starts it: its start can set torch's count
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with dd.Client(processes=False, n_workers=1, threads_per_worker=1,
+                       dashboard_address=None) as cl:
+            yield cl
+    finally:
+        torch.set_num_threads(before)
+
+
+def _chunks(out):
+    return {str(p.relative_to(out)) for p in (out / "checkpoints").rglob("chunk_*.npy")}
+
+
+def _pickled(net, tmp_path):
+    """``net`` saved whole (torch.save, loaded on trust): a module that pickles reaches the
+    workers itself. A TorchScript file reaches them by its path, and TorchScript's profiling
+    executor moves a float32 module's gradients by rounding after its first calls, so the
+    bytes of a serial run are compared on a module that is not scripted."""
+    path = tmp_path / "two_full.pt"
+    torch.save(net, str(path))
+    return path
+
+
+def test_a_dask_multi_output_run_equals_the_serial_run_byte_for_byte(files, client, tmp_path):
+    """A Dask client (compute.backend = "dask"): the attributions (per removal) and each
+    output's decomposition run as chunks on its workers; the data files and the checkpoint
+    chunks are those of the serial run, byte for byte, and the manifest names the backend."""
+    csv, _, net = files
+    cfg = _per_removal(_cfg(csv, _pickled(net, tmp_path), outputs=2, trust=True))
+    cfg["decomposition"] = {"n_pairs": 3, "pairs_per_chunk": 2}
+    serial = runner.run_experiment(cfg, tmp_path / "serial")
+    res = runner.run_experiment(cfg, tmp_path / "dask", client=client)
+    a, b = _files(serial.out), _files(tmp_path / "dask")
+    assert "median/output_1/decomposition.parquet" in a
+    assert "median/removal-marginal/attributions.npz" in a
+    assert a.keys() == b.keys() and [k for k in a if a[k] != b[k]] == []
+    assert _chunks(serial.out) == _chunks(tmp_path / "dask")
+    assert res.manifest["compute"]["backend"] == "dask"
+    assert serial.manifest["compute"]["backend"] == "serial"
+    assert res.manifest["compute"]["stages"]["median/decomposition"]["pairs"] == 3
+
+
+def test_a_run_stopped_on_dask_resumes_serially_with_identical_files(files, client,
+                                                                     tmp_path):
+    """Interrupted on the client, started again without one: the saved chunks are loaded (the
+    keys do not name the backend) and the files are the uninterrupted serial run's."""
+    csv, _, net = files
+    cfg = _cfg(csv, _pickled(net, tmp_path), outputs=2, trust=True)
+    cfg["decomposition"] = {"n_pairs": 2, "pairs_per_chunk": 1}
+    full = runner.run_experiment(cfg, tmp_path / "full")
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_experiment(cfg, tmp_path / "cut", client=client, _interrupt=_count_to(3))
+    runner.run_experiment(cfg, tmp_path / "cut")
+    st = _stages(tmp_path / "cut")
+    assert sum(s.get("chunks_resumed", 0) for s in st.values()) == 3  # saved, then stopped
+    a, b = _files(full.out), _files(tmp_path / "cut")
+    assert a.keys() == b.keys() and [k for k in a if a[k] != b[k]] == []
+
+
+def test_a_torchscript_file_reaches_the_workers_by_its_path(files, client, tmp_path):
+    """A model file that does not pickle (TorchScript) is loaded by each worker from its path
+    and keeps its H outputs there: a float64 module's attributions and decomposition equal the
+    serial run's to 1e-12."""
+    csv = files[0]
+    torch.manual_seed(0)
+    path = tmp_path / "two64.pt"
+    torch.jit.save(torch.jit.script(_TwoOut().double()), str(path))
+    cfg = _cfg(csv, path, outputs=2)
+    cfg["decomposition"] = {"n_pairs": 2}
+    serial = runner.run_experiment(cfg, tmp_path / "serial")
+    res = runner.run_experiment(cfg, tmp_path / "dask", client=client)
+    a = np.load(tmp_path / "serial" / "median" / "attributions.npz")
+    b = np.load(tmp_path / "dask" / "median" / "attributions.npz")
+    for m in a.files:
+        np.testing.assert_allclose(b[m], a[m], rtol=0, atol=1e-12)
+    for h in range(2):
+        np.testing.assert_allclose(res.evaluations["median"][h].abc_array("vanilla_grad"),
+                                   serial.evaluations["median"][h].abc_array("vanilla_grad"),
+                                   rtol=0, atol=1e-12)
+        name = f"median/output_{h}/decomposition.parquet"
+        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "dask" / name),
+                                      pd.read_parquet(tmp_path / "serial" / name),
+                                      check_exact=False, rtol=0, atol=1e-12)
+
+
+def test_compute_backend_dask_runs_a_multi_output_run_on_its_scheduler(files, client,
+                                                                        tmp_path):
+    """[compute] backend = "dask" with the scheduler's address: the run's chunks go there and
+    the manifest names it."""
+    csv, _, net = files
+    cfg = _cfg(csv, _pickled(net, tmp_path), outputs=2, trust=True)
+    cfg["compute"] = {"backend": "dask", "address": client.scheduler.address}
+    res = runner.run_experiment(cfg, tmp_path / "out")
+    assert res.manifest["compute"]["backend"] == "dask"
+    assert res.manifest["compute"]["scheduler"] == client.scheduler.address
+    assert res.evaluations["median"].n_outputs == 2

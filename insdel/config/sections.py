@@ -434,8 +434,8 @@ def _check_model(cfg: dict, source: str) -> None:
 
 def _check_outputs(cfg: dict, source: str) -> None:
     """``model.outputs`` (H) needs a model file (a trained preset has one output) and a run of
-    the stages a multi-output run has (attributions, curves under each removal, ABCs and the
-    decomposition per output, docs/multi_output.md);
+    the stages a multi-output run has (attributions, curves under each removal, ABCs, metrics
+    and the decomposition per output, docs/multi_output.md);
     ``model.output_weights`` needs ``model.outputs`` and H valid weights."""
     from ..multi_output import check_output_weights
 
@@ -446,18 +446,13 @@ def _check_outputs(cfg: dict, source: str) -> None:
             raise ConfigError(f"{source}: model.outputs = {H}: a model with several outputs comes "
                               "from a model file (model.path); a preset or params model has one "
                               "output.")
-        unread = [(key, why) for key, bad, why in (
-            ("removal.attributions", cfg["removal"]["attributions"] != "baseline",
-             "its attributions per output are those of the pairs' references, scored under "
-             "every removal of removal.kinds; remove the key"),
-            ("compute.backend", cfg["compute"]["backend"] != "serial",
-             "a Dask client is refused for a model with several outputs; remove the key"))
-            if bad]
-        if unread:
-            key, why = unread[0]
-            raise ConfigError(f"{source}: {key}: a run with model.outputs = {H} computes "
-                              "attributions, curves under each removal, ABCs and the exact "
-                              f"decomposition per output, not this ({why}).")
+        if (cfg.get("interactions") or {}).get("n_pairs"):
+            raise ConfigError(
+                f"{source}: interactions.n_pairs: a run with model.outputs = {H} computes "
+                "attributions, curves under each removal, ABCs, metrics and the exact "
+                "decomposition per output, not this (the [interactions] stage explains one "
+                "output; give the model's outputs one at a time (insdel.multi_output.per_output "
+                "in the Python API), or remove the key).")
     if m["output_weights"] is not None:
         if H is None:
             raise ConfigError(f"{source}: model.output_weights weighs the outputs of a model with "

@@ -16,13 +16,20 @@ decomposition of each output (``<policy>/output_<h>/decomposition.parquet``,
 ``metrics_summary.csv``, ``metrics.md``); for the run ``summary.csv`` (a ``policy`` and an ``output``
 column), ``summary.md``, the figures (:func:`output_figures`) and ``manifest.json``. Each
 further removal of ``removal.kinds`` traces the curves of every output under it
-(``<policy>/removal-<name>/output_<h>/``, ``abc_by_output.csv``). The
-attributions, curves, decompositions and metrics are checkpointed chunks (``checkpoints/<policy>/``)
-keyed by everything that determines them (:func:`multi_key`): an interrupted run resumes.
+(``<policy>/removal-<name>/output_<h>/``, ``abc_by_output.csv``), scored with the pairs'
+references' attributions or, with ``removal.attributions = "per_removal"``, with each output's
+attributions under that removal (:func:`insdel.runner.stages.attribution.by_removal`;
+``<policy>/removal-<name>/attributions.npz``). The attributions, curves, decompositions and
+metrics are checkpointed chunks (``checkpoints/<policy>/``) keyed by everything that determines
+them (:func:`multi_key`): an interrupted run resumes. With a Dask client the attribution and
+decomposition chunks run on its workers (the model sent once, as a single-output run sends it;
+each chunk computes every output, :func:`output_task`, :func:`output_decomposition_task`) and
+the curves and metrics on the driver, as in a single-output run: the same files as a serial run.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,15 +39,22 @@ import numpy as np
 import pandas as pd
 
 from .. import _checkpoint as ck
+from ..distributed import client_info, scatter
 from ..removal import Baseline
 from ..report import metrics_by_output_table, run_header
+from .chunks import resolve_model, shareable_model
 from .context import PolicyRun
-from .experiment import RunResult
+from .experiment import RunResult, _removal_lines
 from .provenance import Stages, pairs_key, run_manifest
 from .removals import RunRemoval
-from .stages.attribution import attribute_all, attribution_task, experiment_plan
+from .stages.attribution import attribution_task, by_removal
 from .stages.curves import evaluate_removal, to_test_rows
-from .stages.decomposition import DECOMP_COLS, decompose
+from .stages.decomposition import (
+    DECOMP_COLS,
+    decomposition_array,
+    decomposition_table,
+    decomposition_task,
+)
 from .stages.metrics import metrics_per_output
 from .stages.model import model_files
 
@@ -83,17 +97,17 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
     from .experiment import _make_policy
     from .stages.data import select_pool
 
-    if client is not None:
-        raise ValueError("client=: a Dask client is refused for a model with several outputs "
-                         "(model.outputs): the output views share one store of the model's "
-                         "values in this process, which workers would not share.")
     t_all = time.perf_counter()
     H = cfg["model"]["outputs"]
+    # the model reaches every Dask worker once, as the single-output run sends it (itself, or
+    # its file); each chunk's task keeps its H outputs (output_task, output_decomposition_task)
+    remote_model = None if client is None else scatter(client, [shareable_model(
+        model, cfg, int(np.asarray(dataset.X_test).shape[1]), model_info["file_sha256"])])[0]
     pool, pool_idx = select_pool(dataset, cfg["targets"]["n"], cfg["seed"])
     model = multi_model(model, H, pool)
     weights = check_output_weights(cfg["model"]["output_weights"], H)
     log(f"model: {H} outputs, aggregate weights {np.round(weights, 4).tolist()}")
-    evaluations, pairings, policy_specs, summaries, by_removal = {}, {}, {}, [], {}
+    evaluations, pairings, policy_specs, summaries, by_rem = {}, {}, {}, [], {}
     metric_summaries = []
     removals = removals or [RunRemoval(name="baseline", removal=Baseline(), primary=True)]
     # "random" is the curves' random orderings (evaluation.n_random), not a set of scores
@@ -115,22 +129,22 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
         pairing = policy.pair(None, pool, seed=cfg["seed"], progress=progress)
         stages.add(f"{label}/pairing", time.perf_counter() - t0, pairs=len(pairing))
         X, R = np.ascontiguousarray(pairing.X), np.ascontiguousarray(pairing.R)
+        remote = None if client is None else dict(
+            zip(("model", "X", "R"), [remote_model, *scatter(client, [X, R])], strict=True))
         p = PolicyRun(cfg=cfg, out=out, label=label, model=model, dataset=dataset, groups=grp,
                       pairing=pairing, pool_idx=pool_idx, X=X, R=R,
                       base_key=multi_key(cfg, data_info, model_info, X, R, grp, H),
                       stages=stages, log=log, progress=progress, interrupt=interrupt,
-                      removals=removals)
-        views = output_views(model)
-        p.attributions = attribute_all(scored, model, dataset, X, R,
-                                       experiment_plan(cfg, out, label), p.base_key, stages, log,
-                                       progress, interrupt, task=output_task)
+                      client=client, remote=remote, removals=removals)
+        p.removal_attributions, p.attributions = by_removal(
+            p, cfg=scored, task=functools.partial(output_task, outputs=H))
         for m, a in p.attributions.items():
             log(f"  {m}: attributions per output {a.shape}")
         evs = {rem.name: evaluate_removal(p, rem, output_weights=weights)
                for rem in p.removals}
         ev = evs[p.removals[0].name]
-        decs = _decompositions(p, views, ev)
-        p.metrics = metrics_per_output(p, views, weights)
+        decs = _decompositions(p, H, ev)
+        p.metrics = metrics_per_output(p, output_views(model), weights)
         if p.metrics is not None:
             metric_summaries.append(p.metrics)
         to_test_rows(pairing, pool_idx)  # saved and returned as rows of the test split
@@ -142,6 +156,9 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
                 evs[rem.name][h].save(folder / rem.folder / f"output_{h}", pairing=pairing)
             ck.atomic_write_text(folder / rem.folder / "abc_by_output.csv",
                                  evs[rem.name].summary().to_csv(index=False))
+            if rem.name in p.removal_attributions:  # its own attributions, beside its curves
+                ck.save_npz(folder / rem.folder / "attributions.npz",
+                            p.removal_attributions[rem.name])
         for h in range(H):
             ev[h].save(folder / f"output_{h}", pairing=pairing)
             if decs:
@@ -155,11 +172,15 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
         table = ev.summary()
         ck.atomic_write_text(folder / "abc_by_output.csv", table.to_csv(index=False))
         summaries.append(table.assign(policy=label))
-        evaluations[label], pairings[label], by_removal[label] = ev, pairing, evs
+        evaluations[label], pairings[label], by_rem[label] = ev, pairing, evs
     summary = pd.concat(summaries, ignore_index=True)
     summary = summary[["policy"] + [c for c in summary.columns if c != "policy"]]
     ck.atomic_write_text(out / "summary.csv", summary.to_csv(index=False))
-    header = run_header(data_info, model_info, policy_specs)
+    removal_info = [{"name": r.name, "primary": r.primary, "folder": r.folder or None,
+                     "params": r.params()} for r in removals]
+    # the removals and which attributions their curves score (none: the baseline alone)
+    header = run_header(data_info, model_info, policy_specs,
+                        removals=_removal_lines(removal_info, cfg["removal"]["attributions"]))
     text = header + "\n\n" + summary_markdown(summary, H, weights)
     if decomposition_rows:
         dec = pd.concat(decomposition_rows, ignore_index=True)[["policy", "output", *DECOMP_COLS]]
@@ -180,15 +201,14 @@ def run_multi(cfg: dict, out: Path, *, dataset, data_info: dict, model, model_me
         model_metrics=model_metrics, stages=stages, used=model_files(model_info),
         before_model={"policies": list(evaluations), "policy_specs": policy_specs,
                       "outputs": H, "output_weights": weights.tolist(),
-                      "removals": [{"name": r.name, "primary": r.primary,
-                                    "folder": r.folder or None, "params": r.params()}
-                                   for r in removals]},
-        compute={"device": cfg["compute"]["device"],
+                      "removal_attributions": cfg["removal"]["attributions"],
+                      "removals": removal_info},
+        compute={"device": cfg["compute"]["device"], **client_info(client),
                  "seconds_total": time.perf_counter() - t_all,
                  "model_evaluations_total": evals_total})
     return MultiRunResult(out=out, config=cfg, evaluations=evaluations, pairings=pairings,
                           summary=summary, diagnostics=pd.DataFrame(), manifest=manifest,
-                          figures=fig_paths, removal_evaluations=by_removal,
+                          figures=fig_paths, removal_evaluations=by_rem,
                           model=model, dataset=dataset, metrics=metrics_df, markdown=text)
 
 
@@ -255,37 +275,64 @@ def multi_key(cfg: dict, data_info: dict, model_info: dict, X: np.ndarray, R: np
     return key
 
 
-def output_task(lo: int, hi: int, method: str, kw: dict, where: str, *, model, X, R):
+def output_task(lo: int, hi: int, method: str, kw: dict, where: str, *, model, X, R,
+                outputs: int):
     """One attribution chunk of every output (rows lo..hi - 1): (A (rows, H, n), model
     evaluations, seconds); the outputs' views share one store of the model's values, so each
-    distinct batch of rows is evaluated once for all H outputs."""
+    distinct batch of rows is evaluated once for all H outputs. ``model``: the run's model with
+    H = ``outputs`` outputs, or as it reaches a Dask worker (:func:`~.chunks.resolve_model`)."""
+    t0 = time.perf_counter()
+    f, views = _outputs_of(model, outputs)
+    e0 = f.n_evals
+    parts = [attribution_task(lo, hi, method, kw, where, model=v, X=X, R=R)[0] for v in views]
+    return np.stack(parts, axis=1), int(f.n_evals - e0), time.perf_counter() - t0
+
+
+def output_decomposition_task(lo: int, hi: int, kw: dict, normalize: bool, where: str, *,
+                              model, X, R, outputs: int):
+    """One decomposition chunk of every output (pairs lo..hi - 1): (each output's
+    :func:`~.stages.decomposition.decomposition_task` table side by side, model evaluations,
+    seconds); each distinct batch of rows is evaluated once for all H outputs."""
+    t0 = time.perf_counter()
+    f, views = _outputs_of(model, outputs)
+    e0 = f.n_evals
+    parts = [decomposition_task(lo, hi, kw, normalize, where, model=v, X=X, R=R)[0]
+             for v in views]
+    return np.concatenate(parts, axis=1), int(f.n_evals - e0), time.perf_counter() - t0
+
+
+def _outputs_of(model, H: int) -> tuple:
+    """(the model as an :class:`insdel.Model` with H outputs, its H output views sharing one
+    store of its values)."""
+    from ..adapter import as_model
     from ..multi_output import output_views
 
-    t0 = time.perf_counter()
-    e0 = model.n_evals
-    parts = [attribution_task(lo, hi, method, kw, where, model=v, X=X, R=R)[0]
-             for v in output_views(model)]
-    return np.stack(parts, axis=1), int(model.n_evals - e0), time.perf_counter() - t0
+    f = as_model(resolve_model(model), outputs=H)
+    return f, output_views(f)
 
 
-def _decompositions(p: PolicyRun, views: list, ev) -> list:
+def _decompositions(p: PolicyRun, H: int, ev) -> list:
     """The exact decomposition of the first ``decomposition.n_pairs`` pairs for each output
-    (its view, :func:`insdel.runner.stages.decomposition.decompose`, checkpointed in
-    ``checkpoints/<policy>/output_<h>/decomposition`` with ``output`` = h in the key), as the
-    single-output run's per-pair tables with every method's ABC of that output (under the
-    primary removal, as the single-output run); [] when ``n_pairs = 0``."""
+    (:func:`insdel.runner.stages.decomposition.decomposition_array` with
+    :func:`output_decomposition_task`: each chunk decomposes every output, checkpointed in
+    ``checkpoints/<policy>/decomposition``), as the single-output run's per-pair tables with
+    every method's ABC of that output (under the primary removal, as the single-output run);
+    [] when ``n_pairs = 0``."""
     primary = p.removals[0]
+    arr = decomposition_array(p.cfg, p.model, p.X, p.R, p.label, p.out, p.base_key, p.stages,
+                              p.log, p.progress, p.interrupt, p.client, p.remote,
+                              groups=p.groups,
+                              removal=None if primary.is_baseline else primary.removal,
+                              task=functools.partial(output_decomposition_task, outputs=H))
+    if arr is None:
+        return []
+    W = arr.shape[1] // H
+    units = p.X.shape[1] if p.groups is None else p.groups.m
     tables = []
-    for h, view in enumerate(views):
-        df = decompose(p.cfg, view, p.X, p.R, f"{p.label}/output_{h}", p.out,
-                       {**p.base_key, "output": h}, p.stages, p.log, p.progress, p.interrupt,
-                       groups=p.groups,
-                       removal=None if primary.is_baseline else primary.removal)
-        if df is None:
-            return []
-        K = len(df)
+    for h in range(H):
+        df = decomposition_table(arr[:, h * W:(h + 1) * W], units)
         for mode in ev.modes:
             for m in ev.methods:
-                df[f"abc_{mode}_{m}"] = ev[h].abc_array(m, mode)[:K]
+                df[f"abc_{mode}_{m}"] = ev[h].abc_array(m, mode)[:len(df)]
         tables.append(df)
     return tables

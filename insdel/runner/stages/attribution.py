@@ -28,7 +28,7 @@ from .data import groups_of
 
 __all__ = ["AttributionPlan", "experiment_plan", "roar_plan", "attribute_all", "method_options",
            "options_key", "observed_options", "attribute_chunk", "attribution_task", "removal_plan",
-           "run"]
+           "by_removal", "run"]
 
 #: Method options whose value ``"dataset"`` stands for an attribute of the data set.
 _DATASET_VALUED = (("binary", "binary_mask"), ("binary_levels", "binary_levels"))
@@ -326,6 +326,42 @@ def removal_plan(cfg: Mapping, out: Path, label: str, rem) -> AttributionPlan:
                                bar=f"attributions [{label}, removal {rem.name}]")
 
 
+def by_removal(p: PolicyRun, *, cfg: Mapping | None = None,
+               given: Mapping[str, np.ndarray] | None = None,
+               task: Callable = attribution_task) -> tuple[dict, dict]:
+    """A policy's attributions under ``removal.attributions``: (by removal name, the primary
+    removal's).
+
+    ``"baseline"`` (or only baseline removals): one set, the pairs' reference r's, scored under
+    every removal (by removal name: empty). ``"per_removal"``: each removal's own, computed under
+    its game (the baseline's as without removals, checkpointed in
+    ``checkpoints/<policy>/<method>``; a further removal's in
+    ``checkpoints/<policy>/attributions-removal-<name>/<method>``, :func:`removal_plan`).
+    ``cfg`` (default ``p.cfg``) names the methods, ``given`` the methods another stage computed
+    (baseline game only), ``task`` computes one chunk (:func:`attribution_task`; the
+    multi-output run's computes every output of a chunk)."""
+    cfg = p.cfg if cfg is None else cfg
+
+    def under(rem):
+        if rem is None or rem.is_baseline:
+            return attribute_all(cfg, p.model, p.dataset, p.X, p.R,
+                                 experiment_plan(cfg, p.out, p.label), p.base_key, p.stages,
+                                 p.log, p.progress, p.interrupt, given, p.client, p.remote,
+                                 task=task)
+        p.log(f"  attributions under removal {rem.name} (removal.attributions = "
+              "'per_removal'):")
+        return attribute_all(cfg, p.model, p.dataset, p.X, p.R,
+                             removal_plan(cfg, p.out, p.label, rem), p.base_key, p.stages,
+                             p.log, p.progress, p.interrupt, None, p.client, p.remote,
+                             removal=rem, task=task)
+
+    if cfg["removal"].get("attributions", "baseline") != "per_removal" \
+            or all(r.is_baseline for r in p.removals):
+        return {}, under(None)
+    byrem = {rem.name: under(rem) for rem in p.removals}
+    return byrem, byrem[p.removals[0].name]
+
+
 def run(p: PolicyRun) -> None:
     """A policy's attributions (``p.attributions``); methods in ``p.given`` (exact Shapley from
     the decomposition stage) are taken as they are.
@@ -333,27 +369,5 @@ def run(p: PolicyRun) -> None:
     With ``removal.attributions = "per_removal"``, each removal's curves score attributions under
     that removal's own game (``p.removal_attributions``, by removal name; the baseline's are
     the pairs' reference r's, computed as without removals), and ``p.attributions`` are the
-    primary removal's."""
-    mode = p.cfg["removal"].get("attributions", "baseline")
-    if mode != "per_removal" or all(r.is_baseline for r in p.removals):
-        p.attributions = attribute_all(p.cfg, p.model, p.dataset, p.X, p.R,
-                                       experiment_plan(p.cfg, p.out, p.label), p.base_key,
-                                       p.stages, p.log, p.progress, p.interrupt, p.given,
-                                       p.client, p.remote)
-        return
-    byrem = {}
-    for rem in p.removals:
-        if rem.is_baseline:
-            byrem[rem.name] = attribute_all(p.cfg, p.model, p.dataset, p.X, p.R,
-                                            experiment_plan(p.cfg, p.out, p.label), p.base_key,
-                                            p.stages, p.log, p.progress, p.interrupt, p.given,
-                                            p.client, p.remote)
-        else:
-            p.log(f"  attributions under removal {rem.name} (removal.attributions = "
-                  "'per_removal'):")
-            byrem[rem.name] = attribute_all(p.cfg, p.model, p.dataset, p.X, p.R,
-                                            removal_plan(p.cfg, p.out, p.label, rem),
-                                            p.base_key, p.stages, p.log, p.progress,
-                                            p.interrupt, None, p.client, p.remote, removal=rem)
-    p.removal_attributions = byrem
-    p.attributions = byrem[p.removals[0].name]
+    primary removal's (:func:`by_removal`)."""
+    p.removal_attributions, p.attributions = by_removal(p, given=p.given)

@@ -146,9 +146,7 @@ def evaluate_removal(p: PolicyRun, rem: RunRemoval, *, output_weights: np.ndarra
                 ev = evaluate(game, None, None, atts, **common)
                 packed = pack(ev)
             else:
-                ev = evaluate(p.model, p.X, p.R, atts, groups=p.groups, removal=removal,
-                              output_weights=output_weights, engine=p.cfg["model"]["engine"],
-                              **common)
+                ev = _evaluate_outputs(p, atts, removal, output_weights, common)
                 packed = np.concatenate([pack(e) for e in ev.evaluations], axis=1)
         except Exception as exc:
             if rem.is_baseline:
@@ -180,6 +178,29 @@ def evaluate_removal(p: PolicyRun, rem: RunRemoval, *, output_weights: np.ndarra
     p.log(f"  curves{what}: " + ("resumed from the checkpoint" if resumed else
                                  f"{evals:,} model evaluations, {secs:.1f} s"))
     return ev
+
+
+def _evaluate_outputs(p: PolicyRun, atts: dict, removal, output_weights: np.ndarray,
+                      common: dict):
+    """Every output's evaluation under ``removal`` (None: the baseline), a
+    :class:`insdel.multi_output.MultiEvaluation`: one trace of all outputs where the removal's
+    game has references (the baseline, ``marginal``, ...); else (a removal that draws its rows,
+    or one read off the data) each output view's own trace
+    (:func:`insdel.multi_output.output_views`: they share one store of the model's values, and
+    each view asks the same rows, so each distinct batch is evaluated once), its
+    ``model_evaluations`` those the model made."""
+    from ...multi_output import MultiEvaluation, output_views
+
+    kw = {"groups": p.groups, "removal": removal, "engine": p.cfg["model"]["engine"], **common}
+    if removal is None or as_game(None, p.X, p.R, removal=removal,
+                                  rows_only=True).references is not None:
+        return evaluate(p.model, p.X, p.R, atts, output_weights=output_weights, **kw)
+    e0 = p.model.n_evals
+    evs = [evaluate(v, p.X, p.R, {m: a[:, h] for m, a in atts.items()}, **kw)
+           for h, v in enumerate(output_views(p.model))]
+    stats = {**evs[0].stats, "curve_points": sum(e.stats.get("curve_points", 0) for e in evs),
+             "model_evaluations": int(p.model.n_evals - e0)}
+    return MultiEvaluation(evs, output_weights, stats)
 
 
 def to_test_rows(pairing, pool_idx: np.ndarray) -> None:

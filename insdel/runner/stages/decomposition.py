@@ -4,7 +4,7 @@ first ``decomposition.n_pairs`` pairs (paper Theorem 1, eq. (6)), checkpointed i
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -15,7 +15,8 @@ from ...groups import Groups
 from ..chunks import resolve_model, rows_text, run_chunks
 from ..context import PolicyRun
 
-__all__ = ["DECOMP_COLS", "decomposition_task", "decompose", "shapley_from_decomposition", "run"]
+__all__ = ["DECOMP_COLS", "decomposition_task", "decompose", "decomposition_array",
+           "decomposition_table", "shapley_from_decomposition", "run"]
 
 DECOMP_COLS = ["best_abc_insertion", "best_abc_deletion", "expected_abc_insertion",
                "expected_abc_deletion"]
@@ -61,6 +62,20 @@ def decompose(cfg, model, X, R, label, out, base_key, stages, log, progress, int
     when the data set has groups, the group game), or None. ``groups`` is in ``base_key``.
     ``removal``: the run's primary removal when it is not the paper's baseline (its value
     function is decomposed; its ``params()`` enter the chunks' key)."""
+    arr = decomposition_array(cfg, model, X, R, label, out, base_key, stages, log, progress,
+                              interrupt, client, remote, groups=groups, removal=removal)
+    return None if arr is None else decomposition_table(arr, X.shape[1] if groups is None
+                                                        else groups.m)
+
+
+def decomposition_array(cfg, model, X, R, label, out, base_key, stages, log, progress,
+                        interrupt, client=None, remote: Mapping | None = None,
+                        groups: Groups | None = None, removal=None,
+                        task: Callable = decomposition_task) -> np.ndarray | None:
+    """:func:`decompose`'s checkpointed chunks joined in pair order (None when ``n_pairs =
+    0``): each chunk is ``task(lo, hi, kw, normalize, where, model=, X=, R=)``
+    (:func:`decomposition_task`: one row per pair, :func:`decomposition_table`'s columns; the
+    multi-output run's gives every output's side by side)."""
     import inspect
 
     from ... import decomposition
@@ -98,14 +113,14 @@ def decompose(cfg, model, X, R, label, out, base_key, stages, log, progress, int
     with progress_bar(n_chunks, f"  exact decomposition [{label}]", unit="chunk",
                       enable=progress, log=log) as bar:
         chunks, secs, evals, resumed = run_chunks(
-            store, n_chunks, decomposition_task, args_of, shared, bar, interrupt, client,
+            store, n_chunks, task, args_of, shared, bar, interrupt, client,
             describe=lambda i: f"exact decomposition on pairs {i * cs}..{min(K, (i + 1) * cs) - 1}"
             f" of policy {label!r}")
     arr = np.concatenate(chunks, axis=0)
     stages.add(f"{label}/decomposition", secs, model_evaluations=evals, pairs=K,
                chunks_resumed=resumed)
     log(f"  exact decomposition of {K} pairs: {secs:.1f} s")
-    return decomposition_table(arr, X.shape[1] if groups is None else groups.m)
+    return arr
 
 
 def decomposition_table(arr: np.ndarray, n: int) -> pd.DataFrame:
