@@ -155,8 +155,9 @@ def _forecaster(folder: Path, Xtr: np.ndarray, Ytr: np.ndarray, c: Mapping, seed
 
     def saved(k: int, state: np.ndarray) -> None:
         store.save(k - 1, state)
-        if k > 1:
-            store.discard(k - 2)  # the latest epoch's state is the one a resumed run needs
+        for j in range(k - 1):  # the latest epoch's state is the one a resumed run needs
+            if store.path(j).exists():
+                store.discard(j)
         if interrupt is not None:
             interrupt()
 
