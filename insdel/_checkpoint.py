@@ -431,6 +431,21 @@ class ChunkStore:
             atomic_write_bytes(path, data)
             self._sums = sums
 
+    def discard(self, i: int) -> None:
+        """Remove chunk ``i`` and its checksum (a stage that keeps only its latest chunk).
+
+        The file goes first: a run killed in between leaves a checksum of no file, which nothing
+        reads, never a file without its checksum.
+        """
+        path = self.path(i)
+        with _folder_lock(self.folder):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            _, sums = self._read_keyfile()
+            if sums.pop(path.name, None) is not None:
+                self._write_keyfile(sums)
+            self._sums = sums
+
     def run(self, n_chunks: int, compute: Callable[[int], np.ndarray],
             on_chunk: Callable[[int, bool], None] | None = None) -> list[np.ndarray]:
         """Load finished chunks and compute (then save) the others, in order.

@@ -409,6 +409,15 @@ def model_capabilities(f) -> tuple[str, ...]:
     return CAPABILITIES[:3] if kind == "module" else ("values", "gradients")
 
 
+def _is_model_with_trees(f) -> bool:
+    """Whether f is an :class:`insdel.trees.ModelWithTrees` (imported only when f is insdel's)."""
+    if not type(f).__module__.startswith("insdel"):
+        return False
+    from .trees import ModelWithTrees
+
+    return isinstance(f, ModelWithTrees)
+
+
 def _is_tree_ensemble(f) -> bool:
     """Whether f is a tree ensemble :mod:`insdel.trees` reads (its type only; nothing read)."""
     if f is None:
@@ -664,8 +673,11 @@ def as_model(f: ModelLike, *, batch_size: int | None = None, dtype=None,
         return Model(fn, dtype=np_dtype if dtype is None else dtype, batch_size=bs,
                      torch_module=f, name=type(f).__name__, output=output, outputs=outputs)
     if hasattr(f, "predict") and callable(f.predict):
-        model = Model(f.predict, dtype=np.float64 if dtype is None else dtype, batch_size=bs,
-                      name=type(f).__name__, output=output, outputs=outputs)
+        # a model with its trees read (insdel.trees.ModelWithTrees) predicts as the model; the
+        # tree engine reads the trees off the estimator
+        inner = getattr(f, "model", f) if _is_model_with_trees(f) else f
+        model = Model(inner.predict, dtype=np.float64 if dtype is None else dtype,
+                      batch_size=bs, name=type(inner).__name__, output=output, outputs=outputs)
         model.estimator = f
         return model
     if callable(f):

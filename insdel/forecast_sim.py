@@ -15,6 +15,8 @@ forecasts ``y_{T+h}``; its covariate term ``u_{T+h-lead}`` is in the window at l
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ._validation import check_positive_int
@@ -63,18 +65,54 @@ def Forecaster(n: int, horizon: int, hidden: int = 32):
 
 
 def train_forecaster(X: np.ndarray, Y: np.ndarray, *, hidden: int = 32, epochs: int = 30,
-                     batch_size: int = 256, lr: float = 3e-3, seed: int = 0):
+                     batch_size: int = 256, lr: float = 3e-3, seed: int = 0,
+                     start: tuple[int, np.ndarray] | None = None,
+                     on_epoch: Callable[[int, np.ndarray], None] | None = None):
     """The :func:`Forecaster` trained by Adam on mean squared error (float32, seeded), in eval
-    mode."""
+    mode.
+
+    Parameters
+    ----------
+    X, Y : numpy.ndarray
+        Flattened windows (N, n) and their targets (N, H).
+    hidden, epochs, batch_size, lr, seed
+        The MLP's width, the number of passes over the shuffled rows, the minibatch size, Adam's
+        learning rate (its other settings: torch's defaults) and the seed of the initial weights
+        and of the shuffles.
+    start : (int, numpy.ndarray), optional
+        Resume after ``start[0]`` finished epochs from the training state that ``on_epoch`` gave
+        after that epoch (with the same data and settings): the result is the bytes of an
+        uninterrupted training. ``start[0] == epochs`` trains nothing and returns the trained
+        network.
+    on_epoch : callable, optional
+        ``on_epoch(k, state)`` after each epoch trained here, ``k`` the number of finished
+        epochs and ``state`` the training state (float32: the weights, then Adam's first and
+        second moments, each in the order of ``parameters()``).
+
+    Returns
+    -------
+    torch.nn.Module
+        The trained network, in eval mode.
+    """
     import torch
 
+    epochs = check_positive_int(epochs, "epochs")
     torch.manual_seed(seed)
     net = Forecaster(X.shape[1], Y.shape[1], hidden)
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     Xt = torch.as_tensor(X, dtype=torch.float32)
     Yt = torch.as_tensor(Y, dtype=torch.float32)
     g = torch.Generator().manual_seed(seed)
-    for _ in range(check_positive_int(epochs, "epochs")):
+    done = 0
+    if start is not None:
+        done = start[0]
+        if not 0 <= done <= epochs:
+            raise ValueError(f"start = ({done}, ...): the finished epochs must be between 0 and "
+                             f"epochs = {epochs}.")
+        _set_training_state(net, opt, start[1], steps=done * -(-len(Xt) // batch_size))
+        for _ in range(done):  # the shuffles' generator where the finished epochs left it
+            torch.randperm(len(Xt), generator=g)
+    for epoch in range(done, epochs):
         perm = torch.randperm(len(Xt), generator=g)
         for s in range(0, len(Xt), batch_size):
             i = perm[s:s + batch_size]
@@ -82,7 +120,40 @@ def train_forecaster(X: np.ndarray, Y: np.ndarray, *, hidden: int = 32, epochs: 
             loss = ((net(Xt[i]) - Yt[i]) ** 2).mean()
             loss.backward()
             opt.step()
+        if on_epoch is not None:
+            on_epoch(epoch + 1, _training_state(net, opt))
     return net.eval()
+
+
+def _training_state(net, opt) -> np.ndarray:
+    """The weights, then Adam's first and second moments, as one float32 vector."""
+    import torch
+
+    params = list(net.parameters())
+    parts = [p.detach() for p in params]
+    parts += [opt.state[p][name] for name in ("exp_avg", "exp_avg_sq") for p in params]
+    return torch.cat([t.reshape(-1) for t in parts]).numpy().astype(np.float32, copy=True)
+
+
+def _set_training_state(net, opt, state: np.ndarray, *, steps: int) -> None:
+    """Load a :func:`_training_state` vector (taken after ``steps`` optimiser steps)."""
+    import torch
+
+    params = list(net.parameters())
+    sizes = [p.numel() for p in params]
+    state = np.asarray(state)
+    if state.dtype != np.float32 or state.shape != (3 * sum(sizes),):
+        raise ValueError(f"a training state of this forecaster is float32 of shape "
+                         f"({3 * sum(sizes)},); got {state.dtype} of shape {state.shape}.")
+    chunks = torch.from_numpy(state.copy()).split(sizes * 3)
+    with torch.no_grad():
+        for p, w in zip(params, chunks[:len(params)], strict=True):
+            p.copy_(w.reshape(p.shape))
+    if steps:  # Adam's state as its own first step sets it up (a float scalar step count)
+        for k, p in enumerate(params):
+            opt.state[p] = {"step": torch.tensor(float(steps)),
+                            "exp_avg": chunks[len(params) + k].reshape(p.shape).clone(),
+                            "exp_avg_sq": chunks[2 * len(params) + k].reshape(p.shape).clone()}
 
 
 def lead_found(heat: np.ndarray, lead: int) -> dict:

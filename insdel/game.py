@@ -40,7 +40,7 @@ from .groups import Groups, check_groups
 from .hybrids import build_rows, masks_to_words
 from .removal import Baseline, GameRemoval, ReferenceRemoval, Removal, check_targets, resolve
 from .removal.base import differing_from
-from .removal.trees import ENGINES, NoTreeGame, PathDependent, tree_game_of
+from .removal.trees import ENGINES, NoTreeGame, PathDependent, tree_game_of, trees_of
 from .removal.values import check_rows, coalition_values, imputed_rows, unique_coalitions
 
 __all__ = ["Game", "RemovalGame", "as_game", "from_parts", "HOOKS", "ENGINES", "engine_text",
@@ -518,14 +518,14 @@ def model_engine(f: Any, engine: str = "auto") -> str:
     engine = check_choice("engine", engine, ENGINES)
     if engine == "black_box":
         return "black_box"
-    from .trees import TreeEnsemble, UnsupportedModelError, read
+    from .trees import UnsupportedModelError
 
     why = (f"a {type(f).__module__.split('.')[0]}.{type(f).__name__} is not a tree ensemble "
            "insdel reads")
     if is_ensemble(f):
         f = getattr(f, "estimator", None) if isinstance(f, Model) else f
         try:
-            return _tree_text(f if isinstance(f, TreeEnsemble) else read(f))
+            return _tree_text(trees_of(f))
         except UnsupportedModelError as err:
             why = str(err)
     if engine == "tree":

@@ -80,6 +80,19 @@ def test_key_file_records_each_chunks_sha256(tmp_path):
         assert recorded[store.path(i).name] == ck.sha256_file(store.path(i))
 
 
+def test_discard_removes_a_chunk_and_its_checksum(tmp_path):
+    store = ck.ChunkStore(tmp_path, "abc123")
+    store.run(2, _compute([]))
+    store.discard(0)
+    assert not store.path(0).exists() and not store.done(0) and store.done(1)
+    lines = (tmp_path / "KEY").read_text().splitlines()
+    assert lines[0] == "abc123" and [ln.split("  ")[1] for ln in lines[1:]] == [
+        store.path(1).name]
+    store.discard(0)  # already gone: nothing to do
+    again = ck.ChunkStore(tmp_path, "abc123")
+    assert not again.done(0) and again.done(1)
+
+
 @pytest.mark.parametrize("where", ["first", "middle", "last"])
 def test_a_flipped_data_byte_is_an_error_naming_the_file_not_used(tmp_path, where):
     calls = []

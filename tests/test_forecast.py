@@ -95,8 +95,9 @@ def test_an_interrupted_forecast_run_resumes_and_reuses_only_its_own_chunks(tmp_
     assert len(calls) == 1 and not (tmp_path / "cut" / "abc_by_horizon.csv").exists()
     seen = []
     again = run_forecast(TINY, tmp_path / "cut", _interrupt=lambda: seen.append(1))
-    # five stages (two gradient methods, exact Shapley, curves, decomposition): one resumed
-    assert len(seen) == 4
+    # the forecaster's one epoch, resumed; five stages (two gradient methods, exact Shapley,
+    # curves, decomposition) computed
+    assert len(seen) == 5
     for name in ("abc_by_horizon.csv", "lead.json"):
         assert (tmp_path / "full" / name).read_bytes() == (tmp_path / "cut" / name).read_bytes()
     pd.testing.assert_frame_equal(full.table, again.table)
@@ -139,3 +140,78 @@ def test_train_forecaster_is_seeded_and_fits():
     assert pa.shape == (64, 2)
     np.testing.assert_array_equal(pa, pb)
     assert np.mean((pa - Y) ** 2) < np.mean(Y ** 2)  # better than predicting zero
+
+
+def _count_adam_steps(monkeypatch) -> list:
+    """Count the optimiser steps of every training from here on (the training actually done)."""
+    import torch
+
+    steps, step = [], torch.optim.Adam.step
+
+    def counted(self, *args, **kwargs):
+        steps.append(1)
+        return step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", counted)
+    return steps
+
+
+def test_train_forecaster_resumed_after_an_epoch_gives_the_same_bytes():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(70, 4)).astype(np.float32)
+    Y = X[:, :2] * 0.5
+    kw = {"hidden": 8, "epochs": 4, "batch_size": 32, "seed": 1}
+    states, again = {}, {}
+    full = fs.train_forecaster(X, Y, **kw, on_epoch=lambda k, st: states.__setitem__(k, st))
+    assert sorted(states) == [1, 2, 3, 4] and all(v.dtype == np.float32 for v in states.values())
+    resumed = fs.train_forecaster(X, Y, **kw, start=(2, states[2]),
+                                  on_epoch=lambda k, st: again.__setitem__(k, st))
+    assert sorted(again) == [3, 4]
+    for k in (3, 4):
+        assert again[k].tobytes() == states[k].tobytes()
+    loaded = fs.train_forecaster(X, Y, **kw, start=(4, states[4]))
+    for net in (resumed, loaded):
+        assert not net.training
+        for a, b in zip(full.state_dict().values(), net.state_dict().values(), strict=True):
+            assert a.numpy().tobytes() == b.numpy().tobytes()
+    with pytest.raises(ValueError, match="float32 of shape"):
+        fs.train_forecaster(X, Y, **kw, start=(2, states[2][:-1]))
+    with pytest.raises(ValueError, match="between 0 and epochs = 4"):
+        fs.train_forecaster(X, Y, **kw, start=(5, states[4]))
+
+
+def test_a_resumed_forecast_run_reloads_its_trained_forecaster(tmp_path, monkeypatch):
+    """Interrupted after the forecaster's first epoch, the run started again trains the second
+    epoch alone and writes the bytes of an uninterrupted run; started once more, it trains
+    nothing; another seed or epoch count trains afresh."""
+    cfg = {**TINY, "forecast": {**TINY["forecast"], "epochs": 2}}
+    steps = _count_adam_steps(monkeypatch)
+    run_forecast(cfg, tmp_path / "full")
+    per_epoch = len(steps) // 2
+    assert per_epoch > 0 and len(steps) == 2 * per_epoch
+
+    def interrupt():
+        raise KeyboardInterrupt
+
+    steps.clear()
+    with pytest.raises(KeyboardInterrupt):
+        run_forecast(cfg, tmp_path / "cut", _interrupt=interrupt)
+    assert len(steps) == per_epoch
+    assert len(list((tmp_path / "cut" / "checkpoints" / "forecaster").glob("chunk_*"))) == 1
+    steps.clear()
+    run_forecast(cfg, tmp_path / "cut")
+    assert len(steps) == per_epoch  # the second epoch alone
+    # the latest epoch's state alone is kept
+    assert [p.name[:10] for p in (tmp_path / "cut" / "checkpoints" / "forecaster").glob(
+        "chunk_*")] == ["chunk_0001"]
+    for name in ("abc_by_horizon.csv", "lead.json", "summary.md"):
+        assert (tmp_path / "full" / name).read_bytes() == (tmp_path / "cut" / name).read_bytes()
+    steps.clear()
+    run_forecast(cfg, tmp_path / "cut")
+    assert steps == []  # loaded: no training at all
+    for name in ("abc_by_horizon.csv", "lead.json"):
+        assert (tmp_path / "full" / name).read_bytes() == (tmp_path / "cut" / name).read_bytes()
+    for changed in ({**cfg, "seed": 1}, {**cfg, "forecast": {**cfg["forecast"], "epochs": 3}}):
+        steps.clear()
+        run_forecast(changed, tmp_path / "cut")
+        assert len(steps) == changed["forecast"]["epochs"] * per_epoch

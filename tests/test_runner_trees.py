@@ -14,15 +14,23 @@ from insdel import config as C
 from insdel.runner import run_experiment
 
 
-def test_paper_bangalore_trees_runs_on_the_tree_engine(tmp_path):
+def test_paper_bangalore_trees_runs_on_the_tree_engine(tmp_path, monkeypatch):
+    """... and reads the ensemble once (the model stage), whatever the stages, chunks and
+    removals that build its tree games."""
+    import insdel.trees as T
+
+    reads, real_read = [], T.read
+    monkeypatch.setattr(T, "read", lambda m: reads.append(type(m).__name__) or real_read(m))
     assert C.PAPER_CONFIGS["paper-bangalore-trees"] == "paper_bangalore_trees"
     cfg = C.load("paper_bangalore_trees", quick=True, overrides={
-        "targets": {"n": 12}, "decomposition": {"n_pairs": 12},
+        "targets": {"n": 12}, "decomposition": {"n_pairs": 12, "pairs_per_chunk": 4},
+        "evaluation": {"targets_per_chunk": 4},  # three chunks of each stage
         "model": {"params": {"max_iter": 15}},
         "methods": {"options": {"kernel_shap": {"n_samples": 200},
                                 "lime": {"n_samples": 100}}}})
     out = tmp_path / "trees"
     res = run_experiment(cfg, out, verbose=False, progress=False)
+    assert reads == ["HistGradientBoostingRegressor"]
     man = json.loads((out / "manifest.json").read_text())
     assert man["model"]["engine"] == "tree (scikit-learn, 15 trees, depth 6)"
     assert man["model"]["kind"] == "gradient_boosting" and man["model"]["sha256_of"] == "trees"

@@ -579,3 +579,52 @@ def test_booster_wrappers_predict_as_their_library_and_read_as_trees():
             wrap.predict(Z[:, :3])
         with pytest.raises(ValueError, match="2-D array"):
             wrap.predict(Z[0])
+
+
+def test_model_with_trees_predicts_as_its_model_and_games_take_its_trees(monkeypatch):
+    """A ModelWithTrees predicts with the model's own predict (the same Model name and values)
+    and every tree route (as_game's engines, path_dependent, tree_shap, model_engine) takes its
+    trees without reading the model again; a refitted model is read afresh (no cache)."""
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    import insdel
+    import insdel.trees as T
+    from insdel.game import as_game, engine_text, model_engine
+    from insdel.trees import ModelWithTrees
+
+    X, y = _data(n=200, nan=0)
+    gbr = GradientBoostingRegressor(n_estimators=5, max_depth=2, random_state=0).fit(X, y)
+    held = ModelWithTrees(gbr)
+    assert held.model is gbr and held.tree_library == "sklearn" and recognise(held)
+    assert read(held) is held.trees and "5 trees" in repr(held)
+    reads = []
+    real_read = T.read
+    monkeypatch.setattr(T, "read", lambda m: reads.append(m) or real_read(m))
+    Xp, Rp = X[:6], X[6:12]
+    a, b = insdel.as_model(held), insdel.as_model(gbr)
+    assert a.name == b.name == "GradientBoostingRegressor" and a.estimator is held
+    assert a(X[:20]).tobytes() == b(X[:20]).tobytes()
+    for removal in (None, "path_dependent"):
+        mine = as_game(held, Xp, Rp, removal=removal)
+        assert reads == []
+        theirs = as_game(gbr, Xp, Rp, removal=removal)
+        assert len(reads) == 1
+        reads.clear()
+        assert engine_text(mine) == engine_text(theirs)
+        assert mine.shapley().tobytes() == theirs.shapley().tobytes()
+    assert model_engine(held) == model_engine(gbr) == "tree (scikit-learn, 5 trees, depth 2)"
+    reads.clear()
+    A = insdel.attribute(held, Xp, Rp, method="tree_shap")
+    assert reads == []
+    assert A.tobytes() == insdel.attribute(gbr, Xp, Rp, method="tree_shap").tobytes()
+    bb = as_game(held, Xp, Rp, engine="black_box")  # the model's values on rows
+    assert bb.engine == "black_box"
+    gbr.set_params(n_estimators=7).fit(X, y)  # refitted: the model itself is read again
+    reads.clear()
+    assert model_engine(gbr) == "tree (scikit-learn, 7 trees, depth 2)" and len(reads) == 1
+    with pytest.raises(TypeError, match="trees must be the TreeEnsemble"):
+        ModelWithTrees(gbr, trees="no")
+    with pytest.raises(TypeError, match="holds its trees already"):
+        ModelWithTrees(held)
+    with pytest.raises(UnsupportedModelError):
+        ModelWithTrees(object())

@@ -13,8 +13,8 @@ import numpy as np
 from .._validation import check_finite
 from .base import GameRemoval
 
-__all__ = ["PathDependent", "as_ensemble", "NoTreeGame", "tree_game_of", "is_ensemble",
-           "ENGINES"]
+__all__ = ["PathDependent", "as_ensemble", "trees_of", "NoTreeGame", "tree_game_of",
+           "is_ensemble", "ENGINES"]
 
 #: the engines a game may be built with: the trees' closed forms where they apply (``auto``),
 #: only those (``tree``), or the model's values on hybrid rows (``black_box``)
@@ -41,6 +41,9 @@ def _unwrap(f):
 
 
 def _model_name(f) -> str:
+    from ..adapter import _is_model_with_trees
+
+    f = f.model if _is_model_with_trees(f) else f
     return f"{type(f).__module__.split('.')[0]}.{type(f).__name__}"
 
 
@@ -74,11 +77,10 @@ def tree_game_of(f, removal, X, R, *, groups=None, feature_names=None, offset: i
     if kind not in (Baseline, Marginal, PathDependent):
         raise NoTreeGame(f"{where}: removal {removal.name!r} has no tree game (the trees' "
                          "closed forms are those of baseline, marginal and path_dependent)")
-    from ..trees import TreeEnsemble, UnsupportedModelError, read
+    from ..trees import UnsupportedModelError
 
-    f = _unwrap(f)
     try:
-        ens = f if isinstance(f, TreeEnsemble) else read(f)
+        ens = trees_of(_unwrap(f))
     except UnsupportedModelError as err:
         raise NoTreeGame(f"{where}: {err}") from err
     if kind is PathDependent:
@@ -133,16 +135,27 @@ def _marginal_game(ens, removal, X, R, *, groups, feature_names, offset: int, wh
     return game
 
 
+def trees_of(f):
+    """The trees of ``f``: ``f`` itself (an :class:`insdel.trees.TreeEnsemble`), the trees an
+    :class:`insdel.trees.ModelWithTrees` holds (read once by its maker), or what the library
+    parsers (:func:`insdel.trees.read`) read from a fitted model (their errors)."""
+    from ..trees import ModelWithTrees, TreeEnsemble, read
+
+    if isinstance(f, TreeEnsemble):
+        return f
+    return f.trees if isinstance(f, ModelWithTrees) else read(f)
+
+
 def as_ensemble(f, what: str):
-    """``f`` as an :class:`insdel.trees.TreeEnsemble`: itself, or what the library parsers
-    (:func:`insdel.trees.read`) read from a fitted model; a clear error otherwise."""
-    from ..trees import TreeEnsemble, read
+    """``f`` as an :class:`insdel.trees.TreeEnsemble` (:func:`trees_of`); a clear error
+    otherwise."""
+    from ..trees import TreeEnsemble
 
     if isinstance(f, TreeEnsemble):
         return f
     if f is not None:
         try:
-            return read(f)
+            return trees_of(f)
         except (TypeError, ValueError) as err:
             raise TypeError(f"{what} applies only to tree ensembles; the model "
                             f"{type(f).__name__} is not one insdel reads: {err}") from err

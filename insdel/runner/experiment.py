@@ -223,8 +223,9 @@ def _run(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     if grp is not None:
         log(f"groups: {data_info['groups_text']} (each group moves as one unit in the curves, "
             f"the decomposition and the Shapley values)")
+    # a tree ensemble's trees are read once, there, and travel with the model to every stage
     model, model_metrics, model_info = model_stage(cfg, dataset, data_info, out, stages, log,
-                                                   progress)
+                                                   progress, with_trees=True)
     if cfg["model"]["outputs"] is not None:  # a model with H outputs: curves per output
         from .multi import run_multi
 

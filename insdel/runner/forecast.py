@@ -96,8 +96,9 @@ def run_forecast(config: str | os.PathLike | Mapping, out: str | os.PathLike | N
                  ) -> ForecastRun:
     """Run a forecasting configuration (its ``[forecast]`` table); see the module docstring.
     Started again with the same configuration and output folder, the run resumes: the finished
-    stages (each method's attributions, the curves, the decompositions) are loaded from
-    ``checkpoints/``, keyed by everything that determines them."""
+    stages (the trained forecaster, or its training after the last finished epoch, each
+    method's attributions, the curves, the decompositions) are loaded from ``checkpoints/``,
+    keyed by everything that determines them."""
     check_progress(progress)
     cfg = loaded(config, quick)
     _config.check_sections(cfg, "forecast")
@@ -119,6 +120,52 @@ def _stage(folder: Path, name: str, key: Mapping, compute: Callable[[], np.ndarr
             interrupt()
 
     return store.run(1, lambda i: compute(), on_chunk=after)[0]
+
+
+#: The training settings of the forecaster besides the ``[forecast]`` keys (``hidden``,
+#: ``epochs``) and the seed.
+_TRAINING = {"batch_size": 256, "lr": 3e-3}
+
+
+def _forecaster(folder: Path, Xtr: np.ndarray, Ytr: np.ndarray, c: Mapping, seed: int, log,
+                interrupt: Callable[[], None] | None):
+    """The trained :func:`insdel.forecast_sim.Forecaster`, checkpointed after every epoch.
+
+    ``checkpoints/forecaster`` keeps the training state (weights and Adam's moments,
+    :func:`insdel.forecast_sim.train_forecaster`'s ``on_epoch``) after the latest finished epoch,
+    as chunk ``epoch - 1`` of a :class:`insdel._checkpoint.ChunkStore` keyed by everything that
+    determines it: the training windows' and targets' SHA-256, the architecture, the seed, the
+    epochs, the optimiser's settings and torch's version. A run started again with that key
+    loads the trained weights (all epochs finished) or resumes training after the last finished
+    epoch, giving the bytes of an uninterrupted training; under another key it trains afresh
+    (the store removes the other key's chunks). ``interrupt`` runs after each saved epoch.
+    """
+    import torch
+
+    settings = {"hidden": c["hidden"], "epochs": c["epochs"], "seed": seed, **_TRAINING}
+    key = {"stage": "forecaster", "data": ck.sha256_arrays(Xtr, Ytr),
+           "architecture": {"model": "insdel.forecast_sim.Forecaster", "inputs": Xtr.shape[1],
+                            "outputs": Ytr.shape[1], "hidden": c["hidden"]},
+           "optimizer": "torch.optim.Adam (torch's defaults but lr), mean squared error, "
+                        "float32", "settings": settings, "torch": torch.__version__}
+    store = ck.ChunkStore(folder / "checkpoints" / "forecaster", ck.config_hash(key))
+    E = c["epochs"]
+    done = next((k for k in range(E, 0, -1) if store.done(k - 1)), 0)
+    start = (done, store.load(done - 1)) if done else None
+
+    def saved(k: int, state: np.ndarray) -> None:
+        store.save(k - 1, state)
+        for j in range(k - 1):  # the latest epoch's state is the one a resumed run needs
+            if store.path(j).exists():
+                store.discard(j)
+        if interrupt is not None:
+            interrupt()
+
+    if done == E:
+        log(f"forecaster: loaded from the checkpoint ({E} epochs trained)")
+    elif done:
+        log(f"forecaster: resumed from the checkpoint after epoch {done} of {E}")
+    return fs.train_forecaster(Xtr, Ytr, **settings, start=start, on_epoch=saved)
 
 
 def _run(cfg: Mapping, folder: Path, log, interrupt=None) -> ForecastRun:
@@ -151,8 +198,7 @@ def _run(cfg: Mapping, folder: Path, log, interrupt=None) -> ForecastRun:
         net, info = load_any(c["model"], trust=c["trust"], n_features=L * C)
         log(f"model: {c['model']} ({info.get('format', '?')}), H = {H} outputs")
     else:
-        torch.manual_seed(seed)
-        net = fs.train_forecaster(Xtr, Ytr, hidden=c["hidden"], epochs=c["epochs"], seed=seed)
+        net = _forecaster(folder, Xtr, Ytr, c, seed, log, interrupt)
     model = insdel.as_model(net, outputs=H)  # a model returning another width: error naming H
     rmse = np.sqrt(((model(Xte) - Yte) ** 2).mean(axis=0))
     model.n_evals = 0  # the count the manifest reports: the evaluation's alone

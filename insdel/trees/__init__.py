@@ -6,6 +6,8 @@ ensemble (``read_sklearn``, ``read_xgboost``, ``read_lightgbm``, ``read_catboost
 imported when needed: importing insdel never imports XGBoost, LightGBM or CatBoost).
 :func:`recognise` says, without importing anything, whether a model is of a type :func:`read`
 reads; :func:`check_feature_names` checks the names an ensemble recorded against the data's.
+:class:`ModelWithTrees` holds a model with its trees read once, for a caller that builds many
+games of one model (a run's stages and chunks).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from ._build import UnsupportedModelError
 from .ensemble import RULES, TreeEnsemble, check_ensemble, goes_left
 
 __all__ = ["RULES", "TreeEnsemble", "check_ensemble", "goes_left", "read", "recognise",
-           "check_feature_names", "UnsupportedModelError", "LIBRARIES"]
+           "check_feature_names", "UnsupportedModelError", "LIBRARIES", "ModelWithTrees"]
 
 #: the types :func:`read` reads, by the top-level module of the type
 LIBRARIES = {
@@ -77,6 +79,8 @@ def read(model: Any) -> TreeEnsemble:
     ImportError
         The library of the model is not installed (``pip install ".[trees]"``).
     """
+    if isinstance(model, ModelWithTrees):
+        return model.trees
     lib = _library(model)
     if lib is None or not recognise(model):
         known = "; ".join(f"{k}: {', '.join(v)}" for k, v in LIBRARIES.items())
@@ -100,6 +104,52 @@ def read(model: Any) -> TreeEnsemble:
     from .read_catboost import read_catboost
 
     return read_catboost(inner)
+
+
+class ModelWithTrees:
+    """A fitted tree model and its trees, read once (:func:`read`).
+
+    It predicts as the model (:func:`insdel.as_model` calls the model's own ``predict``), and
+    the tree engine (:func:`insdel.game.as_game`, ``tree_shap``, ``path_dependent``) takes its
+    :attr:`trees` instead of reading the model again: a caller that builds many games of one
+    model (a run's stages and attribution chunks) pays for one read. It is a snapshot of the
+    model as it was when read: build it after the model is fitted, and build another one after
+    refitting the model (this one would keep the old trees).
+
+    Parameters
+    ----------
+    model : a fitted tree ensemble
+        Anything :func:`read` reads.
+    trees : TreeEnsemble, optional
+        ``read(model)``, when the caller read it already; default: read here.
+
+    Attributes
+    ----------
+    model : object
+        The model.
+    trees : TreeEnsemble
+        Its trees.
+    tree_library : str
+        The model's library (:data:`LIBRARIES`' keys).
+    """
+
+    def __init__(self, model: Any, trees: TreeEnsemble | None = None):
+        if isinstance(model, ModelWithTrees):
+            raise TypeError("ModelWithTrees: the model holds its trees already; give the model "
+                            "it wraps (.model).")
+        if trees is not None and not isinstance(trees, TreeEnsemble):
+            raise TypeError(f"ModelWithTrees: trees must be the TreeEnsemble that "
+                            f"insdel.trees.read(model) returns; got {type(trees).__name__}.")
+        self.trees = read(model) if trees is None else trees
+        self.model = model
+        self.tree_library = _library(model)
+
+    def predict(self, X):
+        """The model's own prediction."""
+        return self.model.predict(X)
+
+    def __repr__(self) -> str:
+        return f"ModelWithTrees({self.model!r}, {self.trees.n_trees} trees)"
 
 
 #: the names a library writes when the data had none (LightGBM's Column_0, XGBoost's f0,

@@ -14,7 +14,7 @@ from ... import _checkpoint as ck
 from ...report import model_sha256_text
 from ..provenance import Stages, model_hash, model_hash_of
 
-__all__ = ["get_model", "model_files", "model_stage"]
+__all__ = ["get_model", "model_files", "model_stage", "read_trees"]
 
 
 def get_model(cfg: dict, dataset, data_hash: str, out: Path, log, progress
@@ -32,17 +32,14 @@ def get_model(cfg: dict, dataset, data_hash: str, out: Path, log, progress
                                dataset=dataset)  # an insdel model file: its features and scaling
         return model, {}, {"source": "path", **info}
     if m["kind"] == "gradient_boosting":  # seconds to fit, deterministic: fitted every run
-        from ...trees import read
-        from ...trees._tree_game import ensemble_sha256
-
         log(f"model: fitting scikit-learn HistGradientBoostingRegressor on "
             f"{len(dataset.X_train)} points ...")
         model, metrics = models.train_gradient_boosting(dataset, m["params"], seed=cfg["seed"])
         log(f"model: fitted in {metrics['seconds']:.1f} s ({model.n_iter_} trees, test R² "
             f"{metrics['r2']:.3f})")
+        # its fingerprint: the trees' SHA-256, taken by model_stage when it reads them
         return model, metrics, {"source": "trained", "kind": "gradient_boosting",
-                                "params": metrics["params"],
-                                "sha256": ensemble_sha256(read(model))}
+                                "params": metrics["params"]}
     # the trained MLP's key: the keys that change its training (model.outputs needs model.path,
     # the engine reads the model; neither changes what is trained)
     trained = {k: v for k, v in m.items()
@@ -79,13 +76,38 @@ def model_files(model_info: Mapping) -> tuple[str, ...]:
     return ("model.pt", "model.key") if model_info.get("source") == "cache" else ()
 
 
+def read_trees(model):
+    """The trees of ``model`` (:func:`insdel.trees.read`), read once for the whole run, or None:
+    not a tree ensemble insdel reads, or one whose reader refuses it or whose library is not
+    installed (:func:`insdel.game.model_engine` then says why, or reports ``black_box``)."""
+    from ...removal.trees import is_ensemble
+
+    if not is_ensemble(model):
+        return None
+    from ...trees import UnsupportedModelError, read
+
+    try:
+        return read(model)
+    except (UnsupportedModelError, ImportError):
+        return None
+
+
 def model_stage(cfg: dict, dataset, data_info: dict, out: Path, stages: Stages, log,
-                progress) -> tuple[Any, dict, dict]:
+                progress, *, with_trees: bool = False) -> tuple[Any, dict, dict]:
     """The model stage of both commands.
 
     Train, load from the cache or from the user's file (:func:`get_model`), check the gradient
     methods against it, fingerprint it (the key of every checkpoint chunk), put a torch module in
-    eval mode on ``compute.device``, and log what was used.
+    eval mode on ``compute.device``, and log what was used. A tree ensemble's trees are read
+    once here (:func:`read_trees`): the engine's text and a fitted ensemble's fingerprint come
+    from them.
+
+    Parameters
+    ----------
+    with_trees : bool, default False
+        Return a tree ensemble as an :class:`insdel.trees.ModelWithTrees` holding the trees read
+        here, so that the run's stages and chunks build their tree games without reading the
+        model again (a model whose trees are not read is returned as it is).
 
     Returns
     -------
@@ -95,6 +117,13 @@ def model_stage(cfg: dict, dataset, data_info: dict, out: Path, stages: Stages, 
     t0 = time.perf_counter()
     model, metrics, model_info = get_model(cfg, dataset, data_info["arrays_sha256"], out, log,
                                            progress)
+    trees = read_trees(model)
+    if model_info.get("kind") == "gradient_boosting":
+        from ...trees import read
+        from ...trees._tree_game import ensemble_sha256
+
+        # read again only where the first read failed: the reader's error, named
+        model_info["sha256"] = ensemble_sha256(read(model) if trees is None else trees)
     from ...adapter import eval_mode, model_capabilities
     from ...attribution import check_supported, supported
 
@@ -109,7 +138,8 @@ def model_stage(cfg: dict, dataset, data_info: dict, out: Path, stages: Stages, 
     from ...removal.trees import is_ensemble
 
     try:
-        model_info["engine"] = model_engine(model, cfg["model"]["engine"])
+        model_info["engine"] = model_engine(model if trees is None else trees,
+                                            cfg["model"]["engine"])
     except ValueError as exc:
         raise ValueError(f"model.engine = {cfg['model']['engine']!r}: {exc}") from None
     model_info["tree_ensemble"] = bool(is_ensemble(model))
@@ -140,6 +170,10 @@ def model_stage(cfg: dict, dataset, data_info: dict, out: Path, stages: Stages, 
                 f"({threads_rule(module_parameters(model), f.batch_size, 'call')})")
     except ImportError:  # pragma: no cover
         pass
+    if with_trees and trees is not None:
+        from ...trees import ModelWithTrees
+
+        model = ModelWithTrees(model, trees)
     return model, metrics, model_info
 
 
