@@ -115,9 +115,11 @@ def tree_game_of(f, removal, X, R, *, groups=None, feature_names=None, offset: i
 
 def as_ensemble(f, what: str):
     """``f`` as an :class:`insdel.trees.TreeEnsemble`: itself, or what the library parsers
-    (:func:`insdel.trees.read`) read from a fitted model; a clear error otherwise."""
+    (:func:`insdel.trees.read`) read from a fitted model (an :class:`insdel.adapter.Model`'s
+    estimator); a clear error otherwise."""
     from ..trees import TreeEnsemble, read
 
+    f = _unwrap(f)
     if isinstance(f, TreeEnsemble):
         return f
     if f is not None:

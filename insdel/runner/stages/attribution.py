@@ -315,15 +315,16 @@ def attribute_all(cfg, model, dataset, X, R, plan: AttributionPlan, base_key: Ma
                                       "game": {k: opts.get(k, defaults[k]) for k in
                                                ("tolerance", "categorical", "empty")
                                                if k in defaults}}
-            key = ck.config_hash(key_of)
-            store = ck.ChunkStore(plan.folder / method, key)
-            opts = attribution.resolve_std_scale(method, opts, X)  # over all rows, not a chunk
-
             tree_run = "engine" in base_key  # the run's model is read by the tree engine
             engine_text = attribution_engine(
                 model, X, R_used, method,
                 {**opts, **game, "engine": method_engine(method, cfg["model"]["engine"], opts)}) \
                 if tree_run else "black_box"
+            if tree_run:  # the trees' or the model rows' numbers (absent: a black-box run's keys)
+                key_of["attribution_engine"] = engine_text
+            key = ck.config_hash(key_of)
+            store = ck.ChunkStore(plan.folder / method, key)
+            opts = attribution.resolve_std_scale(method, opts, X)  # over all rows, not a chunk
 
             def args_of(i, method=method, opts=opts, game=game):
                 lo, hi = i * cs, min(B, (i + 1) * cs)
