@@ -32,7 +32,7 @@ def test_paper_bangalore_trees_runs_on_the_tree_engine(tmp_path):
         assert (out / f).exists(), f
     assert "- engine: tree (scikit-learn, 15 trees, depth 6)" in (out / "summary.md").read_text()
     # [model] engine reaches the attributions: each method's engine recorded
-    stages = man["stages"]
+    stages = man["compute"]["stages"]
     for method in ("kernel_shap", "tree_shap", "lime"):
         assert stages[f"counterfactual/attributions/{method}"]["engine"] == \
             "tree (scikit-learn, 15 trees, depth 6)", method
