@@ -13,7 +13,7 @@ differ from their references:
 (b) time per point of every method with its default options (``kernel_shap`` 2,000 samples,
     ``lime`` 1,000 samples, ``exact_shapley`` 2^16 evaluations per pair on the slow subset of
     ``--slow-points`` points), with model evaluations per point; plus Kernel SHAP with
-    ``engine="insdel"`` (vectorised over points) and IG with 4 binary features in the jump and
+    ``backend="insdel"`` (vectorised over points) and IG with 4 binary features in the jump and
     interpolate modes (on a tenth of the points).
 
 Correctness is checked before timing (insdel IG against captum, same rule, float32 tolerance; IG
@@ -152,8 +152,8 @@ def main(argv=None) -> int:
             "integrated_gradients": {"n_steps": a.steps}, "cohort_shapley": cohort,
             "igcs": cohort}
     rows = []
-    ig_jump_labels = {"kernel_shap (engine='insdel')": {
-        "method": "kernel_shap", "engine": "insdel", **ks_opts},
+    ig_jump_labels = {"kernel_shap (backend='insdel')": {
+        "method": "kernel_shap", "backend": "insdel", **ks_opts},
         "integrated_gradients (jump, 4 binaries)": {
         "method": "integrated_gradients", "binary": [0, 1, 2, 3], "binary_mode": "jump",
         "n_steps": a.steps},

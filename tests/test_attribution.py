@@ -261,23 +261,23 @@ def test_binary_validation_errors():
 
 # --------------------------------------------------------------------------------------------------
 # kernel shap converges to exact Shapley
-@pytest.mark.parametrize("engine", ["captum", "insdel"])
-def test_kernel_shap_approaches_exact_shapley(engine):
+@pytest.mark.parametrize("backend", ["captum", "insdel"])
+def test_kernel_shap_approaches_exact_shapley(backend):
     """Mean absolute error against exact Shapley shrinks with n_samples and is below 5 % of the
     mean |phi| at 3,000 samples (n = 5)."""
     n = 5
     net = mlp(n).eval()
-    X, R = pairs(2 if engine == "captum" else 20, n, seed=4)
+    X, R = pairs(2 if backend == "captum" else 20, n, seed=4)
     ex = attribute(net, X, R, "exact_shapley")
     errs = {}
     for ns in (64, 3000):
-        a = attribute(net, X, R, "kernel_shap", n_samples=ns, seed=0, engine=engine,
+        a = attribute(net, X, R, "kernel_shap", n_samples=ns, seed=0, backend=backend,
                       exact="never")  # the sampler itself (2^5 <= 64 would take the exact road)
         errs[ns] = np.abs(a - ex).mean()
     assert errs[3000] < errs[64]
     assert errs[3000] < 0.05 * np.abs(ex).mean()
-    a1 = attribute(net, X, R, "kernel_shap", n_samples=64, seed=5, engine=engine, exact="never")
-    a2 = attribute(net, X, R, "kernel_shap", n_samples=64, seed=5, engine=engine, exact="never")
+    a1 = attribute(net, X, R, "kernel_shap", n_samples=64, seed=5, backend=backend, exact="never")
+    a2 = attribute(net, X, R, "kernel_shap", n_samples=64, seed=5, backend=backend, exact="never")
     np.testing.assert_array_equal(a1, a2)
 
 
@@ -302,7 +302,7 @@ def test_sign_convention_linear_model():
             A = attribute(model, X, R, method, **opts)
             np.testing.assert_array_equal(insdel.orderings(A), want, err_msg=method)
             if method == "kernel_shap":
-                np.testing.assert_allclose(attribute(model, X, R, method, engine="insdel"),
+                np.testing.assert_allclose(attribute(model, X, R, method, backend="insdel"),
                                            truth, atol=1e-6)
             if method != "lime":  # lime is a penalised (lasso) fit: ordering only
                 tol = 1e-4 if method == "kernel_shap" else 1e-9  # captum fits in float32

@@ -305,11 +305,11 @@ def test_a_dask_client_gives_the_unchunked_values_under_a_removal(data):
 
 # -- refusals --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("method", ["kernel_shap", "lime"])
-def test_captum_engines_refuse_a_removal_naming_the_alternative(data, method):
+def test_captum_backends_refuse_a_removal_naming_the_alternative(data, method):
     X, bg = data
     with pytest.raises(ValueError, match=rf"{method}: removal 'marginal' is not supported by "
-                                         r"engine='captum'.*engine='insdel'"):
-        attribute(f, X, None, method, removal=RM.Marginal(bg, how="all"), engine="captum")
+                                         r"backend='captum'.*backend='insdel'"):
+        attribute(f, X, None, method, removal=RM.Marginal(bg, how="all"), backend="captum")
 
 
 def test_an_external_method_refuses_a_removal(data):

@@ -38,6 +38,44 @@ def test_method_seed_is_an_integer_not_coerced(csv, seed):
         == runner._chunk_seed(2, 5)
 
 
+@pytest.mark.parametrize("name", ["insdel", "captum"])
+def test_method_engine_naming_an_implementation_is_its_backend(csv, name):
+    """``[methods.options.kernel_shap] engine = "captum"`` (the implementation's former key) is
+    read as ``backend``; beside ``backend`` it is an error, as are another per-method engine
+    (the game's engine is [model] engine) and an unknown backend, each naming the key."""
+    def cfg(opts):
+        return _cfg(csv, methods={"names": ["kernel_shap"], "options": {"kernel_shap": opts}})
+
+    loaded = C.load(cfg({"engine": name, "n_samples": 64}))
+    assert loaded["methods"]["options"]["kernel_shap"] == {"backend": name, "n_samples": 64}
+    assert runner._method_options("kernel_shap", loaded["methods"]["options"]["kernel_shap"],
+                                  5, None)["backend"] == name
+    with pytest.raises(C.ConfigError, match=r"methods\.options\.kernel_shap: engine = .*keep "
+                                            "backend"):
+        C.load(cfg({"engine": name, "backend": name}))
+    with pytest.raises(C.ConfigError, match=r"methods\.options\.kernel_shap\.engine = 'tree'"
+                                            r".*\[model\] engine"):
+        C.load(cfg({"engine": "tree"}))
+    with pytest.raises(C.ConfigError, match=r"methods\.options\.kernel_shap\.backend: 'numpy'"):
+        C.load(cfg({"backend": "numpy"}))
+
+
+def test_model_engine_reaches_the_methods_that_read_the_game(csv):
+    """[model] engine is the engine= of the methods that read the game's values (absent at the
+    default auto); the others (gradients, random) keep auto, where tree would refuse them; a
+    captum backend keeps auto too."""
+    opts = runner._method_options
+    assert "engine" not in opts("kernel_shap", {}, 5, None)
+    assert opts("kernel_shap", {}, 5, None, "tree")["engine"] == "tree"
+    assert opts("exact_shapley", {}, 5, None, "black_box")["engine"] == "black_box"
+    assert "engine" not in opts("random", {}, 5, None, "tree")
+    assert "engine" not in opts("integrated_gradients", {}, 5, None, "tree")
+    assert "engine" not in opts("kernel_shap", {"backend": "captum"}, 5, None, "tree")
+    with pytest.raises(C.ConfigError, match="model.engine: 'trees'"):
+        C.load(_cfg(csv, model={"params": {"hidden": [4], "dropout": 0.0, "lr": 3e-3},
+                                "max_epochs": 1, "engine": "trees"}))
+
+
 @pytest.mark.parametrize("label", ["../x", ".", "..", "a/b", "a\\b", "checkpoints", ""])
 def test_policy_label_is_a_plain_folder_name(csv, label):
     """A policy's label names one folder in the run folder: not "." (its summary.csv would

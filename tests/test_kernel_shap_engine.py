@@ -36,7 +36,7 @@ def test_insdel_engine_agrees_with_captum_in_distribution():
     X, R = _pairs(2, n, [6, 5], seed=1)
     exact = insdel.attribute(f, X, R, "exact_shapley")
     runs = {e: np.stack([insdel.attribute(f, X, R, "kernel_shap", n_samples=ns, seed=s,
-                                          engine=e, exact="never") for s in range(K)])
+                                          backend=e, exact="never") for s in range(K)])
             for e in ("captum", "insdel")}
     m = {e: a.mean(0) for e, a in runs.items()}
     se = np.sqrt(sum(a.var(0, ddof=1) / K for a in runs.values()))
@@ -58,7 +58,7 @@ def test_each_distinct_hybrid_is_evaluated_once():
     ks = insdel.attribute(f, X, R, "kernel_shap", n_samples=5000, exact="never",
                           return_info=True)
     A, info = ks
-    assert info["engine"] == "insdel"  # the default
+    assert info["backend"] == "insdel"  # the default
     assert info["sampled_distinct_rows"] == 8 + 1 + 32
     assert info["model_evaluations"] == 8 + 1 + 32
     exact = insdel.attribute(f, X, R, "exact_shapley")
@@ -100,7 +100,7 @@ def test_group_game_engines_agree_in_distribution():
     G = [[0, 4], [1], [2, 3, 6], [5]]
     exact = insdel.attribute(f, X, R, "exact_shapley", groups=G)
     runs = {e: np.stack([insdel.attribute(f, X, R, "kernel_shap", n_samples=ns, seed=s,
-                                          engine=e, exact="never", groups=G) for s in range(K)])
+                                          backend=e, exact="never", groups=G) for s in range(K)])
             for e in ("captum", "insdel")}
     assert runs["captum"].shape == (K, 2, 4)
     m = {e: a.mean(0) for e, a in runs.items()}

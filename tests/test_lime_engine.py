@@ -41,7 +41,7 @@ def test_insdel_engine_agrees_with_captum_in_distribution():
     f = _mlp(n)
     rng = np.random.default_rng(1)
     X, R = rng.normal(size=(3, n)), rng.normal(size=(3, n))
-    runs = {e: np.stack([insdel.attribute(f, X, R, "lime", n_samples=200, seed=s, engine=e)
+    runs = {e: np.stack([insdel.attribute(f, X, R, "lime", n_samples=200, seed=s, backend=e)
                          for s in range(K)]) for e in ("captum", "insdel")}
     m = {e: a.mean(0) for e, a in runs.items()}
     se = np.sqrt(sum(a.var(0, ddof=1) / K for a in runs.values()))
@@ -70,7 +70,7 @@ def test_each_distinct_hybrid_is_evaluated_once_and_seeded():
     R[0, :3] += 1.0
     R[2, :4] += 1.0  # |D| = 3, 0, 4
     A, info = insdel.attribute(f, X, R, "lime", n_samples=500, return_info=True)
-    assert info["engine"] == "insdel" and info["distinct_rows"] == 8 + 1 + 16
+    assert info["backend"] == "insdel" and info["distinct_rows"] == 8 + 1 + 16
     assert info["model_evaluations"] == 8 + 1 + 16
     np.testing.assert_array_equal(A[1], 0.0)  # x == r: the Lasso keeps nothing
     np.testing.assert_array_equal(A, insdel.attribute(f, X, R, "lime", n_samples=500))
@@ -96,7 +96,7 @@ def test_alpha_reaches_the_captum_engine():
     f = _mlp(4)
     rng = np.random.default_rng(0)
     X, R = rng.normal(size=(2, 4)), np.zeros(4)
-    kw = {"engine": "captum", "n_samples": 200, "seed": 1}
+    kw = {"backend": "captum", "n_samples": 200, "seed": 1}
     default = insdel.attribute(f, X, R, "lime", **kw)
     explicit = insdel.attribute(f, X, R, "lime", interpretable_model=SkLearnLasso(alpha=0.01),
                                 **kw)
@@ -122,7 +122,7 @@ def test_kernel_width_weights_the_perturbations_in_both_engines():
     narrow = insdel.attribute(f, X, R, "lime", n_samples=200, seed=3, kernel_width=0.05)
     assert np.abs(narrow - base).max() > 1e-6
     K = 10
-    runs = {e: np.stack([insdel.attribute(f, X, R, "lime", n_samples=200, seed=s, engine=e,
+    runs = {e: np.stack([insdel.attribute(f, X, R, "lime", n_samples=200, seed=s, backend=e,
                                           kernel_width=0.3) for s in range(K)])
             for e in ("captum", "insdel")}
     se = np.sqrt(sum(a.var(0, ddof=1) / K for a in runs.values()))

@@ -161,7 +161,7 @@ def test_kernel_shap_samples_over_groups_and_random_scores_per_group():
     assert r.shape == (4, 5)
     # captum's engine plays the same group game (its feature_mask): near the exact group values
     kc = insdel.attribute(f, X[:2], R[:2], "kernel_shap", groups=G, exact="never",
-                          n_samples=3000, engine="captum")
+                          n_samples=3000, backend="captum")
     assert kc.shape == (2, 5)
     np.testing.assert_allclose(kc, phi[:2], atol=0.1 * np.abs(phi).max())
 

@@ -273,7 +273,7 @@ spec = "one_to_one"
 names = ["kernel_shap", "lime"]
 [methods.options.kernel_shap]
 n_samples = 64
-engine = "insdel"
+backend = "insdel"
 [methods.options.lime]
 n_samples = 64
 [evaluation]

@@ -323,7 +323,7 @@ trust = {trust}
 names = ["kernel_shap", "random"]
 [methods.options.kernel_shap]
 n_samples = 64
-engine = "insdel"
+backend = "insdel"
 {tables}
 """
 

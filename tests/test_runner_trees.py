@@ -39,6 +39,12 @@ def test_paper_bangalore_trees_runs_on_the_tree_engine(tmp_path, monkeypatch):
               "counterfactual/decomposition.parquet"):
         assert (out / f).exists(), f
     assert "- engine: tree (scikit-learn, 15 trees, depth 6)" in (out / "summary.md").read_text()
+    # [model] engine reaches the attributions: each method's engine recorded
+    stages = man["compute"]["stages"]
+    for method in ("kernel_shap", "tree_shap", "lime"):
+        assert stages[f"counterfactual/attributions/{method}"]["engine"] == \
+            "tree (scikit-learn, 15 trees, depth 6)", method
+        assert stages[f"counterfactual/attributions/{method}"]["model_evaluations"] == 0, method
     abc = pd.read_parquet(out / "counterfactual" / "abc.parquet")
     a = abc[abc["method"] == "tree_shap"].sort_values(["mode", "pair"])
     b = abc[abc["method"] == "exact_shapley"].sort_values(["mode", "pair"])
@@ -55,3 +61,5 @@ def test_gradient_boosting_params_are_checked(tmp_path):
         C.load("paper_bangalore_trees", overrides={"model": {"params": {"max_iter": 0}}})
     with pytest.raises(C.ConfigError, match="model.kind.*'forest'"):
         C.load("paper_bangalore_trees", overrides={"model": {"kind": "forest"}})
+    with pytest.raises(C.ConfigError, match="model.engine: 'trees'"):
+        C.load("paper_bangalore_trees", overrides={"model": {"engine": "trees"}})

@@ -93,13 +93,13 @@ def test_kernel_shap_takes_the_exact_road_when_cheaper():
     X, R = _pairs_with_D(4, n, [6, 10, 12, 3], rng)
     f = _model(n, 2)
     exact = insdel.attribute(f, X, R, "exact_shapley")
-    ks, info = insdel.attribute(f, X, R, "kernel_shap", n_samples=2000, engine="insdel",
+    ks, info = insdel.attribute(f, X, R, "kernel_shap", n_samples=2000, backend="insdel",
                                 return_info=True)
     assert info["exact"].tolist() == [True, True, False, True] and info["exact_pairs"] == 3
     np.testing.assert_allclose(ks[[0, 1, 3]], exact[[0, 1, 3]], atol=1e-12)
     assert np.abs(ks[2] - exact[2]).max() > 1e-9  # sampled: close, not exact
     assert np.abs(ks[2] - exact[2]).mean() < 0.1 * np.abs(exact[2]).mean() + 1e-3
-    never = insdel.attribute(f, X, R, "kernel_shap", n_samples=2000, engine="insdel",
+    never = insdel.attribute(f, X, R, "kernel_shap", n_samples=2000, backend="insdel",
                              exact="never")
     assert np.abs(never[0] - exact[0]).max() > 1e-9
 

@@ -8,12 +8,12 @@ passed to :func:`insdel.evaluate` / :func:`insdel.curves` as it is.
 name                      model kinds           what it computes
 ========================  ====================  ==============================================
 ``kernel_shap``           any                   Kernel SHAP, baseline r, seeded (insdel's
-                                                vectorised engine, exactly efficient; captum's
-                                                per-point engine with ``engine="captum"``)
+                                                vectorised backend, exactly efficient; captum's
+                                                per-point one with ``backend="captum"``)
 ``exact_shapley``         any                   exact baseline Shapley (anchored decomposition)
 ``lime``                  any                   captum ``Lime``'s estimator, baseline r, seeded
-                                                (insdel's vectorised engine; captum's per-point
-                                                engine with ``engine="captum"``)
+                                                (insdel's vectorised backend; captum's
+                                                per-point one with ``backend="captum"``)
 ``random``                any                   seeded random scores (a random ordering)
 ``integrated_gradients``  torch module          batched IG, binary modes (§4)
 ``deeplift``              eager nn.Module       captum ``DeepLift``, baseline r, PReLU rescaled
@@ -37,6 +37,13 @@ attributions then explain ``v(all) - v(∅)`` of the value function under the re
 reference means per method (coalition values for the Shapley methods and LIME, the
 averaged-baseline form for IG and DeepLIFT, nothing for the gradient-at-x methods and random) is
 in :mod:`insdel.attribution._removal` and docs/attribution.md (*Removal*).
+
+Every method takes ``engine=`` (:func:`insdel.game.as_game`'s: ``auto``, ``tree``,
+``black_box``): the methods that read the game's values (``kernel_shap``, ``exact_shapley``,
+``lime``, ``occlusion``, ``tree_shap``) read a tree ensemble's closed forms under ``auto`` when
+the model is one insdel reads (the same numbers to rounding; exact Shapley values at any |D|);
+the others read no coalition value and refuse ``engine="tree"``. ``backend=`` (``kernel_shap``,
+``lime``) chooses insdel's implementation or captum's.
 
 One functional entry point, :func:`attribute` (``insdel.attribute``); one class per method, as
 in captum: ``IntegratedGradients(f).attribute(X, R, n_steps=500)``, whose keyword arguments are
@@ -206,8 +213,8 @@ DEFAULT_PAIRS_PER_CHUNK = 50
 
 
 def attribute(f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, method: str | Any, *,
-              return_info: bool = False, client: Any = None, pairs_per_chunk: int | None = None,
-              **options: Any):
+              engine: str = "auto", return_info: bool = False, client: Any = None,
+              pairs_per_chunk: int | None = None, **options: Any):
     """Attributions of one method for B pairs, explaining ``f(x) - f(r)``.
 
     Parameters
@@ -228,9 +235,18 @@ def attribute(f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, met
         One of :func:`available` (or an alias such as ``"ig"``, ``"ks"``); or a captum attribution
         object (``captum.attr.IntegratedGradients(net)``: called with ``inputs=X, baselines=R``),
         or any callable ``(X, R) -> A`` (see :class:`External`).
+    engine : {"auto", "tree", "black_box"}, default "auto"
+        The game's engine (:func:`insdel.game.as_game`). ``auto``: the methods that read the
+        game's values (``kernel_shap``, ``exact_shapley``, ``lime``, ``occlusion``,
+        ``tree_shap``) read them from a tree ensemble's closed forms when f is one insdel reads
+        (:mod:`insdel.trees`) and the removal has a tree game, else from the model's values on
+        rows; ``tree``: the closed forms, or an error naming the method (a method that reads no
+        coalition value, or a model that is not a tree ensemble); ``black_box``: model rows.
+        Not captum's or insdel's implementation of a method: that is ``backend=``
+        (``kernel_shap``, ``lime``). ``info["engine"]`` records the engine that ran.
     return_info : bool, default False
         Also return a dict: ``method``, ``seconds``, ``model_evaluations``, ``completeness_gap``
-        (B,) and the method's details.
+        (B,), ``engine`` and the method's details.
     client : dask.distributed.Client, optional
         Compute chunks of ``pairs_per_chunk`` pairs (default 50) on the client's workers; the
         model and the pairs are sent to each worker once.
@@ -263,11 +279,19 @@ def attribute(f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, met
         DeepLIFT on TorchScript or an exported program).
     """
     from .._validation import check_bool
+    from .base import check_engine
 
     return_info = check_bool(return_info, "return_info")
+    label = method if isinstance(method, str) else "attribute"
+    engine = check_engine(engine, label)
     if client is not None or pairs_per_chunk is not None:
-        return _attribute_chunked(f, X, R, method, return_info, client, pairs_per_chunk, options)
+        return _attribute_chunked(f, X, R, method, return_info, client, pairs_per_chunk, options,
+                                  engine)
     if not isinstance(method, str):
+        if engine == "tree":
+            raise ValueError(f"{getattr(method, '__name__', None) or type(method).__name__}: "
+                             "engine='tree', but an external method is called with (X, R) and "
+                             "reads the model itself; use engine='auto' or 'black_box'.")
         if "removal" in options:
             from ..game import as_game
             from ._removal import refuse, single_reference
@@ -287,11 +311,12 @@ def attribute(f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, met
             return A
         return A, {"method": obj.name, "seconds": float(obj.seconds_),
                    "model_evaluations": int(obj.n_evals_),
-                   "completeness_gap": np.asarray(obj.completeness_gap_)}
+                   "completeness_gap": np.asarray(obj.completeness_gap_),
+                   "engine": obj.info_.get("engine", "black_box")}
     cls = get(method)
     _check_options(cls, options)
     obj = cls(f)
-    A = obj.attribute(X, R, **options)
+    A = obj.attribute(X, R, engine=engine, **options)
     if not return_info:
         return A
     info = {k: v for k, v in obj.info_.items() if k not in ("delta", "max_abs_delta")}
@@ -330,6 +355,8 @@ def _concat_attributions(parts: list) -> tuple[np.ndarray, dict]:
             "model_evaluations": int(sum(p[1]["model_evaluations"] for p in parts)),
             "completeness_gap": np.concatenate([p[1]["completeness_gap"] for p in parts]),
             "chunks": len(parts)}
+    if "engine" in parts[0][1]:
+        info["engine"] = parts[0][1]["engine"]
     if "v_all_minus_v_empty" in parts[0][1]:
         info["v_all_minus_v_empty"] = np.concatenate([p[1]["v_all_minus_v_empty"]
                                                       for p in parts])
@@ -348,8 +375,10 @@ def resolve_std_scale(method: str, options: Mapping, X) -> dict:
     return options
 
 
-def _attribute_chunked(f, X, R, method, return_info: bool, client, pairs_per_chunk, options):
-    """:func:`attribute` chunk by chunk (``pairs_per_chunk``), here or on a Dask client."""
+def _attribute_chunked(f, X, R, method, return_info: bool, client, pairs_per_chunk, options,
+                       engine: str = "auto"):
+    """:func:`attribute` chunk by chunk (``pairs_per_chunk``), here or on a Dask client; the
+    game is built once with the method's engine (:meth:`Attribution._engine`)."""
     from .._validation import check_pairs, check_positive_int
     from ..distributed import chunk_bounds, run_chunked
 
@@ -361,6 +390,7 @@ def _attribute_chunked(f, X, R, method, return_info: bool, client, pairs_per_chu
     removal = options.pop("removal", None)
     game = None
     if issubclass(cls, _CohortAttribution):  # their own game: the pairs as given
+        cls(f)._engine(engine)  # engine='tree': an error naming the method
         if R is None:  # R is ignored: any stand-in
             R = X
         X, R = check_pairs(X, R)
@@ -370,8 +400,16 @@ def _attribute_chunked(f, X, R, method, return_info: bool, client, pairs_per_chu
     else:  # the game, built once; each chunk is a subset of it
         from ..game import as_game
 
-        game = as_game(f, X, R, removal=removal, groups=options.pop("groups", None),
-                       batch_size=options.pop("batch_size", None))
+        probe = cls(f)
+        engine = probe._engine(engine, backend=options.get("backend", "insdel"))
+        src = f if isinstance(f, Game) else probe.model
+        try:
+            game = as_game(src, X, R, removal=removal, groups=options.pop("groups", None),
+                           batch_size=options.pop("batch_size", None), engine=engine)
+        except ValueError as err:
+            if "engine=" not in str(err):
+                raise
+            raise ValueError(f"{cls.name}: {err}") from None
         X = game.X
         shared = game.parts()
     options = resolve_std_scale(cls.name, options, X)

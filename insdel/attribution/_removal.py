@@ -40,27 +40,36 @@ def single_reference(game) -> np.ndarray | None:
 
 
 def refuse(method: str, game, why: str, instead: str) -> None:
-    """Raise the error of a method (or engine) that cannot take the game's removal."""
+    """Raise the error of a method (or backend) that cannot take the game's removal."""
     raise ValueError(f"{method}: removal {game.name!r} is not supported {why}; {instead}.")
 
 
 def refuse_captum(method: str, game, captum_name: str, what: str) -> None:
-    """Raise the error of a method's ``engine="captum"`` (one baseline per point) on a game
+    """Raise the error of a method's ``backend="captum"`` (one baseline per point) on a game
     without one reference per target; ``what`` the method evaluates under the removal."""
-    refuse(method, game, f"by engine='captum' (captum's {captum_name} takes one baseline per "
-           "point)", f"use engine='insdel' (the default), which evaluates every {what} under the "
-           "removal")
+    refuse(method, game, f"by backend='captum' (captum's {captum_name} takes one baseline per "
+           "point)", f"use backend='insdel' (the default), which evaluates every {what} under "
+           "the removal")
 
 
 def empty_rows(game) -> np.ndarray:
     """(B, K, n) float64: the rows whose mean model value is ``v(∅)``, which the
     averaged-baseline form averages over.
 
-    A reference game: its K references per target. A game of model rows drawn per coalition
+    A reference game: its K references per target. A tree game (:mod:`insdel.trees`) of the
+    baseline: each target's reference r (K = 1); of ``marginal``: its K references shared by
+    every target (a read-only broadcast view). A game of model rows drawn per coalition
     (``n_draws`` M): its M draws for the empty coalition (every feature removed), seeded by the
     targets' indices in the run. A game read off the data has no such rows (an error)."""
     if game.references is not None:
         return np.ascontiguousarray(game.references, dtype=np.float64)
+    if game.engine == "tree":
+        R, bg = getattr(game, "R", None), getattr(game, "background", None)
+        if R is not None:
+            return np.ascontiguousarray(R, dtype=np.float64)[:, None, :]
+        if bg is not None:
+            bg = np.asarray(bg, dtype=np.float64)
+            return np.broadcast_to(bg, (game.B, *bg.shape))
     rem = getattr(game, "removal", None)
     if game.n_draws < 1 or rem is None or not hasattr(rem, "sample"):
         raise ValueError(f"removal {game.name!r} is a game read off the data: it has no reference "

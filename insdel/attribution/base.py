@@ -12,12 +12,35 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._progress import progress_bar
-from .._validation import check_finite
+from .._validation import check_choice, check_finite
 from ..adapter import Model, ModelLike, as_model
-from ..game import Game
+from ..game import ENGINES, Game
 
 #: Methods that need only model values (any model :func:`insdel.as_model` accepts).
 MODEL_AGNOSTIC = ("kernel_shap", "exact_shapley", "lime", "random", "occlusion")
+
+#: The implementations of the methods that have two (``backend=`` of ``kernel_shap`` and
+#: ``lime``): insdel's, vectorised over points, or captum's, point by point.
+BACKENDS = ("insdel", "captum")
+
+
+def check_engine(engine: str, method: str) -> str:
+    """``engine`` of a method, one of :data:`insdel.game.ENGINES` (checked as
+    :func:`insdel.game.as_game` checks it); the implementation names ``"insdel"`` and
+    ``"captum"`` are refused naming ``backend=``, the option that takes them."""
+    if isinstance(engine, str) and engine in BACKENDS:
+        raise ValueError(f"{method}: engine={engine!r}: engine= is the game's engine (one of "
+                         f"{list(ENGINES)}: a tree ensemble's closed forms or the model's values "
+                         f"on rows); insdel's or captum's implementation of a method is chosen "
+                         f"with backend={engine!r} (kernel_shap, lime).")
+    return check_choice("engine", engine, ENGINES)
+
+
+def check_backend(backend: str, method: str) -> str:
+    """``backend`` of ``method``: one of :data:`BACKENDS`."""
+    if backend not in BACKENDS:
+        raise ValueError(f"{method}: backend must be one of {list(BACKENDS)}; got {backend!r}.")
+    return backend
 
 
 class Attribution:
@@ -47,6 +70,10 @@ class Attribution:
     #: The revision of the method's numbers: raised whenever the same call gives other values, so
     #: that a run's checkpointed attribution chunks (keyed by it) are recomputed, never reused.
     revision: ClassVar[int] = 1
+    #: What the method reads of the model, in the error of ``engine="tree"`` on a method that
+    #: cannot use a tree game; None for the methods that read the game's values (coalition
+    #: values, their ends), which a tree ensemble's game answers from its trees.
+    reads_rows: ClassVar[str | None] = "model rows of its own (no coalition values)"
     _game: Game | None = None
 
     def __init__(self, f: ModelLike | Game) -> None:
@@ -54,7 +81,12 @@ class Attribution:
         # a game (insdel.game.as_game) holds the model, the pairs and the removal: attribute(None,
         # None, ...) explains it
         self._game: Game | None = f if isinstance(f, Game) else None
-        self.model: Model = f.model if self._game is not None else as_model(f)
+        if self._game is None:
+            self.model: Model = as_model(f)
+        elif f.model is None and getattr(f, "ensemble", None) is not None:
+            self.model = as_model(f.ensemble)  # a tree game: its ensemble (never evaluated)
+        else:
+            self.model = f.model
         self.seconds_ = float("nan")
         self.n_evals_ = 0
         self.completeness_gap_: np.ndarray | None = None
@@ -62,6 +94,36 @@ class Attribution:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model.name})"
+
+    def _engine(self, engine: str, *, backend: str = "insdel") -> str:
+        """The engine the method's game is built with, from its ``engine=`` option.
+
+        ``auto``: ``tree`` when the method reads the game's values (:attr:`reads_rows` None,
+        through insdel's backend) and the model is a tree ensemble insdel reads, else
+        ``black_box``; ``tree`` on a method that cannot use the tree game, or on a model that
+        is not a tree ensemble, is an error naming the method and the engine."""
+        from ..game import model_engine
+        from ..removal.trees import is_ensemble
+
+        engine = check_engine(engine, self.name)
+        if self._game is not None:  # the game holds its engine (as_game checks engine= on it)
+            return engine
+        why = self.reads_rows if self.reads_rows is not None or backend == "insdel" else \
+            "model rows through captum's implementation (backend='captum'), point by point"
+        if why is not None:
+            if engine == "tree":
+                raise ValueError(f"{self.name}: engine='tree', but the method cannot use a tree "
+                                 f"game: it reads {why}; use engine='auto' or 'black_box'.")
+            return "black_box"
+        if engine == "tree":
+            try:
+                est = self.model.estimator
+                model_engine(est if est is not None else self.f, "tree")
+            except ValueError as err:
+                raise ValueError(f"{self.name}: {err}") from None
+        if engine == "auto" and not is_ensemble(self.model):
+            return "black_box"
+        return engine
 
     def _run(self, X: ArrayLike | None, R: ArrayLike | None,
              compute: Callable[[Game], tuple[np.ndarray, dict]],
@@ -78,21 +140,23 @@ class Attribution:
         empty rows or its values: :mod:`insdel.attribution._removal`). Under a removal other than
         the baseline the gap is taken against ``v(all) - v(∅)`` (``info_["v_all_minus_v_empty"]``);
         a removal given (or a game) is recorded as ``info_["removal"]`` (its ``params()``).
-        ``engine``: the game's engine (:func:`insdel.game.as_game`): the methods that read model
-        rows take ``black_box``; ``tree_shap`` the trees' closed forms."""
-        from ..game import as_game, one_output
+        ``engine``: the game's engine (:func:`insdel.game.as_game`, resolved by :meth:`_engine`):
+        ``black_box`` for the methods that read model rows, ``tree`` / ``auto`` for those that
+        read the game's values of a tree ensemble (a removal without a tree game falls back to
+        the model's values under ``auto``); ``info_["engine"]`` records the one that ran
+        (:func:`insdel.game.engine_text`)."""
+        from ..game import as_game, engine_text, one_output
         from ._removal import single_reference, value_ends
 
-        if self._game is not None:
-            src = self._game
-        elif engine == "black_box":
-            src = self.model
-        else:  # the tree engine reads the estimator itself
-            src = self.model.estimator if self.model.estimator is not None else self.f
-        game = one_output(as_game(src, X, R, removal=removal, groups=groups,
-                                  batch_size=None if engine != "black_box" and self._game is None
-                                  else batch_size, engine=engine),
-                          f"attribution method {self.name!r}")
+        src = self._game if self._game is not None else self.model
+        try:
+            game = as_game(src, X, R, removal=removal, groups=groups,
+                           batch_size=batch_size, engine=engine)
+        except ValueError as err:
+            if "engine=" not in str(err):
+                raise
+            raise ValueError(f"{self.name}: {err}") from None
+        game = one_output(game, f"attribution method {self.name!r}")
         model = self.model
         if self.requires not in model.capabilities:
             from . import check_supported
@@ -117,9 +181,15 @@ class Attribution:
                 dfx = v_all - v_empty
             info["v_all_minus_v_empty"] = dfx
         elif dfx is None:
-            dfx = model(game.X) - model(single_reference(game))
+            R1 = single_reference(game)
+            if R1 is None:  # a tree game: its ends from the trees
+                v_all, v_empty = value_ends(game)
+                dfx = v_all - v_empty
+            else:
+                dfx = model(game.X) - model(R1)
         if removal is not None or self._game is not None:
             info["removal"] = game.params()
+        info.setdefault("engine", engine_text(game))
         gap = A.sum(axis=1) - dfx
         self.completeness_gap_ = gap
         self.info_ = {**info, "delta": gap, "max_abs_delta": float(np.abs(gap).max())}

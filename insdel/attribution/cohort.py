@@ -67,6 +67,7 @@ class _CohortAttribution(Attribution):
     """A method of the cohort game: the model is optional and not evaluated, R is ignored."""
 
     requires = "values"
+    reads_rows = "the data's cohort game (the model is never evaluated)"
 
     def __init__(self, f: ModelLike | None = None) -> None:
         self.f = f
@@ -120,7 +121,8 @@ class CohortShapley(_CohortAttribution):
 
     def attribute(self, X: ArrayLike, R: ArrayLike | None = None, *, data=None, outcome=None,
                   y=None, tolerance: float = 0.1, categorical=None, empty: str = "raise",
-                  max_d: int = 12, n_orderings: int = 64, seed: int = 0) -> np.ndarray:
+                  max_d: int = 12, n_orderings: int = 64, seed: int = 0,
+                  engine: str = "auto") -> np.ndarray:
         """Cohort Shapley values (B, n) of the targets ``X``.
 
         Parameters
@@ -147,6 +149,10 @@ class CohortShapley(_CohortAttribution):
             Orderings per target when sampled (even: antithetic couples).
         seed : int, default 0
             Seed of the sampled orderings.
+        engine : {"auto", "tree", "black_box"}, default "auto"
+            The game's engine (:func:`insdel.game.as_game`): the method reads the data's cohort
+            game and never evaluates the model, so ``auto`` and ``black_box`` are the same and
+            ``tree`` is an error naming the method.
 
         Returns
         -------
@@ -154,6 +160,7 @@ class CohortShapley(_CohortAttribution):
         """
         from ..decomposition import sampled_shapley, shapley_values
 
+        self._engine(engine)
         seed = check_seed(seed)
         max_d = check_positive_int(max_d, "max_d")
         n_orderings = check_positive_int(n_orderings, "n_orderings", minimum=2)
@@ -243,7 +250,7 @@ class IGCS(_CohortAttribution):
 
     def attribute(self, X: ArrayLike, R: ArrayLike | None = None, *, data=None, outcome=None,
                   y=None, tolerance: float = 0.1, categorical=None, n_steps: int = 64,
-                  rule: str = "gauss") -> np.ndarray:
+                  rule: str = "gauss", engine: str = "auto") -> np.ndarray:
         """IGCS values (B, n) of the targets ``X``.
 
         Parameters
@@ -262,11 +269,16 @@ class IGCS(_CohortAttribution):
             n_steps^2); ``"authors"``: the mean of the gradients at the ``n_steps + 1`` equally
             spaced points t = 0, 1 / n_steps, ..., 1, as ``cohortintgrad`` computes it (error
             O(1 / n_steps); its default is 500).
+        engine : {"auto", "tree", "black_box"}, default "auto"
+            The game's engine (:func:`insdel.game.as_game`): the method reads the data's cohort
+            game and never evaluates the model, so ``auto`` and ``black_box`` are the same and
+            ``tree`` is an error naming the method.
 
         Returns
         -------
         ndarray (B, n)
         """
+        self._engine(engine)
         n_steps = check_positive_int(n_steps, "n_steps")
         if not isinstance(rule, str) or rule not in IGCS_RULES:
             raise ValueError(f"igcs: rule must be one of {list(IGCS_RULES)}; got {rule!r}.")

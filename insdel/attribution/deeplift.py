@@ -166,11 +166,13 @@ class DeepLift(Attribution):
     """
 
     name = "deeplift"
+    reads_rows = "captum's DeepLift multipliers of a torch module"
     requires = "hooks"
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, chunk_rows: int = 4096,
                   prelu_rescale: bool = True, eps: float = 1e-10,
-                  progress: bool | None = None, removal=None) -> np.ndarray:
+                  progress: bool | None = None, removal=None,
+                  engine: str = "auto") -> np.ndarray:
         """DeepLIFT attributions (B, n) of targets ``X`` against references ``R``.
 
         Parameters
@@ -194,6 +196,11 @@ class DeepLift(Attribution):
             M rows it draws for the empty coalition, ``sample(X, all-False, targets)`` (the rows
             whose mean model value is v(∅); a choice of references, not a conditional method).
             Completeness (rescale rule) then holds against ``v(all) - v(∅)``.
+        engine : {"auto", "tree", "black_box"}, default "auto"
+            The game's engine (:func:`insdel.game.as_game`). deeplift reads captum's DeepLift
+            multipliers of a torch module, not coalition values, so a tree game has nothing to
+            give it: ``auto`` and ``black_box`` are the same, ``tree`` is an error naming the
+            method.
 
         Returns
         -------
@@ -246,7 +253,7 @@ class DeepLift(Attribution):
                     bar.update(e - s)
             return A, {}
 
-        A = self._run(X, R, compute, removal=removal)
+        A = self._run(X, R, compute, removal=removal, engine=self._engine(engine))
         if callable(self.model.output) and prelu_rescale:  # completeness expected
             gap = np.abs(self.completeness_gap_)
             dfx = np.abs(A.sum(axis=1) - self.completeness_gap_)

@@ -53,11 +53,13 @@ class VanillaGrad(Attribution):
     """
 
     name = "vanilla_grad"
+    reads_rows = "input gradients of a torch module at x"
     requires = "gradients"
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, scale: ArrayLike | str | None = None,
                   abs: bool = False, chunk_rows: int = _ig.DEFAULT_CHUNK_ROWS,
-                  progress: bool | None = None, removal=None) -> np.ndarray:
+                  progress: bool | None = None, removal=None,
+                  engine: str = "auto") -> np.ndarray:
         """``a_j = s_j * df/dx_j(x)``, shape (B, n).
 
         Parameters
@@ -81,6 +83,10 @@ class VanillaGrad(Attribution):
             method reads no reference (the gradient is taken at x), so its attributions are the
             same whatever the removal; only the completeness gap (``info_``) is taken against
             the removal's ``v(all) - v(∅)``.
+        engine : {"auto", "tree", "black_box"}, default "auto"
+            The game's engine (:func:`insdel.game.as_game`). vanilla_grad reads input gradients
+            of a torch module at x, not coalition values, so a tree game has nothing to give it:
+            ``auto`` and ``black_box`` are the same, ``tree`` is an error naming the method.
 
         Returns
         -------
@@ -95,7 +101,7 @@ class VanillaGrad(Attribution):
             A = model.grad(X, chunk_rows=cs) * _scale_vector(scale, X)
             return (np.abs(A) if abs else A), {}
 
-        return self._run(X, R, compute, removal=removal)
+        return self._run(X, R, compute, removal=removal, engine=self._engine(engine))
 
 
 class InputXGradient(Attribution):
@@ -108,11 +114,13 @@ class InputXGradient(Attribution):
     """
 
     name = "input_x_gradient"
+    reads_rows = "input gradients of a torch module at x"
     requires = "gradients"
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, binary: ArrayLike | None = None,
                   binary_zero: float | None = None, chunk_rows: int = _ig.DEFAULT_CHUNK_ROWS,
-                  progress: bool | None = None, removal=None) -> np.ndarray:
+                  progress: bool | None = None, removal=None,
+                  engine: str = "auto") -> np.ndarray:
         """Input x gradient attributions, shape (B, n).
 
         Parameters
@@ -136,6 +144,11 @@ class InputXGradient(Attribution):
             method reads no reference (``x * grad f(x)``: x, not x - r), so its attributions are the
             same whatever the removal; only the completeness gap (``info_``) is taken against
             the removal's ``v(all) - v(∅)``.
+        engine : {"auto", "tree", "black_box"}, default "auto"
+            The game's engine (:func:`insdel.game.as_game`). input_x_gradient reads input
+            gradients of a torch module at x, not coalition values, so a tree game has nothing
+            to give it: ``auto`` and ``black_box`` are the same, ``tree`` is an error naming the
+            method.
 
         Returns
         -------
@@ -160,4 +173,4 @@ class InputXGradient(Attribution):
                 Xm[:, cols] = sub
             return Xm * model.grad(Xm, chunk_rows=cs), {}
 
-        return self._run(X, R, compute, removal=removal)
+        return self._run(X, R, compute, removal=removal, engine=self._engine(engine))

@@ -28,6 +28,7 @@ class IntegratedGradients(Attribution):
     """
 
     name = "integrated_gradients"
+    reads_rows = "input gradients of a torch module along the path"
     requires = "gradients"
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, n_steps: int = 500,
@@ -35,7 +36,8 @@ class IntegratedGradients(Attribution):
                   binary_levels: Any = None, binary_mode: str = "cast", max_interpolate: int = 12,
                   all_orders_max_m: int = 10, n_orders: int = 256, seed: int = 0,
                   chunk_rows: int = _ig.DEFAULT_CHUNK_ROWS, progress: bool | None = None,
-                  feature_names: Sequence[str] | None = None, removal: Any = None) -> np.ndarray:
+                  feature_names: Sequence[str] | None = None, removal: Any = None,
+                  engine: str = "auto") -> np.ndarray:
         """Integrated-gradients attributions (B, n) of targets ``X`` against references ``R``.
 
         Parameters
@@ -85,6 +87,11 @@ class IntegratedGradients(Attribution):
             removal's draws, not a conditional path method). Completeness then holds against
             ``mean_k f(x) - f(b_k) = v(all) - v(∅)`` (the gap is in ``info_``). B K pairs are
             integrated; binary modes apply to each (x, b_k) pair.
+        engine : {"auto", "tree", "black_box"}, default "auto"
+            The game's engine (:func:`insdel.game.as_game`). integrated_gradients reads input
+            gradients of a torch module along the path, not coalition values, so a tree game has
+            nothing to give it: ``auto`` and ``black_box`` are the same, ``tree`` is an error
+            naming the method.
 
         Returns
         -------
@@ -122,4 +129,4 @@ class IntegratedGradients(Attribution):
                 return single(game.model, game.X, R)
             return averaged(single, game.model, game.X, empty_rows(game))
 
-        return self._run(X, R, compute, removal=removal)
+        return self._run(X, R, compute, removal=removal, engine=self._engine(engine))

@@ -1,7 +1,8 @@
 """LIME with the policy's reference: features "off" take r's value (paper Appendix A.3).
 
-Two engines compute captum's default LIME estimator: ``"insdel"`` (default) vectorised over points,
-``"captum"`` point by point through captum's ``Lime``.
+Two implementations (``backend=``) compute captum's default LIME estimator: ``"insdel"`` (default)
+vectorised over points, ``"captum"`` point by point through captum's ``Lime``. insdel's reads the
+perturbations' values from the game (``engine=``): a tree ensemble's closed forms or model rows.
 """
 
 from __future__ import annotations
@@ -37,13 +38,14 @@ class Lime(Attribution):
     """
 
     name = "lime"
+    reads_rows = None  # the game's coalition values (insdel's backend)
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, n_samples: int = DEFAULT_LIME_SAMPLES,
-                  perturbations_per_eval: int = 4096, seed: int = 0, engine: str = "insdel",
+                  perturbations_per_eval: int = 4096, seed: int = 0, backend: str = "insdel",
                   alpha: float = DEFAULT_LIME_ALPHA, kernel_width: float = 1.0,
                   chunk_rows: int = 1 << 18,
                   interpretable_model: Any = None, progress: bool | None = None,
-                  removal: Any = None) -> np.ndarray:
+                  removal: Any = None, engine: str = "auto") -> np.ndarray:
         """LIME attributions (B, n) of targets ``X`` against references ``R``.
 
         Parameters
@@ -54,11 +56,11 @@ class Lime(Attribution):
             Perturbations per point (captum's own default is 50; the paper used captum "with
             default set arguments").
         perturbations_per_eval : int, default 4096
-            Perturbations evaluated per model call (captum engine).
+            Perturbations evaluated per model call (captum backend).
         seed : int, default 0
-            Seed of the perturbations (numpy's generator; with the captum engine torch's, whose
+            Seed of the perturbations (numpy's generator; with the captum backend torch's, whose
             global state is restored).
-        engine : {"insdel", "captum"}, default "insdel"
+        backend : {"insdel", "captum"}, default "insdel"
             ``"insdel"``: the estimator vectorised over points: perturbations of many points drawn
             at once, each pair's distinct hybrids evaluated once (a perturbation's hybrid depends
             only on its intersection with D = {j : x_j != r_j}), the similarity weights computed
@@ -67,17 +69,17 @@ class Lime(Attribution):
             ``Lasso`` to 1e-7 in the tests). Agrees with captum in distribution (tested), not
             bit-identical. ``"captum"``: captum's ``Lime`` point by point.
         alpha : float, default 0.01
-            The Lasso penalty (captum's ``SkLearnLasso(alpha=0.01)``), for both engines (the
-            captum engine fits ``SkLearnLasso(alpha=alpha)`` unless ``interpretable_model`` is
+            The Lasso penalty (captum's ``SkLearnLasso(alpha=0.01)``), for both backends (the
+            captum backend fits ``SkLearnLasso(alpha=alpha)`` unless ``interpretable_model`` is
             given, which then needs ``alpha`` left at its default).
         kernel_width : float, default 1.0
             Width w of the similarity kernel ``exp(-d^2 / (2 w^2))`` over the cosine distance d
             (captum's ``get_exp_kernel_similarity_function("cosine", w)``, its default 1.0):
             smaller widths weight the perturbations close to x more.
         chunk_rows : int, default 262144
-            Perturbations per batch of points (insdel engine).
+            Perturbations per batch of points (insdel backend).
         interpretable_model : captum interpretable model, optional
-            captum engine only. Default: ``SkLearnLasso(alpha=alpha)`` (captum's default model).
+            captum backend only. Default: ``SkLearnLasso(alpha=alpha)`` (captum's default model).
         progress : bool, optional
             Progress bar.
         removal : str or insdel.removal.Removal, optional
@@ -88,7 +90,14 @@ class Lime(Attribution):
             perturbations and the Lasso are unchanged. The similarity weights are those of the
             hybrid of x with the removal's mean reference row (the mean of the K references, or
             of the M rows drawn for the empty coalition), so a removal with one fixed reference
-            gives baseline LIME with that reference. insdel's engine only.
+            gives baseline LIME with that reference. insdel's backend only.
+        engine : {"auto", "tree", "black_box"}, default "auto"
+            Where the perturbations' values come from (:func:`insdel.game.as_game`): ``auto``,
+            a tree ensemble's closed forms when the model is one insdel reads and the removal
+            has a tree game, else the model's values on hybrid rows; ``tree``, the closed forms
+            or an error; ``black_box``, model rows. The same perturbations and weights either
+            way. ``backend="captum"`` evaluates model rows (``engine="tree"`` with it is an
+            error). ``info_["engine"]`` says which ran.
 
         Returns
         -------
@@ -101,11 +110,13 @@ class Lime(Attribution):
         alpha = check_scalar(alpha, "alpha", float, min_val=0.0, finite=True)
         width = check_scalar(kernel_width, "kernel_width", float, min_val=0.0,
                              include_boundaries="neither", finite=True)
-        if engine not in ("insdel", "captum"):
-            raise ValueError(f"lime: engine must be 'insdel' or 'captum'; got {engine!r}.")
-        if interpretable_model is not None and engine != "captum":
+        from .base import check_backend
+
+        backend = check_backend(backend, self.name)
+        engine = self._engine(engine, backend=backend)
+        if interpretable_model is not None and backend != "captum":
             raise ValueError("lime: interpretable_model is a captum model and needs "
-                             "engine='captum' (the insdel engine fits the Lasso of alpha=).")
+                             "backend='captum' (the insdel backend fits the Lasso of alpha=).")
         if interpretable_model is not None and alpha != DEFAULT_LIME_ALPHA:
             raise ValueError(f"lime: alpha={alpha} and interpretable_model were both given; "
                              "the interpretable model has its own penalty (give one of them).")
@@ -115,17 +126,17 @@ class Lime(Attribution):
             model, X = game.model, game.X
             R = single_reference(game)
             if R is None:
-                if engine == "captum":
+                if backend == "captum":
                     refuse_captum("lime", game, "Lime", "perturbation")
                 values = values_fn(game, np.arange(game.B))
                 A, distinct = _lime_batched(model, X, empty_rows(game).mean(axis=1), ns, seed,
                                             alpha, chunk_rows, progress, values=values,
                                             width=width)
-                return A, {"n_samples": ns, "engine": engine, "distinct_rows": distinct}
-            if engine == "insdel":
+                return A, {"n_samples": ns, "backend": backend, "distinct_rows": distinct}
+            if backend == "insdel":
                 A, distinct = _lime_batched(model, X, R, ns, seed, alpha, chunk_rows, progress,
                                             width=width)
-                return A, {"n_samples": ns, "engine": engine, "distinct_rows": distinct}
+                return A, {"n_samples": ns, "backend": backend, "distinct_rows": distinct}
             from captum.attr import Lime as _Lime
 
             interp = interpretable_model
@@ -140,15 +151,15 @@ class Lime(Attribution):
                 similar["similarity_func"] = get_exp_kernel_similarity_function("cosine", width)
             lime = _Lime(module_forward(model), interpretable_model=interp, **similar)
             A = captum_per_point(lime, X, R, ns, perturbations_per_eval, seed, progress, "lime")
-            return A, {"n_samples": ns, "engine": engine}
+            return A, {"n_samples": ns, "backend": backend}
 
-        return self._run(X, R, compute, removal=removal)
+        return self._run(X, R, compute, removal=removal, engine=engine)
 
 
 def _lime_batched(model: Model, X: np.ndarray, R: np.ndarray, n_samples: int, seed: int,
                   alpha: float, chunk_rows: int, progress,
                   values=None, width: float = 1.0) -> tuple[np.ndarray, int]:
-    """captum's default LIME vectorised over points (``engine="insdel"``); returns the
+    """captum's default LIME vectorised over points (``backend="insdel"``); returns the
     attributions (B, n) and the number of distinct rows evaluated.
 
     ``values(b0, masks) -> (y, distinct)``, when given, gives the perturbations' model values (a

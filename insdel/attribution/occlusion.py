@@ -22,9 +22,10 @@ class Occlusion(Attribution):
     """
 
     name = "occlusion"
+    reads_rows = None  # the game's coalition values
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, groups=None, removal=None,
-                  batch_size: int | None = None) -> np.ndarray:
+                  batch_size: int | None = None, engine: str = "auto") -> np.ndarray:
         """One score per unit (B, n), or per group (B, m) with ``groups``.
 
         Parameters
@@ -38,6 +39,11 @@ class Occlusion(Attribution):
             What a removed unit becomes (:mod:`insdel.removal`; default: the pair's reference).
         batch_size : int, optional
             Rows per model call.
+        engine : {"auto", "tree", "black_box"}, default "auto"
+            Where the coalitions' values come from (:func:`insdel.game.as_game`): a tree
+            ensemble's closed forms (``auto`` on a tree ensemble insdel reads, under a removal
+            with a tree game; ``tree``: those or an error) or the model's values on rows
+            (``black_box``). ``info_["engine"]`` says which ran.
 
         Returns
         -------
@@ -58,4 +64,6 @@ class Occlusion(Attribution):
             v = v.reshape(B, m + 1, *v.shape[1:])
             return v[:, :1] - v[:, 1:], {"coalitions": B * (m + 1)}
 
-        return self._run(X, R, compute, removal=removal, groups=groups, batch_size=batch_size)
+        engine = self._engine(engine)
+        return self._run(X, R, compute, removal=removal, groups=groups, batch_size=batch_size,
+                         engine=engine)

@@ -19,9 +19,10 @@ class RandomAttribution(Attribution):
     """
 
     name = "random"
+    reads_rows = "no model value (seeded random scores)"
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, seed: int = 0, groups=None,
-                  removal=None) -> np.ndarray:
+                  removal=None, engine: str = "auto") -> np.ndarray:
         """Uniform(0, 1) scores (B, n): their ordering is uniformly random.
 
         Parameters
@@ -37,6 +38,10 @@ class RandomAttribution(Attribution):
             Accepted under every removal (:mod:`insdel.removal`) and recorded in ``info_``: the
             scores read neither the model nor a reference, so they are the same whatever the
             removal (the completeness gap in ``info_`` is taken against ``v(all) - v(∅)``).
+        engine : {"auto", "tree", "black_box"}, default "auto"
+            The game's engine (:func:`insdel.game.as_game`). random reads no model value (seeded
+            random scores), not coalition values, so a tree game has nothing to give it:
+            ``auto`` and ``black_box`` are the same, ``tree`` is an error naming the method.
 
         Returns
         -------
@@ -53,4 +58,5 @@ class RandomAttribution(Attribution):
             shape = X.shape if m is None else (X.shape[0], m)
             return np.random.default_rng(seed).random(shape), {}
 
-        return self._run(X, R, compute, m=m, removal=removal)
+        return self._run(X, R, compute, m=m, removal=removal,
+                         engine=self._engine(engine))

@@ -23,17 +23,22 @@ class KernelShap(Attribution):
     The attributions are the weighted least squares fit of the model at sampled coalitions'
     hybrids (conventions: *Points, attributions, orderings*) with the intercept at f(r) and
     efficiency, ``sum_j a_j = f(x) - f(r)`` (conventions: *Anchored decomposition*), as a
-    constraint. The two engines hold that constraint differently:
+    constraint. The two implementations (``backend=``) hold that constraint differently:
 
-    * ``engine="insdel"`` (default) enforces it exactly, as shap's ``KernelExplainer`` does: one
+    * ``backend="insdel"`` (default) enforces it exactly, as shap's ``KernelExplainer`` does: one
       coefficient is eliminated and the rest are fitted (``completeness_gap_`` is rounding only,
       whatever ``n_samples`` is);
-    * ``engine="captum"`` (captum's ``KernelShap``) enforces it only approximately: the all-ones
+    * ``backend="captum"`` (captum's ``KernelShap``) enforces it only approximately: the all-ones
       and all-zeros coalitions enter the fit as rows of weight 10^6, so the sum falls short of
       f(x) - f(r) by an amount that grows with ``n_samples`` (measured on a 6-feature float64
       MLP: about 5e-5 of f(x) - f(r) at 2,000 samples, 5e-4 at 20,000, 5e-3 at 200,000).
 
-    Pairs with 2^|D| <= ``n_samples`` take the exact road (``exact="auto"``) with either engine.
+    Pairs with 2^|D| <= ``n_samples`` take the exact road (``exact="auto"``) with either backend.
+
+    On a tree ensemble insdel reads (``engine="auto"``, the default, or ``"tree"``; insdel's
+    backend) the coalitions' values come from the trees' closed forms instead of model rows
+    (:mod:`insdel.trees`): the same coalitions are drawn, so the same numbers to rounding, and the
+    exact road is the trees' exact Shapley values at any |D|.
 
     Parameters
     ----------
@@ -42,12 +47,14 @@ class KernelShap(Attribution):
     """
 
     name = "kernel_shap"
-    revision = 2  # insdel's engine holds efficiency exactly (revision 1 weighted it by 10^6)
+    revision = 2  # insdel's backend holds efficiency exactly (revision 1 weighted it by 10^6)
+    reads_rows = None  # the game's coalition values
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, n_samples: int = DEFAULT_KS_SAMPLES,
-                  perturbations_per_eval: int = 4096, seed: int = 0, engine: str = "insdel",
+                  perturbations_per_eval: int = 4096, seed: int = 0, backend: str = "insdel",
                   chunk_rows: int = 1 << 18, exact: str = "auto",
-                  progress: bool | None = None, groups=None, removal=None) -> np.ndarray:
+                  progress: bool | None = None, groups=None, removal=None,
+                  engine: str = "auto") -> np.ndarray:
         """Kernel SHAP attributions (B, n) of targets ``X`` against references ``R``.
 
         Parameters
@@ -56,15 +63,15 @@ class KernelShap(Attribution):
             Targets and references (a 1-D R is one reference for every target).
         n_samples : int, default 2000
             Coalitions per point, the all-ones and all-zeros coalitions included (they give f(x)
-            and f(r); ``engine="captum"`` fits them as rows of weight 10^6).
+            and f(r); ``backend="captum"`` fits them as rows of weight 10^6).
             The paper used 120,000 (``PAPER_KS_SAMPLES``) on the 38-feature housing data; for small
             n, ``exact_shapley`` is exact with 2^n evaluations.
         perturbations_per_eval : int, default 4096
-            Coalitions evaluated per model call (captum engine).
+            Coalitions evaluated per model call (captum backend).
         seed : int, default 0
             Seed of the coalitions (captum samples with torch's generator, whose global state is
             restored afterwards).
-        engine : {"insdel", "captum"}, default "insdel"
+        backend : {"insdel", "captum"}, default "insdel"
             ``"insdel"``: captum's sampling of coalitions, vectorised over points (numpy
             sampling, each distinct hybrid evaluated once -- at most 2^|D| rows per pair
             whatever ``n_samples`` is --, batched least squares with efficiency held exactly,
@@ -73,7 +80,7 @@ class KernelShap(Attribution):
             ``"captum"``: captum's ``KernelShap``, point by point (one model call per
             ``perturbations_per_eval`` coalitions); efficiency only approximately.
         chunk_rows : int, default 262144
-            Rows per model call of the insdel engine.
+            Rows per model call of the insdel backend.
         exact : {"auto", "never"}, default "auto"
             ``"auto"``: a pair whose differing features D satisfy 2^|D| <= ``n_samples`` gets its
             exact baseline Shapley values (what Kernel SHAP estimates, computed in D with 2^|D|
@@ -87,7 +94,7 @@ class KernelShap(Attribution):
             coalitions are drawn over the m groups (each group one player, its columns moved
             together) and the fit has one coefficient per group; the exact road
             (``exact="auto"``) applies when 2^|D| <= ``n_samples`` with D the groups that differ.
-            Both engines (captum's through its ``feature_mask``).
+            Both backends (captum's through its ``feature_mask``).
         removal : str or insdel.removal.Removal, optional
             What a removed feature becomes (:mod:`insdel.removal`). None or ``"baseline"``: the
             hybrids with r, as above. Otherwise every coalition's value is v(u) under the
@@ -98,8 +105,15 @@ class KernelShap(Attribution):
             against ``v(all) - v(∅)``. The exact road takes D as the removal's differing
             units (the union over the K references; every unit for a sampled removal) and
             computes the removal's exact Shapley values
-            (:func:`insdel.decomposition.shapley_values` with ``removal=``). insdel's engine
-            only: ``engine="captum"`` (one baseline per point) refuses another removal.
+            (:func:`insdel.decomposition.shapley_values` with ``removal=``). insdel's backend
+            only: ``backend="captum"`` (one baseline per point) refuses another removal.
+        engine : {"auto", "tree", "black_box"}, default "auto"
+            Where the coalitions' values come from (:func:`insdel.game.as_game`): ``auto``, a
+            tree ensemble's closed forms when the model is one insdel reads and the removal has
+            a tree game (``baseline``, shared-reference ``marginal``), else the model's values
+            on hybrid rows; ``tree``, the closed forms or an error; ``black_box``, model rows.
+            The same coalitions are drawn either way. ``backend="captum"`` evaluates model rows
+            (``engine="tree"`` with it is an error). ``info_["engine"]`` says which ran.
 
         Returns
         -------
@@ -108,7 +122,7 @@ class KernelShap(Attribution):
         Warns
         -----
         UserWarning
-            insdel engine: when a pair's sampled coalitions do not determine all its attributions
+            insdel backend: when a pair's sampled coalitions do not determine all its attributions
             (rank-deficient least squares, e.g. ``n_samples`` below n + 1); those pairs get the
             minimum-norm solution, still efficient, and ``info_["underdetermined"]`` marks them.
         """
@@ -116,8 +130,10 @@ class KernelShap(Attribution):
         check_positive_int(perturbations_per_eval, "perturbations_per_eval")
         check_positive_int(chunk_rows, "chunk_rows")
         check_positive_int(seed, "seed", minimum=0)  # None or 2.5: not a repeatable run
-        if engine not in ("captum", "insdel"):
-            raise ValueError(f"kernel_shap: engine must be 'captum' or 'insdel'; got {engine!r}.")
+        from .base import check_backend
+
+        backend = check_backend(backend, self.name)
+        engine = self._engine(engine, backend=backend)
         if exact not in ("auto", "never"):
             raise ValueError(f"kernel_shap: exact must be 'auto' or 'never'; got {exact!r}.")
 
@@ -127,7 +143,7 @@ class KernelShap(Attribution):
             model, X, grp = game.model, game.X, game.groups
             R = single_reference(game)
             if R is None:
-                if engine == "captum":
+                if backend == "captum":
                     refuse_captum("kernel_shap", game, "KernelShap", "coalition")
                 return _kernel_shap_removal(game, ns, seed, chunk_rows, exact, progress)
             from ..decomposition import subspace_shapley
@@ -139,13 +155,15 @@ class KernelShap(Attribution):
             A = np.empty((B, X.shape[1] if grp is None else grp.m))
             ex = np.flatnonzero(is_exact)
             if ex.size:
+                # the model's rows, as the game's (auto would read a tree ensemble's game)
                 A[ex] = subspace_shapley(model, X, R, pairs=ex, max_d=int(np.log2(ns)),
-                                         progress=progress, groups=grp)[0][ex]
+                                         progress=progress, groups=grp,
+                                         engine="black_box")[0][ex]
             rest = np.flatnonzero(~is_exact)
             distinct = 0
             underdetermined = np.zeros(B, bool)
             if rest.size:
-                if engine == "insdel":
+                if backend == "insdel":
                     A[rest], distinct, deficient = _kernel_shap_batched(
                         model, X[rest], R[rest], ns, seed, chunk_rows, progress, groups=grp)
                     underdetermined[rest] = deficient
@@ -156,14 +174,14 @@ class KernelShap(Attribution):
                     A[rest] = captum_per_point(_KS(module_forward(model)), X[rest], R[rest], ns,
                                                perturbations_per_eval, seed, progress,
                                                "kernel shap", groups=grp)
-            info = {"n_samples": ns, "engine": engine, "exact": is_exact,
+            info = {"n_samples": ns, "backend": backend, "exact": is_exact,
                     "exact_pairs": int(ex.size), "sampled_distinct_rows": int(distinct),
                     "underdetermined": underdetermined}
             if grp is not None:
                 info["groups"] = grp.m
             return A, info
 
-        return self._run(X, R, compute, removal=removal, groups=groups)
+        return self._run(X, R, compute, removal=removal, groups=groups, engine=engine)
 
 
 def _warn_deficient(deficient: np.ndarray, B: int, ns: int, m: int, total: str) -> None:
@@ -178,8 +196,9 @@ def _warn_deficient(deficient: np.ndarray, B: int, ns: int, m: int, total: str) 
 
 def _kernel_shap_removal(game, ns: int, seed: int, chunk_rows: int, exact: str, progress
                          ) -> tuple[np.ndarray, dict]:
-    """Kernel SHAP (insdel engine) of a game without one reference per target: the exact road
-    by :func:`insdel.decomposition.shapley_values` of the game's pairs that take it, the sampled
+    """Kernel SHAP (insdel backend) of a game without one reference per target: the exact road
+    by :func:`insdel.decomposition.shapley_values` of the game's pairs that take it (a game that
+    knows its Shapley values in closed form, a tree game, gives them at any |D|), the sampled
     one by :func:`_kernel_shap_batched` with v(u) from the game
     (:func:`insdel.attribution._removal.values_fn`)."""
     from ..decomposition import shapley_values
@@ -191,7 +210,9 @@ def _kernel_shap_removal(game, ns: int, seed: int, chunk_rows: int, exact: str, 
     is_exact = (d <= np.log2(ns)) if exact == "auto" else np.zeros(B, bool)
     A = np.empty((B, game.m))
     ex = np.flatnonzero(is_exact)
-    if ex.size:
+    if ex.size and game.knows("shapley"):
+        A[ex] = game.shapley()[ex]
+    elif ex.size:
         A[ex] = shapley_values(take(game, ex), None, None, max_d=int(np.log2(ns)),
                                progress=progress)
     rest = np.flatnonzero(~is_exact)
@@ -203,7 +224,7 @@ def _kernel_shap_removal(game, ns: int, seed: int, chunk_rows: int, exact: str, 
             values=values_fn(game, rest))
         underdetermined[rest] = deficient
         _warn_deficient(deficient, B, ns, A.shape[1], "v(all) - v(∅)")
-    info = {"n_samples": ns, "engine": "insdel", "exact": is_exact,
+    info = {"n_samples": ns, "backend": "insdel", "exact": is_exact,
             "exact_pairs": int(ex.size), "sampled_distinct_rows": int(distinct),
             "underdetermined": underdetermined}
     if grp is not None:
@@ -232,7 +253,7 @@ def _draw_members(sizes, u, masks):  # pragma: no cover - numba
 
 def _kernel_shap_batched(model: Model, X, R, n_samples: int, seed: int, chunk_rows: int,
                          progress, groups=None, values=None) -> tuple[np.ndarray, int, np.ndarray]:
-    """Kernel SHAP vectorised over points (``engine="insdel"``): captum's sampling, efficiency
+    """Kernel SHAP vectorised over points (``backend="insdel"``): captum's sampling, efficiency
     as an exact constraint.
 
     The coalitions are captum's ``KernelShap``'s: the all-ones and all-zeros coalitions, then
@@ -387,10 +408,11 @@ class ExactShapley(Attribution):
     """
 
     name = "exact_shapley"
+    reads_rows = None  # the game's coalition values (or its closed-form Shapley values)
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, batch_size: int | None = None,
                   progress: bool | None = None, max_d: int = 20, groups=None,
-                  removal=None) -> np.ndarray:
+                  removal=None, engine: str = "auto") -> np.ndarray:
         """Exact baseline Shapley values (B, n): ``phi_j = sum_{u ∋ j} Delta_u / |u|``, computed in
         each pair's differing subspace D (2^|D| evaluations per pair, whatever n is).
 
@@ -416,6 +438,12 @@ class ExactShapley(Attribution):
             are linear in v), in D = the union of the K references' differing units; a sampled
             removal the conditional ones, every unit removable (n <= ``max_d``). Rows sum to
             ``v(all) - v(∅)``.
+        engine : {"auto", "tree", "black_box"}, default "auto"
+            ``auto``: on a tree ensemble insdel reads, under a removal with a tree game
+            (``baseline``, shared-reference ``marginal``, ``path_dependent``), the trees' exact
+            Shapley values in closed form at any |D| (``max_d`` does not apply); otherwise,
+            and with ``black_box``, 2^|D| model values per pair. ``tree``: the closed form or an
+            error. ``info_["engine"]`` says which ran.
 
         Returns
         -------
@@ -424,7 +452,11 @@ class ExactShapley(Attribution):
         from ..decomposition import batch_decomposition, subspace_shapley
         from ._removal import single_reference
 
+        engine = self._engine(engine)
+
         def compute(game):
+            if game.knows("shapley"):  # a tree game: exact at any |D|
+                return game.shapley(), {"d": game.differing().sum(axis=1)}
             R = single_reference(game)
             if R is None:
                 dec = batch_decomposition(game, None, None, progress=progress, max_d=max_d)
@@ -432,7 +464,8 @@ class ExactShapley(Attribution):
             phi, d = subspace_shapley(game, None, None, max_d=max_d, progress=progress)
             return phi, {"d": d}
 
-        return self._run(X, R, compute, removal=removal, groups=groups, batch_size=batch_size)
+        return self._run(X, R, compute, removal=removal, groups=groups, batch_size=batch_size,
+                         engine=engine)
 
 
 def _groups_of(groups, X):

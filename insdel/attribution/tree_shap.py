@@ -38,10 +38,11 @@ class TreeShap(Attribution):
 
     name = "tree_shap"
     requires = "trees"
+    reads_rows = None  # the tree game's closed-form Shapley values
 
     def attribute(self, X: ArrayLike, R: ArrayLike | None, *,
                   background: ArrayLike | None = None, path_dependent: bool = False,
-                  groups=None, removal=None) -> np.ndarray:
+                  groups=None, removal=None, engine: str = "auto") -> np.ndarray:
         """Exact Shapley values (B, n) (or (B, m) with groups).
 
         Parameters
@@ -58,13 +59,22 @@ class TreeShap(Attribution):
             Shapley values of the group game (:mod:`insdel.groups`).
         removal : str or insdel.removal.Removal, optional
             A removal with a tree game, instead of ``background`` / ``path_dependent``.
+        engine : {"auto", "tree", "black_box"}, default "auto"
+            ``auto`` and ``tree``: the trees' closed forms, the only engine of this method;
+            ``black_box`` is an error (``exact_shapley`` with ``engine="black_box"`` computes
+            the same values from model rows, at |D| <= ``max_d``).
 
         Returns
         -------
         ndarray of float64 (B, n) or (B, m)
         """
         from ..removal import Marginal
+        from .base import check_engine
 
+        if check_engine(engine, self.name) == "black_box":
+            raise ValueError("tree_shap: engine='black_box', but the method reads the trees' "
+                             "closed forms only; use engine='auto', or exact_shapley with "
+                             "engine='black_box' for the same values from model rows.")
         path_dependent = check_bool(path_dependent, "path_dependent")
         if self._game is None and self.requires not in self.model.capabilities:
             from . import check_supported

@@ -406,6 +406,10 @@ def _check_model(cfg: dict, source: str) -> None:
     if m["kind"] not in ("mlp", "gradient_boosting"):
         raise ConfigError(f"{source}: model.kind: {m['kind']!r} is not 'mlp' (the default: a "
                           "preset, params or path) or 'gradient_boosting'.")
+    if m["engine"] not in ENGINES:
+        raise ConfigError(f"{source}: model.engine: {m['engine']!r} is not one of "
+                          f"{', '.join(ENGINES)} (auto: the exact tree game when the model is a "
+                          "tree ensemble insdel reads).")
     if m["kind"] == "gradient_boosting":
         _check_free("model.params", m["params"] or {}, list(models.GRADIENT_BOOSTING_DEFAULTS),
                     source)
@@ -414,10 +418,6 @@ def _check_model(cfg: dict, source: str) -> None:
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{source}: model.params: {exc}") from None
         return
-    if m["engine"] not in ENGINES:
-        raise ConfigError(f"{source}: model.engine: {m['engine']!r} is not one of "
-                          f"{', '.join(ENGINES)} (auto: the exact tree game when the model is a "
-                          "tree ensemble insdel reads).")
     presets = models.available()
     for key in ("preset", "architecture"):
         if m[key] is not None and m[key] not in presets:
@@ -553,10 +553,37 @@ def _method_options(name: str) -> dict:
     """The options method ``name`` takes from a configuration (the run-given ones excepted)."""
     from .. import attribution
 
-    opts = attribution.options_of(name)
+    opts = {k: v for k, v in attribution.options_of(name).items() if k != "engine"}
     if observational_method(name):
         opts = {k: v for k, v in opts.items() if k not in RUN_GIVEN_METHOD_OPTIONS}
     return opts
+
+
+def _check_backend(cfg: dict, source: str) -> None:
+    """``methods.options.<name>.engine`` and ``.backend``. ``engine = "insdel"`` / ``"captum"``
+    (the implementation's old key) becomes ``backend`` (the option that takes them); another
+    ``engine`` is refused: the game's engine of every stage, attributions included, is
+    ``[model] engine``. ``backend`` is one of insdel's and captum's, on a method that has both."""
+    from ..attribution.base import BACKENDS
+
+    for m, opts in cfg["methods"]["options"].items():
+        if not isinstance(opts, dict):
+            continue
+        if "engine" in opts:
+            value = opts["engine"]
+            if value not in BACKENDS:
+                raise ConfigError(f"{source}: methods.options.{m}.engine = {value!r}: the game's "
+                                  "engine (auto, tree, black_box) of the curves and the "
+                                  "attributions is one key, [model] engine; remove this one.")
+            if "backend" in opts:
+                raise ConfigError(f"{source}: methods.options.{m}: engine = {value!r} and "
+                                  f"backend = {opts['backend']!r} both choose the implementation; "
+                                  "keep backend.")
+            opts["backend"] = opts.pop("engine")  # the implementation's key is backend
+        if "backend" in opts and opts["backend"] not in BACKENDS:
+            raise ConfigError(f"{source}: methods.options.{m}.backend: {opts['backend']!r} is "
+                              f"not one of {', '.join(BACKENDS)} (insdel's implementation or "
+                              "captum's).")
 
 
 def _check_methods(cfg: dict, source: str) -> None:
@@ -567,6 +594,7 @@ def _check_methods(cfg: dict, source: str) -> None:
 
     known = attribution.available()
     _check_known(source, "methods", "attribution method", known, cfg)
+    _check_backend(cfg, source)
     for m, opts in cfg["methods"]["options"].items():
         if m in known and isinstance(opts, Mapping) and observational_method(m):
             for k in RUN_GIVEN_METHOD_OPTIONS:

@@ -147,10 +147,11 @@ def trees_of(f):
 
 
 def as_ensemble(f, what: str):
-    """``f`` as an :class:`insdel.trees.TreeEnsemble` (:func:`trees_of`); a clear error
-    otherwise."""
+    """``f`` as an :class:`insdel.trees.TreeEnsemble` (:func:`trees_of`, of an
+    :class:`insdel.adapter.Model`'s estimator too); a clear error otherwise."""
     from ..trees import TreeEnsemble
 
+    f = _unwrap(f)
     if isinstance(f, TreeEnsemble):
         return f
     if f is not None:

@@ -310,8 +310,8 @@ def _run_sanity(cfg, out: Path, progress, verbose: bool,
     X, R, clusters = _pairs(cfg, model, dataset, grp, progress, log)
     stages.add("sanity/pairs", time.perf_counter() - t0, units=int(X.shape[0]))
     names = list(cfg["methods"]["names"])
-    opts = {m: method_options(m, cfg["methods"]["options"].get(m, {}), cfg["seed"], dataset)
-            for m in names}
+    opts = {m: method_options(m, cfg["methods"]["options"].get(m, {}), cfg["seed"], dataset,
+                              cfg["model"]["engine"]) for m in names}
     methods = {m: m for m in names}
     common = {"similarity": list(s["similarity"]), "seed": cfg["seed"], "abc": s["abc"],
               "method_options": opts, "threshold": float(s["threshold"]),

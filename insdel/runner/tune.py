@@ -138,7 +138,8 @@ def _run_tune(cfg, out: Path, progress, verbose: bool,
     results = []
     for m in names:
         t0 = time.perf_counter()
-        opts = method_options(m, cfg["methods"]["options"].get(m, {}), cfg["seed"], dataset)
+        opts = method_options(m, cfg["methods"]["options"].get(m, {}), cfg["seed"], dataset,
+                              cfg["model"]["engine"])
         res = tune(model, X, R, m, n_trials=t["n_trials"], seed=cfg["seed"], mode=t["mode"],
                    options=opts, data=data, binary=binary, clusters=clusters, groups=grp,
                    split=split, progress=progress)

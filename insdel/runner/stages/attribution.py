@@ -28,7 +28,7 @@ from .data import groups_of
 
 __all__ = ["AttributionPlan", "experiment_plan", "roar_plan", "attribute_all", "method_options",
            "options_key", "observed_options", "attribute_chunk", "attribution_task", "removal_plan",
-           "by_removal", "run"]
+           "by_removal", "method_engine", "attribution_engine", "run"]
 
 #: Method options whose value ``"dataset"`` stands for an attribute of the data set.
 _DATASET_VALUED = (("binary", "binary_mask"), ("binary_levels", "binary_levels"))
@@ -73,11 +73,14 @@ def options_key(options: Mapping, dataset) -> dict:
     return key
 
 
-def method_options(method: str, options: Mapping, seed: int, dataset) -> dict:
+def method_options(method: str, options: Mapping, seed: int, dataset,
+                   engine: str = "auto") -> dict:
     """Options of one method for one chunk: the per-chunk seed goes to seeded methods, progress
     bars inside a chunk are off, the value ``"dataset"`` of ``binary`` / ``binary_levels``
     takes the data set's binary features, and methods that take ``groups`` get the data set's
-    groups (the others' per-column attributions are summed per group by :func:`evaluate`)."""
+    groups (the others' per-column attributions are summed per group by :func:`evaluate`).
+    ``engine``, the run's ``[model] engine``, is the method's ``engine=`` (:func:`method_engine`;
+    absent when it is the default ``auto``)."""
     from ... import attribution
 
     accepted = attribution.options_of(method)
@@ -102,6 +105,9 @@ def method_options(method: str, options: Mapping, seed: int, dataset) -> dict:
             kw[key] = getattr(dataset, attr, None)
     if "progress" in accepted:
         kw.setdefault("progress", False)
+    engine = method_engine(method, engine, kw)
+    if engine != "auto":
+        kw["engine"] = engine
     return kw
 
 
@@ -122,20 +128,55 @@ def attribute_chunk(model, X, R, method: str, options: dict) -> tuple[np.ndarray
     return A, info
 
 
+def method_engine(method: str, engine: str, options: Mapping) -> str:
+    """The ``engine=`` a run gives attribution method ``method`` for ``[model] engine``
+    ``engine``: that engine for a method that reads the game's values (insdel's backend), else
+    ``auto`` (a method that reads no coalition value runs on the model whatever the key says:
+    ``tree`` there would refuse it)."""
+    from ... import attribution
+
+    cls = attribution.get(method)
+    if cls.reads_rows is None and options.get("backend", "insdel") == "insdel":
+        return engine
+    return "auto"
+
+
+def attribution_engine(model, X, R, method: str, options: Mapping) -> str:
+    """What the run prints and records as the engine of ``method``'s attributions
+    (:func:`insdel.game.engine_text`): ``black_box`` or ``tree (...)``, as its first chunk's game
+    is built (``options`` hold ``engine`` and, under a further removal, ``removal``)."""
+    from ... import attribution
+    from ...game import as_game, engine_text
+
+    if observational_method(method):
+        return "black_box"
+    obj = attribution.get(method)(resolve_model(model))
+    engine = obj._engine(options.get("engine", "auto"), backend=options.get("backend", "insdel"))
+    if engine == "black_box":
+        return "black_box"
+    return engine_text(as_game(obj.model, X[:1], None if R is None else R[:1],
+                               removal=options.get("removal"), engine=engine))
+
+
 def attribution_task(lo: int, hi: int, method: str, kw: dict, where: str, *, model, X, R):
     """One attribution chunk (rows lo..hi - 1): (A, model evaluations, seconds); an error names
     the method and the rows (``where`` formats them). A sampled ``removal`` in ``kw`` sees the
-    chunk's targets by their indices among all rows (the draws of an unchunked call)."""
+    chunk's targets by their indices among all rows (the draws of an unchunked call); the game
+    is built with the method's engine (``kw["engine"]``, :meth:`Attribution._engine`)."""
     t0 = time.perf_counter()
     f, Xc, Rc = resolve_model(model), X[lo:hi], None if R is None else R[lo:hi]
     if kw.get("removal") is not None:
+        from ... import attribution
+        from ...adapter import as_model
         from ...game import as_game
 
-        # the methods read rows (references, draws); tree_shap reads the trees' own game
+        f = as_model(f)
+        engine = attribution.get(method)(f)._engine(kw.get("engine", "auto"),
+                                                    backend=kw.get("backend", "insdel"))
         game = as_game(f, Xc, Rc, removal=kw["removal"], groups=kw.get("groups"), offset=lo,
-                       engine="auto" if method == "tree_shap" else "black_box")
-        if game.references is None:  # drawn or read off the data: targets keep their run index
-            f, Xc, Rc = game, None, None
+                       engine=engine)
+        if game.references is None:  # drawn, read off the data or a tree game: targets keep
+            f, Xc, Rc = game, None, None  # their run index
             kw = {k: v for k, v in kw.items() if k not in ("removal", "groups")}
     try:
         A, info = attribute_chunk(f, Xc, Rc, method, kw)
@@ -274,6 +315,13 @@ def attribute_all(cfg, model, dataset, X, R, plan: AttributionPlan, base_key: Ma
                                       "game": {k: opts.get(k, defaults[k]) for k in
                                                ("tolerance", "categorical", "empty")
                                                if k in defaults}}
+            tree_run = "engine" in base_key  # the run's model is read by the tree engine
+            engine_text = attribution_engine(
+                model, X, R_used, method,
+                {**opts, **game, "engine": method_engine(method, cfg["model"]["engine"], opts)}) \
+                if tree_run else "black_box"
+            if tree_run:  # the trees' or the model rows' numbers (absent: a black-box run's keys)
+                key_of["attribution_engine"] = engine_text
             key = ck.config_hash(key_of)
             store = ck.ChunkStore(plan.folder / method, key)
             opts = attribution.resolve_std_scale(method, opts, X)  # over all rows, not a chunk
@@ -281,7 +329,7 @@ def attribute_all(cfg, model, dataset, X, R, plan: AttributionPlan, base_key: Ma
             def args_of(i, method=method, opts=opts, game=game):
                 lo, hi = i * cs, min(B, (i + 1) * cs)
                 kw = method_options(method, opts, chunk_seed(cfg["seed"], plan.stream, method, i),
-                                    dataset)
+                                    dataset, cfg["model"]["engine"])
                 return lo, hi, method, {**kw, **game}, where
 
             shared = {"model": model, "X": X, "R": R} if client is None else remote
@@ -293,10 +341,13 @@ def attribute_all(cfg, model, dataset, X, R, plan: AttributionPlan, base_key: Ma
                 describe=lambda i, method=method: f"{method} on {plan.rows} {i * cs}.."
                 f"{min(B, (i + 1) * cs) - 1}{plan.suffix}")
             extra = {"seconds_per_pair": secs / max(B - resumed * cs, 1)} if plan.per_pair else {}
+            if tree_run:  # which engine each method's attributions ran on (black_box or trees)
+                extra["engine"] = engine_text
             stages.add(f"{plan.record}/{method}", secs, model_evaluations=evals,
                        chunks=n_chunks, chunks_resumed=resumed, **extra)
             result[method] = np.concatenate(chunks, axis=0)
             log(f"  {method}: {secs:.1f} s, {evals:,} model evaluations"
+                + (f", engine {engine_text}" if tree_run else "")
                 + (f" ({resumed} of {n_chunks} chunks resumed)" if resumed else ""))
     return result
 

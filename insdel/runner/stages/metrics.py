@@ -44,7 +44,8 @@ def _score(cfg, model, dataset, X, R, atts, seed: int, progress, removal):
     explainers = None
     if any(m.needs_explainer for m in ms):
         explainers = {meth: partial(_explainer, model=model, method=meth, kw=method_options(
-            meth, dict(cfg["methods"]["options"].get(meth, {}) or {}), seed, dataset))
+            meth, dict(cfg["methods"]["options"].get(meth, {}) or {}), seed, dataset,
+            cfg["model"]["engine"]))
             for meth in atts}
         # the random control re-draws: its explanation does not depend on x
         explainers["random"] = lambda X_, R_: np.random.default_rng(seed).normal(
