@@ -571,7 +571,9 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
         Trace the curves of each chunk of pairs (``chunk_size`` curve points) on the client's
         workers (:func:`insdel.trace`); the orderings, random ones included, are drawn here, so the
         result is identical to ``client=None``. The model and the pairs are sent to each worker
-        once.
+        once. A model with H outputs gives every output's curves per chunk (the same
+        :class:`insdel.multi_output.MultiEvaluation` as ``client=None``); under a removal that
+        draws its rows it is refused, as without a client.
     clusters : array_like of int (B,), optional
         The independent unit of each pair (a policy's ``Pairing.cluster``; pairs with the same id
         are one unit, e.g. a ``one_to_one`` couple's two directions): :meth:`Evaluation.summary`
@@ -656,6 +658,10 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
     if H is None and output_weights is not None:
         raise ValueError("output_weights is for a model with several outputs "
                          "(insdel.as_model(f, outputs=H)); this model has one.")
+    if H is not None:  # checked before the curves are traced (a client's workers included)
+        from .multi_output import check_output_weights
+
+        weights = check_output_weights(output_weights, H)
     methods = list(attributions)
     orders = []
     for name in methods:
@@ -699,12 +705,11 @@ def evaluate(f: ModelLike, X: ArrayLike, R: ArrayLike, attributions: Mapping[str
                   groups=grp, positions=pos, clusters=clusters,
                   removal=None if game.name == "baseline" else game.params())
     if H is not None:
-        from .multi_output import MultiEvaluation, check_output_weights, split_outputs
+        from .multi_output import MultiEvaluation, split_outputs
 
-        w = check_output_weights(output_weights, H)
         per_h = all_orders[:, take[:, :Km], :]  # (B, H, Km, m)
         return MultiEvaluation(split_outputs(res, methods, modes, take, Km, orders=per_h,
-                                             **common), w, stats)
+                                             **common), weights, stats)
     return Evaluation.from_curves(
         methods=methods, modes=modes,
         curves={m: res.curves[m][:, :Km, :] for m in modes},

@@ -44,7 +44,7 @@ from .removal.trees import ENGINES, NoTreeGame, PathDependent, tree_game_of, tre
 from .removal.values import check_rows, coalition_values, imputed_rows, unique_coalitions
 
 __all__ = ["Game", "RemovalGame", "as_game", "from_parts", "HOOKS", "ENGINES", "engine_text",
-           "model_engine", "one_output"]
+           "model_engine", "one_output", "refuse_drawn_outputs"]
 
 #: The questions a game may answer in closed form (:attr:`Game.closed_form`).
 HOOKS = ("curves", "shapley", "effects")
@@ -283,11 +283,7 @@ class RemovalGame(Game):
             raise ValueError("this game has no model (as_game(None, ..., rows_only=True)): it "
                              "gives its imputed rows, not values.")
         if self.references is None:  # drawn, or read off the data
-            if self.model is not None and self.model.n_outputs is not None:
-                raise NotImplementedError(
-                    f"removal {self.name!r} draws its rows; a model with outputs="
-                    f"{self.model.n_outputs} is tested under it one output at a time: "
-                    "insdel.multi_output.per_output(...).")
+            refuse_drawn_outputs(self)
             cols = keep if self.groups is None else self.groups.expand(keep)
             return coalition_values(self.model, self.removal, self.X, pairs,
                                     np.ascontiguousarray(cols), clock=clock, offset=self.offset)
@@ -482,6 +478,18 @@ def one_output(game: Game, what: str) -> Game:
                          "(func, model, ...) or on insdel.multi_output.output_views(model)[h] "
                          "(each distinct batch of rows is evaluated once for all outputs).")
     return game
+
+
+def refuse_drawn_outputs(game: Game) -> None:
+    """An error when ``game`` draws its rows (no references) and its model keeps H outputs
+    (``outputs=H``): such a game's values are one output's; it is tested one output view at a
+    time (:func:`insdel.multi_output.per_output`)."""
+    H = getattr(getattr(game, "model", None), "n_outputs", None)
+    if H is not None and getattr(game, "references", True) is None:
+        raise NotImplementedError(
+            f"removal {game.name!r} draws its rows; a model with outputs={H} is tested under it "
+            "one output at a time: insdel.multi_output.per_output(...) (with client=, each "
+            "output view's chunks run on the workers).")
 
 
 def engine_text(game: Game) -> str:

@@ -60,7 +60,7 @@ from ._validation import (
     check_positive_int,
 )
 from .adapter import ModelLike, as_model
-from .game import Game, as_game, from_parts
+from .game import Game, as_game, from_parts, refuse_drawn_outputs
 from .groups import (
     Groups,
     check_positions,
@@ -411,7 +411,10 @@ def trace(f: ModelLike | Game, X: ArrayLike | None, R: ArrayLike | None, orders:
     client : dask.distributed.Client, optional
         Trace each chunk of pairs (the ``chunk_size`` chunks above) on the client's workers; the
         curves are identical to ``client=None`` (the same chunks, the same model calls). A smaller
-        ``chunk_size`` gives more, smaller tasks.
+        ``chunk_size`` gives more, smaller tasks. A model with H outputs (``outputs=H``) is
+        wrapped with its H outputs on the workers and each chunk gives every output's curves;
+        under a removal that draws its rows it is refused here, as without a client (one output
+        view at a time: :func:`insdel.multi_output.per_output`).
     removal : str or insdel.removal.Removal, optional
         What a removed unit becomes (:mod:`insdel.removal`); None is the paper's ``baseline``
         (R is the reference). The curves are those of the pair's value function ``v``: from
@@ -454,14 +457,9 @@ def _curve_job(game: Game, orders, *, modes, positions, chunk_size, progress,
                client, take=None) -> _CurveJob:
     """The options of a curve problem on ``game``, checked once (the front door's second half)."""
     chunk_size = check_positive_int(chunk_size, "chunk_size")
-    if client is not None and _n_outputs(game) is not None:
-        raise NotImplementedError(
-            "client=: a Dask client is refused for a model with several outputs (outputs=): "
-            "its curves are gathered for all H outputs from one store of the (N, H) values in "
-            "this process, while the Dask chunks trace one output; trace without client= (one "
-            "pass gives every output), or give the client one output view at a time "
-            "(insdel.multi_output.output_views(model)[h]: each view's rows are then evaluated "
-            "on the workers for that output alone).")
+    if client is not None and not game.knows("curves"):
+        # here, before anything is sent to the workers: the refusal the chunks would raise there
+        refuse_drawn_outputs(game)
     m = game.m
     full = positions is None
     pos = _full_positions(m) if full else check_positions(positions, m)
@@ -555,10 +553,11 @@ def _trace_pairs(job: _CurveJob, model, grp: Groups | None, X, R, orders, f=None
 
             bounds = chunk_bounds(B, chunk_pairs)
             res = run_chunked(
-                _trace_chunk, [(lo, hi, modes, model.batch_size, job.chunk_size)
-                               for lo, hi in bounds],
+                _trace_chunk, [(lo, hi, modes, model.batch_size, job.chunk_size,
+                                model.n_outputs) for lo, hi in bounds],
                 shared={"f": model if f is None else f, "X": X, "R": R, "orders": orders,
-                        "groups": grp, "positions": None if job.full else pos},
+                        "groups": grp, "positions": None if job.full else pos,
+                        "take": job.take},
                 client=client, concat=_concat_traces, progress=job.progress, desc="curves",
                 name="insdel-curves",
                 describe=lambda k: f"curves of pairs {bounds[k][0]}..{bounds[k][1] - 1}")
@@ -750,16 +749,19 @@ def unit_orderings(A: np.ndarray, groups: Groups | None, *, order: str = "signed
     return orderings(group_attributions(A, groups, name=name), order=order)
 
 
-def _trace_chunk(b0: int, b1: int, modes: tuple, batch_size: int | None, chunk_size: int, *,
-                 f, X, R, orders, groups=None, positions=None) -> TraceResult:
+def _trace_chunk(b0: int, b1: int, modes: tuple, batch_size: int | None, chunk_size: int,
+                 outputs: int | None = None, *, f, X, R, orders, groups=None, positions=None,
+                 take=None) -> TraceResult:
     """One chunk of pairs of :func:`_trace_pairs` (the task :func:`insdel.distributed.run_chunked`
     runs on a Dask worker): exactly one chunk of the serial loop, so the same rows reach the model
-    in the same batches."""
+    in the same batches. A model with H outputs (``outputs``) is wrapped with its H outputs
+    again and gives every output's curves of the chunk (``take``: each output's orderings)."""
     m = X.shape[1] if groups is None else groups.m
     pos = _full_positions(m) if positions is None else positions
-    job = _CurveJob(None, None, modes, modes, pos, positions is None, chunk_size, False, None)
-    return _trace_pairs(job, as_model(f, batch_size=batch_size), groups, X[b0:b1], R[b0:b1],
-                        orders[b0:b1])
+    job = _CurveJob(None, None, modes, modes, pos, positions is None, chunk_size, False, None,
+                    take)
+    return _trace_pairs(job, as_model(f, batch_size=batch_size, outputs=outputs), groups,
+                        X[b0:b1], R[b0:b1], orders[b0:b1])
 
 
 def _concat_traces(parts: list) -> TraceResult:

@@ -536,8 +536,8 @@ def _two_outputs(Z):
 
 
 def test_an_output_view_runs_on_a_client_as_its_column_does(client):
-    """A model with several outputs is refused by the curves with a client; one output view at
-    a time runs there and gives the serial numbers of that output."""
+    """One output view of a model with several outputs runs on a client and gives the serial
+    numbers of that output."""
     from insdel.multi_output import output_views
 
     rng = np.random.default_rng(0)
@@ -548,6 +548,82 @@ def test_an_output_view_runs_on_a_client_as_its_column_does(client):
                            n_random=2)[1]
     for mode in ("insertion", "deletion"):
         np.testing.assert_allclose(got.curves[mode], want.curves[mode], rtol=0, atol=1e-12)
+
+
+def _three_outputs(Z):
+    W = np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+    return np.tanh(Z @ W) + Z[:, :1] * Z[:, 1:2]
+
+
+def _three_output_module():
+    import torch
+
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(),
+                               torch.nn.Linear(8, 3)).double().eval()
+
+
+def _h_pairs(removal: str):
+    """Eleven pairs of 4 features (feature 2 equal in x and r), attributions for all outputs
+    and per output, and the removal (``marginal``: R is None)."""
+    rng = np.random.default_rng(4)
+    X, R = rng.normal(size=(11, 4)), rng.normal(size=(11, 4))
+    R[:, 2] = X[:, 2]
+    atts = {"one": rng.normal(size=(11, 4)), "per_output": rng.normal(size=(11, 3, 4))}
+    if removal == "baseline":
+        return X, R, atts, None
+    return X, None, atts, insdel.removal.build("marginal", background=rng.normal(size=(30, 4)),
+                                               n_references=3)
+
+
+@pytest.mark.parametrize("removal", ["baseline", "marginal"])
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_h_outputs_on_a_client_equal_serial(client, kind, removal):
+    """A model with H = 3 outputs (an H-column NumPy function, a float64 torch module) on worker
+    processes: each chunk of pairs gives every output's curves (the worker wraps the model with
+    its 3 outputs again), joined here into the serial MultiEvaluation and TraceResult, byte for
+    byte at the same chunk_size (the same rows in the same batches); each output's ABC summary
+    and the weighted aggregate are the serial ones."""
+    from insdel.multi_output import MultiEvaluation
+
+    model = insdel.as_model(_three_outputs if kind == "numpy" else _three_output_module(),
+                            outputs=3)
+    X, R, atts, rem = _h_pairs(removal)
+    kw = dict(n_random=2, seed=1, chunk_size=300, removal=rem, output_weights=[1.0, 0.5, 0.25])
+    a = insdel.evaluate(model, X, R, atts, **kw)
+    b = insdel.evaluate(model, X, R, atts, client=client, **kw)
+    assert isinstance(b, MultiEvaluation) and b.n_outputs == 3
+    for h in range(3):
+        for mode in a.modes:
+            np.testing.assert_array_equal(a[h].curves[mode], b[h].curves[mode])
+            np.testing.assert_array_equal(a[h].random_curves[mode], b[h].random_curves[mode])
+        np.testing.assert_array_equal(a[h].fx, b[h].fx)
+        np.testing.assert_array_equal(a[h].fr, b[h].fr)
+        assert a[h].abc.equals(b[h].abc) and a[h].summary().equals(b[h].summary())
+    assert a.summary().equals(b.summary())
+    assert set(b.summary()["output"]) == {0, 1, 2, "weighted"}
+    assert a.stats["model_evaluations"] == b.stats["model_evaluations"] > 0
+    orders = np.stack([insdel.orderings(atts["per_output"][:, h]) for h in range(3)], axis=1)
+    ta = insdel.trace(model, X, R, orders, chunk_size=100, removal=rem)
+    tb = insdel.trace(model, X, R, orders, chunk_size=100, removal=rem, client=client)
+    assert tb.curves["insertion"].shape == (11, 3, 5, 3) and tb.fx.shape == (11, 3)
+    for mode in ("insertion", "deletion"):
+        np.testing.assert_array_equal(ta.curves[mode], tb.curves[mode])
+    np.testing.assert_array_equal(ta.fx, tb.fx)
+    np.testing.assert_array_equal(ta.fr, tb.fr)
+    assert (ta.n_points, ta.n_unique) == (tb.n_points, tb.n_unique)
+
+
+def test_h_outputs_on_a_client_equal_serial_at_another_chunk_size(client):
+    """The serial default chunk_size evaluates the rows in other batches than the client's small
+    chunks: a float64 NumPy model gives the same curves to 1e-12."""
+    model = insdel.as_model(_three_outputs, outputs=3)
+    X, R, atts, _ = _h_pairs("baseline")
+    a = insdel.evaluate(model, X, R, atts, n_random=2)
+    b = insdel.evaluate(model, X, R, atts, n_random=2, chunk_size=300, client=client)
+    for h in range(3):
+        for mode in a.modes:
+            np.testing.assert_allclose(a[h].curves[mode], b[h].curves[mode], rtol=0, atol=1e-12)
 
 
 def test_shipped_module_unpickles_its_module_once():

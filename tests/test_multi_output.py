@@ -223,12 +223,33 @@ def test_a_one_output_engine_given_h_outputs_names_the_per_output_route(engine):
         engine(m, X, R)
 
 
-def test_curves_of_h_outputs_refuse_a_client_with_the_reason():
+def test_h_outputs_under_a_drawn_removal_refuse_a_client_here_naming_the_removal():
+    """A removal that draws its rows gives one output's values: with a client the refusal is
+    raised here, before anything is sent (``client=object()`` is never used), as serially."""
     m = as_model(lambda Z: np.c_[Z.sum(1), Z[:, 0]], outputs=2)
-    with pytest.raises(NotImplementedError, match=r"client=: a Dask client is refused .* one "
-                                                  r"store of the \(N, H\) values"):
-        insdel.evaluate(m, np.ones((2, 3)), np.zeros((2, 3)), {"a": np.ones((2, 3))},
+    rem = insdel.removal.build("conditional_gaussian",
+                               data=np.random.default_rng(0).normal(size=(40, 3)), n_draws=2)
+    for client in (None, object()):
+        with pytest.raises(NotImplementedError, match=r"removal 'conditional_gaussian' draws "
+                                                      r"its rows; a model with outputs=2 .*"
+                                                      r"per_output"):
+            insdel.evaluate(m, np.ones((2, 3)), None, {"a": np.ones((2, 3))}, n_random=0,
+                            removal=rem, client=client)
+    with pytest.raises(NotImplementedError, match=r"removal 'conditional_gaussian' draws"):
+        insdel.trace(m, np.ones((2, 3)), None, np.tile(np.arange(3), (2, 1)), removal=rem,
+                     client=object())
+
+
+def test_h_outputs_bad_attributions_with_a_client_name_h_before_sending():
+    """Per-output attributions whose second axis is not H are the serial error naming H (the
+    client, never used, is not reached)."""
+    m = as_model(lambda Z: np.c_[Z.sum(1), Z[:, 0]], outputs=2)
+    with pytest.raises(ValueError, match=r"attributions\['a'\].*H = 2"):
+        insdel.evaluate(m, np.ones((2, 3)), np.zeros((2, 3)), {"a": np.ones((2, 5, 3))},
                         n_random=0, client=object())
+    with pytest.raises(ValueError, match=r"output_weights has 3 weights for the model's H = 2"):
+        insdel.evaluate(m, np.ones((2, 3)), np.zeros((2, 3)), {"a": np.ones((2, 3))},
+                        n_random=0, output_weights=[1, 1, 1], client=object())
 
 
 def test_multi_evaluation_modes_and_expected_random(pairs):
