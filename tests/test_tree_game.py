@@ -208,6 +208,37 @@ def ensemble_of(rng, n, *, n_trees, depth, rule="le", cat=0.2):
     return build(nodes, roots, n, rule=rule, base=0.25)
 
 
+def test_plain_numeric_ensembles_take_the_packed_walk():
+    """Ensembles without categorical splits, missing intervals or infinite thresholds walk the
+    packed nodes alone (the ``le`` rule folded into the threshold): held and streamed, equal to
+    brute force with data on the thresholds and NaN."""
+    from insdel.trees.ensemble import GENERAL, MISSING_LEFT, packed_nodes
+
+    rng = np.random.default_rng(3)
+    for rule in ("le", "lt"):
+        ens = ensemble_of(rng, 6, n_trees=8, depth=4, rule=rule, cat=0)
+        assert ens.walk_arrays()[6] is None  # no node needs goes_left
+        X, R = pairs(rng, 4, 6)
+        g = check_against_brute_force(ens, X, R)
+        s = tree_game(ens, X, R, max_patterns=1)
+        assert s.patterns is None
+        orders = np.stack([np.argsort(rng.random((3, 6)), axis=1) for _ in range(4)])
+        for mo in ("insertion", "deletion"):
+            np.testing.assert_allclose(s.curves(orders)[mo], g.curves(orders)[mo], rtol=0,
+                                       atol=1e-12)
+        np.testing.assert_allclose(s.shapley(), g.shapley(), rtol=0, atol=1e-12)
+    stump = [{"f": 0, "t": 1.0, "l": 1, "r": 2, "ml": True}, {"f": -1, "v": 1.0},
+             {"f": -1, "v": 2.0}]
+    nodes, thr = packed_nodes(build(stump, [0], 1, rule="le"))
+    assert nodes[0].tolist() == [0, 1, 2, MISSING_LEFT] and thr[0] == np.nextafter(1.0, 2.0)
+    inf = build([dict(stump[0], t=np.inf)] + stump[1:], [0], 1, rule="le")
+    assert packed_nodes(inf)[0][0, 3] & GENERAL and inf.walk_arrays()[6] is not None
+    cats = build([dict(stump[0], cats=[1.0])] + stump[1:], [0], 1)
+    assert packed_nodes(cats)[0][0, 3] & GENERAL
+    np.testing.assert_array_equal(
+        tree_game(cats, [[1.0], [0.0]], [[0.0], [1.0]]).v_all(), cats.predict([[1.0], [0.0]]))
+
+
 def test_a_path_that_needs_a_unit_from_both_points_is_dropped():
     # root on feature 0 (x goes left, r right); the left child splits feature 0 again: a hybrid
     # on the x side always takes x_0, so the leaf that needs r_0 there is unreachable
