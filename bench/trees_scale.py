@@ -3,9 +3,18 @@
 In one run, through the front door (``insdel.game.as_game(model, X, R)``, engine ``auto``):
 
 (r) the booster read (``insdel.trees.read``, what ``as_game`` does first) and (g) the game:
-    the pairs' leaf patterns;
-(c) curves: 8 random orderings per pair, insertion and deletion, every step;
-(e) E[ABC] (both modes) and (s) exact Shapley values, from the patterns.
+    held or streamed leaf patterns (a strided sample of the pairs decides; at this size the game
+    streams and stores nothing);
+(c) curves: 8 random orderings per pair, insertion and deletion, every step (the streamed
+    route: one walk of the trees per pair that also keeps v(∅), v(all), E[AUC] and the Shapley
+    values);
+(e) E[ABC] (both modes) and (s) exact Shapley values (kept from that walk when streamed).
+
+The floor of any exact algorithm on the same pairs, timed in the same run:
+
+(w) a count-only walk of the trees (``insdel.trees.patterns.pattern_counts``): every exact
+    algorithm visits every leaf a pair reaches;
+(p) XGBoost's ``inplace_predict`` over just X and R (2 P rows).
 
 Against:
 
@@ -20,7 +29,8 @@ Agreement: the tree engine's Shapley values of a few pairs against shap's to 1e-
 relative error the issue sets).
 
 Usage: ``python bench/trees_scale.py [--pairs 100000] [--trees 500] [--depth 8] [--n 200]
-[--shap-pairs 20] [--tiny]``
+[--shap-pairs 20] [--model PATH] [--save-model PATH] [--tiny]`` (``--model``: an XGBoost model
+file, e.g. one ``--save-model`` wrote, instead of fitting one: about 40 s saved).
 """
 
 from __future__ import annotations
@@ -36,6 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this tree's insd
 
 from insdel.game import as_game, engine_text  # noqa: E402
 from insdel.trees import read  # noqa: E402
+from insdel.trees.game import tree_game  # noqa: E402
+from insdel.trees.patterns import pattern_counts  # noqa: E402
 
 ORDERINGS = 8
 
@@ -63,6 +75,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--depth", type=int, default=8)
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--shap-pairs", type=int, default=20)
+    ap.add_argument("--model", default=None, help="an XGBoost model file to load instead of "
+                    "fitting (--n must match its features; --trees and --depth are ignored)")
+    ap.add_argument("--save-model", default=None, help="save the fitted model there")
     ap.add_argument("--tiny", action="store_true", help="a few seconds: n 12, 10 trees of "
                     "depth 3, 40 pairs, 4 shap pairs")
     a = ap.parse_args(argv)
@@ -71,7 +86,20 @@ def main(argv=None) -> dict:
     import shap
 
     t0 = time.perf_counter()
-    model = _model(a.n, a.trees, a.depth)
+    if a.model is not None:
+        import xgboost
+
+        model = xgboost.Booster()
+        model.load_model(a.model)
+        if model.num_features() != a.n:
+            raise SystemExit(f"--model {a.model} takes {model.num_features()} features; "
+                             f"--n is {a.n}")
+        how = f"loaded from {a.model}"
+    else:
+        model = _model(a.n, a.trees, a.depth)
+        if a.save_model is not None:
+            model.get_booster().save_model(a.save_model)
+        how = "fitted"
     t_fit = time.perf_counter() - t0
     rng = np.random.default_rng(1)
     P, n = a.pairs, a.n
@@ -83,6 +111,9 @@ def main(argv=None) -> dict:
     small.curves(orders[:2], modes=("insertion", "deletion"))
     small.expected_abc()
     small.shapley()
+    small = tree_game(read(model), X[:2], R[:2], max_patterns=1)  # the streamed route's kernels
+    assert small.patterns is None
+    small.curves(orders[:2], modes=("insertion", "deletion"))
 
     t = {}
     t0 = time.perf_counter()
@@ -90,7 +121,7 @@ def main(argv=None) -> dict:
     t["read the booster"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     game = as_game(ens, X, R)
-    t["game: leaf patterns"] = time.perf_counter() - t0
+    t["game: held or streamed"] = time.perf_counter() - t0
     assert game.engine == "tree"
     t0 = time.perf_counter()
     game.curves(orders, modes=("insertion", "deletion"))
@@ -102,9 +133,20 @@ def main(argv=None) -> dict:
     phi = game.shapley()
     t["Shapley"] = time.perf_counter() - t0
     closed = sum(t.values())
+    streamed = game.patterns is None
+
+    # the floor: a count-only walk of the same pairs, and XGBoost's predict over X and R
+    t0 = time.perf_counter()
+    reached = pattern_counts(ens, X, R)[0]
+    t_walk = time.perf_counter() - t0
+    booster = model if hasattr(model, "inplace_predict") else model.get_booster()
+    booster.inplace_predict(X[:10])
+    t0 = time.perf_counter()
+    booster.inplace_predict(X)
+    booster.inplace_predict(R)
+    t_xr = time.perf_counter() - t0
 
     # XGBoost's predict over the curves' rows: a sample of hybrid rows, scaled
-    booster = model.get_booster()
     rows = P * ORDERINGS * 2 * (n + 1)
     block = min(rows, 100_000)
     Z = np.where(rng.random((block, n)) < 0.5, X[rng.integers(0, P, block)],
@@ -125,10 +167,16 @@ def main(argv=None) -> dict:
     rel = float(np.abs(phi[:k] - ref).max() / np.abs(ref).max())
 
     print(f"tree engine ({engine_text(game)}), n = {n}, {P:,} pairs, {ORDERINGS} orderings x "
-          f"2 modes; model fitted in {t_fit:.1f} s (not counted)")
+          f"2 modes; model {how} in {t_fit:.1f} s (not counted); "
+          f"{'streamed' if streamed else 'held'} patterns, {reached.mean():,.0f} leaves reached "
+          "per pair")
     for name, s in t.items():
-        print(f"  {name:<24} {s:9.3f} s")
-    print(f"  {'tree engine total':<24} {closed:9.3f} s")
+        print(f"  {name:<24} {s:9.3f} s  ({s / P * 1e3:.4f} ms per pair)")
+    print(f"  {'tree engine total':<24} {closed:9.3f} s  ({closed / P * 1e3:.4f} ms per pair)")
+    print(f"  {'floor: count-only walk':<24} {t_walk:9.3f} s  ({t_walk / P * 1e3:.4f} ms per "
+          "pair: every exact algorithm visits every leaf reached)")
+    print(f"  {'floor: XGBoost on X, R':<24} {t_xr:9.3f} s  (inplace_predict over the {2 * P:,} "
+          "rows of X and R)")
     print(f"  {'XGBoost predict':<24} {forward:9.3f} s  (the curves' {rows:,} rows, estimated "
           f"from {block:,} sampled rows)")
     print(f"  {'shap TreeExplainer':<24} {t_shap:9.3f} s  (interventional, r[None] per pair, "
@@ -143,7 +191,9 @@ def main(argv=None) -> dict:
     print(f"  agreement with shap.TreeExplainer on {k} pairs: max relative difference "
           f"{rel:.2e} (bound 1e-6)")
     assert rel < 1e-6, rel
-    return {"times": t, "closed": closed, "forward": forward, "shap": t_shap, "rel": rel}
+    print(f"  ratio tree engine / count-only walk                      {closed / t_walk:8.4f}")
+    return {"times": t, "closed": closed, "forward": forward, "shap": t_shap, "rel": rel,
+            "walk": t_walk, "predict_xr": t_xr, "streamed": streamed}
 
 
 if __name__ == "__main__":

@@ -208,6 +208,37 @@ def ensemble_of(rng, n, *, n_trees, depth, rule="le", cat=0.2):
     return build(nodes, roots, n, rule=rule, base=0.25)
 
 
+def test_plain_numeric_ensembles_take_the_packed_walk():
+    """Ensembles without categorical splits, missing intervals or infinite thresholds walk the
+    packed nodes alone (the ``le`` rule folded into the threshold): held and streamed, equal to
+    brute force with data on the thresholds and NaN."""
+    from insdel.trees.ensemble import GENERAL, MISSING_LEFT, packed_nodes
+
+    rng = np.random.default_rng(3)
+    for rule in ("le", "lt"):
+        ens = ensemble_of(rng, 6, n_trees=8, depth=4, rule=rule, cat=0)
+        assert ens.walk_arrays()[6] is None  # no node needs goes_left
+        X, R = pairs(rng, 4, 6)
+        g = check_against_brute_force(ens, X, R)
+        s = tree_game(ens, X, R, max_patterns=1)
+        assert s.patterns is None
+        orders = np.stack([np.argsort(rng.random((3, 6)), axis=1) for _ in range(4)])
+        for mo in ("insertion", "deletion"):
+            np.testing.assert_allclose(s.curves(orders)[mo], g.curves(orders)[mo], rtol=0,
+                                       atol=1e-12)
+        np.testing.assert_allclose(s.shapley(), g.shapley(), rtol=0, atol=1e-12)
+    stump = [{"f": 0, "t": 1.0, "l": 1, "r": 2, "ml": True}, {"f": -1, "v": 1.0},
+             {"f": -1, "v": 2.0}]
+    nodes, thr = packed_nodes(build(stump, [0], 1, rule="le"))
+    assert nodes[0].tolist() == [0, 1, 2, MISSING_LEFT] and thr[0] == np.nextafter(1.0, 2.0)
+    inf = build([dict(stump[0], t=np.inf)] + stump[1:], [0], 1, rule="le")
+    assert packed_nodes(inf)[0][0, 3] & GENERAL and inf.walk_arrays()[6] is not None
+    cats = build([dict(stump[0], cats=[1.0])] + stump[1:], [0], 1)
+    assert packed_nodes(cats)[0][0, 3] & GENERAL
+    np.testing.assert_array_equal(
+        tree_game(cats, [[1.0], [0.0]], [[0.0], [1.0]]).v_all(), cats.predict([[1.0], [0.0]]))
+
+
 def test_a_path_that_needs_a_unit_from_both_points_is_dropped():
     # root on feature 0 (x goes left, r right); the left child splits feature 0 again: a hybrid
     # on the x side always takes x_0, so the leaf that needs r_0 there is unreachable
@@ -392,14 +423,24 @@ def test_a_game_over_max_patterns_streams_its_pairs_in_chunks(finite_case):
         np.testing.assert_array_equal(bo.order, bw.order)
         np.testing.assert_allclose(bo.bound, bw.bound, rtol=0, atol=1e-12)
     np.testing.assert_allclose(g.subset(1, 4).shapley(), whole.shapley()[1:4], atol=1e-12)
+    # a pair over the bound alone: the walk's questions stream it (nothing stored); only the
+    # questions that need held patterns refuse it, naming it
+    big = tree_game(ens, X, R, max_patterns=int(counts.max()) - 1)
+    assert big.patterns is None
+    np.testing.assert_allclose(big.curves(orders)["deletion"], whole.curves(orders)["deletion"],
+                               rtol=0, atol=1e-12)
+    for name in ("shapley", "expected_abc", "v_all"):
+        np.testing.assert_allclose(getattr(big, name)(), getattr(whole, name)(), rtol=0,
+                                   atol=1e-12)
     with pytest.raises(ValueError, match=r"pair \d+ alone"):
-        tree_game(ens, X, R, max_patterns=int(counts.max()) - 1)
+        big.effects()
 
 
 def test_a_streamed_game_counts_until_the_bound_and_walks_once(finite_case, monkeypatch):
-    """With at least as many max_patterns as the ensemble has leaves, no pair alone can exceed
-    the bound: the count stops at the first block of pairs over it, the chunks are planned on
-    demand, and one walk gives the curves, E[ABC] and the Shapley values."""
+    """A strided sample of the pairs decides whether they are held or streamed (the count stops
+    there when it projects more than half the bound; otherwise at the first block of pairs over
+    it), the chunks are planned on demand, and one walk gives the curves, E[ABC] and the
+    Shapley values."""
     import insdel.trees.game as G
 
     ens, X, R = finite_case
@@ -415,7 +456,23 @@ def test_a_streamed_game_counts_until_the_bound_and_walks_once(finite_case, monk
     real_fused = G.K.fused
     monkeypatch.setattr(G.K, "fused", lambda *a: walks.append(1) or real_fused(*a))
     g = tree_game(ens, X, R, max_patterns=mp)
-    assert g.patterns is None and counted == [1024] and g._chunk_plan is None
+    assert g.patterns is None and counted == [G.COUNT_SAMPLE] and g._chunk_plan is None
+    # a sample that projects within half the bound: the pairs are counted block by block, up
+    # to the first block over the bound (here the sampled pairs have x = r: one pattern a tree)
+    sel = np.linspace(0, len(X) - 1, G.COUNT_SAMPLE).round().astype(np.int64)
+    R2 = R.copy()
+    R2[sel] = X[sel]
+    cnt2 = pattern_counts(ens, X, R2)
+    assert (cnt2[0][sel] == ens.n_trees).all()
+    mp2 = 2 * ens.n_trees * len(X)  # the sample projects half of it
+    assert cnt2[0][:2048].sum() <= mp2 < cnt2[0].sum()
+    counted.clear()
+    assert tree_game(ens, X, R2, max_patterns=mp2).patterns is None
+    assert counted == [G.COUNT_SAMPLE, 1024, 1024, 752]
+    counted.clear()
+    held = tree_game(ens, X, R, max_patterns=3 * int(cnt[0].sum()))
+    assert held.patterns is not None and counted == [G.COUNT_SAMPLE, 1024, 1024, 752]
+    counted.clear()
     whole = tree_game(ens, X[:7], R[:7])
     orders = np.stack([np.argsort(np.random.default_rng(b).random((2, 6)), axis=1)
                        for b in range(len(X))])
@@ -529,7 +586,7 @@ def test_tree_game_names_bad_input(finite_case):
     with pytest.raises(ValueError, match="row 2, feature 4"):
         tree_game(ens, Xi, R)
     with pytest.raises(ValueError, match="max_patterns"):
-        tree_game(ens, X, R, max_patterns=3)
+        tree_game(ens, X, R, max_patterns=3).effects()
     named = TreeEnsemble(**{k: getattr(ens, k) for k in (
         "feature", "threshold", "left", "right", "missing_left", "is_categorical", "cat_ptr",
         "categories", "value", "cover", "roots", "base", "rule", "n_features")},

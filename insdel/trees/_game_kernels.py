@@ -330,8 +330,8 @@ def local_search(pat_off, u_off, n_e, units, val, orders, insertion, max_passes,
 
 @nb.njit(cache=True, nogil=True)
 def _fused_tree(root, x, r, unit_of, m, cu, cs, s_node, s_lvl, s_unit, s_side, na, nr, mxe,
-                mne, mxr, mnr, feature, threshold, left, right, missing_left, is_categorical,
-                cat_ptr, categories, value, strict, Kc, ranks, di, dd, do_phi, phi, do_bz, bz,
+                mne, mxr, mnr, nodes, thr, threshold, missing_left, is_categorical, cat_ptr,
+                categories, value, strict, Kc, ranks, di, dd, do_phi, phi, do_bz, bz,
                 s0, s1, se):  # pragma: no cover - numba
     """One tree of :func:`fused` for one pair: adds its leaves to the pair's curves' difference
     arrays (``di``, ``dd``), values (``phi``, ``bz``) and the running sums v(∅), v(all),
@@ -366,9 +366,8 @@ def _fused_tree(root, x, r, unit_of, m, cu, cs, s_node, s_lvl, s_unit, s_side, n
                     mnr[L + 1, k] = min(mnr[L, k], q)
             L += 1
         top -= 1
-        node, u, cx, cr = _split(node, x, r, unit_of, cu, cs, L, feature, threshold, left,
-                                 right, missing_left, is_categorical, cat_ptr, categories,
-                                 strict)
+        node, u, cx, cr = _split(node, x, r, unit_of, cu, cs, L, nodes, thr, threshold,
+                                 missing_left, is_categorical, cat_ptr, categories, strict)
         if u >= 0:
             top += 1
             s_node[top] = cx
@@ -417,8 +416,8 @@ def _fused_tree(root, x, r, unit_of, m, cu, cs, s_node, s_lvl, s_unit, s_side, n
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
-def fused(X, R, unit_of, m, stack, feature, threshold, left, right, missing_left,
-          is_categorical, cat_ptr, categories, value, roots, strict, base, orders, pos, do_curves,
+def fused(X, R, unit_of, m, stack, nodes, thr, threshold, missing_left, is_categorical,
+          cat_ptr, categories, value, roots, strict, base, orders, pos, do_curves,
           ins, dele, do_phi, phi, do_bz, bz, ends):  # pragma: no cover - numba
     """Curves, Shapley and Banzhaf values, v(∅), v(all) and E[AUC] of each pair straight from
     the walk (nothing stored, nothing merged): the streamed game's route. The walk is
@@ -462,8 +461,8 @@ def fused(X, R, unit_of, m, stack, feature, threshold, left, right, missing_left
                 bb = b if do_bz else 0
                 acc[i, 0], acc[i, 1], acc[i, 2] = _fused_tree(
                     roots[t], X[b], R[b], unit_of, m, cu, cs, s_node, s_lvl, s_unit, s_side, na,
-                    nr, mxe, mne, mxr, mnr, feature, threshold, left, right, missing_left,
-                    is_categorical, cat_ptr, categories, value, strict, Kc, ranks[i], di[i],
+                    nr, mxe, mne, mxr, mnr, nodes, thr, threshold, missing_left, is_categorical,
+                    cat_ptr, categories, value, strict, Kc, ranks[i], di[i],
                     dd[i], do_phi, phi[bp], do_bz, bz[bb],
                     acc[i, 0], acc[i, 1], acc[i, 2])
         for i in range(nbk):

@@ -126,6 +126,19 @@ class TreeEnsemble:
                              f"features); got shape {Z.shape}")
         return _predict(Z, *self.arrays()) + self.base
 
+    def walk_arrays(self) -> tuple:
+        """The node arrays in the order the walks of :mod:`insdel.trees.patterns` take them:
+        ``(*packed_nodes(self), threshold, missing_left, is_categorical, cat_ptr, categories,
+        value, roots, strict)`` (the packed rows for the plain numeric nodes, the rest for
+        :func:`goes_left` at the others; ``categories`` is None when every node is plain)."""
+        nodes, thr = packed_nodes(self)
+        general = bool((nodes[:, 3] & GENERAL).any())
+        # categories None: no node needs goes_left, and numba prunes that branch from the walks
+        # at compile time (its mere presence slows the walk of plain nodes several-fold)
+        return (nodes, thr, self.threshold, self.missing_left, self.is_categorical,
+                self.cat_ptr, self.categories if general else None, self.value, self.roots,
+                self.strict)
+
     def arrays(self) -> tuple[np.ndarray, ...]:
         """The node arrays in the order numba kernels take them: feature, threshold, left,
         right, missing_left, is_categorical, cat_ptr, categories, value, roots, strict."""
@@ -199,6 +212,49 @@ def goes_left(node, z, threshold, missing_left, is_categorical, cat_ptr, categor
     if strict:
         return z < threshold[node]
     return z <= threshold[node]
+
+
+#: the flags of a packed node (:func:`packed_nodes`): NaN goes left; the node needs
+#: :func:`goes_left` (a categorical split, a missing interval or an infinite threshold)
+MISSING_LEFT, GENERAL = 1, 2
+
+
+def packed_nodes(ens: TreeEnsemble) -> tuple[np.ndarray, np.ndarray]:
+    """The nodes in the layout the walks read, one row per node: ``nodes`` (N, 4) int32
+    ``[feature (-1: leaf), left, right, flags]`` (:data:`MISSING_LEFT`, :data:`GENERAL`) and
+    ``thr`` (N,) float64, the threshold with the rule folded in: a plain numeric node sends a
+    non-NaN z left iff ``z < thr`` (``thr = threshold`` for ``lt``; for ``le``, ``z <= t`` is
+    ``z < nextafter(t, inf)`` for every z but +inf, so a node with an infinite threshold is
+    GENERAL). Read by :func:`goes_left_packed`."""
+    N = ens.n_nodes
+    if N >= 2**31:
+        raise ValueError(f"TreeEnsemble: {N:,} nodes do not fit the walks' int32 node rows")
+    inner = ens.feature >= 0
+    general = inner & (ens.is_categorical | (np.diff(ens.cat_ptr) != 0)
+                       | ~np.isfinite(ens.threshold))
+    nodes = np.empty((N, 4), dtype=np.int32)
+    nodes[:, 0] = ens.feature
+    nodes[:, 1] = ens.left
+    nodes[:, 2] = ens.right
+    nodes[:, 3] = np.where(ens.missing_left, MISSING_LEFT, 0) | np.where(general, GENERAL, 0)
+    thr = ens.threshold if ens.strict else np.nextafter(ens.threshold, np.inf)
+    return nodes, np.where(general, 0.0, thr)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def goes_left_packed(node, z, nodes, thr, threshold, missing_left, is_categorical, cat_ptr,
+                     categories, strict):  # pragma: no cover - numba
+    """:func:`goes_left` on the packed rows of :func:`packed_nodes`: a plain numeric node
+    compares z with its folded threshold; a GENERAL node asks :func:`goes_left` (never when
+    ``categories`` is None: :meth:`TreeEnsemble.walk_arrays` passes None when no node is
+    GENERAL)."""
+    fl = nodes[node, 3]
+    if categories is not None and fl & GENERAL:
+        return goes_left(node, z, threshold, missing_left, is_categorical, cat_ptr, categories,
+                         strict)
+    if np.isnan(z):
+        return (fl & MISSING_LEFT) != 0
+    return z < thr[node]
 
 
 @nb.njit(cache=True)

@@ -47,6 +47,10 @@ __all__ = ["TreeGame", "tree_game", "BestOrder", "SparseEffects", "DEFAULT_MAX_D
 #: run; the same default as the decomposition's (``insdel.decomposition.DEFAULT_MAX_D``)
 DEFAULT_MAX_D = 20
 
+#: pairs counted (strided over the game's pairs) to decide whether its patterns are held or
+#: streamed without a walk of every pair (:meth:`TreeGame._counts_within`)
+COUNT_SAMPLE = 64
+
 
 @dataclass(frozen=True)
 class BestOrder:
@@ -143,22 +147,25 @@ class TreeGame(Game):
 
     def _counts_within(self, max_patterns: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The pairs' pattern counts when they fit in ``max_patterns`` together; None when
-        they do not (the game streams). When the ensemble has at most ``max_patterns`` leaves,
-        no pair alone can exceed the bound, so the pairs are counted block by block and the
-        count stops at the first block over it (the chunks are planned when a question needs
-        them); otherwise every pair is counted and one over the bound alone is refused."""
+        they do not (the game streams). A strided sample of :data:`COUNT_SAMPLE` pairs is
+        counted first: when it projects more than half the bound over all pairs, the game
+        streams without counting the rest (the curves, E[ABC] and the Shapley values come from
+        one walk that stores nothing; the chunks for the questions that need held patterns are
+        planned, by a count of all pairs, only when such a question is asked). Otherwise the
+        pairs are counted block by block and the count stops at the first block over the
+        bound. No pair is refused here: only a chunked question refuses a pair that reaches
+        more than ``max_patterns`` alone."""
         ens, X, R = self.ensemble, self.X, self.R
-        count = (lambda lo, hi: pattern_counts(ens, X[lo:hi], R[lo:hi],  # noqa: E731
-                                               unit_of=self._unit_of, m=self.m))
-        if int((ens.feature < 0).sum()) > max_patterns:
-            cnt = count(0, self.B)
-            if int(cnt[0].sum()) <= max_patterns:
-                return cnt
-            self._chunk_plan = _plan(*cnt, max_patterns)
-            return None
+        count = (lambda sel: pattern_counts(ens, X[sel], R[sel],  # noqa: E731
+                                            unit_of=self._unit_of, m=self.m))
+        B = self.B
+        if B > 2 * COUNT_SAMPLE:
+            sel = np.linspace(0, B - 1, COUNT_SAMPLE).round().astype(np.int64)
+            if float(count(sel)[0].mean()) * B > max_patterns / 2:
+                return None
         parts, total, step = [], 0, 1024
-        for lo in range(0, self.B, step):
-            parts.append(count(lo, min(lo + step, self.B)))
+        for lo in range(0, B, step):
+            parts.append(count(slice(lo, min(lo + step, B))))
             total += int(parts[-1][0].sum())
             if total > max_patterns:
                 return None
@@ -241,8 +248,7 @@ class TreeGame(Game):
         unit_of = (np.arange(self.n, dtype=np.int64) if self._unit_of is None
                    else np.ascontiguousarray(self._unit_of, dtype=np.int64))
         K.fused(np.ascontiguousarray(self.X), np.ascontiguousarray(self.R), unit_of, m,
-                2 * self.ensemble.max_depth() + 4, *self.ensemble.arrays()[:-1],
-                self.ensemble.strict, self.base, o, pos, do_c, ins, dele, phi, ph, banzhaf, bz,
+                2 * self.ensemble.max_depth() + 4, *self.ensemble.walk_arrays(), self.base, o, pos, do_c, ins, dele, phi, ph, banzhaf, bz,
                 ends)
         if self._ends is None:
             self._ends = (ends[:, 0] + self.base, ends[:, 1] + self.base,

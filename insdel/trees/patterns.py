@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from .ensemble import TreeEnsemble, goes_left
+from .ensemble import TreeEnsemble, goes_left_packed
 
 __all__ = ["Patterns", "leaf_patterns", "pattern_counts", "check_pattern_count",
            "merge_ragged", "DEFAULT_MAX_PATTERNS"]
@@ -101,7 +101,7 @@ def pattern_counts(ensemble: TreeEnsemble, X: np.ndarray, R: np.ndarray, *,
     cnt_p = np.zeros(B, dtype=np.int64)
     cnt_u = np.zeros(B, dtype=np.int64)
     z = np.zeros(1, np.int64)
-    _walk_all(X, R, unit_of, m, 2 * ensemble.max_depth() + 4, *ensemble.arrays(), False, cnt_p,
+    _walk_all(X, R, unit_of, m, 2 * ensemble.max_depth() + 4, *ensemble.walk_arrays(), False, cnt_p,
               cnt_u, z, z, z, z, z, np.zeros(1))
     return cnt_p, cnt_u
 
@@ -156,7 +156,7 @@ def leaf_patterns(ensemble: TreeEnsemble, X: np.ndarray, R: np.ndarray, *,
     """
     X, R, unit_of, m = _inputs(X, R, unit_of, m)
     B = X.shape[0]
-    arrs = ensemble.arrays()
+    arrs = ensemble.walk_arrays()
     stack = 2 * ensemble.max_depth() + 4
     cnt_p, cnt_u = (pattern_counts(ensemble, X, R, unit_of=unit_of, m=m) if counts is None
                     else counts)
@@ -202,31 +202,32 @@ def merge_ragged(pair_p: np.ndarray, u_off: np.ndarray, n_e: np.ndarray, units: 
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def _split(node, x, r, unit_of, cu, cs, L, feature, threshold, left, right, missing_left,
-           is_categorical, cat_ptr, categories, strict):  # pragma: no cover - numba
+def _split(node, x, r, unit_of, cu, cs, L, nodes, thr, threshold, missing_left, is_categorical,
+           cat_ptr, categories, strict):  # pragma: no cover - numba
     """Follow the path from ``node`` while every hybrid goes one way: x and r go the same way,
     or the node's unit is already one of the path's ``L`` constraints ``cu[:L]`` (sides
     ``cs``: 1 from x, 2 from r). Returns ``(node, unit, x child, r child)``: at a leaf the unit
     is -1; otherwise the node sends the hybrids with ``unit`` from x to the x child and the
-    others to the r child."""
+    others to the r child. The nodes are the packed rows of
+    :func:`insdel.trees.ensemble.packed_nodes`."""
     while True:
-        j = feature[node]
+        j = nodes[node, 0]
         if j < 0:
             return node, -1, -1, -1
         xj = x[j]
         rj = r[j]
-        gx = goes_left(node, xj, threshold, missing_left, is_categorical, cat_ptr, categories,
-                       strict)
-        cx = left[node] if gx else right[node]
+        gx = goes_left_packed(node, xj, nodes, thr, threshold, missing_left, is_categorical,
+                              cat_ptr, categories, strict)
+        cx = nodes[node, 2 - np.int64(gx)]
         if xj == rj or (np.isnan(xj) and np.isnan(rj)):
             node = cx
             continue
-        gr = goes_left(node, rj, threshold, missing_left, is_categorical, cat_ptr, categories,
-                       strict)
+        gr = goes_left_packed(node, rj, nodes, thr, threshold, missing_left, is_categorical,
+                              cat_ptr, categories, strict)
         if gx == gr:
             node = cx
             continue
-        cr = left[node] if gr else right[node]
+        cr = nodes[node, 2 - np.int64(gr)]
         u = unit_of[j]
         side = 0
         for i in range(L):
@@ -239,9 +240,9 @@ def _split(node, x, r, unit_of, cu, cs, L, feature, threshold, left, right, miss
 
 
 @nb.njit(cache=True, nogil=True)
-def _walk_pair(x, r, unit_of, cu, cs, s_node, s_lvl, s_unit, s_side, feature, threshold, left,
-               right, missing_left, is_categorical, cat_ptr, categories, value, roots, strict,
-               fill, p, q, u_off, n_e, units, val):  # pragma: no cover - numba
+def _walk_pair(x, r, unit_of, cu, cs, s_node, s_lvl, s_unit, s_side, nodes, thr, threshold,
+               missing_left, is_categorical, cat_ptr, categories, value, roots, strict, fill, p,
+               q, u_off, n_e, units, val):  # pragma: no cover - numba
     """Walk every tree for one pair; count (``fill`` False) or write the patterns from pattern
     index p and unit index q on. Returns the pattern and unit counts (or the next indices).
 
@@ -265,9 +266,8 @@ def _walk_pair(x, r, unit_of, cu, cs, s_node, s_lvl, s_unit, s_side, feature, th
                 cs[L] = s_side[top]
                 L += 1
             top -= 1
-            node, u, cx, cr = _split(node, x, r, unit_of, cu, cs, L, feature, threshold, left,
-                                     right, missing_left, is_categorical, cat_ptr, categories,
-                                     strict)
+            node, u, cx, cr = _split(node, x, r, unit_of, cu, cs, L, nodes, thr, threshold,
+                                     missing_left, is_categorical, cat_ptr, categories, strict)
             if u < 0:  # a leaf: E = the constraints from x, R = those from r
                 if fill:
                     u_off[p + np_] = q + nu
@@ -308,9 +308,9 @@ PAIR_BLOCK = 8
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
-def _walk_all(X, R, unit_of, m, stack, feature, threshold, left, right, missing_left,
-              is_categorical, cat_ptr, categories, value, roots, strict, fill, cnt_p, cnt_u,
-              pair_p, pair_u, u_off, n_e, units, val):  # pragma: no cover - numba
+def _walk_all(X, R, unit_of, m, stack, nodes, thr, threshold, missing_left, is_categorical,
+              cat_ptr, categories, value, roots, strict, fill, cnt_p, cnt_u, pair_p, pair_u,
+              u_off, n_e, units, val):  # pragma: no cover - numba
     """:func:`_walk_pair` for every pair, blocks of ``PAIR_BLOCK`` pairs tree by tree (each
     pair's leaves in tree order, as one walk of all the trees gives them)."""
     B = X.shape[0]
@@ -329,9 +329,9 @@ def _walk_all(X, R, unit_of, m, stack, feature, threshold, left, right, missing_
             for i in range(nbk):
                 b = b0 + i
                 a, c = _walk_pair(X[b], R[b], unit_of, cu, cs, s_node, s_lvl, s_unit, s_side,
-                                  feature, threshold, left, right, missing_left, is_categorical,
-                                  cat_ptr, categories, value, roots[t:t + 1], strict, fill,
-                                  at_p[i], at_u[i], u_off, n_e, units, val)
+                                  nodes, thr, threshold, missing_left, is_categorical, cat_ptr,
+                                  categories, value, roots[t:t + 1], strict, fill, at_p[i],
+                                  at_u[i], u_off, n_e, units, val)
                 at_p[i] += a
                 at_u[i] += c
         if not fill:
