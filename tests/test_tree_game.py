@@ -436,6 +436,32 @@ def test_a_game_over_max_patterns_streams_its_pairs_in_chunks(finite_case):
         big.effects()
 
 
+def test_the_streamed_walk_grows_a_full_leaf_buffer(finite_case, monkeypatch):
+    """The streamed route's leaf buffer, started at 2 leaves, doubles whenever a tree's leaves
+    do not fit (the tree walked again): the same numbers, byte for byte, as a buffer that never
+    fills."""
+    from insdel.trees import _game_kernels
+
+    ens, X, R = finite_case
+    orders = np.stack([np.argsort(np.random.default_rng(b).random((3, 6)), axis=1)
+                       for b in range(len(X))])
+
+    def streamed():
+        g = tree_game(ens, X, R, max_patterns=1)
+        assert g.patterns is None
+        return (g.curves(orders), g.shapley(), g.banzhaf(), g.expected_abc(), g.v_all(),
+                g.v_empty())
+
+    whole = streamed()
+    assert int(pattern_counts(ens, X, R)[0].max()) > 2
+    monkeypatch.setattr(_game_kernels, "LEAF_BUFFER", 2)
+    small = streamed()
+    for mo in ("insertion", "deletion"):
+        np.testing.assert_array_equal(small[0][mo], whole[0][mo])
+    for a_, b_ in zip(small[1:], whole[1:], strict=True):
+        np.testing.assert_array_equal(a_, b_)
+
+
 def test_a_streamed_game_counts_until_the_bound_and_walks_once(finite_case, monkeypatch):
     """A strided sample of the pairs decides whether they are held or streamed (the count stops
     there when it projects more than half the bound; otherwise at the first block of pairs over

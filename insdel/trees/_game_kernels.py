@@ -329,13 +329,16 @@ def local_search(pat_off, u_off, n_e, units, val, orders, insertion, max_passes,
 
 
 @nb.njit(cache=True, nogil=True)
-def _fused_tree(root, x, r, unit_of, m, cu, cs, s_node, s_lvl, s_unit, s_side, na, nr, mxe,
-                mne, mxr, mnr, nodes, thr, threshold, missing_left, is_categorical, cat_ptr,
-                categories, value, strict, Kc, ranks, di, dd, do_phi, phi, do_bz, bz,
-                s0, s1, se):  # pragma: no cover - numba
-    """One tree of :func:`fused` for one pair: adds its leaves to the pair's curves' difference
-    arrays (``di``, ``dd``), values (``phi``, ``bz``) and the running sums v(∅), v(all),
-    E[AUC] (``s0, s1, se``, returned)."""
+def _leaf_walk(root, x, r, unit_of, cu, cs, s_node, s_lvl, s_unit, s_side, nodes, thr,
+               threshold, missing_left, is_categorical, cat_ptr, categories, value, strict, lv,
+               ln, lo, lu, p, q):  # pragma: no cover - numba
+    """One tree of :func:`fused`'s first phase for one pair: the walk of
+    :func:`insdel.trees.patterns._walk_pair`, each reached leaf appended to the pair's leaf
+    buffer from leaf p and unit q on (value ``lv``, |E| ``ln``, unit offset ``lo``, units
+    ``lu``: E, then R, each in path order). Returns the next (p, q), or (-1, -1) when the
+    buffer is full (the caller grows it and walks the tree again)."""
+    cap_p = lv.shape[0]
+    cap_u = lu.shape[0]
     top = 0
     s_node[0] = root
     s_lvl[0] = 0
@@ -343,46 +346,52 @@ def _fused_tree(root, x, r, unit_of, m, cu, cs, s_node, s_lvl, s_unit, s_side, n
     while top >= 0:
         node = s_node[top]
         L = s_lvl[top]
-        u = s_unit[top]
-        if u >= 0:  # the edge's constraint: level L + 1 from level L
-            sd = s_side[top]
-            cu[L] = u
-            cs[L] = sd
-            na[L + 1] = na[L] + (sd == 1)
-            nr[L + 1] = nr[L] + (sd == 2)
-            if sd == 1:
-                for k in range(Kc):
-                    q = ranks[k, u]
-                    mxe[L + 1, k] = max(mxe[L, k], q)
-                    mne[L + 1, k] = min(mne[L, k], q)
-                    mxr[L + 1, k] = mxr[L, k]
-                    mnr[L + 1, k] = mnr[L, k]
-            else:
-                for k in range(Kc):
-                    q = ranks[k, u]
-                    mxe[L + 1, k] = mxe[L, k]
-                    mne[L + 1, k] = mne[L, k]
-                    mxr[L + 1, k] = max(mxr[L, k], q)
-                    mnr[L + 1, k] = min(mnr[L, k], q)
+        if s_unit[top] >= 0:
+            cu[L] = s_unit[top]
+            cs[L] = s_side[top]
             L += 1
         top -= 1
         node, u, cx, cr = _split(node, x, r, unit_of, cu, cs, L, nodes, thr, threshold,
                                  missing_left, is_categorical, cat_ptr, categories, strict)
-        if u >= 0:
-            top += 1
-            s_node[top] = cx
-            s_lvl[top] = L
-            s_unit[top] = u
-            s_side[top] = 1
-            top += 1
-            s_node[top] = cr
-            s_lvl[top] = L
-            s_unit[top] = u
-            s_side[top] = 2
+        if u < 0:  # a leaf: E = the constraints from x, R = those from r
+            if p + 1 >= cap_p or q + L > cap_u:
+                return -1, -1
+            ne = 0
+            for i in range(L):
+                if cs[i] == 1:
+                    lu[q + ne] = cu[i]
+                    ne += 1
+            k = ne
+            for i in range(L):
+                if cs[i] == 2:
+                    lu[q + k] = cu[i]
+                    k += 1
+            lv[p] = value[node]
+            ln[p] = ne
+            q += L
+            p += 1
+            lo[p] = q
             continue
-        v = value[node]  # a leaf
-        a = na[L]
-        nb_ = nr[L]
+        for side in (1, 2):  # the x side (u from x), then the r side (u from r)
+            top += 1
+            s_node[top] = cx if side == 1 else cr
+            s_lvl[top] = L
+            s_unit[top] = u
+            s_side[top] = side
+    return p, q
+
+
+@nb.njit(cache=True, nogil=True)
+def _leaf_sums(n, lv, ln, lo, lu, do_phi, phi, do_bz, bz):  # pragma: no cover - numba
+    """v(∅), v(all), E[AUC] / (m + 1) (less the base's shares) and the Shapley / Banzhaf
+    shares (added to ``phi``, ``bz``) of one pair's first ``n`` buffered leaves."""
+    s0 = 0.0
+    s1 = 0.0
+    se = 0.0
+    for p in range(n):
+        v = lv[p]
+        a = np.int64(ln[p])
+        nb_ = np.int64(lo[p + 1] - lo[p]) - a
         if a == 0:
             s0 += v
         if nb_ == 0:
@@ -393,40 +402,80 @@ def _fused_tree(root, x, r, unit_of, m, cu, cs, s_node, s_lvl, s_unit, s_side, n
             ge = v * w / a if a > 0 else 0.0
             gr = v * w / nb_ if nb_ > 0 else 0.0
             gb = v * 0.5 ** (a + nb_ - 1)
-            for i in range(L):
-                j = cu[i]
-                if cs[i] == 1:
-                    if do_phi:
-                        phi[j] += ge
-                    if do_bz:
-                        bz[j] += gb
-                else:
-                    if do_phi:
-                        phi[j] -= gr
-                    if do_bz:
-                        bz[j] -= gb
-        for k in range(Kc):
-            if mxe[L, k] < mnr[L, k]:
-                di[k, mxe[L, k]] += v
-                di[k, mnr[L, k]] -= v
-            if mxr[L, k] < mne[L, k]:
-                dd[k, mxr[L, k]] += v
-                dd[k, mne[L, k]] -= v
+            q0 = lo[p]
+            for t in range(q0, q0 + a):
+                j = lu[t]
+                if do_phi:
+                    phi[j] += ge
+                if do_bz:
+                    bz[j] += gb
+            for t in range(q0 + a, lo[p + 1]):
+                j = lu[t]
+                if do_phi:
+                    phi[j] -= gr
+                if do_bz:
+                    bz[j] -= gb
     return s0, s1, se
+
+
+@nb.njit(cache=True, nogil=True)
+def _leaf_curves(n, lv, ln, lo, lu, rank, m, di, dd, mxe, mne, mxr, mnr
+                 ):  # pragma: no cover - numba
+    """Every ordering's difference arrays (``di[k]`` insertion, ``dd[k]`` deletion) of one
+    pair's first ``n`` buffered leaves; ``rank[u, k]``: the 1-based position of unit u in
+    ordering k. A leaf's max / min ranks of E and R are taken for all the orderings at once (a
+    short inner loop over k); an off mode adds 0.0 at its entry and exit steps instead of a
+    branch (the sums are the same: x + 0.0 = x)."""
+    K = rank.shape[1]
+    for p in range(n):
+        q0 = lo[p]
+        q1 = q0 + ln[p]
+        for k in range(K):
+            mxe[k] = 0
+            mne[k] = m + 1
+            mxr[k] = 0
+            mnr[k] = m + 1
+        for t in range(q0, q1):
+            u = lu[t]
+            for k in range(K):
+                g = rank[u, k]
+                mxe[k] = max(mxe[k], g)
+                mne[k] = min(mne[k], g)
+        for t in range(q1, lo[p + 1]):
+            u = lu[t]
+            for k in range(K):
+                g = rank[u, k]
+                mxr[k] = max(mxr[k], g)
+                mnr[k] = min(mnr[k], g)
+        v = lv[p]
+        for k in range(K):
+            if mxe[k] < mnr[k]:
+                di[k, mxe[k]] += v
+                di[k, mnr[k]] -= v
+            if mxr[k] < mne[k]:
+                dd[k, mxr[k]] += v
+                dd[k, mne[k]] -= v
+
+
+#: leaves (and 4 x as many units) a pair's leaf buffer in :func:`fused` starts with (a pair of
+#: 500 trees of depth 8 on 200 features reaches ~4,100 leaves of ~4 units)
+LEAF_BUFFER = 8192
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
 def fused(X, R, unit_of, m, stack, nodes, thr, threshold, missing_left, is_categorical,
           cat_ptr, categories, value, roots, strict, base, orders, pos, do_curves,
-          ins, dele, do_phi, phi, do_bz, bz, ends):  # pragma: no cover - numba
+          ins, dele, do_phi, phi, do_bz, bz, ends, cap0):  # pragma: no cover - numba
     """Curves, Shapley and Banzhaf values, v(∅), v(all) and E[AUC] of each pair straight from
-    the walk (nothing stored, nothing merged): the streamed game's route. The walk is
-    :func:`insdel.trees.patterns._walk_pair`'s; each level of constraints on the current path
-    keeps |E|, |R| and, per ordering, max / min rank of E and of R, updated once per
-    constrained edge, so a leaf costs O(K) for the curves' entry and exit steps plus O(|E ∪ R|)
-    for the values. Blocks of ``PAIR_BLOCK`` pairs walk the trees together, tree by tree (each
-    pair's leaves still in tree order). ``ends[b]`` = (v(∅), v(all), E[AUC]) less the base's
-    share."""
+    the walk (nothing stored across pairs, nothing merged): the streamed game's route. Two
+    phases per block of ``PAIR_BLOCK`` pairs: the walk of
+    :func:`insdel.trees.patterns._walk_pair` (the block's pairs tree by tree, a tree's nodes
+    staying in cache) appends each pair's reached leaves, in tree order, to the pair's leaf
+    buffer (value, E and R units; ``cap0`` leaves and 4 x as many units to start with
+    (:data:`LEAF_BUFFER`), doubled when full and the tree walked again); then tight loops
+    over each pair's buffer give the ends, E[AUC] and values in one pass, and the curves one
+    ordering at a time (its ranks and difference arrays stay in cache), each leaf adding its
+    value over its on-steps. ``ends[b]`` = (v(∅), v(all), E[AUC]) less the base's share."""
     B = X.shape[0]
     K = orders.shape[1]
     S = pos.shape[0]
@@ -436,47 +485,80 @@ def fused(X, R, unit_of, m, stack, nodes, thr, threshold, missing_left, is_categ
         b0 = blk * PB
         nbk = min(PB, B - b0)
         cu, cs, s_node, s_lvl, s_unit, s_side = _walk_buffers(stack)
-        na = np.zeros(stack + 1, dtype=np.int64)
-        nr = np.zeros(stack + 1, dtype=np.int64)
-        mxe = np.zeros((stack + 1, Kc), dtype=np.int64)
-        mne = np.full((stack + 1, Kc), m + 1, dtype=np.int64)
-        mxr = np.zeros((stack + 1, Kc), dtype=np.int64)
-        mnr = np.full((stack + 1, Kc), m + 1, dtype=np.int64)
-        ranks = np.empty((nbk, Kc, m), dtype=np.int64)
-        di = np.zeros((nbk, Kc, m + 2))
-        dd = np.zeros((nbk, Kc, m + 2))
-        acc = np.zeros((nbk, 3))
+        cap_p = max(cap0, 2)
+        cap_u = 4 * cap_p
+        lv = np.empty((nbk, cap_p))
+        ln = np.empty((nbk, cap_p), dtype=np.int32)
+        lo = np.empty((nbk, cap_p), dtype=np.int64)
+        lu = np.empty((nbk, cap_u), dtype=np.int32)
+        at_p = np.zeros(nbk, dtype=np.int64)
+        at_u = np.zeros(nbk, dtype=np.int64)
         for i in range(nbk):
-            for k in range(Kc):
-                for s in range(m):
-                    ranks[i, k, orders[b0 + i, k, s]] = s + 1
-            if do_phi:
-                phi[b0 + i, :] = 0.0
-            if do_bz:
-                bz[b0 + i, :] = 0.0
+            lo[i, 0] = 0
         for t in range(roots.shape[0]):
             for i in range(nbk):
                 b = b0 + i
-                bp = b if do_phi else 0
-                bb = b if do_bz else 0
-                acc[i, 0], acc[i, 1], acc[i, 2] = _fused_tree(
-                    roots[t], X[b], R[b], unit_of, m, cu, cs, s_node, s_lvl, s_unit, s_side, na,
-                    nr, mxe, mne, mxr, mnr, nodes, thr, threshold, missing_left, is_categorical,
-                    cat_ptr, categories, value, strict, Kc, ranks[i], di[i],
-                    dd[i], do_phi, phi[bp], do_bz, bz[bb],
-                    acc[i, 0], acc[i, 1], acc[i, 2])
+                while True:
+                    p, q = _leaf_walk(roots[t], X[b], R[b], unit_of, cu, cs, s_node, s_lvl,
+                                      s_unit, s_side, nodes, thr, threshold, missing_left,
+                                      is_categorical, cat_ptr, categories, value, strict,
+                                      lv[i], ln[i], lo[i], lu[i], at_p[i], at_u[i])
+                    if p >= 0:
+                        at_p[i] = p
+                        at_u[i] = q
+                        break
+                    # full: double both buffers (the filled part kept) and walk the tree again
+                    cap_p *= 2
+                    cap_u *= 2
+                    lv2 = np.empty((nbk, cap_p))
+                    ln2 = np.empty((nbk, cap_p), dtype=np.int32)
+                    lo2 = np.empty((nbk, cap_p), dtype=np.int64)
+                    lu2 = np.empty((nbk, cap_u), dtype=np.int32)
+                    for j in range(nbk):
+                        for c in range(at_p[j]):
+                            lv2[j, c] = lv[j, c]
+                            ln2[j, c] = ln[j, c]
+                        for c in range(at_p[j] + 1):
+                            lo2[j, c] = lo[j, c]
+                        for c in range(at_u[j]):
+                            lu2[j, c] = lu[j, c]
+                    lv, ln, lo, lu = lv2, ln2, lo2, lu2
+        rank = np.empty((m, Kc), dtype=np.int32)
+        di = np.empty((Kc, m + 2))
+        dd = np.empty((Kc, m + 2))
+        mxe = np.empty(Kc, dtype=np.int32)
+        mne = np.empty(Kc, dtype=np.int32)
+        mxr = np.empty(Kc, dtype=np.int32)
+        mnr = np.empty(Kc, dtype=np.int32)
         for i in range(nbk):
             b = b0 + i
-            ends[b, 0] = acc[i, 0]
-            ends[b, 1] = acc[i, 1]
-            ends[b, 2] = acc[i, 2] * (m + 1)
+            n = at_p[i]
+            bp = b if do_phi else 0
+            bb = b if do_bz else 0
+            if do_phi:
+                phi[b, :] = 0.0
+            if do_bz:
+                bz[b, :] = 0.0
+            s0, s1, se = _leaf_sums(n, lv[i], ln[i], lo[i], lu[i], do_phi, phi[bp], do_bz,
+                                    bz[bb])
+            ends[b, 0] = s0
+            ends[b, 1] = s1
+            ends[b, 2] = se * (m + 1)
+            if Kc == 0:
+                continue
+            for k in range(Kc):
+                for s in range(m):
+                    rank[orders[b, k, s], k] = s + 1
+            di[:] = 0.0
+            dd[:] = 0.0
+            _leaf_curves(n, lv[i], ln[i], lo[i], lu[i], rank, m, di, dd, mxe, mne, mxr, mnr)
             for k in range(Kc):
                 ci = base
                 cd = base
                 s = 0
                 for t in range(m + 1):
-                    ci += di[i, k, t]
-                    cd += dd[i, k, t]
+                    ci += di[k, t]
+                    cd += dd[k, t]
                     while s < S and pos[s] == t:
                         ins[b, k, s] = ci
                         dele[b, k, s] = cd

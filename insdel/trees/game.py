@@ -249,7 +249,7 @@ class TreeGame(Game):
                    else np.ascontiguousarray(self._unit_of, dtype=np.int64))
         K.fused(np.ascontiguousarray(self.X), np.ascontiguousarray(self.R), unit_of, m,
                 2 * self.ensemble.max_depth() + 4, *self.ensemble.walk_arrays(), self.base, o, pos, do_c, ins, dele, phi, ph, banzhaf, bz,
-                ends)
+                ends, K.LEAF_BUFFER)
         if self._ends is None:
             self._ends = (ends[:, 0] + self.base, ends[:, 1] + self.base,
                           ends[:, 2] + (m + 1) * self.base)
