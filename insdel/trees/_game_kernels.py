@@ -382,7 +382,7 @@ def _leaf_walk(root, x, r, unit_of, cu, cs, s_node, s_lvl, s_unit, s_side, nodes
 
 
 @nb.njit(cache=True, nogil=True)
-def _leaf_sums(n, lv, ln, lo, lu, do_phi, phi, do_bz, bz):  # pragma: no cover - numba
+def _leaf_sums(n, lv, ln, lo, lu, do_phi, phi, do_bz, bz, W):  # pragma: no cover - numba
     """v(∅), v(all), E[AUC] / (m + 1) (less the base's shares) and the Shapley / Banzhaf
     shares (added to ``phi``, ``bz``) of one pair's first ``n`` buffered leaves."""
     s0 = 0.0
@@ -396,7 +396,7 @@ def _leaf_sums(n, lv, ln, lo, lu, do_phi, phi, do_bz, bz):  # pragma: no cover -
             s0 += v
         if nb_ == 0:
             s1 += v
-        w = _ab_weight(a, nb_)
+        w = W[a, nb_]
         se += v * w / (a + nb_ + 1)
         if a + nb_ > 0 and (do_phi or do_bz):
             ge = v * w / a if a > 0 else 0.0
@@ -523,6 +523,12 @@ def fused(X, R, unit_of, m, stack, nodes, thr, threshold, missing_left, is_categ
                         for c in range(at_u[j]):
                             lu2[j, c] = lu[j, c]
                     lv, ln, lo, lu = lv2, ln2, lo2, lu2
+        # W[a, c] = _ab_weight(a, c), its product built up one ratio at a time (the same floats)
+        W = np.empty((stack + 1, stack + 1))
+        for a in range(stack + 1):
+            W[a, 0] = 1.0
+            for c in range(1, stack + 1):
+                W[a, c] = W[a, c - 1] * (c / (a + c))
         rank = np.empty((m, Kc), dtype=np.int32)
         di = np.empty((Kc, m + 2))
         dd = np.empty((Kc, m + 2))
@@ -540,7 +546,7 @@ def fused(X, R, unit_of, m, stack, nodes, thr, threshold, missing_left, is_categ
             if do_bz:
                 bz[b, :] = 0.0
             s0, s1, se = _leaf_sums(n, lv[i], ln[i], lo[i], lu[i], do_phi, phi[bp], do_bz,
-                                    bz[bb])
+                                    bz[bb], W)
             ends[b, 0] = s0
             ends[b, 1] = s1
             ends[b, 2] = se * (m + 1)
