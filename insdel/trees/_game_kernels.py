@@ -424,8 +424,8 @@ def _leaf_curves(n, lv, ln, lo, lu, rank, m, di, dd, mxe, mne, mxr, mnr
     """Every ordering's difference arrays (``di[k]`` insertion, ``dd[k]`` deletion) of one
     pair's first ``n`` buffered leaves; ``rank[u, k]``: the 1-based position of unit u in
     ordering k. A leaf's max / min ranks of E and R are taken for all the orderings at once (a
-    short inner loop over k); an off mode adds 0.0 at its entry and exit steps instead of a
-    branch (the sums are the same: x + 0.0 = x)."""
+    short inner loop over k); a leaf adds to a mode's array only where it is on at some step
+    (entry before exit), as most leaves with both E and R are off in one of the modes."""
     K = rank.shape[1]
     for p in range(n):
         q0 = lo[p]
