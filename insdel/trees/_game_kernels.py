@@ -14,7 +14,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .patterns import PAIR_BLOCK, _split, _walk_buffers
+from .patterns import PAIR_BLOCK, _walk_buffers, _walk_pair
 
 
 @nb.njit(cache=True, nogil=True)
@@ -329,59 +329,6 @@ def local_search(pat_off, u_off, n_e, units, val, orders, insertion, max_passes,
 
 
 @nb.njit(cache=True, nogil=True)
-def _leaf_walk(root, x, r, unit_of, cu, cs, s_node, s_lvl, s_unit, s_side, nodes, thr,
-               threshold, missing_left, is_categorical, cat_ptr, categories, value, strict, lv,
-               ln, lo, lu, p, q):  # pragma: no cover - numba
-    """One tree of :func:`fused`'s first phase for one pair: the walk of
-    :func:`insdel.trees.patterns._walk_pair`, each reached leaf appended to the pair's leaf
-    buffer from leaf p and unit q on (value ``lv``, |E| ``ln``, unit offset ``lo``, units
-    ``lu``: E, then R, each in path order). Returns the next (p, q), or (-1, -1) when the
-    buffer is full (the caller grows it and walks the tree again)."""
-    cap_p = lv.shape[0]
-    cap_u = lu.shape[0]
-    top = 0
-    s_node[0] = root
-    s_lvl[0] = 0
-    s_unit[0] = -1
-    while top >= 0:
-        node = s_node[top]
-        L = s_lvl[top]
-        if s_unit[top] >= 0:
-            cu[L] = s_unit[top]
-            cs[L] = s_side[top]
-            L += 1
-        top -= 1
-        node, u, cx, cr = _split(node, x, r, unit_of, cu, cs, L, nodes, thr, threshold,
-                                 missing_left, is_categorical, cat_ptr, categories, strict)
-        if u < 0:  # a leaf: E = the constraints from x, R = those from r
-            if p + 1 >= cap_p or q + L > cap_u:
-                return -1, -1
-            ne = 0
-            for i in range(L):
-                if cs[i] == 1:
-                    lu[q + ne] = cu[i]
-                    ne += 1
-            k = ne
-            for i in range(L):
-                if cs[i] == 2:
-                    lu[q + k] = cu[i]
-                    k += 1
-            lv[p] = value[node]
-            ln[p] = ne
-            q += L
-            p += 1
-            lo[p] = q
-            continue
-        for side in (1, 2):  # the x side (u from x), then the r side (u from r)
-            top += 1
-            s_node[top] = cx if side == 1 else cr
-            s_lvl[top] = L
-            s_unit[top] = u
-            s_side[top] = side
-    return p, q
-
-
-@nb.njit(cache=True, nogil=True)
 def _leaf_sums(n, lv, ln, lo, lu, do_phi, phi, do_bz, bz, W):  # pragma: no cover - numba
     """v(∅), v(all), E[AUC] / (m + 1) (less the base's shares) and the Shapley / Banzhaf
     shares (added to ``phi``, ``bz``) of one pair's first ``n`` buffered leaves."""
@@ -499,13 +446,15 @@ def fused(X, R, unit_of, m, stack, nodes, thr, threshold, missing_left, is_categ
             for i in range(nbk):
                 b = b0 + i
                 while True:
-                    p, q = _leaf_walk(roots[t], X[b], R[b], unit_of, cu, cs, s_node, s_lvl,
-                                      s_unit, s_side, nodes, thr, threshold, missing_left,
-                                      is_categorical, cat_ptr, categories, value, strict,
-                                      lv[i], ln[i], lo[i], lu[i], at_p[i], at_u[i])
-                    if p >= 0:
-                        at_p[i] = p
-                        at_u[i] = q
+                    a, c = _walk_pair(X[b], R[b], unit_of, cu, cs, s_node, s_lvl, s_unit,
+                                      s_side, nodes, thr, threshold, missing_left,
+                                      is_categorical, cat_ptr, categories, value,
+                                      roots[t:t + 1], strict, True, at_p[i], at_u[i], lo[i],
+                                      ln[i], lu[i], lv[i])
+                    if a >= 0:
+                        at_p[i] += a
+                        at_u[i] += c
+                        lo[i, at_p[i]] = at_u[i]  # the end of the pair's last leaf
                         break
                     # full: double both buffers (the filled part kept) and walk the tree again
                     cap_p *= 2

@@ -244,7 +244,9 @@ def _walk_pair(x, r, unit_of, cu, cs, s_node, s_lvl, s_unit, s_side, nodes, thr,
                missing_left, is_categorical, cat_ptr, categories, value, roots, strict, fill, p,
                q, u_off, n_e, units, val):  # pragma: no cover - numba
     """Walk every tree for one pair; count (``fill`` False) or write the patterns from pattern
-    index p and unit index q on. Returns the pattern and unit counts (or the next indices).
+    index p and unit index q on. Returns the pattern and unit counts; (-1, -1) when a pattern
+    to write does not fit (its slot and the offset after it in ``u_off``, its units in
+    ``units``: a growing buffer's caller grows it and walks the trees again).
 
     A depth-first walk with an explicit stack: a stack entry is a node, the number L of
     constraints on its path (``cu[:L]``, ``cs[:L]``, in path order) and the constraint of the
@@ -270,6 +272,8 @@ def _walk_pair(x, r, unit_of, cu, cs, s_node, s_lvl, s_unit, s_side, nodes, thr,
                                      missing_left, is_categorical, cat_ptr, categories, strict)
             if u < 0:  # a leaf: E = the constraints from x, R = those from r
                 if fill:
+                    if p + np_ + 1 >= u_off.shape[0] or q + nu + L > units.shape[0]:
+                        return -1, -1
                     u_off[p + np_] = q + nu
                     ne = 0
                     for i in range(L):
