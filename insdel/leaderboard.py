@@ -15,7 +15,10 @@ shows how each method ranks under every removal. A ROAD run (``insdel road``) jo
 SRG, MoRF and LeRF areas (``road_summary.csv``) as the metrics ``road_srg_<loss>``,
 ``road_morf_<loss>`` and ``road_lerf_<loss>``; it holds one score per method, so a ROAD run is
 one unit. ROAR, image and sanity-check runs, and folders that cannot be read, are skipped with a
-note each (:mod:`insdel.leaderboard_runs`).
+note each (:mod:`insdel.leaderboard_runs`). Runs with ``model.outputs = H`` are ranked per
+output: one block per (group, policy, output), the outputs ``0`` .. ``H-1`` and ``weighted`` (the
+run's own weighted aggregate), overall ranks per output, never averaged across outputs; such
+runs beside runs of other outputs or output weights are refused (:attr:`Leaderboard.outputs`).
 
 Runs are grouped by a **configuration fingerprint**: the hash of everything in the configuration
 that changes the numbers (data recipe and options, model, targets, policies, methods and their

@@ -6,7 +6,10 @@ gives, per policy, the insertion ABC, the deletion ABC' and their sum per pair
 (``<policy>/abc.parquet``), each further removal's (``<policy>/removal-<name>/abc.parquet``, as
 ``insertion@<name>``, ...) and the ``[metrics]`` of ``<policy>/metrics.parquet``. A **ROAD run**
 (``insdel road``; its manifest has a ``road`` entry) gives the scores of ``road_summary.csv``
-(:data:`ROAD_SCORES`), one value per method: the run is their one unit. ROAR runs, image runs
+(:data:`ROAD_SCORES`), one value per method: the run is their one unit. A run with
+``model.outputs = H`` (:mod:`insdel.runner.multi`) gives each output's scores
+(``<policy>/output_<h>/abc.parquet``, the ``output`` column of ``metrics.parquet``) and their
+weighted aggregate, with a column ``output`` (:func:`run_outputs`). ROAR runs, image runs
 (``reproduce paper-images``) and sanity-check runs are not ranked (:func:`run_kind`).
 
 Runs are grouped by a **configuration fingerprint** (:func:`config_fingerprint`), and a block's
