@@ -347,8 +347,10 @@ def _cmd_leaderboard(args) -> int:
     if board.compared:  # beside leaderboard.png: which differences are significant, per block
         from .plotting import critical_difference_figure, save_figure
 
-        fig = critical_difference_figure({f"{g}/{pol}: {board.labels.get(m, m)}": c
-                                          for (g, pol, m), c in board.compared.items()})
+        # keys (group, policy, metric); over multi-output runs (group, policy, output, metric)
+        fig = critical_difference_figure({
+            "/".join(blk[:2]) + "".join(f" (output {o})" for o in blk[2:])
+            + f": {board.labels.get(m, m)}": c for (*blk, m), c in board.compared.items()})
         paths.append(save_figure(fig, Path(args.out) / "leaderboard_critical_difference.png"))
     print("written: " + ", ".join(str(p) for p in paths))
     return 0
@@ -370,7 +372,7 @@ def _cmd_plan(args) -> int:
     a, b = args.methods
     rp = plan_run(args.run, a, b, margin=args.margin, policy=args.policy, metric=args.metric,
                   relative=args.relative, power=args.power, alpha=args.alpha,
-                  all_pairs=args.all_pairs)
+                  all_pairs=args.all_pairs, output=args.output)
     print(rp.text())
     return 0
 
@@ -613,6 +615,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metric", default="insertion",
                    help="insertion (default), deletion, total, insertion@REMOVAL or a "
                         "[metrics] metric")
+    p.add_argument("--output", default=None,
+                   help="a run with model.outputs = H: the output, 0 .. H-1 or weighted")
     p.add_argument("--power", type=float, default=0.8, help="the power wanted (default 0.8)")
     p.add_argument("--alpha", type=float, default=0.05, help="the test's level (default 0.05)")
     p.add_argument("--all-pairs", action="store_true",

@@ -15,7 +15,10 @@ shows how each method ranks under every removal. A ROAD run (``insdel road``) jo
 SRG, MoRF and LeRF areas (``road_summary.csv``) as the metrics ``road_srg_<loss>``,
 ``road_morf_<loss>`` and ``road_lerf_<loss>``; it holds one score per method, so a ROAD run is
 one unit. ROAR, image and sanity-check runs, and folders that cannot be read, are skipped with a
-note each (:mod:`insdel.leaderboard_runs`).
+note each (:mod:`insdel.leaderboard_runs`). Runs with ``model.outputs = H`` are ranked per
+output: one block per (group, policy, output), the outputs ``0`` .. ``H-1`` and ``weighted`` (the
+run's own weighted aggregate), overall ranks per output, never averaged across outputs; such
+runs beside runs of other outputs or output weights are refused (:attr:`Leaderboard.outputs`).
 
 Runs are grouped by a **configuration fingerprint**: the hash of everything in the configuration
 that changes the numbers (data recipe and options, model, targets, policies, methods and their
@@ -204,6 +207,7 @@ class Leaderboard:
     overall : pandas.DataFrame
         Per metric: ``method, mean_rank, ci_low, ci_high, place_low, place_high, n_blocks``
         (:data:`OVERALL_COLUMNS`; the point is the median of the bootstrap replicates).
+        Over multi-output runs both have a column ``output`` (:attr:`outputs`).
     groups : pandas.DataFrame
         One row per run: ``group, fingerprint, dataset, run, path, seed, used, note``.
     notes : list of str
@@ -236,6 +240,14 @@ class Leaderboard:
     #: Per (group, policy, metric): the block's :class:`insdel.verdicts.Comparisons`
     #: (``insdel.plotting.critical_difference(board.compared[key])`` draws it).
     compared: dict = field(default_factory=dict, repr=False)
+    #: The outputs of multi-output runs (``model.outputs = H``): ``"0"`` .. ``"H-1"`` and
+    #: ``"weighted"``; then ``blocks``, ``overall`` and ``comparisons`` have a column ``output``,
+    #: every block is one output's, the overall ranks are per output, and the keys of
+    #: ``verdicts`` / ``compared`` are ``(group, policy, output, metric)``. Empty for runs of one
+    #: output.
+    outputs: list = field(default_factory=list)
+    #: The weights of the ``weighted`` output (the runs' ``model.output_weights``, sum 1).
+    output_weights: list | None = None
 
     def unreliable(self, m: str) -> float | None:
         """The lowest MC of the reliability metrics behind leaderboard metric ``m`` when it is
@@ -279,8 +291,9 @@ class Leaderboard:
         nblk = (f"{counts[0]} block(s)" if len(counts) == 1 else
                 f"the blocks that hold each metric ({counts[0]} to {counts[-1]})" if counts
                 else "0 blocks")
-        names = ", ".join(f"{g}/{p}" for g, p in
-                          self.blocks[["group", "policy"]].drop_duplicates().itertuples(index=False))
+        names = ", ".join("/".join([*k[:2], *(_output_name(o) for o in k[2:])]) for k in
+                          self.blocks[["group", "policy"] + (["output"] if self.outputs else [])]
+                          .drop_duplicates().itertuples(index=False))
         out += ["", f"### Overall: mean rank over {nblk} (data set x policy; 1 = best), "
                 f"{pct} bootstrap CI over independent units ({self.n_boot} replicates, seed "
                 f"{self.seed})", "",
@@ -288,23 +301,35 @@ class Leaderboard:
                 "pooled across configuration groups. A unit is a pair, or a pair and its mirror "
                 "(the same two points the other way round, e.g. a one_to_one couple): standard "
                 "errors and the bootstrap are over units, means over pairs.", ""]
-        metrics = [m for m in self.labels if m in set(self.overall["metric"])]
         checked = not self.sanity.empty
-        if metrics:
+        if len(self.overall):
             out += ["Each cell: the mean rank (the median of its bootstrap replicates, so it lies "
                     f"inside its {pct} interval) [interval] (places: the ranks the method may "
                     "take; a range such as 1–3 means it is tied, within the noise, with the "
                     "methods whose places overlap; a method is ahead of another when its rank "
-                    f"is lower in the {pct} interval of their paired difference).", "",
-                    "| method | " + " | ".join(self._label(m) for m in metrics)
+                    f"is lower in the {pct} interval of their paired difference)."]
+        if self.outputs:
+            w = [round(float(x), 4) for x in self.output_weights]
+            out += ["", f"Multi-output runs ({len(self.outputs) - 1} outputs): each output is "
+                    "ranked on its own blocks, and `weighted` on each pair's weighted score "
+                    f"sum_h w_h s_h with w = {w} (the runs' model.output_weights); ranks are "
+                    "never averaged across outputs."]
+        for o in self.outputs or [None]:
+            ov = self.overall if o is None else self.overall[self.overall["output"] == o]
+            metrics = [m for m in self.labels if m in set(ov["metric"])]
+            if not metrics:
+                continue
+            if o is not None:
+                out += ["", f"#### {_output_name(o)}"]
+            out += ["", "| method | " + " | ".join(self._label(m) for m in metrics)
                     + (" | randomisation" if checked else "") + " |",
                     "|---|" + "---:|" * len(metrics) + ("---|" if checked else "")]
-            ov = self.overall.set_index(["metric", "method"])
-            for meth in _method_order(self.overall, metrics, "mean_rank"):
+            idx = ov.set_index(["metric", "method"])
+            for meth in _method_order(ov, metrics, "mean_rank"):
                 cells = []
                 for m in metrics:
-                    if (m, meth) in ov.index:
-                        r = ov.loc[(m, meth)]
+                    if (m, meth) in idx.index:
+                        r = idx.loc[(m, meth)]
                         ci = (f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
                               if np.isfinite(r["ci_low"]) else "[no interval]")
                         cells.append(f"{r['mean_rank']:.2f} {ci} "
@@ -317,12 +342,15 @@ class Leaderboard:
         out += self._checks_markdown()
         for note in self.notes:
             out.append(f"\n- {note}")
-        for (g, pol), blk in self.blocks.groupby(["group", "policy"], sort=False):
-            out += self._block_markdown(g, pol, blk, digits)
+        keys = ["group", "policy"] + (["output"] if self.outputs else [])
+        for key, blk in self.blocks.groupby(keys, sort=False):
+            out += self._block_markdown(*key, blk=blk, digits=digits)
         return "\n".join(out) + "\n"
 
-    def _block_markdown(self, g: str, pol: str, blk: pd.DataFrame, digits: int) -> list[str]:
-        """One block's table: mean ± s.e. (rank, and the places when tied with others)."""
+    def _block_markdown(self, g: str, pol: str, o: str | None = None, *, blk: pd.DataFrame,
+                        digits: int) -> list[str]:
+        """One block's table: mean ± s.e. (rank, and the places when tied with others); ``o``:
+        the output of a multi-output run's block."""
         ds = blk["dataset"].iloc[0]
         runs = ", ".join(self.groups.loc[(self.groups["group"] == g) & self.groups["used"],
                                          "run"])
@@ -334,7 +362,8 @@ class Leaderboard:
         else:
             count = f"{npairs} pairs" + (f", {nunits} units" if nunits < npairs else "")
         ms = [m for m in self.labels if m in set(blk["metric"])]
-        out = ["", f"### {ds} / {pol} (group {g}: {runs}; {count})", "",
+        where = f"{ds} / {pol}" + ("" if o is None else f" / {_output_name(o)}")
+        out = ["", f"### {where} (group {g}: {runs}; {count})", "",
                "| method | " + " | ".join(f"{self._label(m)} mean ± s.e. (rank)" for m in ms)
                + " |", "|---|" + "---:|" * len(ms)]
         b = blk.set_index(["metric", "method"])
@@ -351,7 +380,8 @@ class Leaderboard:
                         else "")
                 cells.append(f"{r['mean']:.{digits}f} ± {se} ({r['rank']:g}{tied})")
             out.append(f"| {meth} | " + " | ".join(cells) + " |")
-        said = [self.verdicts[(g, pol, m)] for m in ms if (g, pol, m) in self.verdicts]
+        key = (g, pol) if o is None else (g, pol, o)
+        said = [self.verdicts[(*key, m)] for m in ms if (*key, m) in self.verdicts]
         if said:
             out += ["", "Verdicts (paired over the block's independent units, by each metric's "
                     "direction; docs/verdicts.md):", "", *said]
@@ -379,28 +409,37 @@ class Leaderboard:
                            f"{r.mc:.3f} | {'yes' if r.reliable else '**no**'} | {r.run} |")
         return out
 
+    def _of_output(self, o: str | None) -> pd.Series:
+        """The rows of :attr:`overall` of output ``o`` (None: every row, runs of one output)."""
+        if o is None:
+            return pd.Series(True, index=self.overall.index)
+        return self.overall["output"] == o
+
     def figure(self, *, ncols: int = 3):
         """Mean-rank dot plot with CI bars, one panel per metric (matplotlib Figure).
 
         Each panel lists every method ranked under its metric, best at the top; the panels wrap
-        into a grid of at most ``ncols`` columns."""
+        into a grid of at most ``ncols`` columns. Over multi-output runs: one panel per output
+        and metric, titled with the output (``output 0: insertion ABC``, ``weighted: ...``)."""
         import matplotlib.pyplot as plt
         from matplotlib.ticker import MaxNLocator
 
         ncols = check_positive_int(ncols, "ncols")
-        metrics = [m for m in self.labels if m in set(self.overall["metric"])]
-        ncols = max(1, min(ncols, len(metrics)))
-        nrows = max(1, -(-len(metrics) // ncols))
-        per = [self.overall[self.overall["metric"] == m].sort_values(
-            "mean_rank", ascending=False, kind="stable") for m in metrics]
+        # a panel per metric, and per output of multi-output runs (their ranks are per output)
+        panels = [(o, m) for o in self.outputs or [None] for m in self.labels
+                  if ((self.overall["metric"] == m) & self._of_output(o)).any()]
+        ncols = max(1, min(ncols, len(panels)))
+        nrows = max(1, -(-len(panels) // ncols))
+        per = [self.overall[(self.overall["metric"] == m) & self._of_output(o)].sort_values(
+            "mean_rank", ascending=False, kind="stable") for o, m in panels]
         longest = max([len(str(x)) for x in self.overall.get("method", [])] or [1])
         most = max([len(d) for d in per] or [3])
         width = 3.2 + 0.07 * longest  # the panel and its method names
         fig, axes = plt.subplots(nrows, ncols, squeeze=False,
                                  figsize=(width * ncols, nrows * (0.3 * max(3, most) + 1.5)))
-        for ax in axes.flat[len(metrics):]:
+        for ax in axes.flat[len(panels):]:
             ax.set_visible(False)
-        for ax, m, d in zip(axes.flat, metrics, per, strict=False):
+        for ax, (o, m), d in zip(axes.flat, panels, per, strict=False):
             y = np.arange(len(d))
             point = d["mean_rank"].to_numpy(float)
             lo, hi = d["ci_low"].to_numpy(float), d["ci_high"].to_numpy(float)
@@ -411,7 +450,8 @@ class Leaderboard:
             ax.set_xlim(0.5, max(2, len(d)) + 0.5)  # the ranks 1 .. M of this metric
             ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
             ax.set_xlabel("mean rank (1 = best)")
-            ax.set_title(textwrap.fill(self._label(m), 36), fontsize=9)
+            title = self._label(m) if o is None else f"{_output_name(o)}: {self._label(m)}"
+            ax.set_title(textwrap.fill(title, 36), fontsize=9)
             ax.grid(axis="x", alpha=0.3)
         fig.suptitle(f"Leaderboard: mean rank, {100 * self.level:g}% bootstrap CI", fontsize=10)
         fig.tight_layout()
@@ -569,6 +609,7 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
         raise ValueError("run_dirs holds no insertion/deletion or ROAD run to rank: "
                          + " ".join(skipped))
     notes += skipped
+    outputs, output_weights = _check_outputs(runs)
     groups, used = _group_runs(runs)
     directions: dict[str, bool] = {}
     labels = dict(METRICS)
@@ -584,13 +625,15 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
     blocks_rows, per_metric, comparisons, verdicts, compared = _blocks(
         used, labels, directions, n_boot, seed, level, notes)
     overall_rows = []
-    for m, blks in per_metric.items():
-        if not blks:
-            continue
+    outs = outputs or [None]
+    order = list(labels)
+    for o, m in sorted(per_metric, key=lambda k: (outs.index(k[0]), order.index(k[1]))):
+        blks = per_metric[(o, m)]
+        lab = labels[m] if o is None else f"{_output_name(o)}, {labels[m]}"
         common = [meth for meth in blks[0][1] if all(meth in b[1] for b in blks)]
         dropped = sorted({meth for b in blks for meth in b[1]} - set(common))
         if dropped:
-            notes.append(f"{labels[m]}: {', '.join(dropped)} left out of the overall ranks "
+            notes.append(f"{lab}: {', '.join(dropped)} left out of the overall ranks "
                          "(not present in every block).")
         if not common:
             continue
@@ -599,27 +642,59 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
         units = max(int(b[3].max()) + 1 for b in blks)
         single = [b[0] for b in blks if int(b[3].max()) == 0]
         if single and units > 1:
-            notes.append(f"{labels[m]}: block(s) {', '.join(single)} have one unit (nothing to "
+            notes.append(f"{lab}: block(s) {', '.join(single)} have one unit (nothing to "
                          "resample): their ranks enter every bootstrap replicate unchanged.")
         if units < 2:
-            notes.append(f"{labels[m]}: every block has one unit (one run of a ROAD "
+            notes.append(f"{lab}: every block has one unit (one run of a ROAD "
                          "configuration: road_summary.csv holds one score per method, not one "
                          "per row), so these ranks have no interval and no places; runs of the "
                          "same configuration with other seeds are its units.")
         summ = _rank_summary(boot, level, units)
         for j, meth in enumerate(common):
-            overall_rows.append({"metric": m, "method": meth, "mean_rank": summ["point"][j],
+            overall_rows.append({"output": o, "metric": m, "method": meth, "mean_rank": summ["point"][j],
                                  "ci_low": summ["low"][j], "ci_high": summ["high"][j],
                                  "place_low": summ["place_low"][j],
                                  "place_high": summ["place_high"][j], "n_blocks": len(blks)})
     for r in groups[~groups["used"]].itertuples():
         notes.append(f"run {r.path} skipped: {r.note}.")
-    return Leaderboard(blocks=pd.DataFrame(blocks_rows, columns=BLOCK_COLUMNS),
-                       overall=pd.DataFrame(overall_rows, columns=OVERALL_COLUMNS),
+    # the output column only on a leaderboard of multi-output runs (the single-output tables
+    # are unchanged)
+    bcols = BLOCK_COLUMNS if not outputs else [*BLOCK_COLUMNS[:4], "output", *BLOCK_COLUMNS[4:]]
+    ocols = OVERALL_COLUMNS if not outputs else ["output", *OVERALL_COLUMNS]
+    return Leaderboard(blocks=pd.DataFrame(blocks_rows, columns=bcols),
+                       overall=pd.DataFrame(overall_rows, columns=ocols),
                        groups=groups, notes=notes, n_boot=n_boot, seed=seed, level=level,
                        labels=labels, directions=directions, sanity=sanity,
                        reliability=reliability, min_reliability=min_reliability,
-                       comparisons=comparisons, verdicts=verdicts, compared=compared)
+                       comparisons=comparisons, verdicts=verdicts, compared=compared,
+                       outputs=outputs, output_weights=output_weights)
+
+
+def _output_name(o: str) -> str:
+    """``output 0``, ..., or ``weighted`` (the aggregate over a multi-output run's outputs)."""
+    return "weighted" if o == "weighted" else f"output {o}"
+
+
+def _check_outputs(runs: list[RunInfo]) -> tuple[list, list | None]:
+    """The outputs every ranked run shares (``[]``: runs of one output) and the weights of their
+    aggregate. Runs of one output beside runs with ``model.outputs``, or multi-output runs with
+    another H or other weights, are refused naming both folders: an output's ranks are averaged
+    over blocks of that output only, so every run must have the same outputs, and ``weighted``
+    the same weights."""
+    ref = runs[0]
+    for r in runs[1:]:
+        if r.outputs == ref.outputs and r.output_weights == ref.output_weights:
+            continue
+        def what(x: RunInfo) -> str:
+            if not x.outputs:
+                return f"{x.path} has one output (no model.outputs)"
+            return (f"{x.path} has model.outputs = {len(x.outputs) - 1}, weighted with "
+                    f"{np.round(x.output_weights, 6).tolist()}")
+        raise ValueError(f"run {r.path}: the runs of one leaderboard must have the same outputs "
+                         f"and output weights (each output is ranked on its own, over the "
+                         f"blocks of that output); {what(ref)}, {what(r)}. Rank them in separate "
+                         "leaderboards.")
+    return list(ref.outputs), ref.output_weights
 
 
 def _readable(found: list[Path]) -> tuple[list[RunInfo], list[str]]:
@@ -649,16 +724,18 @@ def _merge_duplicates(runs: list[RunInfo], groups: pd.DataFrame, labels: dict) -
     (:func:`~insdel.leaderboard_runs.content_key`) repeat an earlier run's is dropped from its run
     (e.g. the same configuration run with and without ``--removal baseline``, whose fingerprints
     differ). Marks a run left with nothing as not used in ``groups``; returns the notes."""
-    seen: dict[tuple[str, str], tuple[str, str]] = {}
+    seen: dict[tuple, tuple[str, str]] = {}
     notes = []
     for r in runs:
         drop = np.zeros(len(r.abc), dtype=bool)
         dup: dict[tuple[str, str, str], list[str]] = {}
-        for (pol, m), idx in r.abc.groupby(["policy", "metric"], sort=False).indices.items():
-            key = (str(m), content_key(r.abc.iloc[idx]))
+        by = ["policy", "metric"] + (["output"] if r.outputs else [])
+        for (pol, m, *o), idx in r.abc.groupby(by, sort=False).indices.items():
+            key = (str(m), *o, content_key(r.abc.iloc[idx]))
             if key in seen:
                 drop[idx] = True
-                dup.setdefault((pol, *seen[key]), []).append(labels.get(m, m))
+                dup.setdefault((pol, *seen[key]), []).append(
+                    labels.get(m, m) + "".join(f" ({_output_name(x)})" for x in o))
             else:
                 seen[key] = (str(r.path), pol)
         if not dup:
@@ -689,75 +766,89 @@ OVERALL_COLUMNS = ["metric", "method", "mean_rank", "ci_low", "ci_high", "place_
 
 def _blocks(used: dict, labels: dict, directions: dict, n_boot: int, seed: int, level: float,
             notes: list) -> tuple[list[dict], dict, pd.DataFrame, dict]:
-    """Per (group, policy, metric): the pooled runs' means, standard errors and ranks (rows of
-    :attr:`Leaderboard.blocks`), per metric the blocks' (name, methods, signed scores,
-    units) for the overall ranks, the blocks' pairwise comparisons and their verdict lines
+    """Per (group, policy, metric), and output of a multi-output run: the pooled runs' means,
+    standard errors and ranks (rows of :attr:`Leaderboard.blocks`), per (output, metric) the
+    blocks' (name, methods, signed scores, units) for the overall ranks (output None without
+    outputs), the blocks' pairwise comparisons and their verdict lines
     (max-T with ``n_boot`` sign flips, seeded like the block's bootstrap)."""
-    rng_seed = seed
+    # each (group, policy, metric) seeds its bootstrap with the next seed; the outputs of a
+    # multi-output run share their (group, policy, metric)'s, so output h's block draws what a
+    # run of output h alone draws
+    seeds: dict[tuple, int] = {}
     rows: list[dict] = []
     comps: list[pd.DataFrame] = []
     verdicts: dict[tuple, str] = {}
     compared: dict[tuple, object] = {}
-    per_metric: dict[str, list[tuple]] = {m: [] for m in labels}
+    per_metric: dict[tuple, list[tuple]] = {}
     for g, rs in used.items():
         rs = [r for r in rs if len(r.abc)]
         if not rs:
             continue
         pooled = pd.concat([r.abc.assign(run=i) for i, r in enumerate(rs)], ignore_index=True)
-        for pol in dict.fromkeys(pooled["policy"]):
-            for m in labels:
-                d = pooled[(pooled["policy"] == pol) & (pooled["metric"] == m)]
-                if d.empty:
-                    continue
-                W = d.pivot_table(index=["run", "pair"], columns="method", values="score",
-                                  aggfunc="first", sort=False, dropna=False)
-                W = W.dropna(axis=0, how="all")  # a pair no method has a score on
-                missing = W.isna().sum(axis=0)
-                incomplete = {str(c): int(k) for c, k in missing.items() if k}
-                if incomplete:  # the paired bootstrap needs every method on every pair
-                    W = W.drop(columns=list(incomplete))
-                    notes.append(f"{g}/{pol}, {labels[m]}: "
-                                 + ", ".join(f"{c} (no score or NaN on {k} of {W.shape[0]} "
-                                             "pairs)"
-                                             for c, k in incomplete.items())
-                                 + " left out of this block (methods are ranked on the same "
-                                 "pairs).")
-                if W.shape[1] == 0:
-                    continue
-                methods = list(W.columns)
-                V = W.to_numpy(dtype=np.float64)
-                P = V.shape[0]
-                # units: (run, cluster); pooled runs never share one
-                cluster = d.groupby(["run", "pair"])["cluster"].first().reindex(W.index)
-                units = unit_ids(pd.MultiIndex.from_arrays(
-                    [W.index.get_level_values("run"), cluster.to_numpy()]).factorize()[0], P)
-                mean, se, G = mean_se(V, units)
-                sign = 1.0 if directions[m] else -1.0  # ranks: 1 = best by the metric's direction
-                boot = bootstrap_mean_ranks([sign * V], n_boot=n_boot, seed=rng_seed,
-                                            clusters=[units])
-                if G >= 2 and len(methods) >= 2:
-                    c = compare(sign * V, methods, clusters=units, level=level,
-                                n_resamples=n_boot, seed=rng_seed)
-                    t = c.table()
-                    t.insert(0, "metric", m)
-                    t.insert(0, "policy", pol)
-                    t.insert(0, "group", g)
-                    comps.append(t)
-                    verdicts[(g, pol, m)] = verdict_lines(c, scores=V, clusters=units,
-                                                          title=labels[m])
-                    compared[(g, pol, m)] = c
-                rng_seed += 1
-                summ = _rank_summary(boot, level, G)
-                kind = "run" if all(r.kind == "road" for r in rs) else "pair"
-                for j, meth in enumerate(methods):
-                    rows.append({"group": g, "fingerprint": rs[0].fingerprint,
-                                 "dataset": rs[0].dataset, "policy": pol, "metric": m,
-                                 "method": meth, "mean": mean[j], "se": se[j], "n_pairs": P,
-                                 "n_units": G, "n_runs": len(rs), "unit": kind,
-                                 "rank": summ["point"][j], "rank_low": summ["low"][j],
-                                 "rank_high": summ["high"][j],
-                                 "place_low": summ["place_low"][j],
-                                 "place_high": summ["place_high"][j]})
-                per_metric[m].append((f"{g}/{pol}", methods, sign * V, units))
+        # a multi-output run: one block per (policy, output), never pooled across outputs
+        outs = list(rs[0].outputs) or [None]
+        for pol, o, m in ((pol, o, m) for pol in dict.fromkeys(pooled["policy"])
+                          for o in outs for m in labels):
+            sel = (pooled["policy"] == pol) & (pooled["metric"] == m)
+            if o is not None:
+                sel &= pooled["output"] == o
+            d = pooled[sel]
+            if d.empty:
+                continue
+            name = f"{g}/{pol}" if o is None else f"{g}/{pol}/{_output_name(o)}"
+            key = (g, pol, m) if o is None else (g, pol, o, m)
+            W = d.pivot_table(index=["run", "pair"], columns="method", values="score",
+                              aggfunc="first", sort=False, dropna=False)
+            W = W.dropna(axis=0, how="all")  # a pair no method has a score on
+            missing = W.isna().sum(axis=0)
+            incomplete = {str(c): int(k) for c, k in missing.items() if k}
+            if incomplete:  # the paired bootstrap needs every method on every pair
+                W = W.drop(columns=list(incomplete))
+                notes.append(f"{name}, {labels[m]}: "
+                             + ", ".join(f"{c} (no score or NaN on {k} of {W.shape[0]} "
+                                         "pairs)"
+                                         for c, k in incomplete.items())
+                             + " left out of this block (methods are ranked on the same "
+                             "pairs).")
+            if W.shape[1] == 0:
+                continue
+            methods = list(W.columns)
+            V = W.to_numpy(dtype=np.float64)
+            P = V.shape[0]
+            # units: (run, cluster); pooled runs never share one
+            cluster = d.groupby(["run", "pair"])["cluster"].first().reindex(W.index)
+            units = unit_ids(pd.MultiIndex.from_arrays(
+                [W.index.get_level_values("run"), cluster.to_numpy()]).factorize()[0], P)
+            mean, se, G = mean_se(V, units)
+            sign = 1.0 if directions[m] else -1.0  # ranks: 1 = best by the metric's direction
+            rng_seed = seeds.get((g, pol, m), seed + len(seeds))
+            boot = bootstrap_mean_ranks([sign * V], n_boot=n_boot, seed=rng_seed,
+                                        clusters=[units])
+            if G >= 2 and len(methods) >= 2:
+                c = compare(sign * V, methods, clusters=units, level=level,
+                            n_resamples=n_boot, seed=rng_seed)
+                t = c.table()
+                t.insert(0, "metric", m)
+                if o is not None:
+                    t.insert(0, "output", o)
+                t.insert(0, "policy", pol)
+                t.insert(0, "group", g)
+                comps.append(t)
+                verdicts[key] = verdict_lines(c, scores=V, clusters=units, title=labels[m])
+                compared[key] = c
+            seeds.setdefault((g, pol, m), rng_seed)
+            summ = _rank_summary(boot, level, G)
+            kind = "run" if all(r.kind == "road" for r in rs) else "pair"
+            for j, meth in enumerate(methods):
+                rows.append({"group": g, "fingerprint": rs[0].fingerprint,
+                             "dataset": rs[0].dataset, "policy": pol, "output": o,
+                             "metric": m,
+                             "method": meth, "mean": mean[j], "se": se[j], "n_pairs": P,
+                             "n_units": G, "n_runs": len(rs), "unit": kind,
+                             "rank": summ["point"][j], "rank_low": summ["low"][j],
+                             "rank_high": summ["high"][j],
+                             "place_low": summ["place_low"][j],
+                             "place_high": summ["place_high"][j]})
+            per_metric.setdefault((o, m), []).append((name, methods, sign * V, units))
     return (rows, per_metric, pd.concat(comps, ignore_index=True) if comps else pd.DataFrame(),
             verdicts, compared)

@@ -6,7 +6,10 @@ gives, per policy, the insertion ABC, the deletion ABC' and their sum per pair
 (``<policy>/abc.parquet``), each further removal's (``<policy>/removal-<name>/abc.parquet``, as
 ``insertion@<name>``, ...) and the ``[metrics]`` of ``<policy>/metrics.parquet``. A **ROAD run**
 (``insdel road``; its manifest has a ``road`` entry) gives the scores of ``road_summary.csv``
-(:data:`ROAD_SCORES`), one value per method: the run is their one unit. ROAR runs, image runs
+(:data:`ROAD_SCORES`), one value per method: the run is their one unit. A run with
+``model.outputs = H`` (:mod:`insdel.runner.multi`) gives each output's scores
+(``<policy>/output_<h>/abc.parquet``, the ``output`` column of ``metrics.parquet``) and their
+weighted aggregate, with a column ``output`` (:func:`run_outputs`). ROAR runs, image runs
 (``reproduce paper-images``) and sanity-check runs are not ranked (:func:`run_kind`).
 
 Runs are grouped by a **configuration fingerprint** (:func:`config_fingerprint`), and a block's
@@ -28,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["METRICS", "ROAD_SCORES", "KINDS", "RunInfo", "config_fingerprint", "find_runs",
-           "run_kind", "read_run", "content_key", "is_checks_run", "read_checks"]
+           "run_kind", "run_outputs", "read_run", "content_key", "is_checks_run", "read_checks"]
 
 #: metric name -> label in the tables.
 METRICS = {"insertion": "insertion ABC", "deletion": "deletion ABC'", "total": "ABC + ABC'"}
@@ -108,6 +111,12 @@ class RunInfo:
         Metric -> label, for the metrics not in :data:`METRICS` that have one.
     kind : str
         ``"evaluation"`` or ``"road"`` (:func:`run_kind`).
+    outputs : list of str
+        ``[]`` for a run of one output; a run with ``model.outputs = H``: ``"0"``, ...,
+        ``"H-1"``, ``"weighted"`` (:func:`run_outputs`), and ``abc`` has a column ``output``
+        (one of them) after ``policy``.
+    output_weights : list of float or None
+        The weights of the ``"weighted"`` aggregate (sum 1).
     """
 
     path: Path
@@ -120,6 +129,8 @@ class RunInfo:
     directions: dict = field(default_factory=dict)
     labels: dict = field(default_factory=dict)
     kind: str = "evaluation"
+    outputs: list = field(default_factory=list)
+    output_weights: list | None = None
 
 
 def find_runs(paths: Sequence[str | os.PathLike]) -> list[Path]:
@@ -210,6 +221,9 @@ def read_run(path: str | os.PathLike) -> RunInfo:
         raise ValueError(f"{path}: {KINDS[kind]}; leaderboards rank insertion/deletion and ROAD "
                          "runs.")
     policies = manifest["policies"]
+    outputs, weights = run_outputs(manifest, path)
+    if outputs:
+        return _read_multi(path, manifest, list(policies), weights)
     frames = []
     directions = dict.fromkeys(METRICS, True)
     for pol in policies:
@@ -218,9 +232,7 @@ def read_run(path: str | os.PathLike) -> RunInfo:
         if not f.is_file():
             raise FileNotFoundError(f"{path}: policy {pol!r} has no abc.parquet ({f}).")
         df = pd.read_parquet(f)
-        # the pairs' independent units (a pair and its mirror share one); absent: the pair
-        unit = (df.groupby("pair")["cluster"].first() if "cluster" in df.columns
-                else pd.Series(df["pair"].unique(), index=df["pair"].unique()))
+        unit = _units(df)
         frames.append(_abc_scores(df).assign(policy=pol))
         # the run's other removals ([removal] kinds): the same pairs and methods, their ABCs as
         # metrics "insertion@<removal>", ... (the primary removal's are the plain ones)
@@ -234,8 +246,10 @@ def read_run(path: str | os.PathLike) -> RunInfo:
         mf = path / pol / "metrics.parquet"
         if mf.is_file():  # the run's [metrics] (insdel.metrics), with their directions
             md = pd.read_parquet(mf)
-            for name, up in md.groupby("metric", sort=False)["higher_is_better"].first().items():
-                directions[str(name)] = bool(up)
+            if "output" in md.columns:
+                raise ValueError(f"{mf}: an 'output' column in a run without model.outputs "
+                                 "in its manifest (not written by insdel's runner).")
+            _metric_directions(md, directions)
             frames.append(md.rename(columns={"value": "score"})[
                 ["pair", "method", "metric", "score"]].assign(policy=pol))
         for fr in frames[first:]:
@@ -243,6 +257,137 @@ def read_run(path: str | os.PathLike) -> RunInfo:
     abc = pd.concat(frames, ignore_index=True)[["policy", "pair", "cluster", "method", "metric",
                                                  "score"]]
     return _info(path, manifest, list(policies), abc, directions, {}, "evaluation")
+
+
+def run_outputs(manifest: dict, path: str | os.PathLike = "run") -> tuple[list[str],
+                                                                          np.ndarray | None]:
+    """The outputs of an insertion/deletion run and their aggregate's weights.
+
+    Parameters
+    ----------
+    manifest : dict
+        The run's ``manifest.json``.
+    path : path, optional
+        The run folder, named in the errors.
+
+    Returns
+    -------
+    outputs : list of str
+        ``[]`` for a run of one output; for a run with ``model.outputs = H``
+        (:mod:`insdel.runner.multi`) the labels ``"0"``, ..., ``"H-1"`` and ``"weighted"`` (the
+        aggregate over the outputs).
+    weights : ndarray (H,) or None
+        The aggregate's weights: the run's ``model.output_weights`` normalised by
+        :func:`insdel.multi_output.check_output_weights`, as the run weighed them (checked
+        against the manifest's ``output_weights``).
+    """
+    H = manifest.get("outputs")
+    if H is None:
+        return [], None
+    if isinstance(H, bool) or not isinstance(H, int) or H < 1:
+        raise ValueError(f"{path}: manifest 'outputs' is {H!r}, not a number of outputs >= 1.")
+    from .multi_output import check_output_weights
+
+    cfg_w = ((manifest.get("config") or {}).get("model") or {}).get("output_weights")
+    weights = check_output_weights(cfg_w, H)
+    saved = manifest.get("output_weights")
+    if saved is None or len(saved) != H or not np.allclose(saved, weights, rtol=0, atol=1e-12):
+        raise ValueError(f"{path}: manifest 'output_weights' {saved!r} are not the weights of "
+                         f"its model.output_weights {cfg_w!r} ({weights.tolist()}).")
+    return [*(str(h) for h in range(H)), "weighted"], weights
+
+
+def _units(df: pd.DataFrame) -> pd.Series:
+    """Each pair's independent unit of an ``abc.parquet`` (a pair and its mirror share one);
+    without a ``cluster`` column, the pair itself."""
+    if "cluster" in df.columns:
+        return df.groupby("pair")["cluster"].first()
+    return pd.Series(df["pair"].unique(), index=df["pair"].unique())
+
+
+def _metric_directions(md: pd.DataFrame, directions: dict) -> None:
+    """The directions of a ``metrics.parquet``'s metrics into ``directions``."""
+    for name, up in md.groupby("metric", sort=False)["higher_is_better"].first().items():
+        directions[str(name)] = bool(up)
+
+
+def _read_multi(path: Path, manifest: dict, policies: list, weights: np.ndarray) -> RunInfo:
+    """A run with ``model.outputs = H`` (:mod:`insdel.runner.multi`): per policy, each output's
+    scores (``<policy>/output_<h>/abc.parquet``, each further removal's
+    ``<policy>/removal-<name>/output_<h>/abc.parquet``, the rows of ``metrics.parquet`` whose
+    ``output`` is h) as output ``"h"``, and their aggregate as output ``"weighted"``: each
+    pair's ABCs weighed by :func:`insdel.multi_output.aggregate_abc` and its metric scores by
+    :func:`insdel.multi_output.aggregate_scores`, the functions of the run's own weighted
+    summaries (``total`` is the weighted insertion plus the weighted deletion)."""
+    from .multi_output import aggregate_abc, aggregate_scores
+
+    H = len(weights)
+    frames = []
+    directions = dict.fromkeys(METRICS, True)
+    for pol in policies:
+        first = len(frames)
+        per = _output_abcs(path, path / pol, pol, H)
+        unit = _units(per[0])
+        subs = sorted({q.parent.parent for q in (path / pol).glob("removal-*/output_*/abc.parquet")})
+        for folder, suffix in [(None, ""), *((q, f"@{q.name[len('removal-'):]}") for q in subs)]:
+            dfs = per if folder is None else _output_abcs(path, folder, pol, H)
+            for h, df in enumerate(dfs):
+                frames.append(_abc_scores(df).assign(output=str(h), policy=pol))
+            wide = pd.concat([df.assign(output=h) for h, df in enumerate(dfs)]).pivot_table(
+                index=["pair", "method", "mode"], columns="output", values="abc",
+                aggfunc="first")
+            if wide.shape[1] != H or wide.isna().any(axis=None):
+                raise ValueError(f"{path}: policy {pol!r}: the outputs' abc.parquet files "
+                                 f"({folder or path / pol}/output_<h>) do not hold the same pairs, "
+                                 "methods and modes.")
+            agg = wide.index.to_frame(index=False).assign(
+                abc=aggregate_abc(wide[list(range(H))].to_numpy(np.float64), weights))
+            frames.append(_abc_scores(agg).assign(output="weighted", policy=pol))
+            for fr in frames[-H - 1:]:
+                if suffix:
+                    fr["metric"] = fr["metric"] + suffix
+                    for m in fr["metric"].unique():
+                        directions[str(m)] = True
+        mf = path / pol / "metrics.parquet"
+        if mf.is_file():  # the run's [metrics] per output (column output), with their directions
+            md = pd.read_parquet(mf)
+            if "output" not in md.columns:
+                raise ValueError(f"{mf}: no 'output' column, yet the run's manifest has "
+                                 f"outputs = {H} (not written by insdel's runner).")
+            got = sorted(set(md["output"].astype(int)))
+            if got != list(range(H)):
+                raise ValueError(f"{mf}: outputs {got}, not the run's 0 .. {H - 1}.")
+            _metric_directions(md, directions)
+            md = md.rename(columns={"value": "score"})
+            frames.append(md[["pair", "method", "metric", "score"]].assign(
+                output=md["output"].astype(int).astype(str), policy=pol))
+            wide = md.pivot_table(index=["metric", "method", "pair"], columns="output",
+                                  values="score", aggfunc="first", sort=False, dropna=False)
+            wide = wide[list(range(H))]
+            agg = aggregate_scores(wide.to_numpy(np.float64).T, weights)
+            frames.append(wide.index.to_frame(index=False).assign(
+                score=agg, output="weighted", policy=pol))
+        for fr in frames[first:]:
+            fr["cluster"] = fr["pair"].map(unit).fillna(-1 - fr["pair"]).astype(np.int64)
+    abc = pd.concat(frames, ignore_index=True)[["policy", "output", "pair", "cluster", "method",
+                                                 "metric", "score"]]
+    info = _info(path, manifest, policies, abc, directions, {}, "evaluation")
+    info.outputs = [*(str(h) for h in range(H)), "weighted"]
+    info.output_weights = weights.tolist()
+    return info
+
+
+def _output_abcs(path: Path, folder: Path, pol: str, H: int) -> list[pd.DataFrame]:
+    """The H ``output_<h>/abc.parquet`` of one policy (or one removal of it) of a multi-output
+    run."""
+    out = []
+    for h in range(H):
+        f = folder / f"output_{h}" / "abc.parquet"
+        if not f.is_file():
+            raise FileNotFoundError(f"{path}: policy {pol!r} of a run with {H} outputs has no "
+                                    f"abc.parquet for output {h} ({f}).")
+        out.append(pd.read_parquet(f))
+    return out
 
 
 def _info(path: Path, manifest: dict, policies: list, abc: pd.DataFrame, directions: dict,

@@ -30,7 +30,8 @@ from numpy.typing import ArrayLike
 from ._validation import as_float_array
 from .adapter import Model, ModelLike, as_model
 
-__all__ = ["output_views", "per_output", "MultiEvaluation", "check_output_weights"]
+__all__ = ["output_views", "per_output", "MultiEvaluation", "check_output_weights",
+           "aggregate_abc", "aggregate_scores"]
 
 
 class _SharedValues:
@@ -116,6 +117,25 @@ def check_output_weights(output_weights: ArrayLike | None, H: int) -> np.ndarray
     return w / w.sum()
 
 
+def aggregate_abc(abc: ArrayLike, weights: np.ndarray) -> np.ndarray:
+    """Each pair's ABC aggregated over the outputs, ``sum_h w_h ABC_h``: ``abc`` (..., H), the
+    outputs on the last axis, ``weights`` (H,) from :func:`check_output_weights`. The weighted
+    ABC of :meth:`MultiEvaluation.aggregate` and :meth:`MultiEvaluation.summary` (and of
+    :func:`insdel.leaderboard` over a multi-output run)."""
+    return np.asarray(abc) @ weights
+
+
+def aggregate_scores(values: ArrayLike, weights: np.ndarray) -> np.ndarray:
+    """Each pair's metric score aggregated over the outputs, ``sum_h w_h score_h`` over the
+    outputs of positive weight: ``values`` (H, ...), the outputs on the first axis; NaN where
+    an output of positive weight has a NaN score (an output of weight 0 is left out, its NaN
+    too). The weighted rows of a multi-output run's ``[metrics]``
+    (:func:`insdel.runner.stages.metrics.metrics_per_output`) and of :func:`insdel.leaderboard`
+    over such a run."""
+    use = weights > 0
+    return np.tensordot(weights[use], np.asarray(values)[use], axes=1)
+
+
 @dataclass
 class MultiEvaluation:
     """Result of :func:`insdel.evaluate` for a model with H outputs.
@@ -160,7 +180,7 @@ class MultiEvaluation:
         weights of the evaluation or ``output_weights`` (normalised to sum 1)."""
         w = self.output_weights if output_weights is None else check_output_weights(
             output_weights, self.n_outputs)
-        return self.abc_array(method, mode) @ w
+        return aggregate_abc(self.abc_array(method, mode), w)
 
     def summary(self, differences: Sequence[tuple[str, str]] | None | str = "auto", *,
                 output_weights: ArrayLike | None = None) -> pd.DataFrame:

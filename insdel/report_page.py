@@ -120,6 +120,16 @@ def _equivalence_lines(board: Leaderboard, key: tuple) -> list[str]:
             if ln.startswith("- Equivalence")]
 
 
+def _one_output(board: Leaderboard) -> None:
+    """Refuse a leaderboard of multi-output runs: the page's sections read one block per
+    (group, policy), and such a run has one per output."""
+    if board.outputs:
+        runs = ", ".join(board.groups["path"])
+        raise ValueError(f"runs {runs}: runs with model.outputs (a block per output) are not "
+                         "read by insdel report; rank them with insdel leaderboard, which "
+                         "ranks each output and the weighted aggregate.")
+
+
 def verdict_section(runs: Sequence[str | os.PathLike], *, board: Leaderboard | None = None,
                     n_boot: int = 1000, seed: int = 0, level: float = 0.95,
                     adjust: str = "maxt") -> Section:
@@ -159,6 +169,7 @@ def verdict_section(runs: Sequence[str | os.PathLike], *, board: Leaderboard | N
     check_choice("adjust", adjust, ("maxt", "holm"))
     if board is None:
         board = leaderboard(runs, n_boot=n_boot, seed=seed, level=level)
+    _one_output(board)
     sec = Section("Verdict")
     pct = f"{100 * board.level:g} %"
     rows = []
@@ -523,6 +534,7 @@ def build_report(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, s
     board = None
     if ranked:
         board = leaderboard(found, n_boot=n_boot, seed=seed, level=level)
+        _one_output(board)
         notes = notes + list(board.notes)
     sections = [verdict_section(found, board=board) if board is not None else Section(
         "Verdict", paragraphs=["No run among these ranks methods (insertion/deletion, ROAD or "

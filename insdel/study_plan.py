@@ -46,7 +46,8 @@ class RunPlan:
 
 def plan_run(run: str | os.PathLike, a: str, b: str, *, margin: float,
              policy: str | None = None, metric: str = "insertion", relative: bool = False,
-             power: float = 0.8, alpha: float = 0.05, all_pairs: bool = False) -> RunPlan:
+             power: float = 0.8, alpha: float = 0.05, all_pairs: bool = False,
+             output: str | None = None) -> RunPlan:
     """The units and pairs needed to tell methods ``a`` and ``b`` apart, with a finished run as
     the pilot.
 
@@ -70,6 +71,10 @@ def plan_run(run: str | os.PathLike, a: str, b: str, *, margin: float,
     all_pairs : bool, default False
         Plan for all K (K - 1) / 2 comparisons of the block (tests at alpha / that number:
         Holm's worst case) instead of this one comparison.
+    output : str, optional
+        A run with ``model.outputs = H``: the output to plan on, ``"0"`` .. ``"H-1"`` or
+        ``"weighted"`` (required there; its outputs are never pooled); None for a run of one
+        output.
 
     Returns
     -------
@@ -86,6 +91,15 @@ def plan_run(run: str | os.PathLike, a: str, b: str, *, margin: float,
     relative = check_bool(relative, "relative")
     all_pairs = check_bool(all_pairs, "all_pairs")
     info = read_run(run)
+    if info.outputs:
+        if output is None or str(output) not in info.outputs:
+            raise ValueError(f"output: run {info.path} has model.outputs = "
+                             f"{len(info.outputs) - 1}; name one of {info.outputs}"
+                             + ("" if output is None else f" (got {output!r})") + ".")
+        info.abc = info.abc[info.abc["output"] == str(output)]
+    elif output is not None:
+        raise ValueError(f"output: run {info.path} has one output (no model.outputs); got "
+                         f"output={output!r}.")
     pols = list(dict.fromkeys(info.abc["policy"]))
     if policy is None:
         if len(pols) != 1:

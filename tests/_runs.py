@@ -121,3 +121,52 @@ def categorical_csv(path: Path) -> Path:
     rows = [f"{a[i]:.6f},{region[i]},{b[i]:.6f},{y[i]:.6f}" for i in range(N)]
     path.write_text("a,region,b,y\n" + "\n".join(rows) + "\n")
     return path
+
+
+def multi_output_runs(d: Path, *, weights: list[float], metrics: list[str] | None = None
+                      ) -> tuple[Path, list[Path]]:
+    """A small run with ``model.outputs = H`` (H = ``len(weights)``; a float64 torch module,
+    two gradient methods, the median policy, ``[metrics]`` ``metrics``) in ``d / "multi"``, and
+    per output h a single-output run of the same configuration on a model file of output h
+    alone in ``d / "single_<h>"``: the same pairs, output h's numbers."""
+    import torch
+
+    from insdel import runner
+
+    class Net(torch.nn.Module):
+        def __init__(self, k: int):
+            super().__init__()
+            self.lin = torch.nn.Linear(3, k)
+
+        def forward(self, x):
+            return torch.tanh(self.lin(x)) + x[:, :1] * x[:, 2:3]
+
+    class Column(torch.nn.Module):
+        def __init__(self, net: torch.nn.Module, h: int):
+            super().__init__()
+            self.net, self.h = net, h
+
+        def forward(self, x):
+            return self.net(x)[:, self.h]
+
+    csv = small_csv(d / "small.csv")
+    torch.manual_seed(0)
+    H = len(weights)
+    net = Net(H).double()
+    torch.jit.save(torch.jit.script(net), str(d / "multi.pt"))
+
+    def cfg(path, **model):
+        c = small_cfg(csv, "multi", model={"path": str(path), **model},
+                      methods={"names": ["vanilla_grad", "integrated_gradients"]})
+        if metrics:
+            c["metrics"] = {"names": list(metrics)}
+        return c
+
+    runner.run_experiment(cfg(d / "multi.pt", outputs=H, output_weights=list(weights)),
+                          d / "multi")
+    out = []
+    for h in range(H):
+        torch.jit.save(torch.jit.script(Column(net, h)), str(d / f"column_{h}.pt"))
+        out.append(d / f"single_{h}")
+        runner.run_experiment(cfg(d / f"column_{h}.pt"), out[-1])
+    return d / "multi", out

@@ -28,6 +28,17 @@ def csv(tmp_path) -> Path:
     return small_csv(tmp_path / "t.csv")
 
 
+@pytest.fixture(scope="session")
+def multi_runs(tmp_path_factory) -> tuple[Path, list[Path]]:
+    """A run with ``model.outputs = 2`` (weights 1 : 3, ``[metrics]`` insertion_abc) and a
+    single-output run on each output's column alone (``_runs.multi_output_runs``), shared by the
+    leaderboard, study-plan and report tests."""
+    from _runs import multi_output_runs
+
+    return multi_output_runs(tmp_path_factory.mktemp("multi"), weights=[1.0, 3.0],
+                             metrics=["insertion_abc"])
+
+
 @pytest.fixture
 def umask022():
     """The umask set to 022 for the test (file modes are then 0644 and 0755)."""

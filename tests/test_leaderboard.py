@@ -580,3 +580,110 @@ def test_find_runs_and_is_checks_run(tmp_path):
     assert not is_checks_run(empty)  # no manifest: not a checks run, no error
     (empty / "manifest.json").write_text("[1, 2]")  # not a JSON object
     assert not is_checks_run(empty)
+
+
+_SAME = ["policy", "metric", "method", "n_pairs", "n_units", "n_runs", "unit", "rank",
+         "rank_low", "rank_high", "place_low", "place_high"]
+
+
+def test_multi_output_run_ranked_per_output_as_a_run_of_that_output_alone(multi_runs, tmp_path):
+    """Each output's blocks and overall ranks equal a leaderboard over a single-output run on
+    that output's column (the same pairs): means and standard errors to 1e-12, ranks, intervals
+    and places exactly; ``metrics.parquet`` is read per output (its ``output`` column)."""
+    mdir, singles = multi_runs
+    board = L.leaderboard([mdir], n_boot=200, seed=3)
+    assert board.outputs == ["0", "1", "weighted"]
+    assert list(board.blocks.columns[:5]) == ["group", "fingerprint", "dataset", "policy",
+                                              "output"]
+    assert set(board.blocks["output"]) == {"0", "1", "weighted"}
+    assert list(board.overall.columns[:2]) == ["output", "metric"]
+    assert set(board.blocks["metric"]) == {"insertion", "deletion", "total", "insertion_abc"}
+    for h, sdir in enumerate(singles):
+        one = L.leaderboard([sdir], n_boot=200, seed=3)
+        assert "output" not in one.blocks.columns and not one.outputs
+        mine = board.blocks[board.blocks["output"] == str(h)].reset_index(drop=True)
+        theirs = one.blocks.reset_index(drop=True)
+        pd.testing.assert_frame_equal(mine[_SAME], theirs[_SAME])
+        for c in ("mean", "se"):
+            np.testing.assert_allclose(mine[c], theirs[c], rtol=0, atol=1e-12)
+        ov = board.overall[board.overall["output"] == str(h)].drop(columns="output")
+        pd.testing.assert_frame_equal(ov.reset_index(drop=True), one.overall)
+        for m in ("insertion", "insertion_abc"):
+            a, b = board.compared[("g1", "median", str(h), m)], one.compared[("g1", "median", m)]
+            np.testing.assert_allclose(a.table()["p_holm"], b.table()["p_holm"], atol=1e-9)
+
+
+def test_multi_output_weighted_block_uses_the_runs_output_weights(multi_runs, tmp_path):
+    """The ``weighted`` block's means are the run's own weighted summaries (summary.csv,
+    metrics_summary.csv) and w @ the outputs' means with w = (1, 3) / 4; ``total`` is the
+    weighted insertion plus the weighted deletion. Text, CSV and figure name the output."""
+    mdir, _ = multi_runs
+    board = L.leaderboard([mdir], n_boot=100)
+    assert board.output_weights == [0.25, 0.75]
+    b = board.blocks.set_index(["output", "metric", "method"])
+    summ = pd.read_csv(mdir / "summary.csv").astype({"output": str})
+    msumm = pd.read_csv(mdir / "median" / "metrics_summary.csv").astype({"output": str})
+    for meth in ("vanilla_grad", "integrated_gradients"):
+        per = [b.loc[(str(h), "insertion", meth), "mean"] for h in range(2)]
+        got = b.loc[("weighted", "insertion", meth), "mean"]
+        assert got == pytest.approx(0.25 * per[0] + 0.75 * per[1], abs=1e-12)
+        for mode in ("insertion", "deletion"):
+            row = summ[(summ["output"] == "weighted") & (summ["mode"] == mode)
+                       & (summ["method"] == meth)].iloc[0]
+            assert b.loc[("weighted", mode, meth), "mean"] == pytest.approx(row["mean"],
+                                                                            abs=1e-12)
+            assert b.loc[("weighted", mode, meth), "se"] == pytest.approx(row["std_error"],
+                                                                          abs=1e-12)
+        assert b.loc[("weighted", "total", meth), "mean"] == pytest.approx(
+            b.loc[("weighted", "insertion", meth), "mean"]
+            + b.loc[("weighted", "deletion", meth), "mean"], abs=1e-12)
+        row = msumm[(msumm["output"] == "weighted") & (msumm["metric"] == "insertion_abc")
+                    & (msumm["method"] == meth)].iloc[0]
+        assert b.loc[("weighted", "insertion_abc", meth), "mean"] == pytest.approx(
+            row["mean"], abs=1e-12)
+    md = board.to_markdown()
+    assert "#### output 0" in md and "#### weighted" in md and "w = [0.25, 0.75]" in md
+    assert "### small.csv / median / weighted (group g1" in md
+    paths = board.save(tmp_path / "lb")
+    assert set(pd.read_csv(tmp_path / "lb" / "leaderboard_overall.csv")["output"].astype(str)) \
+        == {"0", "1", "weighted"}
+    assert "output" in pd.read_csv(tmp_path / "lb" / "leaderboard_comparisons.csv").columns
+    assert tmp_path / "lb" / "leaderboard.png" in paths
+    fig = board.figure()
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+    assert len(titles) == 3 * 4 and "output 0: insertion ABC" in titles
+    assert any(t.startswith("weighted: ABC + ABC'") for t in titles)
+
+
+def test_runs_of_other_outputs_or_weights_are_refused_naming_the_folder(multi_runs, tmp_path):
+    """A multi-output run beside a single-output run, or beside a run with another H or other
+    output weights, is an error naming the run folder (never a silent mix of outputs)."""
+    import shutil
+
+    mdir, singles = multi_runs
+    with pytest.raises(ValueError, match=rf"run {singles[0]}: the runs of one leaderboard must "
+                                         r"have the same outputs.*has one output"):
+        L.leaderboard([mdir, singles[0]], n_boot=50)
+
+    def variant(name: str, outputs: int, weights: list | None) -> Path:
+        d = tmp_path / name
+        shutil.copytree(mdir, d, ignore=shutil.ignore_patterns("checkpoints", "metrics.parquet"))
+        man = json.loads((d / "manifest.json").read_text())
+        man["outputs"] = outputs
+        man["config"]["model"]["outputs"] = outputs
+        man["config"]["model"]["output_weights"] = weights
+        man["output_weights"] = (np.asarray(weights) / sum(weights)).tolist() if weights \
+            else [1.0 / outputs] * outputs
+        (d / "manifest.json").write_text(json.dumps(man))
+        return d
+
+    for d in (variant("equal", 2, None), variant("one", 1, None)):
+        with pytest.raises(ValueError, match=rf"run {d}: .*model\.outputs = 2, weighted with "
+                                             r"\[0\.25, 0\.75\]"):
+            L.leaderboard([mdir, d], n_boot=50)
+    bad = variant("bad", 2, [1.0, 1.0])
+    man = json.loads((bad / "manifest.json").read_text())
+    man["output_weights"] = [0.9, 0.1]
+    (bad / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(ValueError, match=r"manifest 'output_weights'"):
+        L.read_run(bad)

@@ -220,3 +220,12 @@ def test_to_html_of_a_hand_built_report(tmp_path):
     # a source listed twice is linked once, relative to base
     assert html.count('<a href="run/abc.parquet">run/abc.parquet</a>') == 1
     assert str(src) in page.to_html()  # without base: the path as given
+
+
+def test_report_refuses_multi_output_runs_naming_them(multi_runs):
+    """``insdel report`` reads one block per (group, policy): runs with model.outputs (a block
+    per output) are refused with an error naming them, never merged."""
+    mdir, _ = multi_runs
+    with pytest.raises(ValueError, match=rf"runs {mdir}: runs with model\.outputs .* insdel "
+                                         "leaderboard"):
+        build_report([mdir], n_boot=50)

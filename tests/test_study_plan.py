@@ -59,3 +59,23 @@ def test_cli_plan(run, capsys):
     assert "Pilot: run" in out and "/ 3 comparisons" in out and "pairs" in out
     assert main(["plan", str(run[0]), "--methods", "kernel_shap", "x", "--margin", "0.1"]) == 1
     assert "method 'x'" in capsys.readouterr().err
+
+
+def test_plan_run_on_a_multi_output_run_names_the_output(multi_runs, run):
+    """A run with model.outputs: the plan is on the named output's scores alone (output h's
+    equal a single-output run's of that column), an error naming ``output`` without one; a
+    run of one output refuses ``output``."""
+    mdir, singles = multi_runs
+    with pytest.raises(ValueError, match=r"output: run .* model\.outputs = 2; name one of "
+                                         r"\['0', '1', 'weighted'\]"):
+        plan_run(mdir, "vanilla_grad", "integrated_gradients", margin=0.05)
+    with pytest.raises(ValueError, match=r"output: run .* has one output"):
+        plan_run(run[0], "kernel_shap", "lime", margin=0.1, output="0")
+    mine = plan_run(mdir, "vanilla_grad", "integrated_gradients", margin=0.05, output="1")
+    one = plan_run(singles[1], "vanilla_grad", "integrated_gradients", margin=0.05)
+    assert mine.plan.n_units == one.plan.n_units
+    assert mine.plan.sd == pytest.approx(one.plan.sd, abs=1e-12)
+    assert plan_run(mdir, "vanilla_grad", "integrated_gradients", margin=0.05,
+                    output="weighted").plan.n_units >= 2
+    assert main(["plan", str(mdir), "--methods", "vanilla_grad", "integrated_gradients",
+                 "--margin", "0.05", "--output", "weighted"]) == 0

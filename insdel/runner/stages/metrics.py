@@ -144,6 +144,7 @@ def metrics_per_output(p: PolicyRun, views: list, weights: np.ndarray) -> pd.Dat
     aggregate's agreement figure. Returns the summary with a ``policy`` column (None without
     ``metrics.names``)."""
     from ... import metrics as _metrics
+    from ...multi_output import aggregate_scores
     from ..removals import removal_record
 
     cfg = p.cfg
@@ -191,8 +192,7 @@ def metrics_per_output(p: PolicyRun, views: list, weights: np.ndarray) -> pd.Dat
         p.log(f"  metrics {log_names} build their own points: they do not read removal "
               f"{removal.name!r}")
     allv = np.stack(per_output)                                   # (H, metrics, methods, B)
-    use = weights > 0
-    agg = np.tensordot(weights[use], allv[use], axes=1)  # NaN where a weighted output is NaN
+    agg = aggregate_scores(allv, weights)  # NaN where a weighted output is NaN
     frames = [_scores_frame(v, names, methods) for v in per_output]
     clusters = p.pairing.cluster
     table = pd.concat([fr.assign(higher_is_better=fr["metric"].map(directions)).assign(output=h)
