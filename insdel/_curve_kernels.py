@@ -34,7 +34,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-__all__ = ["write_chain_rows", "write_set_rows", "index_size", "gather", "gather_outputs",
+__all__ = ["write_chain_rows", "write_set_rows", "index_size", "gather",
            "prepare", "row_counts", "DIRECT_MAX_UNITS"]
 
 #: Up to this many units the set walk indexes a canonical set directly (a table of 2**m int32
@@ -447,60 +447,20 @@ def row_counts(mask):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True, nogil=True)
-def _gather_block(b_lo, b_hi, values, first, idx, out, b_out, nd, fr, fx):  # pragma: no cover
-    """``out[mi, b_out + b, k, s] = values[first[b] + idx[b, k, mi, s]]`` (the curves from the
-    distinct values; ``first[b]`` is the id of pair b's row r, ``idx`` holds local row ids), and
-    f(r), f(x) per pair (local rows 0 and 1; 0 again when x == r) into ``fr``, ``fx`` at
-    ``b_out + b``. Every distinct value is read here at least once, so this is where the model's
-    values are checked: returns the number of pairs with a NaN or inf among their values."""
-    K = idx.shape[1]
-    M = idx.shape[2]
-    S = idx.shape[3]
-    bad = 0
-    for b in range(b_lo, b_hi):
-        f = first[b]
-        vr = values[f]
-        vx = values[f + 1] if nd[b] > 0 else vr
-        fr[b_out + b] = vr
-        fx[b_out + b] = vx
-        nf = (vr - vr != 0.0) | (vx - vx != 0.0)
-        for mi in range(M):
-            for k in range(K):
-                for s in range(S):
-                    v = values[f + idx[b, k, mi, s]]
-                    out[mi, b_out + b, k, s] = v
-                    nf |= v - v != 0.0
-        bad += nf
-    return bad
-
-
-@nb.njit(parallel=True, cache=True, nogil=True)
-def _gather_par(nblk, values, first, idx, out, b_out, nd, fr, fx):  # pragma: no cover - numba
-    B = idx.shape[0]
-    bad = 0
-    for i in nb.prange(nblk):
-        bad += _gather_block(i * B // nblk, (i + 1) * B // nblk, values, first, idx, out, b_out,
-                             nd, fr, fx)
-    return bad
-
-
-def gather(nblk, values, first, idx, out, b_out, nd, fr, fx) -> int:
-    """:func:`_gather_block` over all pairs of ``idx``, in ``nblk`` parallel blocks (1: serially);
-    returns the number of pairs with a non-finite value."""
-    if nblk == 1:
-        return _gather_block(0, idx.shape[0], values, first, idx, out, b_out, nd, fr, fx)
-    return _gather_par(nblk, values, first, idx, out, b_out, nd, fr, fx)
-
-
-@nb.njit(cache=True, nogil=True)
-def _gather_outputs_block(b_lo, b_hi, values, first, idx, take, out, b_out, nd, fr,
-                          fx):  # pragma: no cover - numba
-    """:func:`_gather_block` for a model with H outputs, all outputs in one pass: ``values``
-    (rows, H); output h's curves are read on its orderings ``take[h]`` (ids into idx's K axis):
-    ``out[h, mi, b_out + b, t, s] = values[first[b] + idx[b, take[h, t], mi, s], h]``; f(r) and
-    f(x) into ``fr[h]``, ``fx[h]``. Returns the number of pairs with a NaN or inf value."""
+def _gather_block(b_lo, b_hi, values, first, idx, take, out, b_out, nd, fr,
+                  fx):  # pragma: no cover - numba
+    """The curves from the distinct values, every output at once: ``values`` (rows, H), and
+    ``out[mi, b_out + b, t, s, h] = values[first[b] + idx[b, take[h, t], mi, s], h]`` (``first[b]``
+    is the id of pair b's row r, ``idx`` holds local row ids, ``take[h]`` picks output h's
+    orderings on idx's K axis; a ``take`` of one row serves every output), and f(r), f(x) per pair
+    (local rows 0 and 1; 0 again when x == r) into ``fr[b_out + b, h]``, ``fx[b_out + b, h]``.
+    The outputs are the last, contiguous axis, so a curve point's H values are one row of
+    ``values`` copied to one run of ``out``. Every distinct value is read here at least once, so
+    this is where the model's values are checked: returns the number of pairs with a NaN or inf
+    among their values."""
     H = values.shape[1]
     Kt = take.shape[1]
+    shared = take.shape[0] == 1
     M = idx.shape[2]
     S = idx.shape[3]
     bad = 0
@@ -511,35 +471,65 @@ def _gather_outputs_block(b_lo, b_hi, values, first, idx, take, out, b_out, nd, 
         for h in range(H):
             vr = values[f, h]
             vx = values[fxr, h]
-            fr[h, b_out + b] = vr
-            fx[h, b_out + b] = vx
+            fr[b_out + b, h] = vr
+            fx[b_out + b, h] = vx
             nf |= (vr - vr != 0.0) | (vx - vx != 0.0)
-            for mi in range(M):
-                for t in range(Kt):
-                    k = take[h, t]
+        for mi in range(M):
+            for t in range(Kt):
+                if H == 1:  # one output (a single-output model): a scalar per point
+                    k = take[0, t]
                     for s in range(S):
-                        v = values[f + idx[b, k, mi, s], h]
-                        out[h, mi, b_out + b, t, s] = v
+                        v = values[f + idx[b, k, mi, s], 0]
+                        out[mi, b_out + b, t, s, 0] = v
                         nf |= v - v != 0.0
+                elif shared:  # a point's H values: one row of values to one run of out
+                    k = take[0, t]
+                    for s in range(S):
+                        row = f + idx[b, k, mi, s]
+                        for h in range(H):
+                            v = values[row, h]
+                            out[mi, b_out + b, t, s, h] = v
+                            nf |= v - v != 0.0
+                else:  # output h on its own ordering: its column, point by point
+                    for h in range(H):
+                        k = take[h, t]
+                        for s in range(S):
+                            v = values[f + idx[b, k, mi, s], h]
+                            out[mi, b_out + b, t, s, h] = v
+                            nf |= v - v != 0.0
         bad += nf
     return bad
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
-def _gather_outputs_par(nblk, values, first, idx, take, out, b_out, nd, fr,
-                        fx):  # pragma: no cover - numba
+def _gather_par(nblk, values, first, idx, take, out, b_out, nd, fr,
+                fx):  # pragma: no cover - numba
     B = idx.shape[0]
     bad = 0
     for i in nb.prange(nblk):
-        bad += _gather_outputs_block(i * B // nblk, (i + 1) * B // nblk, values, first, idx, take,
-                                     out, b_out, nd, fr, fx)
+        bad += _gather_block(i * B // nblk, (i + 1) * B // nblk, values, first, idx, take, out,
+                             b_out, nd, fr, fx)
     return bad
 
 
-def gather_outputs(nblk, values, first, idx, take, out, b_out, nd, fr, fx) -> int:
-    """:func:`_gather_outputs_block` over all pairs of ``idx``, in ``nblk`` parallel blocks (1:
-    serially); returns the number of pairs with a non-finite value."""
+_identity_take: dict[int, np.ndarray] = {}
+
+
+def gather(nblk, values, first, idx, out, b_out, nd, fr, fx, take=None) -> int:
+    """:func:`_gather_block` over all pairs of ``idx``, in ``nblk`` parallel blocks (1: serially);
+    returns the number of pairs with a non-finite value.
+
+    A single-output model's ``values`` (rows,), ``out`` (M, B, K, S) and ``fr``, ``fx`` (B,) are
+    passed as views with one output (the same compiled kernel); ``take`` None reads every
+    ordering of idx for every output."""
+    if values.ndim == 1:
+        values, out = values.reshape(-1, 1), out.reshape(out.shape + (1,))
+        fr, fx = fr.reshape(-1, 1), fx.reshape(-1, 1)
+    if take is None:
+        K = idx.shape[1]
+        take = _identity_take.get(K)
+        if take is None:
+            take = _identity_take[K] = np.arange(K, dtype=np.int64).reshape(1, K)
     if nblk == 1:
-        return _gather_outputs_block(0, idx.shape[0], values, first, idx, take, out, b_out, nd,
-                                     fr, fx)
-    return _gather_outputs_par(nblk, values, first, idx, take, out, b_out, nd, fr, fx)
+        return _gather_block(0, idx.shape[0], values, first, idx, take, out, b_out, nd, fr, fx)
+    return _gather_par(nblk, values, first, idx, take, out, b_out, nd, fr, fx)

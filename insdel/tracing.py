@@ -681,9 +681,9 @@ def _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, chunk_pairs, prog
                   ws, take=None) -> TraceResult:
     """:func:`trace` after validation: the pairs chunk by chunk (rows, model, gathering).
 
-    A model with H outputs (``outputs=H``) writes each distinct row's H values at once and the
-    curves are gathered once per output: ``take`` (H, K') int picks the orderings of each output
-    (None: all K); the curves are (B, K', S, H) and f(x), f(r) (B, H)."""
+    A model with H outputs (``outputs=H``) writes each distinct row's H values at once and one
+    pass gathers every output's curves: ``take`` (H, K') int picks the orderings of each output
+    (None: all K); the curves are (B, K', S, H), C-contiguous, and f(x), f(r) (B, H)."""
     B, n = X.shape
     K = orders.shape[1]
     S = plan.pos.shape[0]
@@ -696,12 +696,14 @@ def _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, chunk_pairs, prog
         fx = np.empty(B)
         fr = np.empty(B)
     else:
-        take = np.ascontiguousarray(np.broadcast_to(np.arange(K), (H, K)) if take is None
-                                    else take, dtype=np.int64)
-        Kt = take.shape[1]
-        curves_out = np.empty((H, M, B, Kt, S))
-        fx = np.empty((H, B))
-        fr = np.empty((H, B))
+        if take is not None:
+            take = np.ascontiguousarray(take, dtype=np.int64)
+            if (take == take[:1]).all():  # every output on the same orderings: one row for all
+                take = take[:1]
+        Kt = K if take is None else take.shape[1]
+        curves_out = np.empty((M, B, Kt, S, H))  # the outputs last: a point's H values in a run
+        fx = np.empty((B, H))
+        fr = np.empty((B, H))
     n_unique = 0
     clock = _Clock()
     total_points = B * per_pair
@@ -722,22 +724,17 @@ def _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, chunk_pairs, prog
             first, U = walk(model, plan, ws, ob, X[b0:b1], R[b0:b1], dc, nd, idx, values, clock)
             t = time.perf_counter()
             nblk = _blocks(Bc, Bc * per_pair, plan.threads)
-            if H is None:
-                if kern.gather(nblk, values, first, idx, curves_out, b0, nd, fr, fx):
+            if kern.gather(nblk, values, first, idx, curves_out, b0, nd, fr, fx, take):
+                if H is None:
                     _raise_non_finite(model, curves_out[:, b0:b1], fr[b0:b1], fx[b0:b1], b0,
                                       modes)
-            elif kern.gather_outputs(nblk, values, first, idx, take, curves_out, b0, nd, fr, fx):
-                for h in range(H):  # every output's curves in one pass; the error names the first
-                    _raise_non_finite_at(model, curves_out[h][:, b0:b1], fr[h, b0:b1],
-                                         fx[h, b0:b1], b0, modes)
+                for h in range(H or 0):  # all outputs gathered at once; the error names the first
+                    _raise_non_finite_at(model, curves_out[:, b0:b1, ..., h], fr[b0:b1, h],
+                                         fx[b0:b1, h], b0, modes)
             clock.index_s += time.perf_counter() - t
             n_unique += U
             bar.update(Bc)
-    if H is None:
-        out = {mo: curves_out[mi] for mi, mo in enumerate(modes)}
-    else:  # (B, K', S, H): the outputs on a trailing axis
-        out = {mo: np.moveaxis(curves_out[:, mi], 0, -1) for mi, mo in enumerate(modes)}
-        fx, fr = fx.T, fr.T
+    out = {mo: curves_out[mi] for mi, mo in enumerate(modes)}  # (B, K', S) or (B, K', S, H)
     return TraceResult(curves=out, fx=fx, fr=fr, n_points=total_points, n_unique=n_unique,
                        timings={"bookkeeping_s": clock.index_s, "model_s": clock.model_s},
                        positions=plan.pos, m=m, groups=grp)

@@ -48,6 +48,33 @@ def test_curves_per_output_equal_single_output_runs(pairs, mode):
                                    rtol=0, atol=1e-12)
 
 
+def test_h_output_curves_are_contiguous_with_the_outputs_last(pairs):
+    X, R, A, Ah = pairs
+    for attributions in (A, Ah):  # one ordering for all outputs, and one per output
+        res = insdel.trace(as_model(_f, outputs=H), X, R,
+                           insdel.orderings(attributions))
+        for mode in ("insertion", "deletion"):
+            c = res.curves[mode]
+            assert c.shape[0] == B and c.shape[-1] == H and c.flags.c_contiguous
+        assert res.fx.shape == res.fr.shape == (B, H) and res.fx.flags.c_contiguous
+        np.testing.assert_allclose(res.fx, _f(X), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(res.fr, _f(R), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("per_output_attr", [False, True])
+def test_a_non_finite_value_of_one_output_is_named(pairs, per_output_attr):
+    X, R, A, Ah = pairs
+
+    def bad(Z):
+        y = _f(Z)
+        y[np.isclose(Z[:, 0], X[4, 0]) & np.isclose(Z[:, 1], X[4, 1]), 2] = np.nan
+        return y
+
+    with pytest.raises(ValueError, match=r"returned non-finite values on the curves of 1 pair\(s\) "
+                                         r"\(pairs 4\); pair 4: f\(x\)"):
+        insdel.curves(as_model(bad, outputs=H), X, R, Ah if per_output_attr else A)
+
+
 def test_model_evaluations_equal_one_output(pairs):
     X, R, A, _ = pairs
     mf, m1 = as_model(_f, outputs=H), as_model(_column(0))
