@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ._threads import torch_threads
 from ._validation import check_positive_int
 from .timeseries import sliding_windows
 
@@ -66,7 +67,7 @@ def Forecaster(n: int, horizon: int, hidden: int = 32):
 
 def train_forecaster(X: np.ndarray, Y: np.ndarray, *, hidden: int = 32, epochs: int = 30,
                      batch_size: int = 256, lr: float = 3e-3, seed: int = 0,
-                     start: tuple[int, np.ndarray] | None = None,
+                     num_threads: int | None = 1, start: tuple[int, np.ndarray] | None = None,
                      on_epoch: Callable[[int, np.ndarray], None] | None = None):
     """The :func:`Forecaster` trained by Adam on mean squared error (float32, seeded), in eval
     mode.
@@ -79,6 +80,12 @@ def train_forecaster(X: np.ndarray, Y: np.ndarray, *, hidden: int = 32, epochs: 
         The MLP's width, the number of passes over the shuffled rows, the minibatch size, Adam's
         learning rate (its other settings: torch's defaults) and the seed of the initial weights
         and of the shuffles.
+    num_threads : int or None, default 1
+        torch's intra-op thread count while training (the caller's count is restored
+        afterwards); None trains under torch's current setting. The trained floats can depend on
+        it (a matrix product's sums split over threads round differently), so a fixed count
+        gives the same weights on every machine whatever its cores; one thread is also the
+        fastest for a model this small (:data:`insdel._threads.SMALL_WORK`).
     start : (int, numpy.ndarray), optional
         Resume after ``start[0]`` finished epochs from the training state that ``on_epoch`` gave
         after that epoch (with the same data and settings): the result is the bytes of an
@@ -94,9 +101,20 @@ def train_forecaster(X: np.ndarray, Y: np.ndarray, *, hidden: int = 32, epochs: 
     torch.nn.Module
         The trained network, in eval mode.
     """
-    import torch
+    import torch  # noqa: F401 (torch_threads sets the count of an imported torch)
 
     epochs = check_positive_int(epochs, "epochs")
+    if num_threads is not None:
+        num_threads = check_positive_int(num_threads, "num_threads")
+    with torch_threads(num_threads):
+        return _train(X, Y, hidden=hidden, epochs=epochs, batch_size=batch_size, lr=lr,
+                      seed=seed, start=start, on_epoch=on_epoch)
+
+
+def _train(X, Y, *, hidden, epochs, batch_size, lr, seed, start, on_epoch):
+    """:func:`train_forecaster`'s training, under the thread count it set."""
+    import torch
+
     torch.manual_seed(seed)
     net = Forecaster(X.shape[1], Y.shape[1], hidden)
     opt = torch.optim.Adam(net.parameters(), lr=lr)

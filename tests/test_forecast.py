@@ -180,6 +180,66 @@ def test_train_forecaster_resumed_after_an_epoch_gives_the_same_bytes():
         fs.train_forecaster(X, Y, **kw, start=(5, states[4]))
 
 
+def _record_threads(monkeypatch) -> list:
+    """torch's thread count at every optimiser step from here on."""
+    import torch
+
+    seen, step = [], torch.optim.Adam.step
+
+    def recorded(self, *args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", recorded)
+    return seen
+
+
+def test_train_forecaster_trains_under_its_own_thread_count(monkeypatch):
+    """The trained floats can depend on torch's thread count: training runs under
+    ``num_threads`` (1 by default) whatever the caller's setting, which is restored after."""
+    import torch
+
+    from insdel._threads import torch_threads
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 4)).astype(np.float32)
+    Y = X[:, :2] * 0.5
+    seen = _record_threads(monkeypatch)
+    with torch_threads(2):
+        a = fs.train_forecaster(X, Y, hidden=8, epochs=2, batch_size=16, seed=1)
+        assert set(seen) == {1} and torch.get_num_threads() == 2
+        seen.clear()
+        fs.train_forecaster(X, Y, hidden=8, epochs=1, batch_size=16, seed=1, num_threads=None)
+        assert set(seen) == {2}
+    with torch_threads(1):
+        b = fs.train_forecaster(X, Y, hidden=8, epochs=2, batch_size=16, seed=1)
+    for u, v in zip(a.state_dict().values(), b.state_dict().values(), strict=True):
+        assert u.numpy().tobytes() == v.numpy().tobytes()
+    with pytest.raises(ValueError, match="num_threads"):
+        fs.train_forecaster(X, Y, epochs=1, num_threads=0)
+
+
+def test_a_forecaster_checkpoint_is_keyed_by_the_training_thread_count(tmp_path, monkeypatch):
+    """A forecaster checkpointed under another training thread count is trained afresh, not
+    reused; the manifest records the count."""
+    from insdel.runner import forecast as rf
+
+    steps = _count_adam_steps(monkeypatch)
+    monkeypatch.setitem(rf._TRAINING, "num_threads", 2)
+    run_forecast(TINY, tmp_path / "out")
+    trained = len(steps)
+    assert trained > 0
+    monkeypatch.setitem(rf._TRAINING, "num_threads", 1)
+    steps.clear()
+    run_forecast(TINY, tmp_path / "out")
+    assert len(steps) == trained  # trained again under 1 thread
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["forecaster_training"]["num_threads"] == 1
+    steps.clear()
+    run_forecast(TINY, tmp_path / "out")
+    assert steps == []  # the same count: loaded
+
+
 def test_a_resumed_forecast_run_reloads_its_trained_forecaster(tmp_path, monkeypatch):
     """Interrupted after the forecaster's first epoch, the run started again trains the second
     epoch alone and writes the bytes of an uninterrupted run; started once more, it trains

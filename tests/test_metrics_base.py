@@ -132,6 +132,16 @@ def test_evaluate_metrics_shares_the_cache_and_tabulates():
             res.scores.query("metric == @name and method == 'a'")["value"], one, atol=1e-12)
 
 
+def test_evaluate_metrics_counts_its_own_model_rows_of_a_model_that_counted_before():
+    """``stats['model_rows']`` are the rows this call evaluated, not a Model's count so far."""
+    X, R, rng = _pairs(B=8, n=4, same=1)
+    f = insdel.as_model(Counting(rng.normal(size=4)))
+    f(X)  # rows evaluated before the metrics
+    res = M.evaluate_metrics(f, X, R, {"a": rng.normal(size=(8, 4))},
+                             metrics=["insertion_abc"])
+    assert res.stats["model_rows"] == res.stats["evaluated"] == f.n_evals - 8
+
+
 def test_registry_errors_name_the_problem():
     assert {"insertion_abc", "deletion_abc"} <= set(M.available())
     assert M.available("insdel") == ["deletion_abc", "deletion_auc", "insertion_abc",

@@ -63,3 +63,53 @@ def test_gradient_boosting_params_are_checked(tmp_path):
         C.load("paper_bangalore_trees", overrides={"model": {"kind": "forest"}})
     with pytest.raises(C.ConfigError, match="model.engine: 'trees'"):
         C.load("paper_bangalore_trees", overrides={"model": {"engine": "trees"}})
+
+
+@pytest.fixture(scope="module")
+def boosted(tmp_path_factory):
+    """The small CSV and a scikit-learn GradientBoostingRegressor fitted to it (a joblib file)."""
+    import joblib
+    from _runs import small_csv
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    from insdel import datasets
+
+    d = tmp_path_factory.mktemp("boosted")
+    csv = small_csv(d / "s.csv")
+    ds = datasets.load("table", path=str(csv), target="y", scale="none")
+    est = GradientBoostingRegressor(n_estimators=5, max_depth=2, random_state=0)
+    joblib.dump(est.fit(ds.X_train, ds.y_train), d / "gbr.joblib")
+    return csv, d / "gbr.joblib"
+
+
+@pytest.mark.parametrize("command", ["road", "tune", "sanity"])
+def test_a_command_reads_a_tree_ensemble_once(boosted, tmp_path, monkeypatch, command):
+    """``insdel road``, ``tune`` and ``sanity`` read the user's tree ensemble once (the model
+    stage), however many methods, trials and checks build its tree games; sanity's data
+    randomisation reads its refitted clone once more (another ensemble)."""
+    import insdel.trees as T
+    from insdel.runner.road import run_road
+    from insdel.runner.sanity import run_sanity
+    from insdel.runner.tune import run_tune
+
+    csv, model = boosted
+    reads, real_read = [], T.read
+    monkeypatch.setattr(T, "read", lambda m: reads.append(type(m).__name__) or real_read(m))
+    cfg = {"name": "t", "seed": 0,
+           "data": {"recipe": "table", "options": {"path": str(csv), "target": "y",
+                                                   "scale": "none"}},
+           "model": {"path": str(model), "trust": True},
+           "methods": {"names": ["kernel_shap", "tree_shap"],
+                       "options": {"kernel_shap": {"n_samples": 32}}}}
+    if command == "road":
+        run_road({**cfg, "road": {"n_rows": 6, "fractions": [0.5, 1.0], "leakage": False,
+                                  "removal": "conditional_mean"}}, tmp_path, progress=False)
+    elif command == "tune":
+        run_tune({**cfg, "methods": {"names": ["kernel_shap"], "options": {}},
+                  "tune": {"n_trials": 2, "n_targets": 6}}, tmp_path, progress=False)
+    else:
+        run_sanity({**cfg, "sanity": {"n_targets": 6, "data_randomisation": True},
+                    "meta": {"metrics": ["insertion_abc"], "n_perturbations": 2}}, tmp_path,
+                   progress=False)
+    est = [r for r in reads if r != "ModelWithTrees"]  # a held ensemble's trees: no reading
+    assert est == ["GradientBoostingRegressor"] * (2 if command == "sanity" else 1)

@@ -280,6 +280,7 @@ def evaluate_metrics(f: ModelLike, X: ArrayLike, R: ArrayLike,
         raise ValueError(f"metrics: {dup} given more than once; give each once.")
     ctx = MetricContext(f, X, R, groups=groups, seed=seed, batch_size=batch_size,
                         removal=removal)
+    e0 = 0 if ctx.model is None else ctx.model.n_evals  # f may be a Model that counted before
     ignores: list[str] = []
     As = {k: ctx.unit_attributions(v, name=f"attributions[{k!r}]") for k, v in
           attributions.items()}
@@ -318,7 +319,8 @@ def evaluate_metrics(f: ModelLike, X: ArrayLike, R: ArrayLike,
                       f"{ctx.game.name!r}: their scores are those of the model alone.",
                       stacklevel=2)
     # a game without a model (a closed-form game such as the tree game) evaluates no model row
-    stats = {**ctx.stats, "model_rows": 0 if ctx.model is None else int(ctx.model.n_evals)}
+    stats = {**ctx.stats,
+             "model_rows": 0 if ctx.model is None else int(ctx.model.n_evals - e0)}
     if ctx.removal is not None:
         stats.update(removal=ctx.game.params(), ignores_removal=ignores)
     return MetricResults(scores=pd.concat(rows, ignore_index=True),

@@ -123,8 +123,9 @@ def _stage(folder: Path, name: str, key: Mapping, compute: Callable[[], np.ndarr
 
 
 #: The training settings of the forecaster besides the ``[forecast]`` keys (``hidden``,
-#: ``epochs``) and the seed.
-_TRAINING = {"batch_size": 256, "lr": 3e-3}
+#: ``epochs``) and the seed. ``num_threads``: torch's thread count while training, fixed (the
+#: trained floats can depend on it) so that every machine trains the same weights.
+_TRAINING = {"batch_size": 256, "lr": 3e-3, "num_threads": 1}
 
 
 def _forecaster(folder: Path, Xtr: np.ndarray, Ytr: np.ndarray, c: Mapping, seed: int, log,
@@ -135,7 +136,8 @@ def _forecaster(folder: Path, Xtr: np.ndarray, Ytr: np.ndarray, c: Mapping, seed
     :func:`insdel.forecast_sim.train_forecaster`'s ``on_epoch``) after the latest finished epoch,
     as chunk ``epoch - 1`` of a :class:`insdel._checkpoint.ChunkStore` keyed by everything that
     determines it: the training windows' and targets' SHA-256, the architecture, the seed, the
-    epochs, the optimiser's settings and torch's version. A run started again with that key
+    epochs, the optimiser's settings, torch's thread count while training (``num_threads``,
+    fixed at 1) and torch's version. A run started again with that key
     loads the trained weights (all epochs finished) or resumes training after the last finished
     epoch, giving the bytes of an uninterrupted training; under another key it trains afresh
     (the store removes the other key's chunks). ``interrupt`` runs after each saved epoch.
@@ -162,9 +164,12 @@ def _forecaster(folder: Path, Xtr: np.ndarray, Ytr: np.ndarray, c: Mapping, seed
             interrupt()
 
     if done == E:
-        log(f"forecaster: loaded from the checkpoint ({E} epochs trained)")
+        log(f"forecaster: loaded from the checkpoint ({E} epochs trained on "
+            f"{settings['num_threads']} torch thread(s))")
     elif done:
         log(f"forecaster: resumed from the checkpoint after epoch {done} of {E}")
+    if done < E:
+        log(f"forecaster: training on {settings['num_threads']} torch thread(s)")
     return fs.train_forecaster(Xtr, Ytr, **settings, start=start, on_epoch=saved)
 
 
@@ -257,6 +262,8 @@ def _run(cfg: Mapping, folder: Path, log, interrupt=None) -> ForecastRun:
     (folder / "summary.md").write_text(f"# {cfg['name']}\n\n{res.to_markdown()}\n")
     write_manifest(folder, {**manifest_head(cfg), "kind": "forecast",
                             "rmse_per_horizon": rmse.tolist(), "lead": lead,
+                            "forecaster_training": None if c["model"] else {
+                                "hidden": c["hidden"], "epochs": c["epochs"], **_TRAINING},
                             "model_evaluations": int(model.n_evals),
                             "seconds": time.perf_counter() - t0, "files": list(FILES)})
     return res

@@ -188,7 +188,8 @@ def _run_road(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     params = to_jsonable(dict(removal.params()))
     stages.add("road/removal", time.perf_counter() - t0)
     log(f"removal: {removal_text(params)}, fitted on {len(dataset.X_train)} training rows")
-    model, metrics, model_info = model_stage(cfg, dataset, data_info, out, stages, log, progress)
+    model, metrics, model_info = model_stage(cfg, dataset, data_info, out, stages, log, progress,
+                                           with_trees=True)
     device = cfg["compute"]["device"]
     n_test = len(dataset.X_test)
     n_rows = n_test if r["n_rows"] is None else min(r["n_rows"], n_test)

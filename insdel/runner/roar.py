@@ -97,7 +97,8 @@ def _run_roar(cfg, out: Path, progress, verbose: bool, interrupt, client=None,
     refuse_groups(cfg, dataset, "ROAR removes single features")
     data_info = dataset_info(cfg, dataset)
     log_dataset(data_info, log, file=False)
-    model, metrics, model_info = model_stage(cfg, dataset, data_info, out, stages, log, progress)
+    model, metrics, model_info = model_stage(cfg, dataset, data_info, out, stages, log, progress,
+                                           with_trees=True)
     device = cfg["compute"]["device"]
     values = _roar.removal_values(dataset)
     Xall = np.concatenate([dataset.X_train, dataset.X_test]).astype(np.float64)

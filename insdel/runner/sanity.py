@@ -33,7 +33,7 @@ from .provenance import Stages, run_manifest
 from .session import loaded, opened
 from .stages.attribution import method_options
 from .stages.data import dataset_info, groups_of, load_dataset, log_dataset
-from .stages.model import model_files, model_stage
+from .stages.model import model_files, model_stage, read_trees
 
 __all__ = ["SanityRun", "run_sanity", "SANITY_FILES"]
 
@@ -226,6 +226,30 @@ def _reference_values(dataset, grp) -> np.ndarray:
     return v
 
 
+def _estimator(model):
+    """The user's model itself: the estimator a :class:`insdel.trees.ModelWithTrees` holds, or
+    ``model``."""
+    from ..trees import ModelWithTrees
+
+    return model.model if isinstance(model, ModelWithTrees) else model
+
+
+def _refit_with_trees(estimator):
+    """:func:`insdel.sanity.refit_clone` of ``estimator`` whose refitted tree ensemble comes
+    as a :class:`insdel.trees.ModelWithTrees` (its trees read once for all its attributions)."""
+    from ..sanity import refit_clone
+    from ..trees import ModelWithTrees
+
+    refit = refit_clone(estimator)
+
+    def train(ds, params, seed):
+        fitted = refit(ds, params, seed)
+        trees = read_trees(fitted)
+        return fitted if trees is None else ModelWithTrees(fitted, trees)
+
+    return train
+
+
 def _model_kind(model, model_info) -> str:
     """``"scikit-learn GradientBoostingRegressor (joblib file)"``: what the model is, for the
     notes on checks it cannot take."""
@@ -304,8 +328,12 @@ def _run_sanity(cfg, out: Path, progress, verbose: bool,
     if grp is not None:
         log(f"groups: {data_info['groups_text']} (each group is one unit of the attributions, "
             "the similarity measures and the curves)")
-    model, metrics, model_info = model_stage(cfg, dataset, data_info, out, stages, log, progress)
-    orders, retrain, skipped = _plan(cfg, model, model_info, log)
+    model, metrics, model_info = model_stage(cfg, dataset, data_info, out, stages, log, progress,
+                                           with_trees=True)
+    # the estimator itself (a tree ensemble comes as a ModelWithTrees holding its trees, read
+    # once for every check's attributions): what the notes name and what a refit clones
+    est = _estimator(model)
+    orders, retrain, skipped = _plan(cfg, est, model_info, log)
     t0 = time.perf_counter()
     X, R, clusters = _pairs(cfg, model, dataset, grp, progress, log)
     stages.add("sanity/pairs", time.perf_counter() - t0, units=int(X.shape[0]))
@@ -335,9 +363,10 @@ def _run_sanity(cfg, out: Path, progress, verbose: bool,
             res = data_randomisation(dataset, methods, params=spec, model=model, X=X, R=R,
                                      max_epochs=s["data_max_epochs"], **common)
         else:
-            log(f"data randomisation: refitting a clone of {_model_kind(model, model_info)} on "
+            log(f"data randomisation: refitting a clone of {_model_kind(est, model_info)} on "
                 f"permuted labels (random_state left None set to the seed {cfg['seed']})")
-            res = data_randomisation(dataset, methods, model=model, X=X, R=R, **common)
+            res = data_randomisation(dataset, methods, model=model, X=X, R=R,
+                                     train=_refit_with_trees(est), **common)
         stages.add("sanity/data", time.perf_counter() - t0, model_rows=res.stats["model_rows"])
         log(f"data randomisation: flagged {', '.join(res.flagged) or 'none'}")
         results["data/labels"] = res

@@ -126,7 +126,8 @@ def _run_tune(cfg, out: Path, progress, verbose: bool,
     grp = groups_of(dataset)
     data_info = dataset_info(cfg, dataset)
     log_dataset(data_info, log, file=False)
-    model, metrics, model_info = model_stage(cfg, dataset, data_info, out, stages, log, progress)
+    model, metrics, model_info = model_stage(cfg, dataset, data_info, out, stages, log, progress,
+                                           with_trees=True)
     X, R, clusters = _pairs(cfg, model, dataset, grp, progress, log, table="tune")
     split = split_pairs(X.shape[0], clusters=clusters, tune_fraction=t["tune_fraction"],
                         seed=cfg["seed"])

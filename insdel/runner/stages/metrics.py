@@ -82,13 +82,23 @@ def metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log, p
     """``[metrics]``: every configured metric on every method's attributions (and a seeded random
     attribution, the control), on one shared hybrid cache, under the run's primary removal
     (``removal``; None: the baseline). Writes ``metrics.parquet`` (pair, method, metric, value)
-    and ``metrics_summary.csv``; returns the summary."""
+    and ``metrics_summary.csv``; returns the summary. The stage's ``model_evaluations`` are all
+    the model rows it evaluates (the hybrids, the metrics' own points and the re-explaining
+    metrics' explainer calls, gradient rows included), ``gradient_evaluations`` those with an
+    input gradient, as :func:`metrics_per_output` counts per output."""
     names = cfg["metrics"]["names"]
     if not names:
         return None
+    from ...adapter import as_model
+
     t0 = time.perf_counter()
     seed = chunk_seed(cfg["seed"], label, "metrics")
-    res = _score(cfg, model, dataset, X, R, atts, seed, progress, removal)
+    # one Model for the metrics' rows and the explainers' re-explanations (forward and gradient
+    # rows), so that its counts are every model evaluation of the stage, as metrics_per_output's
+    f = as_model(model)
+    e0, g0 = f.n_evals, f.n_grad_evals
+    res = _score(cfg, f, dataset, X, R, atts, seed, progress, removal)
+    evals, grads = int(f.n_evals - e0), int(f.n_grad_evals - g0)
     n_methods = res.scores["method"].nunique()
     if res.stats.get("ignores_removal"):
         log(f"  metrics {res.stats['ignores_removal']} build their own points: they do not "
@@ -106,12 +116,12 @@ def metrics_stage(cfg, model, dataset, X, R, atts, label, folder, stages, log, p
         ck.atomic_write_text(folder / "metric_agreement.csv", agree.to_csv(index=False))
         text += more
     ck.atomic_write_text(folder / "metrics.md", text)
-    stages.add(f"{label}/metrics", time.perf_counter() - t0, model_evaluations=int(
-        res.stats["model_rows"]), hybrids_requested=int(res.stats["requested"]),
-        hybrids_evaluated=int(res.stats["evaluated"]))
+    stages.add(f"{label}/metrics", time.perf_counter() - t0, model_evaluations=evals,
+               gradient_evaluations=grads, hybrids_requested=int(res.stats["requested"]),
+               hybrids_evaluated=int(res.stats["evaluated"]))
     log(f"  metrics: {len(names)} metrics x {n_methods} methods, {res.stats['requested']:,} "
-        f"hybrid points requested, {res.stats['evaluated']:,} distinct evaluated, "
-        f"{time.perf_counter() - t0:.1f} s")
+        f"hybrid points requested, {res.stats['evaluated']:,} distinct evaluated, {evals:,} "
+        f"model rows evaluated ({grads:,} with gradients), {time.perf_counter() - t0:.1f} s")
     return summ
 
 

@@ -94,7 +94,7 @@ def read_trees(model):
 
 def model_stage(cfg: dict, dataset, data_info: dict, out: Path, stages: Stages, log,
                 progress, *, with_trees: bool = False) -> tuple[Any, dict, dict]:
-    """The model stage of both commands.
+    """The model stage of every command (``run``, ``road``, ``tune``, ``sanity``, ``roar``).
 
     Train, load from the cache or from the user's file (:func:`get_model`), check the gradient
     methods against it, fingerprint it (the key of every checkpoint chunk), put a torch module in
