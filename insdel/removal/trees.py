@@ -103,6 +103,10 @@ def _marginal_game(ens, removal, X, R, *, groups, feature_names, offset: int, wh
     from ..trees.marginal import TooManySlots, marginal_game
     from ..trees.marginal_pairs import marginal_pairs_game
 
+    if removal.background is not None:  # the rows every reference is taken from
+        from ..trees.ensemble import check_category_codes
+
+        check_category_codes(ens, "background", removal.background)
     if removal.background is not None and removal.how == "all":
         shared = removal.background
     elif removal.background is not None:  # drawn per target (seeded by its run index) or nearest
