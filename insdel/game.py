@@ -264,7 +264,7 @@ class RemovalGame(Game):
         if references is None and isinstance(removal, Baseline):
             references = R[:, None, :]  # R checked (B, n) float64 by the front door: a view
         elif references is None and isinstance(removal, ReferenceRemoval):
-            references = np.asarray(removal.references(X, R), dtype=np.float64)
+            references = np.asarray(removal.references(X, R, offset=offset), dtype=np.float64)
         self.references = references
         self._rows = None  # the K pairs' targets and references in the model's dtype
         self.rows_only = False  # built without a model: rows, no values (as_game(rows_only=True))

@@ -348,6 +348,26 @@ def test_under_the_cohort_game_kernel_shap_is_cohort_shapley_and_lime_is_refused
         insdel.attribute(lambda Z: Z.sum(axis=1), D[:5], None, "lime", removal=g)
 
 
+def test_lime_on_a_tree_game_reads_each_target_s_references():
+    """The tree engine's marginal games hold their references as R (B, K, n) (each target's
+    own) or a background (shared); LIME centres on their mean as on the black box. The
+    path-dependent game has none, and the error says it is read off the trees."""
+    from sklearn.ensemble import RandomForestRegressor
+
+    rng = np.random.default_rng(0)
+    Xt = rng.normal(size=(200, 4))
+    rf = RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0).fit(
+        Xt, Xt[:, 0] * Xt[:, 1] + Xt[:, 2])
+    X = Xt[:3]
+    for rem in (RM.Marginal(Xt[50:80], n_references=2), RM.Marginal(Xt[50:60], how="all")):
+        got = {e: attribute(rf, X, None, "lime", removal=rem, n_samples=50, engine=e)
+               for e in ("tree", "black_box")}
+        np.testing.assert_allclose(got["tree"], got["black_box"], atol=1e-9)
+    with pytest.raises(ValueError, match="removal 'path_dependent' is read off the tree "
+                                         "ensemble's structure"):
+        attribute(rf, X, None, "lime", removal="path_dependent", n_samples=50)
+
+
 @pytest.mark.parametrize("method,kw", [("kernel_shap", {"n_samples": 40}), ("exact_shapley", {}),
                                        ("lime", {"n_samples": 50}), ("random", {})])
 def test_a_game_gives_what_the_model_pairs_and_removal_give(data, method, kw):

@@ -136,6 +136,26 @@ def test_marginal_random_and_nearest_references():
         np.testing.assert_array_equal(near[b], bg[np.argsort(dist, kind="stable")[:4]])
 
 
+def test_marginal_random_references_of_a_chunk_are_the_whole_run_s():
+    """Target b's K background rows are drawn with its run index: a game built on the pairs
+    k.. with ``offset=k`` holds (and values) what the whole run gives them."""
+    rng = np.random.default_rng(4)
+    X, bg = rng.normal(size=(6, 5)), rng.normal(size=(40, 5))
+    rem = RM.Marginal(bg, n_references=3, seed=1)
+    whole = rem.references(X, None)
+    for k in (1, 4):
+        np.testing.assert_array_equal(rem.references(X[k:], None, offset=k), whole[k:])
+        np.testing.assert_array_equal(rem.differing(X[k:], None, offset=k),
+                                      rem.differing(X, None)[k:])
+        g_all = insdel.game.as_game(f, X, removal=rem)
+        g_k = insdel.game.as_game(f, X[k:], removal=rem, offset=k)
+        np.testing.assert_array_equal(g_k.references, g_all.references[k:])
+        orders = np.tile(np.arange(5), (6, 1))
+        c_all, c_k = trace(g_all, None, None, orders), trace(g_k, None, None, orders[k:])
+        for mode in ("insertion", "deletion"):
+            np.testing.assert_allclose(c_k.curves[mode], c_all.curves[mode][k:], atol=1e-12)
+
+
 # -- sampled removals -------------------------------------------------------------------------------
 def test_sampled_removal_curves_and_decomposition_against_direct_values(data):
     X, bg = data

@@ -11,6 +11,7 @@ which checks the routing exactly."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 import sys
 
@@ -371,6 +372,50 @@ def test_lightgbm_multiclass_booster_is_refused():
                   lgb.Dataset(X, np.digitize(y, [-1, 1])), num_boost_round=2)
     with pytest.raises(UnsupportedModelError, match="multi-output"):
         read(b)
+
+
+def test_a_categorical_column_holds_integer_codes_or_is_refused():
+    """LightGBM reads 2.5 in a categorical column as category 2, which the trees' codes do not
+    match: rows, references and backgrounds with such a value are refused, naming the
+    argument, the row (and reference) and the feature; NaN and the codes -1.. are taken."""
+    import lightgbm as lgb
+
+    from insdel.game import as_game
+    from insdel.removal import Marginal
+
+    X, _ = _data(200, nan=0)
+    y = 3.0 * (X[:, 4] == 3) + X[:, 0]
+    m = lgb.LGBMRegressor(n_estimators=5, num_leaves=4, min_child_samples=5,
+                          min_data_per_group=5, verbose=-1).fit(X, y, categorical_feature=[4])
+    ens = read(m)
+    assert ens.is_categorical.any() and set(ens.feature[ens.is_categorical]) == {4}
+    ok = X[:4].copy()
+    ok[:, 4] = [np.nan, -1, 0, 5]
+    np.testing.assert_allclose(ens.predict(ok), m.predict(ok), rtol=1e-12, atol=1e-12)
+    bad = ok.copy()
+    bad[2, 4] = 3.5  # LightGBM reads it as 3
+    assert m.predict(bad)[2] == m.predict(np.where(bad == 3.5, 3.0, bad))[2]
+    for v in (3.5, -2.0, 2.0**31):
+        bad[2, 4] = v
+        with pytest.raises(ValueError, match=r"Z: row 2, feature 4 \('Column_4'\) is "
+                                             + re.escape(repr(v)) + ".*categorical"):
+            ens.predict(bad)
+    with pytest.raises(ValueError, match=r"^X: row 2, feature 4 .*integer category codes "
+                                         r"-1\.\.2147483646"):
+        as_game(m, bad, ok, engine="tree")
+    with pytest.raises(ValueError, match=r"^R: row 2, feature 4"):
+        as_game(m, ok, bad, engine="tree")
+    refs = np.repeat(ok[:, None, :], 2, axis=1)
+    refs[1, 1, 4] = 0.5
+    with pytest.raises(ValueError, match=r"^R: row 1, reference 1, feature 4"):
+        as_game(m, ok, refs, removal="marginal", engine="tree")
+    bg = np.where(np.isnan(bad), 1.0, bad)  # a background is finite
+    for how in ("all", "random"):
+        rem = Marginal(bg, how=how, n_references=None if how == "all" else 2)
+        with pytest.raises(ValueError, match=r"^background: row 2, feature 4"):
+            as_game(m, ok, removal=rem, engine="tree")
+    with pytest.raises(ValueError, match=r"^X: row 2, feature 4"):
+        as_game(m, bad, removal="path_dependent")
 
 
 # -- CatBoost ------------------------------------------------------------------------------------

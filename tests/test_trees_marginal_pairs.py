@@ -146,6 +146,25 @@ def test_references_drawn_per_target_take_the_tree_game(how):
                                shapley_values(box, None, None), atol=TOL)
 
 
+def test_references_drawn_per_target_keep_the_run_index_in_a_chunk():
+    """``as_game(..., offset=k)`` on the pairs k.. draws target b's references as target
+    k + b of the whole run, on the tree engine as on the black box."""
+    rf, Xt = _forest(seed=2)
+    rem = Marginal(Xt[100:160], n_references=3, how="random", seed=5)
+    X, k = Xt[:5], 2
+    orders = _orders(np.random.default_rng(1), 5, 2, X.shape[1])
+    for engine in ("tree", "black_box"):
+        whole = as_game(rf, X, removal=rem, engine=engine)
+        part = as_game(rf, X[k:], removal=rem, engine=engine, offset=k)
+        np.testing.assert_allclose(part.v_empty(), whole.v_empty()[k:], atol=1e-12)
+        cw = trace(whole, None, None, orders).curves
+        cp = trace(part, None, None, orders[k:]).curves
+        for mode in ("insertion", "deletion"):
+            np.testing.assert_allclose(cp[mode], cw[mode][k:], atol=1e-12)
+    np.testing.assert_array_equal(as_game(rf, X[k:], removal=rem, offset=k).R,
+                                  as_game(rf, X, removal=rem).R[k:])
+
+
 def test_shared_references_keep_the_linear_route():
     rf, Xt = _forest()
     X, bg = Xt[:3], Xt[200:206]

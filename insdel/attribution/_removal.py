@@ -57,19 +57,26 @@ def empty_rows(game) -> np.ndarray:
     averaged-baseline form averages over.
 
     A reference game: its K references per target. A tree game (:mod:`insdel.trees`) of the
-    baseline: each target's reference r (K = 1); of ``marginal``: its K references shared by
-    every target (a read-only broadcast view). A game of model rows drawn per coalition
-    (``n_draws`` M): its M draws for the empty coalition (every feature removed), seeded by the
-    targets' indices in the run. A game read off the data has no such rows (an error)."""
+    baseline: each target's reference r (K = 1); of ``marginal``: each target's K references
+    (R (B, K, n) of the pairs' route) or the K references shared by every target (a read-only
+    broadcast view). A game of model rows drawn per coalition (``n_draws`` M): its M draws for
+    the empty coalition (every feature removed), seeded by the targets' indices in the run. A
+    game read off the trees' structure (``path_dependent``) or off the data (``cohort``) has no
+    such rows (an error that says which)."""
     if game.references is not None:
         return np.ascontiguousarray(game.references, dtype=np.float64)
     if game.engine == "tree":
         R, bg = getattr(game, "R", None), getattr(game, "background", None)
         if R is not None:
-            return np.ascontiguousarray(R, dtype=np.float64)[:, None, :]
+            R = np.ascontiguousarray(R, dtype=np.float64)
+            return R if R.ndim == 3 else R[:, None, :]
         if bg is not None:
             bg = np.asarray(bg, dtype=np.float64)
             return np.broadcast_to(bg, (game.B, *bg.shape))
+        raise ValueError(f"removal {game.name!r} is read off the tree ensemble's structure (the "
+                         "tree engine): it has no reference rows for a method to average over; "
+                         "under it, use a method that reads coalition values (tree_shap, "
+                         "kernel_shap, exact_shapley).")
     rem = getattr(game, "removal", None)
     if game.n_draws < 1 or rem is None or not hasattr(rem, "sample"):
         raise ValueError(f"removal {game.name!r} is a game read off the data: it has no reference "

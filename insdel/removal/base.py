@@ -88,13 +88,20 @@ class ReferenceRemoval(Removal):
 
     Subclasses implement :meth:`references`."""
 
-    def references(self, X: np.ndarray, R: np.ndarray | None) -> np.ndarray:
-        """(B, K, n) float64: the references of every target."""
+    def references(self, X: np.ndarray, R: np.ndarray | None, *, offset: int = 0
+                   ) -> np.ndarray:
+        """(B, K, n) float64: the references of every target.
+
+        ``offset`` is the index of X's first row among the run's targets (a chunk of them):
+        references drawn per target are seeded by the target's run index ``offset + b``
+        (:func:`target_rng`), so a chunk gets the references the whole run gives its targets.
+        """
         raise NotImplementedError
 
-    def differing(self, X: np.ndarray, R: np.ndarray | None) -> np.ndarray:
-        """A feature is in D when it differs from at least one reference."""
-        return differing_from(X, self.references(X, R))
+    def differing(self, X: np.ndarray, R: np.ndarray | None, *, offset: int = 0) -> np.ndarray:
+        """A feature is in D when it differs from at least one reference (``offset``: as in
+        :meth:`references`)."""
+        return differing_from(X, self.references(X, R, offset=offset))
 
 
 class SampledRemoval(Removal):

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .._checkpoint import sha256_arrays
-from .._validation import check_choice, check_positive_int, check_seed
+from .._validation import check_choice, check_positive_int, check_scalar, check_seed
 from .base import ReferenceRemoval, check_background, target_rng
 
 __all__ = ["Baseline", "Marginal"]
@@ -23,7 +23,8 @@ class Baseline(ReferenceRemoval):
     name = "baseline"
     uses_reference = True
 
-    def references(self, X: np.ndarray, R: np.ndarray | None) -> np.ndarray:
+    def references(self, X: np.ndarray, R: np.ndarray | None, *, offset: int = 0
+                   ) -> np.ndarray:
         if R is None:
             raise ValueError("removal 'baseline' reads the references R; got R=None.")
         R = np.asarray(R, dtype=np.float64)
@@ -33,7 +34,7 @@ class Baseline(ReferenceRemoval):
                              "removal='marginal').")
         return np.broadcast_to(R, X.shape)[:, None, :]
 
-    def differing(self, X: np.ndarray, R: np.ndarray | None) -> np.ndarray:
+    def differing(self, X: np.ndarray, R: np.ndarray | None, *, offset: int = 0) -> np.ndarray:
         return X != np.broadcast_to(np.asarray(R, dtype=np.float64), X.shape)
 
 
@@ -89,8 +90,14 @@ class Marginal(ReferenceRemoval):
             p["background_rows"] = int(self.background.shape[0])
         return p
 
-    def references(self, X: np.ndarray, R: np.ndarray | None) -> np.ndarray:
+    def references(self, X: np.ndarray, R: np.ndarray | None, *, offset: int = 0
+                   ) -> np.ndarray:
+        """(B, K, n): R (B, K, n) as given, or K background rows per target; ``how="random"``
+        draws target b's rows with the seed and its run index ``offset + b``
+        (:func:`~insdel.removal.target_rng`), so a chunk of the targets (``offset``: the index of
+        its first) draws what the whole run draws for them."""
         X = np.asarray(X, dtype=np.float64)
+        offset = check_scalar(offset, "offset", int, min_val=0)
         B, n = X.shape
         if self.background is None:
             if R is None or np.ndim(R) != 3:
@@ -110,9 +117,9 @@ class Marginal(ReferenceRemoval):
         K = self.n_references
         if self.how == "random":
             idx = np.empty((B, K), dtype=np.int64)
-            for b in range(B):  # one short draw per target, seeded by its index
-                idx[b] = target_rng(self.seed, b, "marginal").choice(bg.shape[0], K,
-                                                                     replace=False)
+            for b in range(B):  # one short draw per target, seeded by its run index
+                idx[b] = target_rng(self.seed, offset + b, "marginal").choice(
+                    bg.shape[0], K, replace=False)
             return bg[idx]
         sd = bg.std(axis=0)
         sd[sd == 0] = 1.0

@@ -103,13 +103,17 @@ def _marginal_game(ens, removal, X, R, *, groups, feature_names, offset: int, wh
     from ..trees.marginal import TooManySlots, marginal_game
     from ..trees.marginal_pairs import marginal_pairs_game
 
+    if removal.background is not None:  # the rows every reference is taken from
+        from ..trees.ensemble import check_category_codes
+
+        check_category_codes(ens, "background", removal.background)
     if removal.background is not None and removal.how == "all":
         shared = removal.background
-    elif removal.background is not None:  # drawn per target (seeded by its index) or nearest
+    elif removal.background is not None:  # drawn per target (seeded by its run index) or nearest
         Xa = check_ensemble_rows(ens, X, "the marginal tree game")
         if removal.how == "nearest":  # a distance to a missing value is undefined
             check_finite("X", Xa)
-        shared, R = None, removal.references(Xa, None)
+        shared, R = None, removal.references(Xa, None, offset=offset)
     else:
         Ra = None if R is None else np.asarray(R, dtype=np.float64)
         if Ra is None or Ra.ndim != 3:

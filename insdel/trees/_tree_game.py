@@ -12,7 +12,7 @@ from .._validation import as_float_array, check_mode, check_orders
 from ..game import Game
 from ..groups import Groups
 from ._paths import MAX_SLOTS, LeafPaths, leaf_paths
-from .ensemble import TreeEnsemble
+from .ensemble import TreeEnsemble, check_category_codes
 
 __all__ = ["TreeRemovalGame", "shapley_weights", "prefix_weights", "check_ensemble_rows",
            "ensemble_sha256"]
@@ -49,7 +49,8 @@ def ensemble_sha256(ens: TreeEnsemble) -> str:
 
 def check_ensemble_rows(ens, X, what: str) -> np.ndarray:
     """``X`` (B, n) float64 with the ensemble's width (NaN allowed: the trees' default
-    directions read it)."""
+    directions read it), category codes in the categorical splits' columns
+    (:func:`insdel.trees.ensemble.check_category_codes`)."""
     if not isinstance(ens, TreeEnsemble):
         raise TypeError(f"{what} applies to tree ensembles (insdel.trees.TreeEnsemble); got "
                         f"{type(ens).__name__}")
@@ -61,6 +62,7 @@ def check_ensemble_rows(ens, X, what: str) -> np.ndarray:
                          f"columns; got shape {X.shape}")
     if np.isinf(X).any():
         raise ValueError("X has infinite values")
+    check_category_codes(ens, "X", X)
     return np.ascontiguousarray(X)
 
 

@@ -67,6 +67,12 @@ class TreeEnsemble:
         the names the library recorded, checked against the data's by the caller.
     source : str
         the library and model class it was read from, for messages and the manifest.
+    extra : dict
+        what the reader recorded besides the nodes (objective, loss...). ``"category_codes"``:
+        ``(lo, hi)``, the integer codes the library reads in a categorical split's column
+        (LightGBM and XGBoost truncate a row's value to an integer, so another value would not
+        go where :func:`goes_left` sends it): :func:`check_category_codes` refuses rows with
+        other values there.
     """
 
     feature: np.ndarray
@@ -119,11 +125,14 @@ class TreeEnsemble:
         return best
 
     def predict(self, Z: np.ndarray) -> np.ndarray:
-        """The ensemble's prediction at each row of ``Z`` (B, n), float64 (numba)."""
+        """The ensemble's prediction at each row of ``Z`` (B, n), float64 (numba); a value that
+        is not a category code in a categorical split's column is refused
+        (:func:`check_category_codes`)."""
         Z = np.ascontiguousarray(Z, dtype=np.float64)
         if Z.ndim != 2 or Z.shape[1] != self.n_features:
             raise ValueError(f"Z must be 2-D with {self.n_features} columns (the ensemble's "
                              f"features); got shape {Z.shape}")
+        check_category_codes(self, "Z", Z)
         return _predict(Z, *self.arrays()) + self.base
 
     def walk_arrays(self) -> tuple:
@@ -212,6 +221,49 @@ def goes_left(node, z, threshold, missing_left, is_categorical, cat_ptr, categor
     if strict:
         return z < threshold[node]
     return z <= threshold[node]
+
+
+def categorical_features(ens: TreeEnsemble) -> np.ndarray:
+    """The features (sorted, int64) some categorical split of the ensemble reads."""
+    return np.unique(ens.feature[ens.is_categorical]).astype(np.int64)
+
+
+def check_category_codes(ens: TreeEnsemble, name: str, A) -> None:
+    """Refuse a value of ``A`` (rows (B, n) or references (B, K, n), named ``name``) that is
+    not a category code in a column the ensemble splits on as categorical.
+
+    Where the reader recorded the codes its library reads (``ens.extra["category_codes"]``,
+    ``(lo, hi)``), a categorical split's column must hold NaN (missing) or an integer in
+    ``lo..hi``: LightGBM and XGBoost truncate a value such as 2.5 to the code 2 (and XGBoost
+    rounds to float32, exact up to 2^24), while :func:`goes_left` compares it with the
+    node's codes exactly, so the two would part silently. An ensemble without the record (built
+    by hand, or read from a library whose categories are values, as scikit-learn's) is not
+    checked.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, the row (and reference), the feature, the value and the codes.
+    """
+    codes = ens.extra.get("category_codes")
+    if codes is None or not ens.is_categorical.any():
+        return
+    lo, hi = codes
+    cols = categorical_features(ens)
+    V = np.asarray(A, dtype=np.float64)[..., cols]
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isnan(V) & ((V != np.floor(V)) | (V < lo) | (V > hi))
+    if not bad.any():
+        return
+    at = np.argwhere(bad)[0]
+    j = int(cols[at[-1]])
+    where = f"row {int(at[0])}" + (f", reference {int(at[1])}" if len(at) == 3 else "")
+    label = "" if ens.feature_names is None else f" ({ens.feature_names[j]!r})"
+    raise ValueError(f"{name}: {where}, feature {j}{label} is {float(V[tuple(at)])!r}, but "
+                     f"the ensemble ({ens.source or 'trees'}) splits on feature {j} as "
+                     f"categorical: its values must be integer category codes {lo}..{hi} or "
+                     "NaN (missing); the library would read another value as a different "
+                     "category than the trees' codes say.")
 
 
 #: the flags of a packed node (:func:`packed_nodes`): NaN goes left; the node needs

@@ -31,7 +31,7 @@ from .._validation import (
 from ..game import HOOKS, Game
 from ..groups import Groups, check_groups
 from . import _game_kernels as K
-from .ensemble import TreeEnsemble
+from .ensemble import TreeEnsemble, check_category_codes
 from .patterns import (
     DEFAULT_MAX_PATTERNS,
     Patterns,
@@ -679,6 +679,7 @@ def tree_game(ensemble: TreeEnsemble, X: ArrayLike, R: ArrayLike, *, groups=None
             raise ValueError(f"{nm} is ±inf at row {b}, feature {j}: a tree game takes finite "
                              "values or NaN (a missing value, routed by each node's default "
                              "direction).")
+        check_category_codes(ensemble, nm, a)
     grp = check_groups(groups, n, feature_names=names if names is not None
                        else ensemble.feature_names)
     unit_names = None if grp is None else list(grp.names)

@@ -56,7 +56,7 @@ from ._paths import (
     slots_by_rank,
 )
 from ._tree_game import TreeRemovalGame, check_ensemble_rows, ensemble_sha256
-from .ensemble import TreeEnsemble
+from .ensemble import TreeEnsemble, check_category_codes
 
 __all__ = ["MarginalGame", "marginal_game", "MAX_MARGINAL_SLOTS", "TooManySlots"]
 
@@ -109,6 +109,7 @@ def marginal_game(ens: TreeEnsemble, X, background, *, groups=None, feature_name
                          f"{ens.n_features} columns; got shape {bg.shape}")
     if np.isinf(bg).any():
         raise ValueError("background has infinite values")
+    check_category_codes(ens, "background", bg)
     grp = check_groups(groups, X.shape[1], feature_names=feature_names)
     names = None if grp is None else list(grp.names)
     if grp is not None and grp.singleton:

@@ -33,6 +33,7 @@ from .._validation import (
 )
 from ..game import Game
 from ._tree_game import check_ensemble_rows, ensemble_sha256
+from .ensemble import check_category_codes
 from .game import DEFAULT_MAX_D, BestOrder, TreeGame, orders_3d, tree_game
 
 __all__ = ["MarginalPairsGame", "marginal_pairs_game"]
@@ -80,6 +81,7 @@ def marginal_pairs_game(ens, X, R, *, groups=None, feature_names=None,
         b, k, j = (int(v[0]) for v in np.nonzero(bad))
         raise ValueError(f"R is ±inf at target {b}, reference {k}, feature {j}: a tree game "
                          "takes finite values or NaN (a missing value).")
+    check_category_codes(ens, "R", Ra)
     K = Ra.shape[1]
     inner = tree_game(ens, np.repeat(Xa, K, axis=0), Ra.reshape(B * K, n), groups=groups,
                       feature_names=names, max_d=max_d)

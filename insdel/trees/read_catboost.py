@@ -13,7 +13,9 @@ level; it is written as a binary tree of 2^d leaves (leaf index bit k = the answ
 - **one-hot categorical features** (``one_hot_max_size``): a split asks ``x == category`` (right
   when true); the row holds the category as an integer code, which the black-box route passes
   to CatBoost as its string (``"3"``). Categories are matched through CatBoost's own hashes of
-  the strings ``"-1"`` ... ``"1023"``; another category is refused.
+  the strings ``"-1"`` ... ``"1023"``; another category is refused, and so are rows,
+  references and backgrounds whose categorical columns hold anything but NaN or an integer
+  code -1..1023 (:func:`insdel.trees.ensemble.check_category_codes`).
 - **base**: ``get_scale_and_bias()``: the leaves are multiplied by the scale, the bias is the
   base.
 
@@ -144,6 +146,7 @@ def read_catboost(model: Any) -> TreeEnsemble:
     return assemble(trees, base=float(bias[0]), rule="le", n_features=n_features,
                     feature_names=names if all(isinstance(s, str) for s in names) else None,
                     source=source, extra={"loss": loss,
+                                          "category_codes": (CODES.start, CODES.stop - 1),
                                           "categorical_features": sorted(
                                               int(f["flat_feature_index"])
                                               for f in cats.values())})

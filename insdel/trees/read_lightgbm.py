@@ -13,7 +13,10 @@ loaded by LightGBM, or the dump's dict).
   missing interval ``[-1e-35, 1e-35]`` (:class:`~insdel.trees.ensemble.TreeEnsemble`).
 - **categorical splits** (``decision_type`` ``==``, threshold ``"a||b||c"``): the listed
   categories go left, every other value, NaN and negative values included, right; the value is
-  the category's integer code.
+  the category's integer code. LightGBM truncates a value to an integer there (2.5 is category
+  2): rows, references and backgrounds whose categorical columns hold anything but NaN or an
+  integer code -1..2^31 - 2 are refused, naming the argument, row and feature
+  (:func:`insdel.trees.ensemble.check_category_codes`).
 - **base**: 0: LightGBM folds the initial score (``boost_from_average``) into the first tree's
   leaves, and the shrinkage into every leaf; a random forest (``boosting="rf"``,
   ``average_output``) averages its trees, folded into the leaves.
@@ -41,6 +44,10 @@ IDENTITY_OBJECTIVES = ("regression", "regression_l1", "huber", "fair", "quantile
 
 #: LightGBM's ``kZeroThreshold``: |x| <= this is zero for ``missing_type`` Zero
 ZERO_THRESHOLD = float(np.float32(1e-35))
+#: the codes a categorical split's column may hold (``extra["category_codes"]``): LightGBM
+#: truncates the value to a C int and reads a negative one as missing (-1: pandas' code of a
+#: missing category)
+CATEGORY_CODES = (-1, 2**31 - 2)
 
 
 def load_booster(path: str | Path):
@@ -137,7 +144,7 @@ def read_lightgbm(model: Any) -> TreeEnsemble:
              for k, t in enumerate(info)]
     return assemble(trees, base=0.0, rule="le", n_features=n_features,
                     feature_names=dump.get("feature_names"), source=source,
-                    extra={"objective": objective})
+                    extra={"objective": objective, "category_codes": CATEGORY_CODES})
 
 
 def _tree(root: dict, scale: float, source: str, index: int, exact) -> Tree:

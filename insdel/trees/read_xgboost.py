@@ -12,6 +12,10 @@ and saved again as JSON) or the JSON's bytes.
   every other value (an unlisted or unknown category) left; the value is the category's code
   (``Series.cat.codes`` of the training frame's categories). They are written with the children
   swapped, so that the set goes left as :func:`~insdel.trees.ensemble.goes_left` reads it.
+  XGBoost truncates a value to an integer there (2.5 is category 2): rows, references and
+  backgrounds whose categorical columns hold anything but NaN or an integer code -1..2^24 - 1
+  are refused, naming the argument, row and feature
+  (:func:`insdel.trees.ensemble.check_category_codes`).
 - **base**: ``base_score`` (margin space in XGBoost >= 2: with the identity link it is added as
   is); leaves already hold the learning rate; a DART booster's tree weights are folded in.
 
@@ -47,6 +51,10 @@ __all__ = ["read_xgboost", "IDENTITY_OBJECTIVES", "load_booster"]
 #: objectives whose prediction is the trees' sum (identity link)
 IDENTITY_OBJECTIVES = ("reg:squarederror", "reg:absoluteerror", "reg:pseudohubererror",
                        "reg:quantileerror", "reg:linear")
+#: the codes a categorical split's column may hold (``extra["category_codes"]``): XGBoost
+#: rounds the row to float32 (exact up to 2^24) and truncates it to an integer code; a negative
+#: one is no category (-1: pandas' code of a missing category)
+CATEGORY_CODES = (-1, 2**24 - 1)
 
 
 def load_booster(path: str | Path):
@@ -147,7 +155,8 @@ def read_xgboost(model: Any) -> TreeEnsemble:
     names = learner.get("feature_names") or None
     return assemble(trees, base=_param_float(params["base_score"]), rule="lt",
                     n_features=n_features, feature_names=names, source=source,
-                    extra={"objective": objective, "feature_types":
+                    extra={"objective": objective, "category_codes": CATEGORY_CODES,
+                           "feature_types":
                            list(learner.get("feature_types") or [])})
 
 
