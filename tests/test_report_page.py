@@ -301,3 +301,32 @@ def test_multi_output_report_has_every_outputs_blocks_as_the_leaderboard(multi_r
     assert "/ weighted: ABC + ABC'" in md and "output_1/abc.parquet" in md
 
 
+
+
+def test_multi_output_report_reads_each_outputs_further_removals(multi_runs, tmp_path):
+    """A multi-output run with a further removal (``<policy>/removal-NAME/output_<h>/``): the
+    robustness table of each output and ``weighted`` holds the leaderboard's ranks of that
+    output's block under it, and each output's verdict says whether its answer holds there."""
+    from insdel.leaderboard import leaderboard, output_name
+    from insdel.report_page import _removals_section
+
+    run = tmp_path / "multi"
+    shutil.copytree(multi_runs[0], run)
+    for h in (0, 1):
+        a = pd.read_parquet(run / "median" / f"output_{h}" / "abc.parquet")
+        (run / "median" / "removal-marginal" / f"output_{h}").mkdir(parents=True)
+        a.assign(abc=-a["abc"]).to_parquet(
+            run / "median" / "removal-marginal" / f"output_{h}" / "abc.parquet", index=False)
+    board = leaderboard([run], n_boot=50)
+    tables = dict(_removals_section(board).tables)
+    for o in board.outputs:
+        t = tables[f"small.csv / median / {output_name(o)}: rank (places) of ABC + ABC' per "
+                   "removal"].set_index("method")
+        blk = board.blocks[(board.blocks["output"] == o)].set_index(["metric", "method"])
+        for meth, r in t.iterrows():
+            assert r["marginal"].split(" ")[0] == f"{blk.loc[('total@marginal', meth), 'rank']:g}"
+            assert r["primary"].split(" ")[0] == f"{blk.loc[('total', meth), 'rank']:g}"
+    rows = verdict_section([run], board=board).tables[0][1]
+    assert list(rows["block"]) == [f"small.csv / median / {output_name(o)}"
+                                   for o in board.outputs]
+    assert set(rows["holds under removals"]) <= {"marginal", "none"}
