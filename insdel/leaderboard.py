@@ -87,7 +87,7 @@ from .verdicts import compare, verdict_lines
 __all__ = ["METRICS", "ROAD_SCORES", "RunInfo", "Leaderboard", "find_runs", "read_run",
            "run_kind", "config_fingerprint", "leaderboard", "rank_means", "bootstrap_mean_ranks",
            "rank_places", "read_checks", "is_checks_run", "MIN_RELIABILITY",
-           "RELIABILITY_METRICS", "BLOCK_COLUMNS", "OVERALL_COLUMNS"]
+           "RELIABILITY_METRICS", "BLOCK_COLUMNS", "OVERALL_COLUMNS", "output_name"]
 
 #: A metric whose meta-consistency MC (``reliability.csv``) is below this is marked unreliable:
 #: a constant metric sits at MC = 0.5 (resilience 1, reactivity 0) and one that moves at random
@@ -291,7 +291,7 @@ class Leaderboard:
         nblk = (f"{counts[0]} block(s)" if len(counts) == 1 else
                 f"the blocks that hold each metric ({counts[0]} to {counts[-1]})" if counts
                 else "0 blocks")
-        names = ", ".join("/".join([*k[:2], *(_output_name(o) for o in k[2:])]) for k in
+        names = ", ".join("/".join([*k[:2], *(output_name(o) for o in k[2:])]) for k in
                           self.blocks[["group", "policy"] + (["output"] if self.outputs else [])]
                           .drop_duplicates().itertuples(index=False))
         out += ["", f"### Overall: mean rank over {nblk} (data set x policy; 1 = best), "
@@ -309,18 +309,14 @@ class Leaderboard:
                     "methods whose places overlap; a method is ahead of another when its rank "
                     f"is lower in the {pct} interval of their paired difference)."]
         if self.outputs:
-            w = [round(float(x), 4) for x in self.output_weights]
-            out += ["", f"Multi-output runs ({len(self.outputs) - 1} outputs): each output is "
-                    "ranked on its own blocks, and `weighted` on each pair's weighted score "
-                    f"sum_h w_h s_h with w = {w} (the runs' model.output_weights); ranks are "
-                    "never averaged across outputs."]
+            out += ["", self.outputs_text()]
         for o in self.outputs or [None]:
             ov = self.overall if o is None else self.overall[self.overall["output"] == o]
             metrics = [m for m in self.labels if m in set(ov["metric"])]
             if not metrics:
                 continue
             if o is not None:
-                out += ["", f"#### {_output_name(o)}"]
+                out += ["", f"#### {output_name(o)}"]
             out += ["", "| method | " + " | ".join(self._label(m) for m in metrics)
                     + (" | randomisation" if checked else "") + " |",
                     "|---|" + "---:|" * len(metrics) + ("---|" if checked else "")]
@@ -347,6 +343,17 @@ class Leaderboard:
             out += self._block_markdown(*key, blk=blk, digits=digits)
         return "\n".join(out) + "\n"
 
+    def outputs_text(self) -> str:
+        """The sentence saying how multi-output runs are ranked and the weights of their
+        ``weighted`` output (empty for runs of one output)."""
+        if not self.outputs:
+            return ""
+        w = [round(float(x), 4) for x in self.output_weights]
+        return (f"Multi-output runs ({len(self.outputs) - 1} outputs): each output is ranked on "
+                "its own blocks, and `weighted` on each pair's weighted score sum_h w_h s_h "
+                f"with w = {w} (the runs' model.output_weights); ranks are never averaged "
+                "across outputs.")
+
     def _block_markdown(self, g: str, pol: str, o: str | None = None, *, blk: pd.DataFrame,
                         digits: int) -> list[str]:
         """One block's table: mean ± s.e. (rank, and the places when tied with others); ``o``:
@@ -362,7 +369,7 @@ class Leaderboard:
         else:
             count = f"{npairs} pairs" + (f", {nunits} units" if nunits < npairs else "")
         ms = [m for m in self.labels if m in set(blk["metric"])]
-        where = f"{ds} / {pol}" + ("" if o is None else f" / {_output_name(o)}")
+        where = f"{ds} / {pol}" + ("" if o is None else f" / {output_name(o)}")
         out = ["", f"### {where} (group {g}: {runs}; {count})", "",
                "| method | " + " | ".join(f"{self._label(m)} mean ± s.e. (rank)" for m in ms)
                + " |", "|---|" + "---:|" * len(ms)]
@@ -450,7 +457,7 @@ class Leaderboard:
             ax.set_xlim(0.5, max(2, len(d)) + 0.5)  # the ranks 1 .. M of this metric
             ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
             ax.set_xlabel("mean rank (1 = best)")
-            title = self._label(m) if o is None else f"{_output_name(o)}: {self._label(m)}"
+            title = self._label(m) if o is None else f"{output_name(o)}: {self._label(m)}"
             ax.set_title(textwrap.fill(title, 36), fontsize=9)
             ax.grid(axis="x", alpha=0.3)
         fig.suptitle(f"Leaderboard: mean rank, {100 * self.level:g}% bootstrap CI", fontsize=10)
@@ -629,7 +636,7 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
     order = list(labels)
     for o, m in sorted(per_metric, key=lambda k: (outs.index(k[0]), order.index(k[1]))):
         blks = per_metric[(o, m)]
-        lab = labels[m] if o is None else f"{_output_name(o)}, {labels[m]}"
+        lab = labels[m] if o is None else f"{output_name(o)}, {labels[m]}"
         common = [meth for meth in blks[0][1] if all(meth in b[1] for b in blks)]
         dropped = sorted({meth for b in blks for meth in b[1]} - set(common))
         if dropped:
@@ -670,7 +677,7 @@ def leaderboard(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, se
                        outputs=outputs, output_weights=output_weights)
 
 
-def _output_name(o: str) -> str:
+def output_name(o: str) -> str:
     """``output 0``, ..., or ``weighted`` (the aggregate over a multi-output run's outputs)."""
     return "weighted" if o == "weighted" else f"output {o}"
 
@@ -735,7 +742,7 @@ def _merge_duplicates(runs: list[RunInfo], groups: pd.DataFrame, labels: dict) -
             if key in seen:
                 drop[idx] = True
                 dup.setdefault((pol, *seen[key]), []).append(
-                    labels.get(m, m) + "".join(f" ({_output_name(x)})" for x in o))
+                    labels.get(m, m) + "".join(f" ({output_name(x)})" for x in o))
             else:
                 seen[key] = (str(r.path), pol)
         if not dup:
@@ -795,7 +802,7 @@ def _blocks(used: dict, labels: dict, directions: dict, n_boot: int, seed: int, 
             d = pooled[sel]
             if d.empty:
                 continue
-            name = f"{g}/{pol}" if o is None else f"{g}/{pol}/{_output_name(o)}"
+            name = f"{g}/{pol}" if o is None else f"{g}/{pol}/{output_name(o)}"
             key = (g, pol, m) if o is None else (g, pol, o, m)
             W = d.pivot_table(index=["run", "pair"], columns="method", values="score",
                               aggfunc="first", sort=False, dropna=False)

@@ -10,6 +10,12 @@ reliability and every figure of every run. Each section names the files its numb
 CSS, figures as base64 PNG, no script, no network) and ``report.md`` (the same sections, figures
 written beside it in ``report_files/``).
 
+Over runs with ``model.outputs`` (the leaderboard's :attr:`~insdel.leaderboard.Leaderboard.outputs`)
+every per-block part is per (group, policy, output): a verdict, a critical-difference figure and
+ABC tables for each output and for ``weighted``, titled ``data set / policy / output h`` (or
+``/ weighted``), one table of overall ranks per output, and the weights stated; every number is
+the leaderboard's own block, nothing is weighted again here.
+
 The verdict is built on :mod:`insdel.verdicts` from each block's per-unit scores (the
 leaderboard's comparisons): simultaneous rank intervals ("A is first with 95 % confidence", "A, B
 and C cannot be told apart for first place"), Holm-adjusted orderings, the equivalence of
@@ -32,7 +38,7 @@ import pandas as pd
 
 from . import _checkpoint as ck
 from ._validation import check_choice
-from .leaderboard import Leaderboard, leaderboard
+from .leaderboard import Leaderboard, leaderboard, output_name
 from .leaderboard_runs import KINDS, find_runs_noted, read_manifest, run_kind
 from .verdicts import rank_intervals
 
@@ -62,11 +68,13 @@ class Section:
 def _score_files(board: Leaderboard) -> list[Path]:
     """The files the leaderboard's scores come from, per run used: every policy's
     ``abc.parquet`` (and ``metrics.parquet``), ROAD's ``road_summary.csv``, a tune run's
-    ``held_out_abc.parquet``; the manifest when none is found."""
+    ``held_out_abc.parquet``, a multi-output run's ``<policy>/output_<h>/abc.parquet``; the
+    manifest when none is found."""
     out = []
     for p in board.groups.loc[board.groups["used"], "path"]:
         p = Path(p)
-        files = sorted([*p.glob("*/abc.parquet"), *p.glob("*/metrics.parquet"),
+        files = sorted([*p.glob("*/abc.parquet"), *p.glob("*/output_*/abc.parquet"),
+                        *p.glob("*/metrics.parquet"),
                         *p.glob("road_summary.csv"), *p.glob("held_out_abc.parquet")])
         out += files or [p / "manifest.json"]
     return out
@@ -120,14 +128,23 @@ def _equivalence_lines(board: Leaderboard, key: tuple) -> list[str]:
             if ln.startswith("- Equivalence")]
 
 
-def _one_output(board: Leaderboard) -> None:
-    """Refuse a leaderboard of multi-output runs: the page's sections read one block per
-    (group, policy), and such a run has one per output."""
-    if board.outputs:
-        runs = ", ".join(board.groups["path"])
-        raise ValueError(f"runs {runs}: runs with model.outputs (a block per output) are not "
-                         "read by insdel report; rank them with insdel leaderboard, which "
-                         "ranks each output and the weighted aggregate.")
+def _block_keys(board: Leaderboard) -> list[str]:
+    """The columns of :attr:`Leaderboard.blocks` one block is keyed by: (group, policy), and
+    the output over multi-output runs (:attr:`Leaderboard.outputs`)."""
+    return ["group", "policy"] + (["output"] if board.outputs else [])
+
+
+def _where(blk: pd.DataFrame, key: tuple) -> str:
+    """``data set / policy``, ``/ output h`` or ``/ weighted`` after it for a multi-output
+    run's block (``key``: :func:`_block_keys`' values)."""
+    return f"{blk['dataset'].iloc[0]} / {key[1]}" + "".join(f" / {output_name(o)}"
+                                                             for o in key[2:])
+
+
+def _outputs_paragraph(board: Leaderboard) -> list[str]:
+    """The leaderboard's sentence on how multi-output runs are ranked and the weights of
+    ``weighted`` (none for runs of one output)."""
+    return [board.outputs_text().replace("`", "\"")] if board.outputs else []
 
 
 def verdict_section(runs: Sequence[str | os.PathLike], *, board: Leaderboard | None = None,
@@ -169,19 +186,18 @@ def verdict_section(runs: Sequence[str | os.PathLike], *, board: Leaderboard | N
     check_choice("adjust", adjust, ("maxt", "holm"))
     if board is None:
         board = leaderboard(runs, n_boot=n_boot, seed=seed, level=level)
-    _one_output(board)
-    sec = Section("Verdict")
+    sec = Section("Verdict", paragraphs=_outputs_paragraph(board))
     pct = f"{100 * board.level:g} %"
     rows = []
-    for (g, pol), blk in board.blocks.groupby(["group", "policy"], sort=False):
+    for key, blk in board.blocks.groupby(_block_keys(board), sort=False):
         metrics = list(dict.fromkeys(blk["metric"]))
         m0 = _primary([m for m in metrics if "@" not in m])
         if m0 is None:
             continue
         b0 = blk[blk["metric"] == m0]
         label = board.labels.get(m0, m0)
-        where = f"{b0['dataset'].iloc[0]} / {pol}"
-        comp = board.compared.get((g, pol, m0))
+        where = _where(b0, key)
+        comp = board.compared.get((*key, m0))
         removals = [m.split("@", 1)[1] for m in metrics if m.startswith(m0 + "@")]
         if comp is None:  # one unit or one method: no test, the point rank only
             best, tied, sig = _point_best(b0), [], []
@@ -200,7 +216,7 @@ def verdict_section(runs: Sequence[str | os.PathLike], *, board: Leaderboard | N
                      f"{comp.n_units} units): " + ("; ".join(sig) if sig else "none"))
         holds, fails = [], []
         for r in removals:
-            cr = board.compared.get((g, pol, f"{m0}@{r}"))
+            cr = board.compared.get((*key, f"{m0}@{r}"))
             br = (_first_place(cr, adjust)[0] if cr is not None else
                   _point_best(blk[blk["metric"] == f"{m0}@{r}"]))
             (holds if set(best + tied) & set(br) else fails).append(
@@ -211,7 +227,7 @@ def verdict_section(runs: Sequence[str | os.PathLike], *, board: Leaderboard | N
                 ")" if not fails else ("" if not holds else f"; it holds under {'; '.join(holds)}"))
         sec.paragraphs.append(text + ".")
         sec.paragraphs += [f"{where} ({label}): {e}." for e in _equivalence_lines(
-            board, (g, pol, m0))]
+            board, (*key, m0))]
         rows.append({"block": where, "metric": label, "best": ", ".join(best),
                      "cannot be told apart from the best": ", ".join(tied) or "none",
                      "significant orderings (Holm)": "; ".join(
@@ -242,7 +258,8 @@ def _blocks_section(board: Leaderboard) -> Section:
     sec.paragraphs.append("Per block: mean ± standard error over independent units, the rank "
                           "(median of the bootstrap replicates) with its interval, and the "
                           "places (a range: tied within the noise).")
-    for (g, pol), blk in board.blocks.groupby(["group", "policy"], sort=False):
+    sec.paragraphs += _outputs_paragraph(board)
+    for key, blk in board.blocks.groupby(_block_keys(board), sort=False):
         base = blk[~blk["metric"].str.contains("@")]
         for m, d in base.groupby("metric", sort=False):
             d = d.sort_values("rank", kind="stable")
@@ -256,13 +273,39 @@ def _blocks_section(board: Leaderboard) -> Section:
                 "places": [_places(a, b) for a, b in zip(d["place_low"], d["place_high"],
                                                          strict=True)],
                 "pairs": d["n_pairs"], "units": d["n_units"]})
-            sec.tables.append((f"{d['dataset'].iloc[0]} / {pol}: "
-                               f"{board.labels.get(m, m)} (group {g})", t))
+            sec.tables.append((f"{_where(d, key)}: {board.labels.get(m, m)} (group {key[0]})",
+                               t))
+    sec.tables += _overall_tables(board)
     sec.sources += _score_files(board)
     if len(board.overall):
-        sec.figures.append(("Mean rank over blocks with its bootstrap interval (leaderboard)",
+        sec.figures.append(("Mean rank over blocks with its bootstrap interval (leaderboard"
+                            + ("; one panel per output and metric)" if board.outputs else ")"),
                             _png(board.figure())))
     return sec
+
+
+def _overall_tables(board: Leaderboard) -> list[tuple[str, pd.DataFrame]]:
+    """Over multi-output runs, one table per output (``output 0`` .. ``weighted``) of the
+    leaderboard's overall ranks (:attr:`Leaderboard.overall`): per method and metric the mean
+    rank [interval] (places); none for runs of one output (the figure shows them)."""
+    out = []
+    for o in board.outputs:
+        ov = board.overall[board.overall["output"] == o]
+        if ov.empty:
+            continue
+        t = {}
+        for m, d in ov.groupby("metric", sort=False):
+            t[board.labels.get(m, m)] = {
+                r.method: (f"{r.mean_rank:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}]"
+                           if np.isfinite(r.ci_low) else f"{r.mean_rank:.2f}")
+                + f" ({_places(r.place_low, r.place_high)})" for r in d.itertuples()}
+        first = ov[ov["metric"] == ov["metric"].iloc[0]].sort_values("mean_rank", kind="stable")
+        order = [*first["method"], *(m for m in dict.fromkeys(ov["method"])
+                                     if m not in set(first["method"]))]
+        out.append((f"Overall ranks, {output_name(o)}: mean rank over the {output_name(o)} "
+                    f"blocks [{100 * board.level:g} % bootstrap interval] (places); 1 = best", pd.DataFrame(t).reindex(order).fillna("n/a")
+                    .rename_axis("method").reset_index()))
+    return out
 
 
 def _removals_section(board: Leaderboard) -> Section | None:
@@ -272,7 +315,7 @@ def _removals_section(board: Leaderboard) -> Section | None:
     sec = Section("Evidence: robustness across removals")
     sec.paragraphs.append("Each method's rank (places) under each removal of a run: the primary "
                           "removal's ABC, then each further removal's (<policy>/removal-NAME/).")
-    for (g, pol), blk in board.blocks.groupby(["group", "policy"], sort=False):
+    for key, blk in board.blocks.groupby(_block_keys(board), sort=False):
         for m0 in ("insertion", "deletion", "total"):
             ms = [m0] + sorted(m for m in set(blk["metric"]) if m.startswith(m0 + "@"))
             if len(ms) < 2:
@@ -283,11 +326,13 @@ def _removals_section(board: Leaderboard) -> Section | None:
                 t["primary" if m == m0 else m.split("@", 1)[1]] = {
                     k: f"{r['rank']:g} ({_places(r['place_low'], r['place_high'])})"
                     for k, r in d.iterrows()}
-            sec.tables.append((f"{blk['dataset'].iloc[0]} / {pol}: rank (places) of "
+            sec.tables.append((f"{_where(blk, key)}: rank (places) of "
                                f"{board.labels.get(m0, m0)} per removal",
                                pd.DataFrame(t).rename_axis("method").reset_index()))
-        for p in board.groups.loc[board.groups["used"] & (board.groups["group"] == g), "path"]:
-            sec.sources += sorted(Path(p).glob("*/removal-*/abc.parquet"))
+        for p in board.groups.loc[board.groups["used"] & (board.groups["group"] == key[0]),
+                                  "path"]:
+            sec.sources += sorted([*Path(p).glob("*/removal-*/abc.parquet"),
+                                   *Path(p).glob("*/removal-*/output_*/abc.parquet")])
     return sec
 
 
@@ -509,7 +554,10 @@ def build_report(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, s
     run_dirs : sequence of paths
         Run folders (or folders holding them one level down): insertion/deletion, ROAD and
         tuning runs are ranked (:func:`insdel.leaderboard.leaderboard`); sanity runs give the
-        flags and the metrics' reliability; every run's ``figures/*.png`` are embedded.
+        flags and the metrics' reliability; every run's ``figures/*.png`` are embedded. Runs
+        with ``model.outputs`` (all with the same outputs and weights, as the leaderboard
+        requires) get every block per output and ``weighted``, and the overall ranks per
+        output.
     n_boot, seed, level
         The leaderboard's bootstrap (rank intervals and places).
     title : str, optional
@@ -534,7 +582,6 @@ def build_report(run_dirs: Sequence[str | os.PathLike], *, n_boot: int = 1000, s
     board = None
     if ranked:
         board = leaderboard(found, n_boot=n_boot, seed=seed, level=level)
-        _one_output(board)
         notes = notes + list(board.notes)
     sections = [verdict_section(found, board=board) if board is not None else Section(
         "Verdict", paragraphs=["No run among these ranks methods (insertion/deletion, ROAD or "

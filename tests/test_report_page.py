@@ -62,8 +62,32 @@ def runs(tmp_path):
     return [ev, san]
 
 
+#: The layout of the ``runs`` fixture's page: per section its title, table captions and figure
+#: captions (a leaderboard of single-output runs has no output in any of them).
+SINGLE_OUTPUT_LAYOUT = [
+    ("Verdict", ["Verdict per block (95 % simultaneous rank intervals over independent units "
+                 "(max-T); orderings Holm-adjusted)"],
+     ["toy / average, ABC + ABC': critical-difference diagram (bars join methods that cannot be "
+      "told apart, Holm)"]),
+    ("Evidence: ABC with intervals", ["toy / average: insertion ABC (group g1)",
+                                      "toy / average: deletion ABC' (group g1)",
+                                      "toy / average: ABC + ABC' (group g1)"],
+     ["Mean rank over blocks with its bootstrap interval (leaderboard)"]),
+    ("Evidence: robustness across removals",
+     ["toy / average: rank (places) of insertion ABC per removal",
+      "toy / average: rank (places) of deletion ABC' per removal",
+      "toy / average: rank (places) of ABC + ABC' per removal"], []),
+    ("Evidence: sanity flags", ["sanity"], []),
+    ("Evidence: metric reliability", ["sanity"], []),
+    ("Evidence: curves and figures of the runs", [], ["cern: figures/curves.png"]),
+    ("Runs read", ["Run folders"], [])]
+
+
 def test_report_sections_verdict_and_sources(runs, tmp_path):
     page = build_report(runs, n_boot=200)
+    assert [(s.title, [c for c, _ in s.tables], [c for c, _ in s.figures])
+            for s in page.sections] == SINGLE_OUTPUT_LAYOUT
+    assert [len(s.paragraphs) for s in page.sections] == [2, 1, 1, 2, 1, 0, 0]
     titles = [s.title for s in page.sections]
     assert titles[0] == "Verdict"
     for t in ("Evidence: ABC with intervals", "Evidence: robustness across removals",
@@ -222,10 +246,87 @@ def test_to_html_of_a_hand_built_report(tmp_path):
     assert str(src) in page.to_html()  # without base: the path as given
 
 
-def test_report_refuses_multi_output_runs_naming_them(multi_runs):
-    """``insdel report`` reads one block per (group, policy): runs with model.outputs (a block
-    per output) are refused with an error naming them, never merged."""
-    mdir, _ = multi_runs
-    with pytest.raises(ValueError, match=rf"runs {mdir}: runs with model\.outputs .* insdel "
-                                         "leaderboard"):
-        build_report([mdir], n_boot=50)
+def _cells(table: pd.DataFrame) -> dict:
+    return {r["method"]: (r["mean ± s.e."], r["rank [interval]"], r["places"])
+            for _, r in table.iterrows()}
+
+
+def test_multi_output_report_has_every_outputs_blocks_as_the_leaderboard(multi_runs):
+    """A page of a run with model.outputs = 2 (weights 1 : 3): per output and ``weighted`` a
+    verdict, a critical-difference figure and one table per metric whose numbers are the
+    leaderboard's block of that output; output h's tables are the page of the run of output h
+    alone; one table of overall ranks per output equal to the leaderboard's; the weights are
+    stated."""
+    from insdel.leaderboard import leaderboard, output_name
+    from insdel.report_page import _blocks_section
+
+    mdir, singles = multi_runs
+    board = leaderboard([mdir], n_boot=50)
+    page = build_report([mdir], n_boot=50)
+    assert board.outputs == ["0", "1", "weighted"]
+    verdict, blocks = page.sections[0], page.sections[1]
+    assert verdict.title == "Verdict" and blocks.title == "Evidence: ABC with intervals"
+    for sec in (verdict, blocks):
+        assert any("w = [0.25, 0.75]" in p and "2 outputs" in p for p in sec.paragraphs)
+    tables = dict(blocks.tables)
+    ds = board.blocks["dataset"].iloc[0]
+    base = board.blocks[~board.blocks["metric"].str.contains("@")]
+    assert len(base.groupby(["output", "metric"])) == 3 * 4  # every output's every metric
+    for (pol, o, m), blk in base.groupby(["policy", "output", "metric"], sort=False):
+        cap = f"{ds} / {pol} / {output_name(o)}: {board.labels.get(m, m)} (group g1)"
+        got = _cells(tables[cap])
+        assert got == {r.method: (f"{r.mean:.4f} ± {r.se:.4f}",
+                                  f"{r.rank:g} [{r.rank_low:g}, {r.rank_high:g}]",
+                                  f"{int(r.place_low)}" if r.place_low == r.place_high else
+                                  f"{int(r.place_low)}–{int(r.place_high)}")
+                       for r in blk.itertuples()}, cap
+    # output h's tables are the page of the single-output run on output h's column
+    one = dict(_blocks_section(leaderboard([singles[0]], n_boot=50)).tables)
+    for cap, t in one.items():
+        assert _cells(tables[cap.replace(f"{ds} / median:", f"{ds} / median / output 0:")]) \
+            == _cells(t)
+    for o in board.outputs:
+        cap = next(c for c in tables if c.startswith(f"Overall ranks, {output_name(o)}:"))
+        t = tables[cap].set_index("method")
+        ov = board.overall[board.overall["output"] == o]
+        assert len(ov) == t.size
+        for r in ov.itertuples():
+            assert t.loc[r.method, board.labels.get(r.metric, r.metric)].startswith(
+                f"{r.mean_rank:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}]")
+    rows = verdict.tables[0][1]
+    assert list(rows["block"]) == [f"{ds} / median / {output_name(o)}" for o in board.outputs]
+    assert [c.split(",")[0] for c, _ in verdict.figures] == list(rows["block"])
+    assert "one panel per output" in blocks.figures[0][0]
+    md = page.to_markdown()
+    assert "/ weighted: ABC + ABC'" in md and "output_1/abc.parquet" in md
+
+
+
+
+def test_multi_output_report_reads_each_outputs_further_removals(multi_runs, tmp_path):
+    """A multi-output run with a further removal (``<policy>/removal-NAME/output_<h>/``): the
+    robustness table of each output and ``weighted`` holds the leaderboard's ranks of that
+    output's block under it, and each output's verdict says whether its answer holds there."""
+    from insdel.leaderboard import leaderboard, output_name
+    from insdel.report_page import _removals_section
+
+    run = tmp_path / "multi"
+    shutil.copytree(multi_runs[0], run)
+    for h in (0, 1):
+        a = pd.read_parquet(run / "median" / f"output_{h}" / "abc.parquet")
+        (run / "median" / "removal-marginal" / f"output_{h}").mkdir(parents=True)
+        a.assign(abc=-a["abc"]).to_parquet(
+            run / "median" / "removal-marginal" / f"output_{h}" / "abc.parquet", index=False)
+    board = leaderboard([run], n_boot=50)
+    tables = dict(_removals_section(board).tables)
+    for o in board.outputs:
+        t = tables[f"small.csv / median / {output_name(o)}: rank (places) of ABC + ABC' per "
+                   "removal"].set_index("method")
+        blk = board.blocks[(board.blocks["output"] == o)].set_index(["metric", "method"])
+        for meth, r in t.iterrows():
+            assert r["marginal"].split(" ")[0] == f"{blk.loc[('total@marginal', meth), 'rank']:g}"
+            assert r["primary"].split(" ")[0] == f"{blk.loc[('total', meth), 'rank']:g}"
+    rows = verdict_section([run], board=board).tables[0][1]
+    assert list(rows["block"]) == [f"small.csv / median / {output_name(o)}"
+                                   for o in board.outputs]
+    assert set(rows["holds under removals"]) <= {"marginal", "none"}
