@@ -213,10 +213,28 @@ def _cholesky_rows(S, idx, L):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True, nogil=True)
-def _solved_set(s, set_start, set_rows, X, keep, tix, Z, S, out):  # pragma: no cover - numba
-    """The rows of one kept set ``keep[s]`` (rows ``set_rows[set_start[s]:set_start[s + 1]]``):
-    one Cholesky factor L of ``S_KK`` for all of them, then per row and draw
-    ``a = S_KK^-1 (x_K - z_K)`` (two triangular solves) and ``z_R + S_RK a`` on R."""
+def _cho_solve(L, y):  # pragma: no cover - numba
+    """y <- (L L^T)^-1 y in place: L y' = y forward, then L^T y = y' column by column (L read by
+    rows)."""
+    k = y.shape[0]
+    for b in range(k):
+        t = y[b]
+        for c in range(b):
+            t -= L[b, c] * y[c]
+        y[b] = t / L[b, b]
+    for b in range(k - 1, -1, -1):
+        y[b] /= L[b, b]
+        for c in range(b):
+            y[c] -= L[b, c] * y[b]
+
+
+@nb.njit(cache=True, nogil=True)
+def _solved_set(s, set_start, set_rows, X, keep, tix, Z, S, P, out):  # pragma: no cover - numba
+    """The rows of one kept set ``keep[s]`` (rows ``set_rows[set_start[s]:set_start[s + 1]]``),
+    with d = x_K - z_K per row and draw. Kept side (k <= r, or no precision P given): one
+    Cholesky factor of ``S_KK`` for all the rows, ``z_R + S_RK S_KK^-1 d``. Removed side (r < k
+    and ``P = S^-1`` given): one factor of ``P_RR``, ``z_R - P_RR^-1 P_RK d`` (the same
+    conditional mean, from the precision's block; a factor of the smaller block)."""
     n = X.shape[1]
     M = Z.shape[1]
     kidx = np.flatnonzero(keep[s])
@@ -232,60 +250,79 @@ def _solved_set(s, set_start, set_rows, X, keep, tix, Z, S, out):  # pragma: no 
                 for j in range(n):
                     out[i, m, j] = X[i, j] if r == 0 else Z[tix[i], m, j]
         return
-    L = np.zeros((k, k))
-    _cholesky_rows(S, kidx, L)
-    srk = np.empty((r, k))
+    removed_side = P.shape[0] > 0 and r < k
+    f = r if removed_side else k  # the factored block's size
+    G = P if removed_side else S
+    fidx = ridx if removed_side else kidx
+    L = np.zeros((f, f))
+    _cholesky_rows(G, fidx, L)
+    cross = np.empty((r, k))  # P_RK or S_RK
     for a in range(r):
         for b in range(k):
-            srk[a, b] = S[ridx[a], kidx[b]]
-    y = np.empty(k)
+            cross[a, b] = G[ridx[a], kidx[b]]
+    d = np.empty(k)
+    y = np.empty(f)
     for q in range(r0, r1):
         i = set_rows[q]
         x = X[i]
         for m in range(M):
             zm = Z[tix[i], m]
             om = out[i, m]
-            for b in range(k):  # L y = x_K - z_K
-                t = x[kidx[b]] - zm[kidx[b]]
-                for c in range(b):
-                    t -= L[b, c] * y[c]
-                y[b] = t / L[b, b]
-            for b in range(k - 1, -1, -1):  # L^T a = y, column by column (L read by rows)
-                y[b] /= L[b, b]
-                for c in range(b):
-                    y[c] -= L[b, c] * y[b]
-            for a in range(r):
-                t = zm[ridx[a]]
-                for b in range(k):
-                    t += srk[a, b] * y[b]
-                om[ridx[a]] = t
             for b in range(k):
+                d[b] = x[kidx[b]] - zm[kidx[b]]
                 om[kidx[b]] = x[kidx[b]]
+            if removed_side:
+                for a in range(r):
+                    t = 0.0
+                    for b in range(k):
+                        t += cross[a, b] * d[b]
+                    y[a] = t
+                _cho_solve(L, y)
+                for a in range(r):
+                    om[ridx[a]] = zm[ridx[a]] - y[a]
+            else:
+                for b in range(k):
+                    y[b] = d[b]
+                _cho_solve(L, y)
+                for a in range(r):
+                    t = zm[ridx[a]]
+                    for b in range(k):
+                        t += cross[a, b] * y[b]
+                    om[ridx[a]] = t
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
-def _solved_par(nblk, set_start, set_rows, X, keep, tix, Z, S, out):  # pragma: no cover - numba
+def _solved_par(nblk, set_start, set_rows, X, keep, tix, Z, S, P,
+                out):  # pragma: no cover - numba
     n_sets = keep.shape[0]
     for b in nb.prange(nblk):
         for s in range(b, n_sets, nblk):  # strided: sets of every size in every block
-            _solved_set(s, set_start, set_rows, X, keep, tix, Z, S, out)
+            _solved_set(s, set_start, set_rows, X, keep, tix, Z, S, P, out)
 
 
 @nb.njit(cache=True, nogil=True)
-def _solved_serial(set_start, set_rows, X, keep, tix, Z, S, out):  # pragma: no cover - numba
+def _solved_serial(set_start, set_rows, X, keep, tix, Z, S, P, out):  # pragma: no cover - numba
     for s in range(keep.shape[0]):
-        _solved_set(s, set_start, set_rows, X, keep, tix, Z, S, out)
+        _solved_set(s, set_start, set_rows, X, keep, tix, Z, S, P, out)
+
+
+def precision(S: np.ndarray) -> np.ndarray:
+    """``S^-1`` of a positive definite S, symmetric, for :func:`solved_conditional_rows`."""
+    P = np.linalg.inv(S)
+    return 0.5 * (P + P.T)
 
 
 def solved_conditional_rows(X: np.ndarray, keep: np.ndarray, tix: np.ndarray, Z: np.ndarray,
-                            S: np.ndarray) -> np.ndarray:
+                            S: np.ndarray, P: np.ndarray | None = None) -> np.ndarray:
     """The rows of :func:`conditional_rows` (``X[i]`` on K, ``z_R + S_RK S_KK^-1 (x_K - z_K)`` on
-    R, ``z = Z[tix[i], m]``), equal to rounding, for large n: one Cholesky factor of ``S_KK``
-    per distinct kept set of the request, shared by every row that keeps that set, and
-    per row and draw the solve ``S_KK^-1 (x_K - z_K)`` instead of the regression matrix
-    ``S_RK S_KK^-1`` (r k^2 per coalition): O(k^3 / 3) per kept set plus O(M n k) per row. A
-    row's numbers depend only on its kept set, x and z (not on the other rows asked with it).
-    ``S`` must be positive definite. Shape (N, M, n)."""
+    R, ``z = Z[tix[i], m]``), equal to rounding, for large n: one Cholesky factor per distinct
+    kept set of the request, shared by every row that keeps that set, and per row and draw a
+    solve instead of the regression matrix ``S_RK S_KK^-1`` (r k^2 per coalition). The factor is
+    of ``S_KK``, or with ``P`` (:func:`precision`: ``S^-1``) of ``P_RR`` where fewer cells are
+    removed than kept (``z_R - P_RR^-1 P_RK (x_K - z_K)``, the same conditional mean): O(min(k,
+    r)^3 / 3) per kept set plus O(M n min(k, r)) per row. A row's numbers depend only on its kept
+    set, x, z, S and P (not on the other rows asked with it). ``S`` must be positive definite.
+    Shape (N, M, n)."""
     N, n = X.shape
     out = np.empty((N, Z.shape[1], n))
     if N == 0:
@@ -296,7 +333,8 @@ def solved_conditional_rows(X: np.ndarray, keep: np.ndarray, tix: np.ndarray, Z:
     set_start = np.searchsorted(inv[set_rows], np.arange(len(sets) + 1)).astype(np.int64)
     args = (set_start, set_rows, np.ascontiguousarray(X, dtype=np.float64),
             np.ascontiguousarray(sets), np.ascontiguousarray(tix, dtype=np.int64),
-            np.ascontiguousarray(Z, dtype=np.float64), np.ascontiguousarray(S), out)
+            np.ascontiguousarray(Z, dtype=np.float64), np.ascontiguousarray(S),
+            np.zeros((0, 0)) if P is None else np.ascontiguousarray(P, dtype=np.float64), out)
     if len(sets) < 2 or len(sets) * n * n < _SERIAL_WORK:
         _solved_serial(*args)
     else:
