@@ -5,7 +5,10 @@ against textbook AR(1) / VAR(1) conditionals, the ``conditional_mean`` removal a
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -335,3 +338,11 @@ def test_curve_coalitions_equal_the_regression_matrix_rows_with_the_same_draws(n
         np.testing.assert_array_equal(
             rem.sample(Xr[b * per:(b + 1) * per], keep[b * per:(b + 1) * per],
                        targets[b * per:(b + 1) * per]), got[b * per:(b + 1) * per])
+
+
+def test_bench_tiny_runs():
+    bench = Path(__file__).resolve().parents[1] / "bench" / "removal_stationary.py"
+    p = subprocess.run([sys.executable, str(bench), "--tiny"], capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "(s) / (b)" in p.stdout and "(d) direct path" in p.stdout

@@ -327,7 +327,8 @@ def solved_conditional_rows(X: np.ndarray, keep: np.ndarray, tix: np.ndarray, Z:
     out = np.empty((N, Z.shape[1], n))
     if N == 0:
         return out
-    sets, inv = np.unique(keep, axis=0, return_inverse=True)
+    packed, inv = np.unique(np.packbits(keep, axis=1), axis=0, return_inverse=True)
+    sets = np.unpackbits(packed, axis=1, count=n).astype(bool)  # the distinct kept sets
     inv = inv.reshape(-1)
     set_rows = np.argsort(inv, kind="stable").astype(np.int64)
     set_start = np.searchsorted(inv[set_rows], np.arange(len(sets) + 1)).astype(np.int64)
