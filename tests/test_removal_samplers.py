@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from insdel import removal
+from insdel.removal import gaussian as gaussian_module
 from insdel.removal import knn as knn_module
 from insdel.removal import target_rng
 from insdel.removal.gaussian import (
@@ -114,7 +115,7 @@ def test_sampled_moments_are_the_direct_conditional_moments(data, n_kept):
 
 @pytest.mark.parametrize("with_precision", [False, True])
 @pytest.mark.parametrize("width", [7, 40])
-def test_solved_rows_equal_the_regression_matrix_rows(width, with_precision):
+def test_solved_rows_equal_the_regression_matrix_rows(width, with_precision, monkeypatch):
     """solved_conditional_rows (a Cholesky factor per distinct kept set, a solve per row; with
     the precision, of P_RR where fewer cells are removed than kept) gives conditional_rows'
     numbers to 1e-12: M = 3 draws, kept sets repeated across rows and targets, every cell kept,
@@ -141,6 +142,8 @@ def test_solved_rows_equal_the_regression_matrix_rows(width, with_precision):
     for part in (np.arange(5, 25), np.array([12])):
         np.testing.assert_array_equal(
             solved_conditional_rows(X[part], keep[part], tix[part], Z, S, P), got[part])
+    monkeypatch.setattr(gaussian_module, "_SERIAL_WORK", 0)  # the parallel path on these sets
+    np.testing.assert_array_equal(solved_conditional_rows(X, keep, tix, Z, S, P), got)
 
 
 def test_linear_model_value(data):

@@ -8,6 +8,9 @@ coalition u (the kept features K, the removed R), use the Gaussian conditional o
 The per-coalition linear algebra (a Cholesky factor of ``S_KK``, the regression matrix
 ``B = S_RK S_KK^-1`` and the M rows) runs in one numba kernel over all requested coalitions
 (``prange`` over blocks of coalitions); Python runs once per call and once per new target.
+:func:`solved_conditional_rows` gives the same rows (to rounding) for large n, as
+``stationary_gaussian`` reads them: one Cholesky factor of the smaller block (``S_KK``, or the
+precision's ``P_RR``) per distinct kept set and a solve per row, no regression matrix.
 """
 
 from __future__ import annotations
