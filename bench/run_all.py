@@ -51,6 +51,8 @@ SCRIPTS: list[tuple[str, str, list[str], bool, str]] = [
      "counterfactual reference selection on pools of 2,000 and 10,000"),
     ("removal_sampling", "removal_sampling.py", [], False,
      "sampled removals at n = 16, M = 32: sample() vs the model's forward pass over its rows"),
+    ("removal_stationary", "removal_stationary.py", [], False,
+     "stationary_gaussian curves, 300 windows 48 x 8 over 32 lag x channel blocks, vs baseline"),
     ("cohort", "cohort.py", [], False,
      "observational (cohort) curves on the Bangalore simulator, IGCS, IGCS against cohort Shapley"),
     ("tree_marginal", "tree_marginal.py", [], False,

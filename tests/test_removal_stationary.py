@@ -5,7 +5,10 @@ against textbook AR(1) / VAR(1) conditionals, the ``conditional_mean`` removal a
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,9 +16,9 @@ import pytest
 import insdel
 from insdel import removal
 from insdel.game import as_game
-from insdel.removal.gaussian import joint_draws
+from insdel.removal.gaussian import conditional_rows, joint_draws
 from insdel.removal.stationary import block_toeplitz
-from insdel.timeseries import lag_groups, sliding_windows
+from insdel.timeseries import block_groups, lag_groups, sliding_windows
 
 
 def _ar1(T, phi, seed=0, mu=0.0):
@@ -294,3 +297,52 @@ def test_a_run_configuration_builds_it_and_checks_its_options():
                             "removal": {"kinds": [{"name": "stationary_gaussian",
                                                    "options": {"length": 4, "channels": 4,
                                                                "max_lag": 4}}]}})
+
+
+@pytest.mark.parametrize("n_draws", [None, 3])
+def test_curve_coalitions_equal_the_regression_matrix_rows_with_the_same_draws(n_draws):
+    """The coalitions of insertion and deletion curves over lag x channel blocks (kept sets
+    repeated across pairs that share an ordering): sample() equals conditional_rows (the
+    regression matrix S_RK S_KK^-1 per coalition) to 1e-12 with the joint draws joint_draws
+    gives for the seed and the target (the draws of a seed stay the same); asked pair by pair, a
+    pair's rows are the same bytes."""
+    L, C, B = 12, 3, 6
+    rng = np.random.default_rng(14)
+    series = np.c_[_ar1(4000, 0.8, seed=12), _ar1(4000, -0.4, seed=13), rng.normal(size=4000)]
+    rem = removal.build("stationary_gaussian", length=L, channels=C, series=series,
+                        n_draws=n_draws, seed=5)
+    g = block_groups(L, C, lag_block=3)
+    X = sliding_windows(series, L, stride=50)[0][:B]
+    orders = np.stack([rng.permutation(g.m) for _ in range(B)])
+    orders[1:3] = orders[0]
+    rank = np.argsort(orders, axis=1)
+    ins = rank[:, None, :] < np.arange(g.m + 1)[None, :, None]  # (B, m + 1, m): kept units
+    ins = g.expand(ins.reshape(-1, g.m)).reshape(B, g.m + 1, L * C)
+    keep = np.concatenate([ins, ~ins], axis=1).reshape(-1, L * C)
+    targets = np.repeat(np.arange(B) + 100, 2 * (g.m + 1))
+    Xr = np.repeat(X, 2 * (g.m + 1), axis=0)
+    got = rem.sample(Xr, keep, targets)
+    M = rem.n_draws
+    if n_draws is None:
+        Z, tix = rem.mean_[None, None, :], np.zeros(len(Xr), np.int64)
+    else:
+        chol = np.linalg.cholesky(rem.cov_)
+        Z = np.stack([joint_draws(rem.mean_, chol, M, 5, t, "stationary_gaussian")
+                      for t in range(100, 100 + B)])
+        tix = targets - 100
+    np.testing.assert_allclose(got, conditional_rows(Xr, keep, tix, Z, rem.cov_), rtol=0,
+                               atol=1e-12)
+    assert got.shape == (len(Xr), M, L * C)
+    per = 2 * (g.m + 1)
+    for b in (0, 4):
+        np.testing.assert_array_equal(
+            rem.sample(Xr[b * per:(b + 1) * per], keep[b * per:(b + 1) * per],
+                       targets[b * per:(b + 1) * per]), got[b * per:(b + 1) * per])
+
+
+def test_bench_tiny_runs():
+    bench = Path(__file__).resolve().parents[1] / "bench" / "removal_stationary.py"
+    p = subprocess.run([sys.executable, str(bench), "--tiny"], capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "(s) / (b)" in p.stdout and "(d) direct path" in p.stdout

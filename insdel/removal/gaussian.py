@@ -8,6 +8,9 @@ coalition u (the kept features K, the removed R), use the Gaussian conditional o
 The per-coalition linear algebra (a Cholesky factor of ``S_KK``, the regression matrix
 ``B = S_RK S_KK^-1`` and the M rows) runs in one numba kernel over all requested coalitions
 (``prange`` over blocks of coalitions); Python runs once per call and once per new target.
+:func:`solved_conditional_rows` gives the same rows (to rounding) for large n, as
+``stationary_gaussian`` reads them: one Cholesky factor of the smaller block (``S_KK``, or the
+precision's ``P_RR``) per distinct kept set and a solve per row, no regression matrix.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from .._validation import check_scalar
 from ._sampling import DrawCache, check_request, is_one_hot, one_hot_groups
 from .base import SampledRemoval, check_background, check_draws, check_max_rows, target_rng
 
-__all__ = ["ConditionalGaussian", "ConditionalMean", "conditional_rows", "joint_draws"]
+__all__ = ["ConditionalGaussian", "ConditionalMean", "conditional_rows", "joint_draws",
+           "solved_conditional_rows"]
 
 #: The covariance is regularised when its smallest eigenvalue is at most this times its largest.
 SINGULAR_RTOL = 1e-10
@@ -32,6 +36,8 @@ SINGULAR_RTOL = 1e-10
 RIDGE_FRACTION = 1e-6
 #: Fewer coalitions than this per call run in one serial block (no thread start-up).
 _SERIAL_BELOW = 256
+#: :func:`solved_conditional_rows` runs serially below this many (kept sets x n^2).
+_SERIAL_WORK = 1 << 22
 
 
 # --------------------------------------------------------------------------------- the kernel
@@ -175,6 +181,169 @@ def conditional_rows(X: np.ndarray, keep: np.ndarray, tix: np.ndarray, Z: np.nda
     lev = np.zeros(n)
     return _gauss_rows(X, keep, tix, Z, S, lev, lev, np.zeros(n, dtype=np.bool_),
                        np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+
+@nb.njit(cache=True, nogil=True)
+def _cholesky_rows(S, idx, L):  # pragma: no cover - numba
+    """The lower Cholesky factor of ``S[idx][:, idx]`` into L, row by row: ``L[a, b]`` from the
+    dot product of rows a and b of L so far (contiguous), in four partial sums (the adds of one
+    sum do not wait on each other). Plain loops, not LAPACK: the same bytes on every machine and
+    no BLAS thread pool inside numba's threads."""
+    k = idx.shape[0]
+    for a in range(k):
+        La = L[a]
+        for b in range(a + 1):
+            Lb = L[b]
+            s0 = 0.0
+            s1 = 0.0
+            s2 = 0.0
+            s3 = 0.0
+            c = 0
+            while c + 4 <= b:
+                s0 += La[c] * Lb[c]
+                s1 += La[c + 1] * Lb[c + 1]
+                s2 += La[c + 2] * Lb[c + 2]
+                s3 += La[c + 3] * Lb[c + 3]
+                c += 4
+            while c < b:
+                s0 += La[c] * Lb[c]
+                c += 1
+            t = S[idx[a], idx[b]] - ((s0 + s1) + (s2 + s3))
+            if a == b:
+                La[a] = np.sqrt(t) if t > 0.0 else 1e-150
+            else:
+                La[b] = t / Lb[b]
+
+
+@nb.njit(cache=True, nogil=True)
+def _cho_solve(L, y):  # pragma: no cover - numba
+    """y <- (L L^T)^-1 y in place: L y' = y forward, then L^T y = y' column by column (L read by
+    rows)."""
+    k = y.shape[0]
+    for b in range(k):
+        t = y[b]
+        for c in range(b):
+            t -= L[b, c] * y[c]
+        y[b] = t / L[b, b]
+    for b in range(k - 1, -1, -1):
+        y[b] /= L[b, b]
+        for c in range(b):
+            y[c] -= L[b, c] * y[b]
+
+
+@nb.njit(cache=True, nogil=True)
+def _solved_set(s, set_start, set_rows, X, keep, tix, Z, S, P, out):  # pragma: no cover - numba
+    """The rows of one kept set ``keep[s]`` (rows ``set_rows[set_start[s]:set_start[s + 1]]``),
+    with d = x_K - z_K per row and draw. Kept side (k <= r, or no precision P given): one
+    Cholesky factor of ``S_KK`` for all the rows, ``z_R + S_RK S_KK^-1 d``. Removed side (r < k
+    and ``P = S^-1`` given): one factor of ``P_RR``, ``z_R - P_RR^-1 P_RK d`` (the same
+    conditional mean, from the precision's block; a factor of the smaller block)."""
+    n = X.shape[1]
+    M = Z.shape[1]
+    kidx = np.flatnonzero(keep[s])
+    ridx = np.flatnonzero(~keep[s])
+    k = kidx.shape[0]
+    r = ridx.shape[0]
+    r0 = set_start[s]
+    r1 = set_start[s + 1]
+    if r == 0 or k == 0:  # nothing removed: x; nothing kept: the joint draws (the mean)
+        for q in range(r0, r1):
+            i = set_rows[q]
+            for m in range(M):
+                for j in range(n):
+                    out[i, m, j] = X[i, j] if r == 0 else Z[tix[i], m, j]
+        return
+    removed_side = P.shape[0] > 0 and r < k
+    f = r if removed_side else k  # the factored block's size
+    G = P if removed_side else S
+    fidx = ridx if removed_side else kidx
+    L = np.zeros((f, f))
+    _cholesky_rows(G, fidx, L)
+    cross = np.empty((r, k))  # P_RK or S_RK
+    for a in range(r):
+        for b in range(k):
+            cross[a, b] = G[ridx[a], kidx[b]]
+    d = np.empty(k)
+    y = np.empty(f)
+    for q in range(r0, r1):
+        i = set_rows[q]
+        x = X[i]
+        for m in range(M):
+            zm = Z[tix[i], m]
+            om = out[i, m]
+            for b in range(k):
+                d[b] = x[kidx[b]] - zm[kidx[b]]
+                om[kidx[b]] = x[kidx[b]]
+            if removed_side:
+                for a in range(r):
+                    t = 0.0
+                    for b in range(k):
+                        t += cross[a, b] * d[b]
+                    y[a] = t
+                _cho_solve(L, y)
+                for a in range(r):
+                    om[ridx[a]] = zm[ridx[a]] - y[a]
+            else:
+                for b in range(k):
+                    y[b] = d[b]
+                _cho_solve(L, y)
+                for a in range(r):
+                    t = zm[ridx[a]]
+                    for b in range(k):
+                        t += cross[a, b] * y[b]
+                    om[ridx[a]] = t
+
+
+@nb.njit(parallel=True, cache=True, nogil=True)
+def _solved_par(nblk, set_start, set_rows, X, keep, tix, Z, S, P,
+                out):  # pragma: no cover - numba
+    n_sets = keep.shape[0]
+    for b in nb.prange(nblk):
+        for s in range(b, n_sets, nblk):  # strided: sets of every size in every block
+            _solved_set(s, set_start, set_rows, X, keep, tix, Z, S, P, out)
+
+
+@nb.njit(cache=True, nogil=True)
+def _solved_serial(set_start, set_rows, X, keep, tix, Z, S, P, out):  # pragma: no cover - numba
+    for s in range(keep.shape[0]):
+        _solved_set(s, set_start, set_rows, X, keep, tix, Z, S, P, out)
+
+
+def precision(S: np.ndarray) -> np.ndarray:
+    """``S^-1`` of a positive definite S, symmetric, for :func:`solved_conditional_rows`."""
+    P = np.linalg.inv(S)
+    return 0.5 * (P + P.T)
+
+
+def solved_conditional_rows(X: np.ndarray, keep: np.ndarray, tix: np.ndarray, Z: np.ndarray,
+                            S: np.ndarray, P: np.ndarray | None = None) -> np.ndarray:
+    """The rows of :func:`conditional_rows` (``X[i]`` on K, ``z_R + S_RK S_KK^-1 (x_K - z_K)`` on
+    R, ``z = Z[tix[i], m]``), equal to rounding, for large n: one Cholesky factor per distinct
+    kept set of the request, shared by every row that keeps that set, and per row and draw a
+    solve instead of the regression matrix ``S_RK S_KK^-1`` (r k^2 per coalition). The factor is
+    of ``S_KK``, or with ``P`` (:func:`precision`: ``S^-1``) of ``P_RR`` where fewer cells are
+    removed than kept (``z_R - P_RR^-1 P_RK (x_K - z_K)``, the same conditional mean): O(min(k,
+    r)^3 / 3) per kept set plus O(M n min(k, r)) per row. A row's numbers depend only on its kept
+    set, x, z, S and P (not on the other rows asked with it). ``S`` must be positive definite.
+    Shape (N, M, n)."""
+    N, n = X.shape
+    out = np.empty((N, Z.shape[1], n))
+    if N == 0:
+        return out
+    packed, inv = np.unique(np.packbits(keep, axis=1), axis=0, return_inverse=True)
+    sets = np.unpackbits(packed, axis=1, count=n).astype(bool)  # the distinct kept sets
+    inv = inv.reshape(-1)
+    set_rows = np.argsort(inv, kind="stable").astype(np.int64)
+    set_start = np.searchsorted(inv[set_rows], np.arange(len(sets) + 1)).astype(np.int64)
+    args = (set_start, set_rows, np.ascontiguousarray(X, dtype=np.float64),
+            np.ascontiguousarray(sets), np.ascontiguousarray(tix, dtype=np.int64),
+            np.ascontiguousarray(Z, dtype=np.float64), np.ascontiguousarray(S),
+            np.zeros((0, 0)) if P is None else np.ascontiguousarray(P, dtype=np.float64), out)
+    if len(sets) < 2 or len(sets) * n * n < _SERIAL_WORK:
+        _solved_serial(*args)
+    else:
+        _solved_par(min(len(sets), 8 * numba_threads()), *args)
+    return out
 
 
 def joint_draws(mean: np.ndarray, chol: np.ndarray, n_draws: int, seed: int, target: int,
