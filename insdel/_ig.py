@@ -219,16 +219,22 @@ def differing_binaries(X: np.ndarray, R: np.ndarray, spec: BinarySpec,
 # --------------------------------------------------------------------------------------------------
 # numba kernels
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _path_point(i, seg_pair, seg_t0, seg_ts, nodes):  # pragma: no cover - numba
+    """Row i of the path rows (segment-major, K = len(nodes) rows a segment): its segment s,
+    node k, pair b and path position t."""
+    K = nodes.shape[0]
+    s = i // K
+    k = i - s * K
+    return s, k, seg_pair[s], seg_t0[s] + seg_ts[s] * nodes[k]
+
+
 @nb.njit(cache=True, nogil=True)
 def _fill_rows(X, R, is_cont, D, m, seg_pair, seg_corner, seg_t0, seg_ts, nodes, start, stop,
                out):  # pragma: no cover - numba
-    K = nodes.shape[0]
     n = X.shape[1]
     for i in range(start, stop):
-        s = i // K
-        k = i - s * K
-        b = seg_pair[s]
-        t = seg_t0[s] + seg_ts[s] * nodes[k]
+        s, k, b, t = _path_point(i, seg_pair, seg_t0, seg_ts, nodes)
         o = i - start
         for j in range(n):
             if is_cont[j]:
@@ -245,13 +251,9 @@ def _fill_rows(X, R, is_cont, D, m, seg_pair, seg_corner, seg_t0, seg_ts, nodes,
 @nb.njit(cache=True, nogil=True)
 def _accumulate(G, F, is_cont, D, m, seg_pair, seg_corner, seg_t0, seg_ts, nodes, weights, start,
                 stop, interp, cont_acc, bin_acc):  # pragma: no cover - numba
-    K = nodes.shape[0]
     n = G.shape[1]
     for i in range(start, stop):
-        s = i // K
-        k = i - s * K
-        b = seg_pair[s]
-        t = seg_t0[s] + seg_ts[s] * nodes[k]
+        s, k, b, t = _path_point(i, seg_pair, seg_t0, seg_ts, nodes)
         w = weights[k] * seg_ts[s]
         o = i - start
         if interp:
