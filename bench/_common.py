@@ -136,6 +136,22 @@ def method_orderings(B: int, n: int, n_methods: int = 7, n_random: int = 20, noi
     return np.concatenate([o_methods, o_random], axis=1).astype(np.int64)
 
 
+def orderings_grid(models: Sequence[str], orderings: Sequence[int], n_pairs: int,
+                   n_pairs_many: int, *, all_pairs: Sequence[str] = ()) -> list[tuple[str, int, int]]:
+    """The ``(model, K, B)`` configurations of a curves benchmark, every model with every K.
+
+    K is 1 (one ordering per pair) or at least 8 (:func:`method_orderings`' 7 methods + random);
+    B is ``n_pairs`` for K = 1 or a model named in ``all_pairs``, else ``n_pairs_many``.
+    """
+    grid = []
+    for name in models:
+        for K in orderings:
+            if K < 1 or (K > 1 and K < 8):
+                raise SystemExit(f"--orderings: K must be 1 or >= 8 (7 methods + random); got {K}.")
+            grid.append((name, K, n_pairs if (K == 1 or name in all_pairs) else n_pairs_many))
+    return grid
+
+
 def time_call(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> tuple[float, Any]:
     """Median wall time of ``fn()`` over ``repeats`` calls after ``warmup`` untimed calls.
 
@@ -250,6 +266,13 @@ def machine_info() -> dict[str, str]:
     info["load average (1/5/15 min)"] = load_average()
     info["git"] = git_revision()
     return info
+
+
+def print_header(title: str, note: str) -> None:
+    """A results table's header: ``## title``, the machine line and ``# note``."""
+    print(f"## {title}")
+    print(machine_line())
+    print(f"# {note}")
 
 
 def machine_line() -> str:

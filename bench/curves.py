@@ -72,7 +72,9 @@ from _common import (  # noqa: E402
     method_orderings,
     model_by_name,
     model_features,
+    orderings_grid,
     pairs,
+    print_header,
     ratio_of_rounds,
     time_call,
 )
@@ -248,17 +250,12 @@ def main(argv=None) -> list[dict]:
     if a.threads:
         torch.set_num_threads(a.threads)
 
-    t0 = time.perf_counter()
-    trace(model_by_name("tiny", 16), *pairs(2, 16), np.tile(np.arange(16), (2, 1)))
-    compile_s = time.perf_counter() - t0
-
-    results = []
-    for name in a.models:
-        for K in a.orderings:
-            if K < 1 or (K > 1 and K < 8):
-                raise SystemExit(f"--orderings: K must be 1 or >= 8 (7 methods + random); got {K}.")
-            B = a.pairs if (K == 1 or name in ("cheap", "tiny")) else a.pairs_many
-            results.append(run_config(name, K, B, a.repeats, a.batch_size, a.point_budget))
+    grid = orderings_grid(a.models, a.orderings, a.pairs, a.pairs_many, all_pairs=("cheap", "tiny"))
+    compile_s, _ = time_call(
+        lambda: trace(model_by_name("tiny", 16), *pairs(2, 16), np.tile(np.arange(16), (2, 1))),
+        1, warmup=0)
+    results = [run_config(name, K, B, a.repeats, a.batch_size, a.point_budget)
+               for name, K, B in grid]
     if a.json:
         Path(a.json).write_text(json.dumps({"results": results, "compile_s": compile_s},
                                            default=lambda o: o.item()))
@@ -305,10 +302,9 @@ def _in_processes(a) -> list[dict]:
 
 def _report(results: list[dict], repeats: int, compile_s: float, note: str = "") -> None:
     """The main tables: times and ratios, and where insdel's time goes."""
-    print("## Curves: insdel vs per-pair loop, per-point loop and the bare forward pass" + note)
-    print(machine_line())
-    print(f"# insertion + deletion, every feature differs, medians of {repeats} repeat(s); "
-          f"numba compile + first call {compile_s:.2f} s (excluded)")
+    print_header("Curves: insdel vs per-pair loop, per-point loop and the bare forward pass" + note,
+                 f"insertion + deletion, every feature differs, medians of {repeats} repeat(s); "
+                 f"numba compile + first call {compile_s:.2f} s (excluded)")
     rows = []
     for r in results:
         rows.append([r["model"], r["n"], r["K"], r["B"], r["points"], r["unique"],

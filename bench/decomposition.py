@@ -37,40 +37,25 @@ import argparse
 import importlib.util
 import platform
 import statistics
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import torch
 
-import insdel
-from insdel._decomposition_kernels import popcounts
-from insdel.decomposition import BatchDecomposition, batch_decomposition, shapley_values
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-CERN_HIDDEN = [509, 421, 65, 368, 122, 477]
+from _common import bangalore_mlp, cern_mlp, time_call  # noqa: E402
 
-
-def cern_mlp(n: int = 16, hidden=CERN_HIDDEN, dropout: float = 0.116, seed: int = 0,
-             dtype=torch.float32) -> torch.nn.Module:
-    """The paper's CERN MLP shape (Appendix A.4) with random weights, eval mode (other shapes
-    through ``hidden`` and ``dropout``)."""
-    torch.manual_seed(seed)
-    layers: list[torch.nn.Module] = []
-    d = n
-    for h in hidden:
-        layers += [torch.nn.Linear(d, h), torch.nn.PReLU(), torch.nn.Dropout(dropout)]
-        d = h
-    layers.append(torch.nn.Linear(d, 1))
-    return torch.nn.Sequential(*layers).to(dtype).eval()
-
-
-def median_time(fn, repeats: int):
-    times, out = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
+import insdel  # noqa: E402
+from insdel._decomposition_kernels import popcounts  # noqa: E402
+from insdel.decomposition import (  # noqa: E402
+    BatchDecomposition,
+    batch_decomposition,
+    shapley_values,
+)
 
 
 def row(label: str, value: str, note: str = "") -> None:
@@ -103,7 +88,7 @@ def part_a(n: int, P: int, repeats: int, rng) -> None:
         res.append(d.timings)
         return d
 
-    t_tot, _ = median_time(run, repeats)
+    t_tot, _ = time_call(run, repeats, warmup=0)
     tm = statistics.median(r["model_s"] for r in res)
     to = statistics.median(r["other_s"] for r in res)
     share = statistics.median(r["other_s"] / r["total_s"] for r in res)
@@ -117,7 +102,7 @@ def part_a(n: int, P: int, repeats: int, rng) -> None:
             for s in range(0, rows_t.shape[0], bs):
                 net(rows_t[s:s + bs])
 
-    t_bare, _ = median_time(bare, repeats)
+    t_bare, _ = time_call(bare, repeats, warmup=0)
     row("insdel batch_decomposition, total", f"{t_tot:.3f} s")
     row("  inside the model (as_model calls)", f"{tm:.3f} s")
     row("  outside the model (rows, Möbius, bookkeeping)", f"{to:.3f} s")
@@ -161,8 +146,8 @@ def part_b(n: int, repeats: int, rng) -> None:
         dec._best.clear()
         return dec.best_order()
 
-    t_k, _ = median_time(kernel, repeats)
-    t_np, _ = median_time(lambda: numpy_best(values[0], n), max(1, min(repeats, 2)))
+    t_k, _ = time_call(kernel, repeats, warmup=0)
+    t_np, _ = time_call(lambda: numpy_best(values[0], n), max(1, min(repeats, 2)), warmup=0)
     row("insdel best_order (numba DP, O(n 2^n))", f"{t_k:.3f} s", "target < 2 s")
     row("same DP in NumPy (baseline)", f"{t_np:.3f} s")
     row("ratio NumPy / insdel", f"{t_np / t_k:.1f}")
@@ -182,7 +167,7 @@ def part_c(n: int, P: int, n_captum: int, repeats: int, rng) -> None:
     net = small_mlp(n)
     X = rng.normal(size=(P, n))
     R = rng.normal(size=(P, n))
-    t_ours, phi = median_time(lambda: shapley_values(net, X, R), repeats)
+    t_ours, phi = time_call(lambda: shapley_values(net, X, R), repeats, warmup=0)
     row(f"insdel shapley_values (2^{n} evaluations per pair)", f"{t_ours:.3f} s", "1.0")
 
     def fn(Z):
@@ -205,7 +190,7 @@ def part_c(n: int, P: int, n_captum: int, repeats: int, rng) -> None:
 
         err = np.abs(run_shap() - phi).max()
         assert err < 1e-8, f"shap exact differs from insdel by {err:g}"
-        t_shap, _ = median_time(run_shap, repeats)
+        t_shap, _ = time_call(run_shap, repeats, warmup=0)
         row(f"shap {shap.__version__} Exact explainer (1 background row)", f"{t_shap:.3f} s",
             f"{t_shap / t_ours:.1f}   max |diff| {err:.1e}")
 
@@ -225,7 +210,7 @@ def part_c(n: int, P: int, n_captum: int, repeats: int, rng) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         err_ks = np.abs(run_ks() - phi).max()
-        t_ks, _ = median_time(run_ks, repeats)
+        t_ks, _ = time_call(run_ks, repeats, warmup=0)
     row(f"captum KernelShap ({ns} samples, approximate)", f"{t_ks:.3f} s",
         f"{t_ks / t_ours:.1f}   max |diff| {err_ks:.1e} (sampling error)")
 
@@ -233,7 +218,7 @@ def part_c(n: int, P: int, n_captum: int, repeats: int, rng) -> None:
     m = n_captum
     net_m = small_mlp(m, seed=1)
     Xm, Rm = X[:, :m].copy(), R[:, :m].copy()
-    t_ours_m, phi_m = median_time(lambda: shapley_values(net_m, Xm, Rm), repeats)
+    t_ours_m, phi_m = time_call(lambda: shapley_values(net_m, Xm, Rm), repeats, warmup=0)
     sv = ShapleyValues(lambda t: net_m(t)[:, 0])
 
     def run_sv():
@@ -243,7 +228,7 @@ def part_c(n: int, P: int, n_captum: int, repeats: int, rng) -> None:
     err_sv = np.abs(run_sv() - phi_m).max()
     scale = np.abs(phi_m).max()
     assert err_sv < 1e-5 * max(1.0, scale), err_sv  # captum accumulates in float32
-    t_sv, _ = median_time(run_sv, repeats)
+    t_sv, _ = time_call(run_sv, repeats, warmup=0)
     row(f"insdel shapley_values at n = {m}", f"{t_ours_m:.3f} s", "1.0")
     row(f"captum ShapleyValues at n = {m} (all {_fact(m)} orders)", f"{t_sv:.3f} s",
         f"{t_sv / t_ours_m:.1f}   max |diff| {err_sv:.1e} (captum sums in float32)")
@@ -251,8 +236,6 @@ def part_c(n: int, P: int, n_captum: int, repeats: int, rng) -> None:
 
 
 # -- (d) ----------------------------------------------------------------------------------------
-BANGALORE_HIDDEN = [333, 465, 86, 234]
-
 
 def _subspace_rows(x: np.ndarray, r: np.ndarray) -> np.ndarray:
     """The 2^|D| distinct hybrids of one pair, float32 (not timed)."""
@@ -265,7 +248,7 @@ def _subspace_rows(x: np.ndarray, r: np.ndarray) -> np.ndarray:
 
 def part_d(P: int, dlo: int, dhi: int, repeats: int, rng) -> None:
     n = 38
-    net = cern_mlp(n, hidden=BANGALORE_HIDDEN, dropout=0.10031, seed=1)
+    net = bangalore_mlp(n, seed=1)
     X = rng.normal(size=(P, n))
     R = X.copy()
     for b in range(P):

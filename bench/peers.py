@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -47,12 +46,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (  # noqa: E402
     fmt_s,
-    machine_line,
     markdown_table,
     method_orderings,
     model_by_name,
     model_features,
+    orderings_grid,
     pairs,
+    print_header,
+    time_call,
     time_interleaved,
 )
 from curves import distinct_rows  # noqa: E402
@@ -201,22 +202,15 @@ def main(argv=None) -> list[dict]:
     if a.threads:
         torch.set_num_threads(a.threads)
 
-    t0 = time.perf_counter()
-    trace(model_by_name("tiny", 16), *pairs(2, 16), np.tile(np.arange(16), (2, 1)))
-    compile_s = time.perf_counter() - t0
+    grid = orderings_grid(a.models, a.orderings, a.pairs, a.pairs_many)
+    compile_s, _ = time_call(
+        lambda: trace(model_by_name("tiny", 16), *pairs(2, 16), np.tile(np.arange(16), (2, 1))),
+        1, warmup=0)
+    results = [run_config(name, K, B, a.repeats, a.batch_size) for name, K, B in grid]
 
-    results = []
-    for name in a.models:
-        for K in a.orderings:
-            if K < 1 or (K > 1 and K < 8):
-                raise SystemExit(f"--orderings: K must be 1 or >= 8 (7 methods + random); got {K}.")
-            B = a.pairs if K == 1 else a.pairs_many
-            results.append(run_config(name, K, B, a.repeats, a.batch_size))
-
-    print("## Deletion curves: insdel vs Quantus 0.6 and the bare forward pass")
-    print(machine_line())
-    print(f"# deletion only (what Quantus computes), every feature differs, medians of {a.repeats} "
-          f"repeat(s); numba compile + first call {compile_s:.2f} s (excluded)")
+    print_header("Deletion curves: insdel vs Quantus 0.6 and the bare forward pass",
+                 f"deletion only (what Quantus computes), every feature differs, medians of "
+                 f"{a.repeats} repeat(s); numba compile + first call {compile_s:.2f} s (excluded)")
     rows = []
     for r in results:
         rows.append([r["model"], r["n"], r["K"], r["B"], r["unique"], fmt_s(r["insdel"]),

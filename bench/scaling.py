@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -38,9 +37,9 @@ from _common import (  # noqa: E402
     LinearTanh,
     fmt_s,
     interleaved_samples,
-    machine_line,
     markdown_table,
     pairs,
+    print_header,
     ratio_of_rounds,
     time_call,
 )
@@ -134,18 +133,16 @@ def main(argv=None) -> dict:
     if a.tiny:
         a.ns, a.pairs_for_n, a.bs, a.repeats = [8, 70], 20, [10, 100], 1
 
-    t0 = time.perf_counter()
-    trace(LinearTanh(16), *pairs(2, 16), np.tile(np.arange(16), (2, 1)))
-    compile_s = time.perf_counter() - t0
+    compile_s, _ = time_call(lambda: trace(LinearTanh(16), *pairs(2, 16),
+                                           np.tile(np.arange(16), (2, 1))), 1, warmup=0)
 
     by_n = [run_size(n, a.pairs_for_n, a.repeats) for n in a.ns]
     by_b = [run_size(a.n_for_b, B, a.repeats) for B in a.bs]
 
-    print("## Scaling: curve time against n and B (cheap NumPy model: tanh(x w + b) + 0.1 x v)")
-    print(machine_line())
-    print(f"# insertion + deletion, K = 1, every feature differs, medians of {a.repeats} "
-          f"repeat(s); numba compile + first call {compile_s:.2f} s (excluded); shares of "
-          "trace + abc time")
+    print_header("Scaling: curve time against n and B (cheap NumPy model: tanh(x w + b) + 0.1 x v)",
+                 f"insertion + deletion, K = 1, every feature differs, medians of {a.repeats} "
+                 f"repeat(s); numba compile + first call {compile_s:.2f} s (excluded); shares of "
+                 "trace + abc time")
     print(f"\n### Against n (B = {a.pairs_for_n})\n")
     print(_table(by_n))
     print(f"\n### Against B (n = {a.n_for_b})\n")

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -37,10 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (  # noqa: E402
     fmt_s,
-    machine_line,
     markdown_table,
     model_by_name,
     pairs,
+    print_header,
     time_call,
     time_interleaved,
 )
@@ -135,16 +134,15 @@ def main(argv=None) -> list[dict]:
     if len(P) != len(a.ns):
         raise SystemExit(f"--pairs: give one value or one per n ({len(a.ns)}); got {a.pairs}.")
 
-    t0 = time.perf_counter()
-    shapley_values(model_by_name("tiny", 4), *pairs(1, 4))
-    compile_s = time.perf_counter() - t0
+    compile_s, _ = time_call(lambda: shapley_values(model_by_name("tiny", 4), *pairs(1, 4)), 1,
+                             warmup=0)
 
     results = [run_n(a.model, n, Pn, a.repeats) for n, Pn in zip(a.ns, P, strict=True)]
 
-    print("## Exact Shapley values: insdel vs shap exact vs captum KernelShap (same budget)")
-    print(machine_line())
-    print(f"# model {a.model}-shaped MLP with n inputs; medians of {a.repeats} repeat(s); numba "
-          f"first call {compile_s:.2f} s (excluded); errors against insdel's exact values")
+    print_header("Exact Shapley values: insdel vs shap exact vs captum KernelShap (same budget)",
+                 f"model {a.model}-shaped MLP with n inputs; medians of {a.repeats} repeat(s); "
+                 f"numba first call {compile_s:.2f} s (excluded); errors against insdel's exact "
+                 "values")
     rows = []
     for r in results:
         rows.append([r["n"], r["P"], r["budget"], fmt_s(r["insdel"]), fmt_s(r["shap"]),

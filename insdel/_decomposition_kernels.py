@@ -15,9 +15,25 @@ import numba as nb
 import numpy as np
 
 __all__ = [
-    "mobius_inplace", "zeta_inplace", "popcounts", "ceil_floor", "mobius_ragged", "zeta_ragged", "shapley_ragged",
+    "mobius_inplace", "zeta_inplace", "popcounts", "ceil_floor", "order_scratch",
+    "ceil_floor_of_order", "mobius_ragged", "zeta_ragged", "shapley_ragged",
     "theorem1_ragged", "size_weighted_sums", "best_paths_ragged", "subspace_rows", "scatter_full",
 ]
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _butterflies(a, o, n, subtract):  # pragma: no cover - numba
+    """The n butterfly passes over the block ``a[o : o + 2^n]``: ``a[u] -= a[u minus bit]``
+    (``subtract``: Möbius) or ``+=`` (zeta), for each bit of u in turn."""
+    N = np.int64(1) << n
+    for i in range(n):
+        bit = np.int64(1) << i
+        for u in range(N):
+            if u & bit:
+                if subtract:
+                    a[o + u] -= a[o + (u ^ bit)]
+                else:
+                    a[o + u] += a[o + (u ^ bit)]
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
@@ -26,27 +42,15 @@ def mobius_inplace(a, n):  # pragma: no cover - numba
 
     O(n 2^n) per row (one butterfly pass per feature).
     """
-    B = a.shape[0]
-    N = np.int64(1) << n
-    for b in nb.prange(B):
-        for i in range(n):
-            bit = np.int64(1) << i
-            for u in range(N):
-                if u & bit:
-                    a[b, u] -= a[b, u ^ bit]
+    for b in nb.prange(a.shape[0]):
+        _butterflies(a[b], 0, n, True)
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
 def zeta_inplace(a, n):  # pragma: no cover - numba
     """Inverse of :func:`mobius_inplace`: ``a[u] <- sum_{v ⊆ u} a[v]`` per row."""
-    B = a.shape[0]
-    N = np.int64(1) << n
-    for b in nb.prange(B):
-        for i in range(n):
-            bit = np.int64(1) << i
-            for u in range(N):
-                if u & bit:
-                    a[b, u] += a[b, u ^ bit]
+    for b in nb.prange(a.shape[0]):
+        _butterflies(a[b], 0, n, False)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -100,32 +104,35 @@ def ceil_floor(pos, Dflat, d0, d, n, ceil, flo):  # pragma: no cover - numba
             flo[u] = f
 
 
+@nb.njit(cache=True, nogil=True)
+def order_scratch(d, n):  # pragma: no cover - numba
+    """Scratch of :func:`ceil_floor_of_order` for a pair with |D| = d of n features:
+    ``ceil``, ``flo`` (2^d each) and ``pos`` (n), int32."""
+    N = np.int64(1) << d
+    return np.empty(N, dtype=np.int32), np.empty(N, dtype=np.int32), np.empty(n, dtype=np.int32)
+
+
+@nb.njit(cache=True, nogil=True)
+def ceil_floor_of_order(orders, b, k, Dflat, d0, d, n, pos, ceil, flo):  # pragma: no cover
+    """:func:`ceil_floor` of pair b's ordering ``orders[b, k]`` (n features): ``pos`` is first
+    filled with each feature's 1-based position in that ordering."""
+    for s in range(n):
+        pos[orders[b, k, s]] = s + 1
+    ceil_floor(pos, Dflat, d0, d, n, ceil, flo)
+
+
 @nb.njit(parallel=True, cache=True, nogil=True)
 def mobius_ragged(a, off, dsz):  # pragma: no cover - numba
     """Fast Möbius transform in place of every pair's block ``a[off[b] : off[b] + 2^dsz[b]]``."""
-    B = dsz.shape[0]
-    for b in nb.prange(B):
-        o = off[b]
-        N = np.int64(1) << dsz[b]
-        for i in range(dsz[b]):
-            bit = np.int64(1) << i
-            for u in range(N):
-                if u & bit:
-                    a[o + u] -= a[o + (u ^ bit)]
+    for b in nb.prange(dsz.shape[0]):
+        _butterflies(a, off[b], dsz[b], True)
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
 def zeta_ragged(a, off, dsz):  # pragma: no cover - numba
     """Inverse of :func:`mobius_ragged`: ``a[u] <- sum_{v ⊆ u} a[v]`` per block."""
-    B = dsz.shape[0]
-    for b in nb.prange(B):
-        o = off[b]
-        N = np.int64(1) << dsz[b]
-        for i in range(dsz[b]):
-            bit = np.int64(1) << i
-            for u in range(N):
-                if u & bit:
-                    a[o + u] += a[o + (u ^ bit)]
+    for b in nb.prange(dsz.shape[0]):
+        _butterflies(a, off[b], dsz[b], False)
 
 
 @nb.njit(parallel=True, cache=True, nogil=True)
@@ -169,13 +176,9 @@ def theorem1_ragged(delta, off, dsz, Dflat, doff, orders, n, auc_ins, auc_del, a
         d = dsz[b]
         o = off[b]
         N = np.int64(1) << d
-        ceil = np.empty(N, dtype=np.int32)
-        flo = np.empty(N, dtype=np.int32)
-        pos = np.empty(n, dtype=np.int32)
+        ceil, flo, pos = order_scratch(d, n)
         for k in range(K):
-            for s in range(n):
-                pos[orders[b, k, s]] = s + 1
-            ceil_floor(pos, Dflat, doff[b], d, n, ceil, flo)
+            ceil_floor_of_order(orders, b, k, Dflat, doff[b], d, n, pos, ceil, flo)
             d0 = delta[o]
             a_ins = (n + 1) * d0
             a_del = (n + 1) * d0

@@ -219,16 +219,22 @@ def differing_binaries(X: np.ndarray, R: np.ndarray, spec: BinarySpec,
 # --------------------------------------------------------------------------------------------------
 # numba kernels
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _path_point(i, seg_pair, seg_t0, seg_ts, nodes):  # pragma: no cover - numba
+    """Row i of the path rows (segment-major, K = len(nodes) rows a segment): its segment s,
+    node k, pair b and path position t."""
+    K = nodes.shape[0]
+    s = i // K
+    k = i - s * K
+    return s, k, seg_pair[s], seg_t0[s] + seg_ts[s] * nodes[k]
+
+
 @nb.njit(cache=True, nogil=True)
 def _fill_rows(X, R, is_cont, D, m, seg_pair, seg_corner, seg_t0, seg_ts, nodes, start, stop,
                out):  # pragma: no cover - numba
-    K = nodes.shape[0]
     n = X.shape[1]
     for i in range(start, stop):
-        s = i // K
-        k = i - s * K
-        b = seg_pair[s]
-        t = seg_t0[s] + seg_ts[s] * nodes[k]
+        s, k, b, t = _path_point(i, seg_pair, seg_t0, seg_ts, nodes)
         o = i - start
         for j in range(n):
             if is_cont[j]:
@@ -245,13 +251,9 @@ def _fill_rows(X, R, is_cont, D, m, seg_pair, seg_corner, seg_t0, seg_ts, nodes,
 @nb.njit(cache=True, nogil=True)
 def _accumulate(G, F, is_cont, D, m, seg_pair, seg_corner, seg_t0, seg_ts, nodes, weights, start,
                 stop, interp, cont_acc, bin_acc):  # pragma: no cover - numba
-    K = nodes.shape[0]
     n = G.shape[1]
     for i in range(start, stop):
-        s = i // K
-        k = i - s * K
-        b = seg_pair[s]
-        t = seg_t0[s] + seg_ts[s] * nodes[k]
+        s, k, b, t = _path_point(i, seg_pair, seg_t0, seg_ts, nodes)
         w = weights[k] * seg_ts[s]
         o = i - start
         if interp:
@@ -325,6 +327,22 @@ def _pair_blocks(seg_counts: np.ndarray, cap: int) -> list[tuple[int, int]]:
         blocks.append((start, min(stop, B)))
         start = min(stop, B)
     return blocks
+
+
+def _whole_segments(seg_pair: np.ndarray, seg_corner: np.ndarray) -> tuple:
+    """Segments over the whole path (t from 0, length 1), one per (pair, corner)."""
+    S = seg_pair.shape[0]
+    return seg_pair, seg_corner, np.zeros(S), np.ones(S)
+
+
+def _corner_blocks(pair_ids: np.ndarray, counts: np.ndarray):
+    """:func:`_whole_segments` of every corner u < ``counts[i]`` (= 2^m) of each pair
+    ``pair_ids[i]``, in blocks of pairs of at most ``_MAX_SEGMENTS`` segments."""
+    for b0, b1 in _pair_blocks(counts, _MAX_SEGMENTS):
+        c = counts[b0:b1]
+        offs = np.concatenate([[0], np.cumsum(c)[:-1]])
+        yield _whole_segments(np.repeat(pair_ids[b0:b1], c),
+                              np.arange(int(c.sum()), dtype=np.int64) - np.repeat(offs, c))
 
 
 def _run_path(model, Xd, Rd, is_cont, D, m, segs, nodes, weights, interp, cont_acc, bin_acc,
@@ -409,13 +427,7 @@ def integrated_gradients(model, X: np.ndarray, R: np.ndarray, *, n_steps: int = 
         total = int(counts.sum()) * len(nodes)
         with progress_bar(total, "integrated gradients (interpolate)", "row", enable=progress,
                           auto=total > 1 << 18) as bar:
-            for b0, b1 in _pair_blocks(counts, _MAX_SEGMENTS):
-                c = counts[b0:b1]
-                seg_pair = np.repeat(pairs[b0:b1], c)
-                offs = np.concatenate([[0], np.cumsum(c)[:-1]])
-                seg_corner = np.arange(int(c.sum()), dtype=np.int64) - np.repeat(offs, c)
-                S = seg_pair.shape[0]
-                segs = (seg_pair, seg_corner, np.zeros(S), np.ones(S))
+            for segs in _corner_blocks(pairs, counts):
                 _run_path(model, Xd, Rd, is_cont, D, m, segs, nodes, weights, True, cont_acc,
                           bin_acc, chunk_rows, bar, grad_rows)
     else:  # jump
@@ -438,13 +450,8 @@ def integrated_gradients(model, X: np.ndarray, R: np.ndarray, *, n_steps: int = 
             ex_pairs = np.flatnonzero(exact & (m > 0))
             counts = np.left_shift(np.int64(1), m[ex_pairs])
             wtab = _shapley_weights(max(mmax, 1))
-            for b0, b1 in _pair_blocks(counts, _MAX_SEGMENTS):
-                c = counts[b0:b1]
-                seg_pair = np.repeat(ex_pairs[b0:b1], c)
-                offs = np.concatenate([[0], np.cumsum(c)[:-1]])
-                seg_corner = np.arange(int(c.sum()), dtype=np.int64) - np.repeat(offs, c)
-                S = seg_pair.shape[0]
-                sg = (seg_pair, seg_corner, np.zeros(S), np.ones(S))
+            for sg in _corner_blocks(ex_pairs, counts):
+                seg_pair, seg_corner = sg[0], sg[1]
                 F = _values(model, Xd, Rd, is_cont, D, m, sg, 0.5, chunk_rows, bar, value_rows)
                 _shapley_accumulate(F, seg_pair, seg_corner, D, m, wtab, bin_acc)
             # sampled orders (seeded)
@@ -461,10 +468,7 @@ def integrated_gradients(model, X: np.ndarray, R: np.ndarray, *, n_steps: int = 
                 bits = np.left_shift(np.int64(1), perms)
                 corners = np.concatenate([np.zeros((P, n_orders, 1), np.int64),
                                           np.cumsum(bits, axis=2)], axis=2)
-                seg_pair = np.repeat(samp, n_orders * (mmax + 1))
-                seg_corner = corners.reshape(-1)
-                S = seg_pair.shape[0]
-                sg = (seg_pair, seg_corner, np.zeros(S), np.ones(S))
+                sg = _whole_segments(np.repeat(samp, n_orders * (mmax + 1)), corners.reshape(-1))
                 V = _values(model, Xd, Rd, is_cont, D, m, sg, 0.5, chunk_rows, bar, value_rows)
                 _orders_accumulate(V.reshape(P, n_orders, mmax + 1), samp, perms, D, m, bin_acc)
     A = (X - R) * cont_acc

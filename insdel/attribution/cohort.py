@@ -270,9 +270,7 @@ class IGCS(_CohortAttribution):
             spaced points t = 0, 1 / n_steps, ..., 1, as ``cohortintgrad`` computes it (error
             O(1 / n_steps); its default is 500).
         engine : {"auto", "tree", "black_box"}, default "auto"
-            The game's engine (:func:`insdel.game.as_game`): the method reads the data's cohort
-            game and never evaluates the model, so ``auto`` and ``black_box`` are the same and
-            ``tree`` is an error naming the method.
+            As for ``cohort_shapley`` (the cohort game is read, never the model).
 
         Returns
         -------

@@ -42,9 +42,8 @@ def _scale_vector(scale, X: np.ndarray) -> np.ndarray:
     return s
 
 
-class VanillaGrad(Attribution):
-    """Vanilla gradient ("saliency", Simonyan et al.) at x, scaled per feature (paper §5);
-    r is ignored.
+class _GradientAtX(Attribution):
+    """A method built on the input gradients of a torch module ``f`` at x; r is not read.
 
     Parameters
     ----------
@@ -52,9 +51,21 @@ class VanillaGrad(Attribution):
         A differentiable model.
     """
 
-    name = "vanilla_grad"
     reads_rows = "input gradients of a torch module at x"
     requires = "gradients"
+
+    @staticmethod
+    def _chunk_rows(progress, chunk_rows) -> int:
+        """Check ``progress`` (unused: one pass per chunk, no bar) and return ``chunk_rows``."""
+        check_progress(progress)  # no bar is made here: progress_bar would not check it
+        return check_positive_int(chunk_rows, "chunk_rows")
+
+
+class VanillaGrad(_GradientAtX):
+    """Vanilla gradient ("saliency", Simonyan et al.) at x, scaled per feature (paper §5);
+    r is ignored (``f``: a differentiable torch module)."""
+
+    name = "vanilla_grad"
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, scale: ArrayLike | str | None = None,
                   abs: bool = False, chunk_rows: int = _ig.DEFAULT_CHUNK_ROWS,
@@ -92,8 +103,7 @@ class VanillaGrad(Attribution):
         -------
         ndarray of float64, shape (B, n)
         """
-        check_progress(progress)  # no bar is made here: progress_bar would not check it
-        cs = check_positive_int(chunk_rows, "chunk_rows")
+        cs = self._chunk_rows(progress, chunk_rows)
         abs = check_bool(abs, "abs")
 
         def compute(game):
@@ -104,18 +114,11 @@ class VanillaGrad(Attribution):
         return self._run(X, R, compute, removal=removal, engine=self._engine(engine))
 
 
-class InputXGradient(Attribution):
-    """Input x gradient (Shrikumar et al. 2016): ``a_j = x_j * df/dx_j(x)``; r is ignored.
-
-    Parameters
-    ----------
-    f : torch.nn.Module
-        A differentiable model.
-    """
+class InputXGradient(_GradientAtX):
+    """Input x gradient (Shrikumar et al. 2016): ``a_j = x_j * df/dx_j(x)``; r is ignored
+    (``f``: a differentiable torch module)."""
 
     name = "input_x_gradient"
-    reads_rows = "input gradients of a torch module at x"
-    requires = "gradients"
 
     def attribute(self, X: ArrayLike, R: ArrayLike, *, binary: ArrayLike | None = None,
                   binary_zero: float | None = None, chunk_rows: int = _ig.DEFAULT_CHUNK_ROWS,
@@ -154,8 +157,7 @@ class InputXGradient(Attribution):
         -------
         ndarray of float64, shape (B, n)
         """
-        check_progress(progress)  # no bar is made here: progress_bar would not check it
-        cs = check_positive_int(chunk_rows, "chunk_rows")
+        cs = self._chunk_rows(progress, chunk_rows)
         if binary_zero is not None and binary is None:
             raise ValueError("input_x_gradient: binary_zero needs binary= (the binary features).")
         if binary_zero is not None:

@@ -60,10 +60,8 @@ def _surrogate_kernel(delta, values, off, dsz, Dflat, doff, orders, n, kmax, ins
         d = dsz[b]
         o = off[b]
         N = np.int64(1) << d
-        ceil = np.empty(N, dtype=np.int32)
-        flo = np.empty(N, dtype=np.int32)
+        ceil, flo, pos = K.order_scratch(d, n)
         size = np.empty(N, dtype=np.int32)
-        pos = np.empty(n, dtype=np.int32)
         local = np.full(n, -1, dtype=np.int64)
         for t in range(d):
             local[Dflat[doff[b] + t]] = t
@@ -72,9 +70,7 @@ def _surrogate_kernel(delta, values, off, dsz, Dflat, doff, orders, n, kmax, ins
         for u in range(1, N):
             size[u] = size[u & (u - 1)] + 1
         for q in range(Q):
-            for s in range(n):
-                pos[orders[b, q, s]] = s + 1
-            K.ceil_floor(pos, Dflat, doff[b], d, n, ceil, flo)
+            K.ceil_floor_of_order(orders, b, q, Dflat, doff[b], d, n, pos, ceil, flo)
             inc[:, :] = 0.0
             for u in range(N):
                 s = size[u]

@@ -195,6 +195,22 @@ def plot_pair(ev, pair: int, methods: Sequence[str] | None = None,
     return fig
 
 
+def _image_and_map(fig, axes, img: np.ndarray, att: np.ndarray, image_title: str,
+                   map_title: str) -> None:
+    """The image (``axes[0, 0]``) and its attribution map (``axes[0, 1]``, a diverging colour
+    scale symmetric about 0, with a colour bar), both without ticks or axis labels."""
+    axes[0, 0].imshow(img, cmap="gray" if img.ndim == 2 else None)
+    axes[0, 0].set_title(image_title)
+    lim = float(np.max(np.abs(att))) or 1.0
+    im = axes[0, 1].imshow(att, cmap="RdBu_r", vmin=-lim, vmax=lim)
+    axes[0, 1].set_title(map_title)
+    fig.colorbar(im, ax=axes[0, 1], shrink=0.8)
+    for a in axes[0, :2]:
+        a.set_xticks([])
+        a.set_yticks([])
+        a.set_xlabel("")
+
+
 def plot_image_curves(image: np.ndarray, attribution: np.ndarray, curves: Mapping[str, np.ndarray],
                       mode: str = "deletion", *, figsize=(11.0, 3.6), **kwargs):
     """Image-like inputs: the image, its attribution map and the insertion/deletion curves.
@@ -224,16 +240,7 @@ def plot_image_curves(image: np.ndarray, attribution: np.ndarray, curves: Mappin
     if att.shape != img.shape[:2]:
         raise ValueError(f"attribution must cover the image's {img.shape[:2]} pixels; got {att.shape}.")
     fig, axes = _new_figure(1, 3, figsize)
-    axes[0, 0].imshow(img, cmap="gray" if img.ndim == 2 else None)
-    axes[0, 0].set_title("target x")
-    lim = float(np.max(np.abs(att))) or 1.0
-    im = axes[0, 1].imshow(att, cmap="RdBu_r", vmin=-lim, vmax=lim)
-    axes[0, 1].set_title("attribution")
-    fig.colorbar(im, ax=axes[0, 1], shrink=0.8)
-    for a in axes[0, :2]:
-        a.set_xticks([])
-        a.set_yticks([])
-        a.set_xlabel("")
+    _image_and_map(fig, axes, img, att, "target x", "attribution")
     plot_curves(curves, mode, ax=axes[0, 2], **kwargs)
     return fig
 
@@ -267,15 +274,7 @@ def figure1(image: np.ndarray, saliency: np.ndarray, curves: Mapping[str, np.nda
     if sal.shape != img.shape[:2]:
         raise ValueError(f"saliency must cover the image's {img.shape[:2]} pixels; got {sal.shape}.")
     fig, axes = _new_figure(1, 4, figsize)
-    axes[0, 0].imshow(img, cmap="gray" if img.ndim == 2 else None)
-    axes[0, 0].set_title("image x")
-    lim = float(np.max(np.abs(sal))) or 1.0
-    im = axes[0, 1].imshow(sal, cmap="RdBu_r", vmin=-lim, vmax=lim)
-    axes[0, 1].set_title("saliency")
-    fig.colorbar(im, ax=axes[0, 1], shrink=0.8)
-    for a in axes[0, :2]:
-        a.set_xticks([])
-        a.set_yticks([])
+    _image_and_map(fig, axes, img, sal, "image x", "saliency")
     for j, mode in enumerate(("deletion", "insertion")):
         ax = axes[0, 2 + j]
         c = curves.get(mode)

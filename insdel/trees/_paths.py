@@ -23,7 +23,7 @@ import numpy as np
 
 from .ensemble import TreeEnsemble, goes_left
 
-__all__ = ["LeafPaths", "leaf_paths", "node_directions", "leaf_mask", "ranks_of",
+__all__ = ["LeafPaths", "leaf_paths", "node_directions", "leaf_mask", "ranks_of", "curve_job",
            "slots_by_rank", "read_curve",
            "direction_chunks", "MAX_SLOTS", "DIRECTION_BYTES", "TooManySlots"]
 
@@ -216,6 +216,20 @@ def ranks_of(orders, b, k, rank):  # pragma: no cover - numba
     """``rank[u]`` = the step (1-based) at which ordering ``orders[b, k]`` moves unit u."""
     for t in range(orders.shape[2]):
         rank[orders[b, k, t]] = t + 1
+
+
+@nb.njit(inline="always")
+def curve_job(orders, job):  # pragma: no cover - numba
+    """Job ``job`` of a curve kernel's loop over the B K (pair, ordering) jobs: the pair b, the
+    ordering k, each unit's rank (:func:`ranks_of`) and a zeroed difference array over the
+    steps 0..m + 1."""
+    K = orders.shape[1]
+    m = orders.shape[2]
+    b = job // K
+    k = job % K
+    rank = np.empty(m, dtype=np.int64)
+    ranks_of(orders, b, k, rank)
+    return b, k, rank, np.zeros(m + 2)
 
 
 @nb.njit(inline="always")

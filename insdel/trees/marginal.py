@@ -49,9 +49,9 @@ from .._decomposition_kernels import _popcount
 from .._validation import as_float_array
 from ._paths import (
     TooManySlots,
+    curve_job,
     direction_chunks,
     leaf_mask,
-    ranks_of,
     read_curve,
     slots_by_rank,
 )
@@ -368,11 +368,7 @@ def _mg_curves(D, orders, pos, deletion, T, ptr, value, node_ptr, node, went_lef
     L = value.shape[0]
     out = np.empty((B, K, pos.shape[0]))
     for job in nb.prange(B * K):
-        b = job // K
-        k = job % K
-        rank = np.empty(m, dtype=np.int64)
-        ranks_of(orders, b, k, rank)
-        diff = np.zeros(m + 2)
+        b, k, rank, diff = curve_job(orders, job)
         idx = np.empty(64, dtype=np.int64)
         for ell in range(L):
             a = leaf_mask(D, b, ell, node_ptr, node, went_left, slot_of)

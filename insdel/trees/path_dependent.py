@@ -30,9 +30,9 @@ import numpy as np
 
 from ._paths import (
     MAX_SLOTS,
+    curve_job,
     direction_chunks,
     leaf_mask,
-    ranks_of,
     read_curve,
     slots_by_rank,
 )
@@ -271,11 +271,7 @@ def _pd_curves(D, orders, pos, deletion, value, node_ptr, node, went_left, slot_
     L = value.shape[0]
     out = np.empty((B, K, pos.shape[0]))
     for job in nb.prange(B * K):
-        b = job // K
-        k = job % K
-        rank = np.empty(m, dtype=np.int64)  # the step a unit enters (insertion) / leaves at
-        ranks_of(orders, b, k, rank)
-        diff = np.zeros(m + 2)
+        b, k, rank, diff = curve_job(orders, job)  # rank: the step a unit enters / leaves at
         p = np.empty(MAX_SLOTS + 1)
         idx = np.empty(MAX_SLOTS + 1, dtype=np.int64)
         first = np.empty(MAX_SLOTS + 2)  # factor of a slot once its unit has moved

@@ -109,6 +109,42 @@ def location_groups(columns) -> dict[str, list[str]]:
     return {LOCATION: list(columns)}
 
 
+def add_location(df: pd.DataFrame, features: pd.DataFrame, levels: dict, min_count: int
+                 ) -> tuple[pd.DataFrame, dict[str, list[str]], dict[str, Any], dict[str, Any]]:
+    """Append the one-hot ``Location`` columns of ``df`` to ``features`` as one feature group.
+
+    The new columns are declared binary in ``levels`` (in place). Returns the widened features,
+    the feature groups, the counts of :func:`onehot_location` and the entries the recipe's
+    ``info`` records about them.
+    """
+    onehot, loc_info = onehot_location(df[LOCATION], min_count)
+    levels.update({c: (0.0, 1.0) for c in onehot.columns})
+    entries = {"location_levels": loc_info["levels"],
+               "location_columns": loc_info["columns"],
+               "location_pooled_levels": loc_info["pooled_levels"],
+               "location_pooled_rows": loc_info["pooled_rows"],
+               "min_count": min_count}
+    return (pd.concat([features, onehot], axis=1), location_groups(onehot.columns), loc_info,
+            entries)
+
+
+def housing_raw(df: pd.DataFrame, features: pd.DataFrame, levels: dict, *, description: str,
+                info: dict[str, Any], groups: dict[str, list[str]] | None) -> RawData:
+    """The :class:`RawData` of a Bangalore-shaped table: target ``Price`` / 1e7, Area and No. of
+    Bedrooms standardised, the amenities (and Location columns) binary per ``levels``."""
+    return RawData(
+        features=features,
+        target=df[TARGET].to_numpy(dtype=np.float64),
+        target_name=TARGET,
+        binary_levels=levels,
+        standardize=list(CONTINUOUS),
+        target_scale=TARGET_SCALE,
+        description=description,
+        info=info,
+        groups=groups,
+    )
+
+
 def build(*, path=None, seed: int = 0, location: str = "drop", min_count: int = 1) -> RawData:
     """Read and clean a copy of ``Bangalore.csv``.
 
@@ -160,16 +196,8 @@ def build(*, path=None, seed: int = 0, location: str = "drop", min_count: int = 
             "location": location}
     groups = None
     if keep_loc:
-        onehot, loc_info = onehot_location(df[LOCATION], min_count)
-        features = pd.concat([features, onehot], axis=1)
-        levels.update({c: (0.0, 1.0) for c in onehot.columns})
-        groups = location_groups(onehot.columns)
-        info.update({"n_dropped_location_missing": n_loc_missing,
-                     "location_levels": loc_info["levels"],
-                     "location_columns": loc_info["columns"],
-                     "location_pooled_levels": loc_info["pooled_levels"],
-                     "location_pooled_rows": loc_info["pooled_rows"],
-                     "min_count": min_count})
+        features, groups, loc_info, entries = add_location(df, features, levels, min_count)
+        info.update({"n_dropped_location_missing": n_loc_missing, **entries})
         pooled = (f", {loc_info['pooled_levels']} level(s) with < {min_count} rows pooled into "
                   f"{LOCATION}={OTHER_LEVEL}" if loc_info["pooled_levels"] else "")
         loc_text = (f"Location kept as {loc_info['columns']} one-hot 0/1 columns "
@@ -185,14 +213,4 @@ def build(*, path=None, seed: int = 0, location: str = "drop", min_count: int = 
         f"dropped{missing}, {len(df)} complete rows kept; {loc_text}; target Price / 1e7 INR; Area "
         f"and No. of Bedrooms standardised, 36 binary 0/1 amenities ({n_feat})."
     )
-    return RawData(
-        features=features,
-        target=df[TARGET].to_numpy(dtype=np.float64),
-        target_name=TARGET,
-        binary_levels=levels,
-        standardize=list(CONTINUOUS),
-        target_scale=TARGET_SCALE,
-        description=desc,
-        info=info,
-        groups=groups,
-    )
+    return housing_raw(df, features, levels, description=desc, info=info, groups=groups)

@@ -32,14 +32,12 @@ import pandas as pd
 from ._base import RawData
 from .bangalore import (
     AMENITIES,
-    CONTINUOUS,
     FEATURES,
     LOCATION,
     TARGET,
-    TARGET_SCALE,
+    add_location,
     check_location_options,
-    location_groups,
-    onehot_location,
+    housing_raw,
 )
 
 NAME = "housing_sim"
@@ -208,14 +206,8 @@ def build(*, seed: int = 0, n_samples: int = 1951, noise: float = 0.28,
     groups = None
     loc_text = ""
     if keep_loc:
-        onehot, loc_info = onehot_location(df[LOCATION], min_count)
-        features = pd.concat([features, onehot], axis=1)
-        levels.update({c: (0.0, 1.0) for c in onehot.columns})
-        groups = location_groups(onehot.columns)
-        info.update({"n_locations": int(n_locations), "location_levels": loc_info["levels"],
-                     "location_columns": loc_info["columns"],
-                     "location_pooled_levels": loc_info["pooled_levels"],
-                     "location_pooled_rows": loc_info["pooled_rows"], "min_count": min_count})
+        features, groups, loc_info, entries = add_location(df, features, levels, min_count)
+        info.update({"n_locations": int(n_locations), **entries})
         loc_text = (f"; Location ({loc_info['levels']} simulated localities, effect sd "
                     f"{LOCATION_SD:g} on log price) kept as {loc_info['columns']} one-hot 0/1 "
                     f"columns forming one feature group")
@@ -225,14 +217,4 @@ def build(*, seed: int = 0, n_samples: int = 1951, noise: float = 0.28,
         f"with main effects and {len(INTERACTIONS)} interactions{loc_text}; target Price / 1e7 "
         f"INR."
     )
-    return RawData(
-        features=features,
-        target=df[TARGET].to_numpy(dtype=np.float64),
-        target_name=TARGET,
-        binary_levels=levels,
-        standardize=list(CONTINUOUS),
-        target_scale=TARGET_SCALE,
-        description=desc,
-        info=info,
-        groups=groups,
-    )
+    return housing_raw(df, features, levels, description=desc, info=info, groups=groups)
