@@ -68,10 +68,11 @@ def _fill(out):  # pragma: no cover - numba
 
 def write_floor(shape: tuple, repeats: int) -> float:
     """Seconds to allocate a float64 array of ``shape`` and write every entry once (fresh memory,
-    as the curves are: the least any engine spends returning them), best of ``repeats``."""
-    _fill(np.empty(8))  # compiled
+    as the curves are: the least any engine spends returning them), best of ``repeats`` (at least
+    10: the parallel region's start-up varies)."""
+    _fill(np.empty(shape))  # compiled, and the threads started
     best = np.inf
-    for _ in range(repeats):
+    for _ in range(max(repeats, 10)):
         t = time.perf_counter()
         _fill(np.empty(shape))
         best = min(best, time.perf_counter() - t)
