@@ -405,10 +405,11 @@ def script_scope(script: bool):
 
     With optimisation on, TorchScript's profiling executor runs a function's first calls as
     written, then swaps in a graph it optimised from their profile (autodiff subgraphs, fusion),
-    which rounds a float32 module's values and gradients differently (by about 1e-7 relative).
-    A module a Dask worker has just loaded would then disagree with the driver's, which has run;
-    unoptimised, every call rounds as the first one. Measured on a 3-64-64-1 float32 MLP, 256
-    rows: forward and input gradient about as fast (ratio in docs/your_own_data.md).
+    which rounds a float32 module's gradients differently (by a float32 rounding unit). A
+    module a Dask worker has just loaded would then disagree with the driver's, which has run;
+    unoptimised, every call rounds as the first one. It costs no speed on a 3-64-64-1 float32
+    tanh MLP (unoptimised / optimised time, best of 5: forward of 8,192 rows 0.95, value and
+    input gradient of 256 rows 0.81, integrated gradients of 256 pairs 0.60).
     """
     if not script:
         return contextlib.nullcontext()
