@@ -426,11 +426,13 @@ def drop_optimised_plan(module) -> None:
     calls only in :func:`script_scope`), nor for any other model."""
     if torch_kind(module) != "torchscript":
         return
+    flush = getattr(getattr(module, "forward", None), "_debug_flush_compilation_cache", None)
     try:  # torch raises when the forward method has no optimised plan yet
         module._c.get_debug_state()
     except (RuntimeError, AttributeError):
         return
-    module.forward._debug_flush_compilation_cache()
+    if flush is not None:
+        flush()
 
 
 def model_capabilities(f) -> tuple[str, ...]:
