@@ -398,7 +398,7 @@ def torch_kind(f) -> str | None:
     return "exported" if _is_exported(f) else "module"
 
 
-def script_scope(script: bool):
+def script_scope(script: bool) -> contextlib.AbstractContextManager:
     """The context insdel calls a TorchScript module in (``script`` true): the JIT's graph
     executor runs the module's unoptimised graph (``torch.jit.optimized_execution(False)``,
     a setting of the calling thread, restored on exit), else nothing.
