@@ -181,3 +181,69 @@ def test_has_gradients_is_whether_the_model_is_a_torch_module():
 
     assert insdel.as_model(torch.nn.Linear(2, 1)).has_gradients
     assert not insdel.as_model(lambda Z: Z.sum(1)).has_gradients
+
+
+class _Tanh(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 2)
+
+    def forward(self, x):
+        return torch.tanh(self.lin(x)) + x[:, :1] * x[:, 2:3]
+
+
+def _script_file(tmp_path) -> Path:
+    torch.manual_seed(0)
+    path = tmp_path / "tanh.pt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch 2.13 deprecates torch.jit
+        torch.jit.save(torch.jit.script(_Tanh()), str(path))
+    return path
+
+
+def _load(path: Path) -> torch.nn.Module:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return torch.jit.load(str(path))
+
+
+def _script_bytes(module, X, R) -> tuple[bytes, ...]:
+    model = as_model(module, output=0)
+    F, G = model.value_and_grad(X)
+    ig = insdel.attribute(model, X, R, "integrated_gradients")
+    return model(X).tobytes(), F.tobytes(), G.tobytes(), np.asarray(ig).tobytes()
+
+
+def test_a_torchscript_module_gives_the_same_bytes_whatever_ran_before(tmp_path):
+    """A float32 TorchScript module's values, input gradients and integrated gradients are the
+    bytes of a module just loaded after 20 calls through insdel and after 20 forward and
+    backward passes of the user's own (the profiling executor's optimised graph rounds the
+    gradients differently; insdel runs the unoptimised one)."""
+    path = _script_file(tmp_path)
+    rng = np.random.default_rng(0)
+    X, R = rng.normal(size=(2, 12, 3)).astype(np.float32)
+    first = _script_bytes(_load(path), X, R)
+    ran = _load(path)
+    for _ in range(20):
+        _script_bytes(ran, X, R)
+    assert _script_bytes(ran, X, R) == first
+    own = _load(path)
+    for _ in range(20):
+        x = torch.from_numpy(X).requires_grad_(True)
+        torch.autograd.grad(own(x)[:, 0].sum(), x)
+    assert _script_bytes(own, X, R) == first
+
+
+def test_script_scope_turns_the_jit_optimisation_off_and_restores_it():
+    from insdel.adapter import script_scope
+
+    assert torch._C._get_graph_executor_optimize()
+    with script_scope(True):
+        assert not torch._C._get_graph_executor_optimize()
+    assert torch._C._get_graph_executor_optimize()
+    with pytest.raises(KeyError), script_scope(True):
+        raise KeyError("a model error")
+    assert torch._C._get_graph_executor_optimize()
+    with script_scope(False):  # any other model: the setting is left alone
+        assert torch._C._get_graph_executor_optimize()
+    assert as_model(_scripted(_net()))._script and not as_model(_net())._script

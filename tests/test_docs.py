@@ -203,3 +203,31 @@ def test_docs_skip_markers_say_why_and_are_few():
             nxt = text[m.start():].split("\n", 2)
             assert len(nxt) > 1 and nxt[1] == "```python", f"{p.name}:{_line(text, m.start())}"
     assert len(skipped) <= 4, skipped
+
+
+def test_sanity_md_printed_tables_have_the_columns_the_checks_print():
+    """The tables docs/sanity.md shows as printed by ``insdel reproduce sanity-cern --quick``
+    have the header rows the checks print now (a flag's interval and verdict included)."""
+    import numpy as np
+    import torch
+
+    from insdel.sanity import metric_reliability, parameter_randomisation
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(),
+                              torch.nn.Linear(4, 1)).double().eval()
+    X, R = np.random.default_rng(0).normal(size=(4, 3)), np.zeros(3)
+    res = parameter_randomisation(net, X, R, {"x": lambda X, R: X - R}, abc=False,
+                                  progress=False)
+    rel = metric_reliability(net, X, R, {"x": X - R, "y": X}, metrics=["insertion_abc"],
+                             n_perturbations=1)
+    printed = {line for text in (res.to_markdown(), rel.to_markdown())
+               for line in text.splitlines() if line.startswith("| method |")
+               or line.startswith("| metric |")}
+    doc = (ROOT / "docs" / "sanity.md").read_text(encoding="utf-8").splitlines()
+    shown = [(i + 1, line) for i, line in enumerate(doc) if doc[i + 1:i + 2]
+             and doc[i + 1].startswith("|---") and (line.startswith("| method | check |")
+                                                   or line.startswith("| metric | resilience"))]
+    assert len(shown) == 3, shown  # two checks' flags and the reliability table
+    for line, header in shown:
+        assert header in printed, f"sanity.md:{line}: {header} is not printed; {printed}"

@@ -522,9 +522,7 @@ def _chunks(out):
 
 def _pickled(net, tmp_path):
     """``net`` saved whole (torch.save, loaded on trust): a module that pickles reaches the
-    workers itself. A TorchScript file reaches them by its path, and TorchScript's profiling
-    executor moves a float32 module's gradients by rounding after its first calls, so the
-    bytes of a serial run are compared on a module that is not scripted."""
+    workers itself (a TorchScript file reaches them by its path)."""
     path = tmp_path / "two_full.pt"
     torch.save(net, str(path))
     return path
@@ -568,28 +566,22 @@ def test_a_run_stopped_on_dask_resumes_serially_with_identical_files(files, clie
 
 def test_a_torchscript_file_reaches_the_workers_by_its_path(files, client, tmp_path):
     """A model file that does not pickle (TorchScript) is loaded by each worker from its path
-    and keeps its H outputs there: a float64 module's attributions and decomposition equal the
-    serial run's to 1e-12."""
+    and keeps its H outputs there: a float32 module's data files and checkpoint chunks are the
+    serial run's, byte for byte (the workers' modules are fresh, the driver's has run: insdel
+    runs TorchScript unoptimised, so the call history does not move the rounding)."""
     csv = files[0]
     torch.manual_seed(0)
-    path = tmp_path / "two64.pt"
-    torch.jit.save(torch.jit.script(_TwoOut().double()), str(path))
+    path = tmp_path / "two32.pt"
+    torch.jit.save(torch.jit.script(_TwoOut()), str(path))
     cfg = _cfg(csv, path, outputs=2)
     cfg["decomposition"] = {"n_pairs": 2}
     serial = runner.run_experiment(cfg, tmp_path / "serial")
     res = runner.run_experiment(cfg, tmp_path / "dask", client=client)
-    a = np.load(tmp_path / "serial" / "median" / "attributions.npz")
-    b = np.load(tmp_path / "dask" / "median" / "attributions.npz")
-    for m in a.files:
-        np.testing.assert_allclose(b[m], a[m], rtol=0, atol=1e-12)
-    for h in range(2):
-        np.testing.assert_allclose(res.evaluations["median"][h].abc_array("vanilla_grad"),
-                                   serial.evaluations["median"][h].abc_array("vanilla_grad"),
-                                   rtol=0, atol=1e-12)
-        name = f"median/output_{h}/decomposition.parquet"
-        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "dask" / name),
-                                      pd.read_parquet(tmp_path / "serial" / name),
-                                      check_exact=False, rtol=0, atol=1e-12)
+    assert res.manifest["compute"]["backend"] == "dask"
+    a, b = _files(serial.out), _files(tmp_path / "dask")
+    assert "median/attributions.npz" in a and "median/output_1/decomposition.parquet" in a
+    assert a.keys() == b.keys() and [k for k in a if a[k] != b[k]] == []
+    assert _chunks(serial.out) == _chunks(tmp_path / "dask")
 
 
 def test_compute_backend_dask_runs_a_multi_output_run_on_its_scheduler(files, client,
