@@ -84,8 +84,8 @@ def whole(name: str, overrides: dict | None, target_s: float, tiny: bool):
 
 def bangalore(tiny: bool) -> None:
     """The whole paper-bangalore reproduce, timed stage by stage."""
-    overrides = ({"targets": {"n": 24}, "decomposition": {"n_pairs": 24},
-                  "model": {"max_epochs": 2},
+    overrides = ({"targets": {"n": 12}, "decomposition": {"n_pairs": 12},
+                  "model": {"preset": "quick_housing", "max_epochs": 2},
                   "methods": {"options": {"kernel_shap": {"n_samples": 2000},
                                           "integrated_gradients": {"n_steps": 50}}}}
                  if tiny else None)

@@ -97,14 +97,24 @@ def test_the_rule_is_non_strict_on_the_range_and_exact_for_binary_columns():
 
 
 def _brute_shapley(v, n):
+    """Shapley values as the mean of the marginal contributions over all n! orderings; v is
+    called once per coalition (2^n calls, its values kept) so n! orderings stay cheap."""
+    seen = {}
+
+    def value(u):
+        key = frozenset(u)
+        if key not in seen:
+            seen[key] = v(u)
+        return seen[key]
+
     phi = np.zeros(n)
     perms = list(itertools.permutations(range(n)))
     for p in perms:
         u = []
-        prev = v(u)
+        prev = value(u)
         for j in p:
             u = u + [j]
-            cur = v(u)
+            cur = value(u)
             phi[j] += cur - prev
             prev = cur
     return phi / len(perms)

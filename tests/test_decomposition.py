@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import subprocess
 import sys
 from pathlib import Path
 
@@ -349,9 +348,25 @@ def test_rejects_bad_orders_naming_entries():
 
 
 # -- benchmark never rots ---------------------------------------------------------------------------
-def test_bench_decomposition_tiny():
-    out = subprocess.run([sys.executable, str(ROOT / "bench" / "decomposition.py"), "--tiny"],
-                         capture_output=True, text=True, timeout=300, check=True).stdout
+def test_bench_decomposition_tiny(monkeypatch, capsys):
+    """bench/decomposition.py --tiny, run in this process: shap's Exact explainer is compiled by
+    numba (shap caches none of it) once per process, and the suite's own shap tests share it."""
+    import importlib.util
+
+    import torch
+
+    path = ROOT / "bench" / "decomposition.py"
+    spec = importlib.util.spec_from_file_location("bench_decomposition", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    monkeypatch.setattr(sys, "argv", [str(path), "--tiny"])
+    rng, threads = torch.random.get_rng_state(), torch.get_num_threads()
+    try:
+        bench.main()
+    finally:  # the bench seeds torch for its models: later tests see this process's state
+        torch.random.set_rng_state(rng)
+        torch.set_num_threads(threads)
+    out = capsys.readouterr().out
     assert "share outside model" in out and "best_order" in out and "exact baseline Shapley" in out
 
 
