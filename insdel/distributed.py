@@ -180,8 +180,7 @@ def make_client(compute: Mapping, *, log: Callable[[str], None] | None = None
                 "[compute] connect_timeout.") from None
         try:
             if log is not None:
-                log(f"compute: Dask scheduler {address}, {len(client.scheduler_info()['workers'])} "
-                    f"workers")
+                log(f"compute: Dask scheduler {address}, {len(client.nthreads())} workers")
             yield client
         finally:
             client.close()
@@ -259,10 +258,12 @@ def client_info(client) -> dict:
         except ImportError:  # pragma: no cover
             threads = None
         return {"backend": "serial", "scheduler": None, "workers": None, "threads": threads}
-    workers = client.scheduler_info().get("workers", {})
-    return {"backend": "dask", "scheduler": client.scheduler.address, "workers": len(workers),
-            "threads": int(sum(w.get("nthreads", 0) for w in workers.values())),
-            "driver_threads": _torch_threads()}
+    # asked of the scheduler now: Client.scheduler_info() returns the client's cached copy, which
+    # its periodic refresh (every 2 s, cluster totals only) can overwrite with no workers at all
+    # between the fetch of every worker and the return
+    nthreads = client.nthreads()
+    return {"backend": "dask", "scheduler": client.scheduler.address, "workers": len(nthreads),
+            "threads": int(sum(nthreads.values())), "driver_threads": _torch_threads()}
 
 
 def _reraise(exc: BaseException, where: str):

@@ -677,3 +677,21 @@ def test_a_multi_output_run_on_worker_processes_equals_serial(client, tmp_path):
     assert "median/removal-marginal/attributions.npz" in _data(tmp_path / "serial")
     _same(tmp_path / "serial", tmp_path / "dask")
     assert _chunks(tmp_path / "serial") == _chunks(tmp_path / "dask")
+
+
+def test_client_info_asks_the_scheduler_for_its_workers():
+    """The manifest's worker count comes from the scheduler, not the client's cached identity
+    (whose periodic refresh holds no per-worker information)."""
+
+    class _Client:
+        class scheduler:  # noqa: N801 - the attribute a dask Client has
+            address = "tcp://127.0.0.1:1"
+
+        def scheduler_info(self):
+            return {"workers": {}}  # what the cache holds right after a periodic refresh
+
+        def nthreads(self):
+            return {"tcp://127.0.0.1:2": 1, "tcp://127.0.0.1:3": 1}
+
+    info = distributed.client_info(_Client())
+    assert info["workers"] == 2 and info["threads"] == 2 and info["backend"] == "dask"
