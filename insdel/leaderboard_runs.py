@@ -223,7 +223,7 @@ def read_run(path: str | os.PathLike) -> RunInfo:
     policies = manifest["policies"]
     outputs, weights = run_outputs(manifest, path)
     if outputs:
-        return _read_multi(path, manifest, list(policies), weights)
+        return _read_multi(path, manifest, list(policies), outputs, weights)
     frames = []
     directions = dict.fromkeys(METRICS, True)
     for pol in policies:
@@ -311,7 +311,8 @@ def _metric_directions(md: pd.DataFrame, directions: dict) -> None:
         directions[str(name)] = bool(up)
 
 
-def _read_multi(path: Path, manifest: dict, policies: list, weights: np.ndarray) -> RunInfo:
+def _read_multi(path: Path, manifest: dict, policies: list, outputs: list[str],
+                weights: np.ndarray) -> RunInfo:
     """A run with ``model.outputs = H`` (:mod:`insdel.runner.multi`): per policy, each output's
     scores (``<policy>/output_<h>/abc.parquet``, each further removal's
     ``<policy>/removal-<name>/output_<h>/abc.parquet``, the rows of ``metrics.parquet`` whose
@@ -372,7 +373,7 @@ def _read_multi(path: Path, manifest: dict, policies: list, weights: np.ndarray)
     abc = pd.concat(frames, ignore_index=True)[["policy", "output", "pair", "cluster", "method",
                                                  "metric", "score"]]
     info = _info(path, manifest, policies, abc, directions, {}, "evaluation")
-    info.outputs = [*(str(h) for h in range(H)), "weighted"]
+    info.outputs = outputs
     info.output_weights = weights.tolist()
     return info
 

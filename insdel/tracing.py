@@ -728,9 +728,10 @@ def _trace_chunks(model, X, R, diff, n_d, orders, plan, modes, chunk_pairs, prog
                 if H is None:
                     _raise_non_finite(model, curves_out[:, b0:b1], fr[b0:b1], fx[b0:b1], b0,
                                       modes)
-                for h in range(H or 0):  # all outputs gathered at once; the error names the first
-                    _raise_non_finite_at(model, curves_out[:, b0:b1, ..., h], fr[b0:b1, h],
-                                         fx[b0:b1, h], b0, modes)
+                else:
+                    for h in range(H):  # all outputs gathered at once; the error names the first
+                        _raise_non_finite_at(model, curves_out[:, b0:b1, ..., h], fr[b0:b1, h],
+                                             fx[b0:b1, h], b0, modes)
             clock.index_s += time.perf_counter() - t
             n_unique += U
             bar.update(Bc)

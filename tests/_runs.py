@@ -132,22 +132,8 @@ def multi_output_runs(d: Path, *, weights: list[float], metrics: list[str] | Non
     import torch
 
     from insdel import runner
-
-    class Net(torch.nn.Module):
-        def __init__(self, k: int):
-            super().__init__()
-            self.lin = torch.nn.Linear(3, k)
-
-        def forward(self, x):
-            return torch.tanh(self.lin(x)) + x[:, :1] * x[:, 2:3]
-
-    class Column(torch.nn.Module):
-        def __init__(self, net: torch.nn.Module, h: int):
-            super().__init__()
-            self.net, self.h = net, h
-
-        def forward(self, x):
-            return self.net(x)[:, self.h]
+    from tests.test_runner_multi_output import _Column as Column
+    from tests.test_runner_multi_output import _TwoOut as Net
 
     csv = small_csv(d / "small.csv")
     torch.manual_seed(0)

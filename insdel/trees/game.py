@@ -248,8 +248,8 @@ class TreeGame(Game):
         unit_of = (np.arange(self.n, dtype=np.int64) if self._unit_of is None
                    else np.ascontiguousarray(self._unit_of, dtype=np.int64))
         K.fused(np.ascontiguousarray(self.X), np.ascontiguousarray(self.R), unit_of, m,
-                2 * self.ensemble.max_depth() + 4, *self.ensemble.walk_arrays(), self.base, o, pos, do_c, ins, dele, phi, ph, banzhaf, bz,
-                ends, K.LEAF_BUFFER)
+                2 * self.ensemble.max_depth() + 4, *self.ensemble.walk_arrays(), self.base, o,
+                pos, do_c, ins, dele, phi, ph, banzhaf, bz, ends, K.LEAF_BUFFER)
         if self._ends is None:
             self._ends = (ends[:, 0] + self.base, ends[:, 1] + self.base,
                           ends[:, 2] + (m + 1) * self.base)
